@@ -1,0 +1,39 @@
+"""Roofline: per kernel, max(FLOP / peak of its unit and dtype, bytes / memory bandwidth).
+
+Matrix work runs on the matrix units at the rate of the kernel's dtype (or the format the
+device falls back to: `Hardware.matrix_rate_dtype`); element-wise work on the vector units.
+A kernel with both (a fused MLP) takes the longer of the two, as the units run concurrently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.hardware import Hardware
+from engine.kernels import as_columns
+
+
+def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: peak matrix FLOP/s for its dtype, and the dtype the matrix units run it in."""
+    unique, inverse = np.unique(dtypes.astype(str), return_inverse=True)
+    peaks = np.array([hardware.matrix_flops_per_s(d) for d in unique])
+    rate_dtypes = np.array([hardware.matrix_rate_dtype(d) for d in unique], dtype=object)
+    return peaks[inverse], rate_dtypes[inverse]
+
+
+def estimate_roofline(table, hardware: Hardware, scenario=None) -> dict[str, np.ndarray]:
+    """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity."""
+    out = as_columns(table)
+    matrix_flops, vector_flops = out["matrix_flops"].astype(float), out["vector_flops"].astype(float)
+    flops, nbytes = out["flops"].astype(float), out["bytes"].astype(float)
+    matrix_peak, rate_dtype = matrix_peaks(out["dtype"], hardware)
+    compute_time = np.maximum(matrix_flops / matrix_peak, vector_flops / hardware.vector_flops_per_s)
+    memory_time = nbytes / hardware.memory_bandwidth_bytes_per_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["intensity"] = np.where(nbytes > 0, flops / nbytes, np.inf)
+    out["matrix_rate_dtype"] = np.where(matrix_flops > 0, rate_dtype, "")
+    out["compute_time_s"] = compute_time
+    out["memory_time_s"] = memory_time
+    out["time_s"] = np.maximum(compute_time, memory_time)
+    out["bound"] = np.where(compute_time > memory_time, "compute", "memory").astype(object)
+    return out

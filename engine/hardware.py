@@ -1,0 +1,175 @@
+"""Hardware: one accelerator's datasheet numbers, in SI units, and the peaks derived from them.
+
+Every number is stored once, in SI units with the unit in its name (`clock_hz`,
+`memory_bandwidth_bytes_per_s`). Peaks (`matrix_flops_per_s`, `vector_flops_per_s`) are
+derived, never typed. The workbook (`specs.py`) converts from datasheet units at the edge;
+`WORKBOOK_FIELDS` below says how each workbook row maps onto a field here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.dtypes import MATRIX_DTYPES, MATRIX_FALLBACK, check_dtype
+
+PositiveRate = Optional[float]
+
+
+class Hardware(BaseModel):
+    """A device. Optional fields are None when the datasheet does not publish them."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+    name: str = Field(min_length=1)
+    vendor: str = Field(min_length=1)
+    kind: str = Field(min_length=1, description="gpu, tpu, npu, cpu or hypothetical")
+    notes: str = ""
+
+    num_cores: int = Field(gt=0, le=1_000_000, description="SMs / compute units / cores")
+    clock_hz: float = Field(gt=0, le=1e10)
+
+    matrix_macs_per_cycle_per_core_fp32: PositiveRate = Field(None, gt=0, le=1e6)
+    matrix_macs_per_cycle_per_core_tf32: PositiveRate = Field(None, gt=0, le=1e6)
+    matrix_macs_per_cycle_per_core_bf16: PositiveRate = Field(None, gt=0, le=1e6)
+    matrix_macs_per_cycle_per_core_fp16: PositiveRate = Field(None, gt=0, le=1e6)
+    matrix_macs_per_cycle_per_core_fp8: PositiveRate = Field(None, gt=0, le=1e6)
+    matrix_macs_per_cycle_per_core_int8: PositiveRate = Field(None, gt=0, le=1e6)
+    matrix_macs_per_cycle_per_core_fp4: PositiveRate = Field(None, gt=0, le=1e6)
+    vector_flops_per_cycle_per_core: float = Field(gt=0, le=1e6, description="fp32, FMA = 2 FLOP")
+
+    memory_capacity_bytes: float = Field(gt=0, le=1e14)
+    memory_bandwidth_bytes_per_s: float = Field(gt=0, le=1e15)
+
+    sram_per_core_bytes: PositiveRate = Field(None, gt=0, le=2**30)
+    sram_bandwidth_bytes_per_cycle_per_core: PositiveRate = Field(None, gt=0, le=1e5)
+    llc_capacity_bytes: PositiveRate = Field(None, gt=0, le=1e11)
+    llc_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e16)
+
+    link_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e13, description="per link, per direction")
+    num_links: Optional[int] = Field(None, gt=0, le=1024)
+    devices_per_node: Optional[int] = Field(None, gt=0, le=100_000)
+    link_latency_s: PositiveRate = Field(None, gt=0, le=1.0)
+    inter_node_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e13, description="per device, per direction")
+    inter_node_latency_s: PositiveRate = Field(None, gt=0, le=1.0)
+
+    tdp_w: PositiveRate = Field(None, gt=0, le=1e5)
+    launch_overhead_s: PositiveRate = Field(None, gt=0, le=0.1)
+
+    @model_validator(mode="after")
+    def _has_a_matrix_rate(self) -> "Hardware":
+        if not self.matrix_dtypes:
+            raise ValueError(
+                "no matrix_macs_per_cycle_per_core_<dtype> value: a device needs at least one matrix rate"
+            )
+        return self
+
+    # ---- derived peaks -------------------------------------------------------------------
+    @property
+    def matrix_dtypes(self) -> tuple[str, ...]:
+        """Formats the matrix units are rated for, in MATRIX_DTYPES order."""
+        return tuple(d for d in MATRIX_DTYPES if getattr(self, f"matrix_macs_per_cycle_per_core_{d}") is not None)
+
+    def matrix_rate_dtype(self, dtype: str) -> str:
+        """The format the matrix units actually run `dtype` work in (itself, or its fallback)."""
+        for candidate in MATRIX_FALLBACK[check_dtype(dtype)]:
+            if candidate in self.matrix_dtypes:
+                return candidate
+        return self.matrix_dtypes[0]
+
+    def matrix_macs_per_s(self, dtype: str) -> float:
+        rate_dtype = self.matrix_rate_dtype(dtype)
+        per_cycle = getattr(self, f"matrix_macs_per_cycle_per_core_{rate_dtype}")
+        return self.num_cores * self.clock_hz * per_cycle
+
+    def matrix_flops_per_s(self, dtype: str) -> float:
+        return 2.0 * self.matrix_macs_per_s(dtype)
+
+    @property
+    def vector_flops_per_s(self) -> float:
+        return self.num_cores * self.clock_hz * self.vector_flops_per_cycle_per_core
+
+    def ridge_point(self, dtype: str) -> float:
+        """Arithmetic intensity (FLOP/byte) where matrix compute and HBM bandwidth balance."""
+        return self.matrix_flops_per_s(dtype) / self.memory_bandwidth_bytes_per_s
+
+    @property
+    def sram_bandwidth_bytes_per_s(self) -> Optional[float]:
+        if self.sram_bandwidth_bytes_per_cycle_per_core is None:
+            return None
+        return self.num_cores * self.clock_hz * self.sram_bandwidth_bytes_per_cycle_per_core
+
+    def with_changes(self, **changes) -> "Hardware":
+        """A validated copy with some fields changed (what-if edits)."""
+        return Hardware.model_validate({**self.model_dump(), **changes})
+
+
+@dataclass(frozen=True)
+class WorkbookField:
+    """How one row of the `hardware` sheet maps onto a Hardware field.
+
+    value_in_si = value_in_workbook * scale. `key` is the row label users see.
+    """
+
+    key: str
+    attribute: str
+    unit: str
+    scale: float
+    description: str
+    text: bool = False
+    required: bool = True
+
+
+def _matrix_fields() -> list[WorkbookField]:
+    return [
+        WorkbookField(
+            f"matrix_macs_per_cycle_per_core_{d}",
+            f"matrix_macs_per_cycle_per_core_{d}",
+            "MAC/cycle/core",
+            1.0,
+            f"Dense {d} multiply-accumulates per clock per core on the matrix units "
+            "(tensor cores / MXU); blank if the device has no dense matrix rate for this format. "
+            "Never a sparsity figure.",
+            required=False,
+        )
+        for d in MATRIX_DTYPES
+    ]
+
+
+WORKBOOK_FIELDS: tuple[WorkbookField, ...] = (
+    WorkbookField("vendor", "vendor", "text", 1.0, "Maker of the device.", text=True),
+    WorkbookField("kind", "kind", "text", 1.0, "gpu, tpu, npu, cpu or hypothetical.", text=True),
+    WorkbookField("notes", "notes", "text", 1.0, "Free text: variant, assumptions, unit caveats.", text=True, required=False),
+    WorkbookField("num_cores", "num_cores", "count", 1.0, "Cores: SMs (NVIDIA), CUs (AMD), TensorCores (TPU)."),
+    WorkbookField("clock", "clock_hz", "GHz", 1e9, "Clock at which the datasheet's peak rates are quoted (boost clock)."),
+    *_matrix_fields(),
+    WorkbookField(
+        "vector_flops_per_cycle_per_core", "vector_flops_per_cycle_per_core", "FLOP/cycle/core", 1.0,
+        "fp32 FLOP per clock per core on the vector/SIMD units (CUDA cores, VPU); an FMA counts 2.",
+    ),
+    WorkbookField("memory_capacity", "memory_capacity_bytes", "GB", 1e9, "Device memory (HBM/GDDR) capacity, 1 GB = 1e9 B."),
+    WorkbookField("memory_bandwidth", "memory_bandwidth_bytes_per_s", "GB/s", 1e9, "Peak device memory bandwidth, 1 GB/s = 1e9 B/s."),
+    WorkbookField("sram_per_core", "sram_per_core_bytes", "KiB", 1024.0, "Per-core SRAM (L1 + shared memory) capacity.", required=False),
+    WorkbookField(
+        "sram_bandwidth_per_core", "sram_bandwidth_bytes_per_cycle_per_core", "B/cycle/core", 1.0,
+        "Per-core SRAM/L1 load bandwidth per clock.", required=False,
+    ),
+    WorkbookField(
+        "llc_capacity", "llc_capacity_bytes", "MiB", 1024.0**2,
+        "Last-level on-chip cache: L2 on NVIDIA, Infinity Cache on AMD, CMEM/VMEM on TPU, the seed's 'L3'.",
+        required=False,
+    ),
+    WorkbookField("llc_bandwidth", "llc_bandwidth_bytes_per_s", "GB/s", 1e9, "Last-level cache bandwidth where published.", required=False),
+    WorkbookField("link_bandwidth", "link_bandwidth_bytes_per_s", "GB/s", 1e9, "Scale-up link bandwidth per link per direction (NVLink, Infinity Fabric, ICI, PCIe).", required=False),
+    WorkbookField("num_links", "num_links", "count", 1.0, "Scale-up links per device.", required=False),
+    WorkbookField("devices_per_node", "devices_per_node", "count", 1.0, "Devices in one scale-up domain (node / pod slice).", required=False),
+    WorkbookField("link_latency", "link_latency_s", "us", 1e-6, "One-hop latency of the scale-up link.", required=False),
+    WorkbookField("inter_node_bandwidth", "inter_node_bandwidth_bytes_per_s", "GB/s", 1e9, "Scale-out bandwidth per device per direction (NIC).", required=False),
+    WorkbookField("inter_node_latency", "inter_node_latency_s", "us", 1e-6, "Scale-out one-hop latency.", required=False),
+    WorkbookField("tdp", "tdp_w", "W", 1.0, "Thermal design power.", required=False),
+    WorkbookField("launch_overhead", "launch_overhead_s", "us", 1e-6, "Host-side kernel launch overhead per kernel.", required=False),
+)
+
+WORKBOOK_FIELD_BY_KEY: dict[str, WorkbookField] = {f.key: f for f in WORKBOOK_FIELDS}

@@ -1,0 +1,87 @@
+"""The kernel table: one row per kernel, columnar, built from numpy arrays.
+
+Columns (per occurrence unless said otherwise):
+  phase, name, type, op, unit, dtype   strings (type follows the seed: Ma_Mw, Va_Mqa, KVCache, ...)
+  m, k, n, batch                      GEMM shape C[m,n] = A[m,k] @ B[k,n], `batch` independent GEMMs
+  context                             attention context in tokens (NaN for other kernels)
+  count                               occurrences in the phase (layers x steps)
+  macs, matrix_flops, vector_flops, flops
+  weight_bytes, activation_bytes, kv_bytes, bytes
+  group                               rows added by one `add` call (decode steps of one kernel)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
+NUMBER_COLUMNS = (
+    "m", "k", "n", "batch", "context", "count", "macs", "matrix_flops", "vector_flops",
+    "weight_bytes", "activation_bytes", "kv_bytes",
+)
+KERNEL_COLUMNS = STRING_COLUMNS + NUMBER_COLUMNS + ("flops", "bytes", "group")
+
+# FLOP per element for element-wise work on the vector units (a convention, stated once).
+FLOPS_PER_ELEMENT = {
+    "rmsnorm": 4.0,      # square, accumulate, multiply by rsqrt, multiply by weight
+    "layernorm": 7.0,    # mean, subtract, square, accumulate, normalise, weight, bias
+    "residual": 1.0,     # one add
+    "rotary": 3.0,       # x*cos + rotate(x)*sin: two multiplies and an add per element
+    "softmax": 5.0,      # scale, max, subtract, exp, sum-and-divide per score element
+    "gate_multiply": 1.0,
+}
+ACTIVATION_FLOPS = {"silu": 4.0, "swish": 4.0, "gelu": 8.0, "relu": 1.0}
+
+
+def activation_flops(hidden_act: str) -> float:
+    """FLOP per element of an MLP activation function (gelu variants count as gelu)."""
+    name = hidden_act.lower()
+    for key, flops in ACTIVATION_FLOPS.items():
+        if key in name:
+            return flops
+    return ACTIVATION_FLOPS["gelu"]
+
+
+class KernelTableBuilder:
+    """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[int, dict, dict]] = []
+
+    def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
+            m=0, k=0, n=0, batch=1, count=1, context=np.nan, macs=0, vector_flops=0,
+            weight_bytes=0, activation_bytes=0, kv_bytes=0) -> None:
+        numbers = dict(m=m, k=k, n=n, batch=batch, context=context, count=count, macs=macs,
+                       matrix_flops=np.multiply(2.0, macs), vector_flops=vector_flops,
+                       weight_bytes=weight_bytes, activation_bytes=activation_bytes, kv_bytes=kv_bytes)
+        rows = max((np.size(v) for v in numbers.values()), default=1)
+        strings = dict(phase=phase, name=name, type=type, op=op, unit=unit, dtype=dtype)
+        self._rows.append((rows, numbers, strings))
+
+    def build_columns(self) -> dict[str, np.ndarray]:
+        """The table as a dict of numpy arrays (the engine's fast internal form)."""
+        lengths = [rows for rows, _, _ in self._rows]
+        data: dict[str, np.ndarray] = {}
+        for key in NUMBER_COLUMNS:
+            data[key] = np.concatenate([
+                np.full(rows, float(numbers[key])) if np.ndim(numbers[key]) == 0
+                else np.asarray(numbers[key], dtype=float) * np.ones(rows)
+                for rows, numbers, _ in self._rows
+            ])
+        for key in STRING_COLUMNS:
+            data[key] = np.repeat(np.array([strings[key] for _, _, strings in self._rows], dtype=object), lengths)
+        data["group"] = np.repeat(np.arange(len(self._rows)), lengths)
+        data["flops"] = data["matrix_flops"] + data["vector_flops"]
+        data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
+        return {c: data[c] for c in KERNEL_COLUMNS}
+
+    def build(self) -> pd.DataFrame:
+        return pd.DataFrame(self.build_columns())
+
+
+def as_columns(table) -> dict[str, np.ndarray]:
+    """A kernel table (DataFrame or dict of arrays) as a dict of numpy arrays."""
+    if isinstance(table, pd.DataFrame):
+        return {c: table[c].to_numpy() for c in table.columns}
+    return dict(table)
