@@ -1,0 +1,1 @@
+"""Streamlit dashboard for llm-roofline (pages are thin; figures are pure functions)."""

@@ -1,0 +1,245 @@
+"""llm-roofline command line: hardware, model, gemm and estimate, with JSON and CSV output.
+
+Bad input exits with status 2 and one line on stderr naming the problem; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Sequence
+
+from pydantic import ValidationError
+
+from engine.dtypes import DTYPES
+from engine.estimators import METHODS
+from engine.workload import PHASES
+
+
+def _print_json(data) -> None:
+    print(json.dumps(_finite(data), indent=2, allow_nan=False))
+
+
+def _finite(value):
+    """JSON has no NaN/Infinity: they become null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return _finite(value.item())
+    return value
+
+
+def one_line(error: BaseException) -> str:
+    """A validation or loading error as a single line naming the bad field."""
+    if isinstance(error, ValidationError):
+        parts = []
+        for item in error.errors():
+            where = ".".join(str(p) for p in item.get("loc", ())) or "value"
+            parts.append(f"{where}: {item.get('msg')} (got {item.get('input')!r})")
+        return "; ".join(parts)
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+def cmd_hardware_list(args) -> None:
+    from engine.specs import load_specs
+    devices = load_specs(args.specs)
+    if args.json:
+        _print_json([{"name": hw.name, "vendor": hw.vendor, "kind": hw.kind} for hw in devices.values()])
+        return
+    for hw in devices.values():
+        rate = hw.matrix_rate_dtype("bf16")
+        label = "bf16" if rate == "bf16" else f"bf16 (at {rate} rate)"
+        print(f"{hw.name:<18} {hw.vendor:<14} {hw.kind:<13} {label:<20} {hw.matrix_flops_per_s('bf16') / 1e12:9.1f} TFLOP/s"
+              f"  {hw.memory_bandwidth_bytes_per_s / 1e9:9.1f} GB/s  {hw.memory_capacity_bytes / 1e9:6.1f} GB")
+
+
+def hardware_summary(hw) -> dict:
+    return {
+        **hw.model_dump(),
+        "matrix_flops_per_s": {d: hw.matrix_flops_per_s(d) for d in hw.matrix_dtypes},
+        "vector_flops_per_s": hw.vector_flops_per_s,
+        "ridge_point_flop_per_byte": {d: hw.ridge_point(d) for d in hw.matrix_dtypes},
+    }
+
+
+def cmd_hardware_show(args) -> None:
+    from engine.specs import load_hardware
+    summary = hardware_summary(load_hardware(args.name, args.specs))
+    if args.json:
+        _print_json(summary)
+        return
+    for key, value in summary.items():
+        print(f"{key:<42} {value}")
+
+
+def _load_model(args):
+    from engine.models import load_model
+    return load_model(args.model, revision=args.revision, token=args.token, cache_dir=args.cache_dir,
+                      offline=True if args.offline else None)
+
+
+def cmd_model_show(args) -> None:
+    model = _load_model(args)
+    summary = model.summary()
+    summary["kv_cache_bytes_per_token"] = model.kv_cache_bytes_per_token(args.kv_dtype)
+    summary["kv_dtype"] = args.kv_dtype
+    if args.json:
+        _print_json(summary)
+        return
+    for key, value in summary.items():
+        print(f"{key:<28} {value}")
+
+
+def cmd_gemm(args) -> None:
+    from engine.estimate import estimate_gemm
+    from engine.specs import load_hardware
+    hw = load_hardware(args.hardware, args.specs)
+    row = estimate_gemm(hw, args.m, args.n, args.k, dtype=args.dtype, method=args.method)
+    keys = ("m", "k", "n", "dtype", "macs", "flops", "bytes", "intensity", "compute_time_s", "memory_time_s",
+            "time_s", "bound", "matrix_rate_dtype")
+    result = {"hardware": hw.name, "method": args.method, **{k: row[k] for k in keys}}
+    if args.json:
+        _print_json(result)
+        return
+    print(f"C[{args.m},{args.n}] = A[{args.m},{args.k}] @ B[{args.k},{args.n}] ({args.dtype}) on {hw.name}")
+    print(f"  {result['flops']:.4g} FLOP, {result['bytes']:.4g} B, intensity {result['intensity']:.1f} FLOP/B")
+    print(f"  time {result['time_s'] * 1e6:.2f} us ({result['bound']} bound)")
+
+
+def cmd_estimate(args) -> None:
+    from engine.estimate import estimate
+    from engine.specs import load_hardware
+    from engine.workload import Scenario
+    hw = load_hardware(args.hardware, args.specs)
+    model = _load_model(args)
+    scenario = Scenario(phase=args.phase, batch=args.batch, input_length=args.input_len,
+                        output_length=args.output_len, context_length=args.context, chunk_size=args.chunk_size,
+                        weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype)
+    result = estimate(hw, model, scenario, method=args.method)
+    if args.csv:
+        result.kernels.to_csv(args.csv, index=False)
+    if args.json:
+        _print_json(result.to_dict())
+        return
+    print(f"{model.name} on {hw.name}, {scenario.phase}, method {result.method}")
+    print(result.phases.to_string(float_format=lambda v: f"{v:.4g}"))
+    for label, value in (("TTFT", result.ttft_s), ("TPOT", result.tpot_s), ("end-to-end", result.e2e_s)):
+        if value is not None:
+            print(f"{label:<12} {value * 1e3:10.3f} ms")
+    if result.tokens_per_s is not None:
+        print(f"{'tokens/s':<12} {result.tokens_per_s:10.1f} (output tokens per second, whole batch)")
+    memory = result.memory
+    print(f"memory       {memory.total_bytes / 1e9:.2f} GB of {memory.capacity_bytes / 1e9:.1f} GB "
+          f"({'fits' if memory.fits else 'DOES NOT FIT'}; largest batch that fits: {memory.max_batch})")
+    for note in result.notes:
+        print(f"note: {note}")
+
+
+# ---- parser --------------------------------------------------------------------------------
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
+def _add_model_source(parser) -> None:
+    parser.add_argument("--revision", help="Hub revision (branch, tag or commit)")
+    parser.add_argument("--token", help="Hugging Face token for gated repos")
+    parser.add_argument("--cache-dir", help="Hugging Face cache directory")
+    parser.add_argument("--offline", action="store_true", help="never reach the Hub; use catalog, files and cache")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes print one line (not the usage block) and exit 2, like every other error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="llm-roofline", description="How fast would this LLM run on that chip, and why.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    hardware = commands.add_parser("hardware", help="devices of the specs workbook").add_subparsers(dest="action", required=True)
+    listing = hardware.add_parser("list", help="list devices")
+    show = hardware.add_parser("show", help="one device's fields and derived peaks")
+    show.add_argument("name")
+    for sub, handler in ((listing, cmd_hardware_list), (show, cmd_hardware_show)):
+        sub.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
+        sub.add_argument("--json", action="store_true")
+        sub.set_defaults(handler=handler)
+
+    model = commands.add_parser("model", help="model configs").add_subparsers(dest="action", required=True)
+    model_show = model.add_parser("show", help="parameters, layers, heads, KV bytes per token")
+    model_show.add_argument("model", metavar="ID_OR_PATH")
+    model_show.add_argument("--kv-dtype", default="bf16", choices=DTYPES)
+    model_show.add_argument("--json", action="store_true")
+    _add_model_source(model_show)
+    model_show.set_defaults(handler=cmd_model_show)
+
+    gemm = commands.add_parser("gemm", help="one GEMM C[m,n] = A[m,k] @ B[k,n]")
+    gemm.add_argument("--hardware", required=True)
+    for dim in ("m", "n", "k"):
+        gemm.add_argument(f"--{dim}", type=_positive_int, required=True)
+    gemm.add_argument("--dtype", default="bf16", choices=DTYPES)
+    gemm.add_argument("--method", default="roofline", choices=["roofline"])
+    gemm.add_argument("--specs")
+    gemm.add_argument("--json", action="store_true")
+    gemm.set_defaults(handler=cmd_gemm)
+
+    est = commands.add_parser("estimate", help="estimate a model on a device")
+    est.add_argument("--hardware", required=True)
+    est.add_argument("--model", required=True, metavar="ID_OR_PATH")
+    est.add_argument("--phase", default="request", choices=PHASES)
+    est.add_argument("--batch", type=_positive_int, default=1)
+    est.add_argument("--input-len", type=_positive_int, default=1024)
+    est.add_argument("--output-len", type=_positive_int, default=256)
+    est.add_argument("--context", type=_non_negative_int, default=None, help="decode: tokens already cached")
+    est.add_argument("--chunk-size", type=_positive_int, default=256)
+    est.add_argument("--method", default="roofline", choices=list(METHODS))
+    est.add_argument("--weight-dtype", default="bf16", choices=DTYPES)
+    est.add_argument("--act-dtype", default="bf16", choices=DTYPES)
+    est.add_argument("--kv-dtype", default="bf16", choices=DTYPES)
+    est.add_argument("--specs")
+    est.add_argument("--csv", metavar="PATH", help="write the kernel table as CSV")
+    est.add_argument("--json", action="store_true")
+    _add_model_source(est)
+    est.set_defaults(handler=cmd_estimate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except (ValueError, KeyError, OSError) as error:
+        print(f"llm-roofline: error: {one_line(error)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
