@@ -235,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
+    except BrokenPipeError:  # output piped into `head` and closed early
+        return 0
     except (ValueError, KeyError, OSError) as error:
         print(f"llm-roofline: error: {one_line(error)}", file=sys.stderr)
         return 2

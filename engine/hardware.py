@@ -21,7 +21,7 @@ PositiveRate = Optional[float]
 class Hardware(BaseModel):
     """A device. Optional fields are None when the datasheet does not publish them."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
     vendor: str = Field(min_length=1)
@@ -73,14 +73,17 @@ class Hardware(BaseModel):
         return tuple(d for d in MATRIX_DTYPES if getattr(self, f"matrix_macs_per_cycle_per_core_{d}") is not None)
 
     def matrix_rate_dtype(self, dtype: str) -> str:
-        """The format the matrix units actually run `dtype` work in (itself, or its fallback)."""
+        """The format the matrix units run `dtype` work in (itself or its fallback), or "vector"
+        when no matrix format fits (fp32 GEMMs on a T4 run on the CUDA cores)."""
         for candidate in MATRIX_FALLBACK[check_dtype(dtype)]:
             if candidate in self.matrix_dtypes:
                 return candidate
-        return self.matrix_dtypes[0]
+        return "vector"
 
     def matrix_macs_per_s(self, dtype: str) -> float:
         rate_dtype = self.matrix_rate_dtype(dtype)
+        if rate_dtype == "vector":
+            return self.vector_flops_per_s / 2.0
         per_cycle = getattr(self, f"matrix_macs_per_cycle_per_core_{rate_dtype}")
         return self.num_cores * self.clock_hz * per_cycle
 

@@ -106,3 +106,11 @@ def test_seed_001_t4_elementwise_round_trip(devices):
     row = one_kernel(t4, vector_flops=elements, activation_bytes=2 * 4 * elements, dtype="fp32")
     assert row["time_s"] == pytest.approx(2 * 0.839e-3, rel=2e-3)
     assert row["bound"] == "memory"
+
+
+def test_fp32_gemm_without_fp32_matrix_rate_runs_on_vector_units(devices):
+    """T4 has no fp32/tf32 tensor-core rate: an fp32 GEMM runs on the CUDA cores (8.1 TFLOP/s)."""
+    t4 = devices["T4"]
+    assert t4.matrix_rate_dtype("fp32") == "vector"
+    row = engine.estimate_gemm(t4, m=4096, n=4096, k=4096, dtype="fp32")
+    assert row["compute_time_s"] == pytest.approx(2 * 4096**3 / 8.1e12, rel=0.01)

@@ -1,0 +1,232 @@
+"""Where a ModelConfig comes from: the bundled catalog, a local file, or the Hugging Face Hub.
+
+`load_model(source)` tries, in order:
+  1. the bundled catalog (exact repo id, any letter case) - unless a `revision` is asked for;
+  2. a local `config.json` file, or a directory that holds one;
+  3. the Hub, through `huggingface_hub.hf_hub_download` and its local cache.
+
+Offline mode: huggingface_hub reads HF_HUB_OFFLINE once, when it is first imported, so setting
+the variable later has no effect on it. We therefore decide per call (the `offline` argument,
+else HF_HUB_OFFLINE as it is *now*) and pass `local_files_only=True`, which never touches the
+network and only reads the cache.
+
+Every failure becomes a ModelLoadError (or a ModelConfigError for a bad config) with a one-line
+message; no library traceback reaches the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from engine.models.config import ModelConfig
+
+CATALOG_DIR = Path(__file__).parent / "catalog"  # files named <org>--<name>.json
+CONFIG_FILENAME = "config.json"
+HUB_URL = "https://huggingface.co"
+
+
+class ModelLoadError(ValueError):
+    """A model config that could not be found or read (not cached, gated, bad JSON, ...)."""
+
+
+# --------------------------------------------------------------------- bundled catalog
+
+@lru_cache(maxsize=1)
+def _catalog_files() -> dict[str, Path]:
+    """Lower-cased repo id -> bundled config file."""
+    files = {}
+    for path in sorted(CATALOG_DIR.glob("*.json")):
+        org, separator, name = path.stem.partition("--")
+        if separator:
+            files[f"{org}/{name}".lower()] = path
+    return files
+
+
+def _catalog_id(path: Path) -> str:
+    org, _, name = path.stem.partition("--")
+    return f"{org}/{name}"
+
+
+def catalog_ids() -> list[str]:
+    """Repo ids of the bundled configs (exact Hub spelling), sorted case-insensitively."""
+    return sorted((_catalog_id(path) for path in _catalog_files().values()), key=str.lower)
+
+
+def load_catalog_config(repo_id: str) -> dict:
+    """The raw config.json dict of a bundled model; the id may differ in letter case."""
+    path = _catalog_files().get(str(repo_id).strip().lower())
+    if path is None:
+        raise ModelLoadError(f"{repo_id!r} is not in the bundled catalog; bundled: {', '.join(catalog_ids())}")
+    return _read_json(path)
+
+
+# --------------------------------------------------------------------- entry point
+
+def load_model(
+    source: str | os.PathLike,
+    *,
+    revision: str | None = None,
+    token: str | None = None,
+    cache_dir: str | Path | None = None,
+    offline: bool | None = None,
+    endpoint: str | None = None,
+) -> ModelConfig:
+    """A ModelConfig from a catalog id, a local config.json (or folder), or a Hub repo id.
+
+    revision: branch, tag or commit on the Hub; given, it bypasses the bundled catalog.
+    token: Hugging Face token for gated or private repos (default: HF_TOKEN / saved login).
+    cache_dir: Hugging Face cache folder (default: HF_HUB_CACHE).
+    offline: True reads only the cache; None follows HF_HUB_OFFLINE.
+    endpoint: Hub URL for mirrors (default: HF_ENDPOINT or https://huggingface.co).
+    """
+    text = os.fspath(source).strip() if isinstance(source, (str, os.PathLike)) else ""
+    if not text:
+        raise ModelLoadError(f"model source must be a repo id or a path, got {source!r}")
+    if revision is None and text.lower() in _catalog_files():
+        path = _catalog_files()[text.lower()]
+        return ModelConfig.from_hf_config(_read_json(path), name=_catalog_id(path))
+    path = Path(text).expanduser()
+    if path.exists():
+        return _load_local(path, name=text)
+    repo_id = _check_repo_id(text)
+    if offline is None:
+        offline = _offline_from_environment()
+    config_file = _download_config(repo_id, revision=revision, token=token, cache_dir=cache_dir,
+                                   offline=offline, endpoint=endpoint)
+    return ModelConfig.from_hf_config(_read_json(config_file), name=repo_id)
+
+
+def _load_local(path: Path, name: str) -> ModelConfig:
+    if path.is_dir():
+        path = path / CONFIG_FILENAME
+        if not path.is_file():
+            raise ModelLoadError(f"folder {str(path.parent)!r} has no {CONFIG_FILENAME}")
+    return ModelConfig.from_hf_config(_read_json(path), name=name)
+
+
+def _read_json(path: str | Path) -> dict:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ModelLoadError(f"cannot read {str(path)!r}: {error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ModelLoadError(
+            f"{str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"{str(path)!r} must hold a JSON object, not a {type(data).__name__}")
+    return data
+
+
+# --------------------------------------------------------------------- Hugging Face Hub
+
+def _offline_from_environment() -> bool:
+    """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) as set now, or as huggingface_hub saw it at import."""
+    from huggingface_hub import constants
+
+    now = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return now.strip().upper() in {"1", "ON", "YES", "TRUE"} or bool(constants.HF_HUB_OFFLINE)
+
+
+def _check_repo_id(text: str) -> str:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError as error:
+        raise ModelLoadError(
+            f"{text!r} is neither an existing local path nor a valid Hugging Face repo id "
+            f"('org/name'): {error}") from None
+    return text
+
+
+def _download_config(repo_id: str, *, revision: str | None, token: str | None, cache_dir: str | Path | None,
+                     offline: bool, endpoint: str | None) -> str:
+    """Path of config.json in the local Hugging Face cache, downloading it unless offline."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return hf_hub_download(repo_id, CONFIG_FILENAME, revision=revision, token=token, cache_dir=cache_dir,
+                               local_files_only=offline, endpoint=endpoint)
+    except Exception as error:  # noqa: BLE001 - every Hub failure becomes one clear line
+        raise ModelLoadError(hub_error_message(error, repo_id, revision=revision, offline=offline,
+                                               endpoint=endpoint)) from error
+
+
+def hub_error_message(error: BaseException, repo_id: str, *, revision: str | None = None,
+                      offline: bool = False, endpoint: str | None = None) -> str:
+    """One line saying what went wrong fetching config.json and what to do about it."""
+    from huggingface_hub.utils import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    where = f"{repo_id!r}" + (f" at revision {revision!r}" if revision else "")
+    page = f"{(endpoint or HUB_URL).rstrip('/')}/{repo_id}"
+    causes = _cause_chain(error)
+    if isinstance(error, GatedRepoError):
+        return (f"{where} is a gated repo: accept its licence on {page} and pass token=... "
+                "(or set HF_TOKEN / run `hf auth login`)")
+    if isinstance(error, RepositoryNotFoundError):
+        return (f"{where} was not found on the Hugging Face Hub (check the spelling; "
+                "private repos need token=...)")
+    if isinstance(error, RevisionNotFoundError):
+        return f"revision {revision!r} does not exist in {repo_id!r} (check the branch, tag or commit)"
+    offline_blocked = offline or any(isinstance(cause, OfflineModeIsEnabled) for cause in causes)
+    if offline_blocked and isinstance(error, (LocalEntryNotFoundError, OfflineModeIsEnabled)):
+        return (f"offline mode is on (offline=True or HF_HUB_OFFLINE=1) and {CONFIG_FILENAME} of {where} "
+                f"is not cached; go online once, or use a bundled id ({', '.join(catalog_ids()[:3])}, ...)")
+    refusal = next((cause for cause in causes if isinstance(cause, HfHubHTTPError)), None)
+    if isinstance(refusal, EntryNotFoundError):
+        return f"{where} has no {CONFIG_FILENAME} (is it a model repo with a transformers config?)"
+    if refusal is not None:
+        status = getattr(getattr(refusal, "response", None), "status_code", "?")
+        return f"the Hugging Face Hub refused {CONFIG_FILENAME} of {where} (HTTP {status}): {_first_line(refusal)}"
+    if isinstance(error, LocalEntryNotFoundError) or any(isinstance(c, _network_error_types()) for c in causes):
+        return (f"cannot reach the Hugging Face Hub and {CONFIG_FILENAME} of {where} is not cached "
+                f"({_first_line(causes[-1])}): check your connection or proxy, or use a bundled id "
+                "or a local config.json")
+    return f"could not fetch {CONFIG_FILENAME} of {where}: {_first_line(error)}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
+def _cause_chain(error: BaseException) -> list[BaseException]:
+    chain, seen = [], set()
+    while error is not None and id(error) not in seen:
+        chain.append(error)
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return chain
+
+
+@lru_cache(maxsize=1)
+def _network_error_types() -> tuple[type[BaseException], ...]:
+    """Connection-level errors of whichever HTTP client this huggingface_hub uses.
+
+    huggingface_hub 0.x used requests, 1.x httpx, 2.x httpx2; all are covered when installed.
+    """
+    import importlib
+
+    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for module_name, names in (("httpx2", ("TransportError",)), ("httpx", ("TransportError",)),
+                               ("requests", ("ConnectionError", "Timeout"))):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        exceptions = getattr(module, "exceptions", module)
+        types.extend(getattr(exceptions, name) for name in names if hasattr(exceptions, name))
+    return tuple(types)
