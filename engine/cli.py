@@ -80,6 +80,12 @@ def cmd_hardware_show(args) -> None:
         print(f"{key:<42} {value}")
 
 
+def cmd_hardware_template(args) -> None:
+    from engine.specs import write_template
+    write_template(args.path)
+    print(f"wrote a blank specs workbook to {args.path}: fill in a device column, then use --specs {args.path}")
+
+
 def _load_model(args):
     from engine.models import load_model
     return load_model(args.model, revision=args.revision, token=args.token, cache_dir=args.cache_dir,
@@ -191,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
         sub.add_argument("--json", action="store_true")
         sub.set_defaults(handler=handler)
+
+    template = hardware.add_parser("template", help="write a blank specs workbook to fill in")
+    template.add_argument("path")
+    template.set_defaults(handler=cmd_hardware_template)
 
     model = commands.add_parser("model", help="model configs").add_subparsers(dest="action", required=True)
     model_show = model.add_parser("show", help="parameters, layers, heads, KV bytes per token")

@@ -151,7 +151,8 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass)
     elementwise("Residual_ffn", "residual", T * h, FLOPS_PER_ELEMENT["residual"], 2, per_layer)
 
     # ---- once per pass: final norm over all tokens, logits for the last position of each sequence ----
-    elementwise("Norm_final", "norm", T * h, norm_flops, 1, steps, norm_weight_elems, type="Norm")
+    if getattr(model, "has_final_norm", True):
+        elementwise("Norm_final", "norm", T * h, norm_flops, 1, steps, norm_weight_elems, type="Norm")
     rows = fp.logit_rows
     b.add(phase=fp.phase, name="LM_head", type=matrix_type, op="gemm", unit="matrix", dtype=gemm_dtype,
           m=rows, k=h, n=model.vocab_size, count=steps, macs=rows * h * model.vocab_size,

@@ -3,5 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export HF_HUB_OFFLINE=1   # the tests never reach the Hugging Face Hub
 exec .venv/bin/python -m pytest "$@"

@@ -126,3 +126,12 @@ def test_bad_config_file_names_the_field(tmp_path):
     path.write_text(json.dumps({"model_type": "llama", "hidden_size": "big", "num_hidden_layers": 2}))
     done = run("model", "show", str(path), check=False)
     assert_one_line_error(done, "hidden_size")
+
+
+def test_hardware_template_round_trip(tmp_path):
+    path = tmp_path / "blank.xlsx"
+    run("hardware", "template", str(path))
+    book = openpyxl.load_workbook(path)
+    assert {"hardware", "sources", "README"} <= set(book.sheetnames)
+    done = run("hardware", "list", "--specs", str(path), check=False)   # blank values: a clear error
+    assert_one_line_error(done, "hardware!D", "MY-DEVICE")

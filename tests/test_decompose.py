@@ -129,3 +129,19 @@ def test_memory_footprint(devices, llama8b, llama70b):
 def test_too_long_for_the_model_is_rejected(devices, llama8b):
     with pytest.raises(engine.ScenarioError, match="max_position_embeddings"):
         engine.estimate(devices["H100-SXM"], llama8b, phase="prefill", input_length=200_000)
+
+
+@pytest.mark.parametrize("model_id", [
+    "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-3.1-70B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen2.5-7B",
+    "openai-community/gpt2", "EleutherAI/pythia-1b", "facebook/opt-1.3b",
+])
+def test_decode_streams_every_parameter_but_the_embedding_table(model_id):
+    """Weights read by one decode step = all parameters except the embedding tables, plus the
+    LM head (which, when tied, is the embedding table read in full). Parameter counts are
+    checked against published totals in test_models.py; this ties the kernel table to them."""
+    model = engine.load_model(model_id)
+    table = engine.decompose(model, engine.Scenario(phase="decode", batch=1, weight_dtype="bf16"))
+    streamed = table[table["name"] != "Embedding"]
+    lm_head_if_tied = model.hidden_size * model.vocab_size if model.tie_word_embeddings else 0
+    expected = (model.params_total - model.params_embedding + lm_head_if_tied) * 2
+    assert (streamed["weight_bytes"] * streamed["count"]).sum() == expected
