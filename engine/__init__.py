@@ -9,6 +9,7 @@
 The engine never imports streamlit or plotly.
 """
 
+from engine.ceilings import roofline_ceilings
 from engine.decompose import decompose
 from engine.decompose_seed import decompose_seed
 from engine.dtypes import BYTES_PER_VALUE, bytes_per_value
@@ -21,7 +22,7 @@ from engine.workload import PHASES, Scenario
 __all__ = [
     "BYTES_PER_VALUE", "Estimate", "Hardware", "METHODS", "PHASES", "Scenario", "ScenarioError",
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "get_method",
-    "load_hardware", "load_model", "load_specs", "ModelConfig",
+    "load_hardware", "load_model", "load_specs", "ModelConfig", "roofline_ceilings",
 ]
 
 

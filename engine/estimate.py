@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine.estimators import get_method
 from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
-from engine.report import Estimate, aggregate_steps, memory_footprint, phase_totals
+from engine.report import Estimate, add_presentation_columns, aggregate_steps, memory_footprint, phase_totals
 from engine.workload import Scenario
 from engine.dtypes import bytes_per_value, check_dtype
 
@@ -34,7 +34,7 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     check_fits_model(model, scenario)
     chosen = get_method(method)
     per_step = chosen.estimate(chosen.decompose(model, scenario), hardware, scenario)
-    kernels = aggregate_steps(per_step)
+    kernels = add_presentation_columns(aggregate_steps(per_step))
     phases = phase_totals(kernels)
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
                       memory_footprint(model, scenario, hardware, per_step))

@@ -34,6 +34,21 @@ FLOPS_PER_ELEMENT = {
 ACTIVATION_FLOPS = {"silu": 4.0, "swish": 4.0, "gelu": 8.0, "relu": 1.0}
 
 
+# Kernel families for charts that stack by group rather than by kernel.
+FAMILY_BY_NAME = {
+    "Embedding": "embedding & head", "LM_head": "embedding & head",
+    "Norm_attn": "norms & residuals", "Norm_ffn": "norms & residuals", "Norm_final": "norms & residuals",
+    "Residual_attn": "norms & residuals", "Residual_ffn": "norms & residuals",
+    "Q/K/V*W": "attention projections", "O*W": "attention projections", "Rotary": "attention projections",
+    "FFN_up": "MLP", "FFN_gate": "MLP", "FFN_act": "MLP", "FFN_down": "MLP",
+}
+
+
+def kernel_family(name: str) -> str:
+    """The family a kernel belongs to (attention core for KV traffic, scores, softmax, ...)."""
+    return FAMILY_BY_NAME.get(name, "attention core")
+
+
 def activation_flops(hidden_act: str) -> float:
     """FLOP per element of an MLP activation function (gelu variants count as gelu)."""
     name = hidden_act.lower()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from engine.dtypes import bytes_per_value
+from engine.kernels import kernel_family
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
 MEAN_COLUMNS = (
@@ -19,7 +20,7 @@ MEAN_COLUMNS = (
 JSON_KERNEL_COLUMNS = (
     "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "count", "macs",
     "flops", "weight_bytes", "activation_bytes", "kv_bytes", "bytes", "intensity", "compute_time_s",
-    "memory_time_s", "time_s", "bound",
+    "memory_time_s", "time_s", "bound", "family", "total_time_s", "time_share",
 )
 
 
@@ -51,6 +52,15 @@ def aggregate_steps(columns: dict) -> pd.DataFrame:
 
 
 PHASE_TOTAL_COLUMNS = ("time_s", "macs", "flops", "bytes", "kernel_launches", "compute_bound_time_s", "memory_bound_time_s")
+
+
+def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
+    """family (for grouped charts), total_time_s = count x time_s, and time_share within the phase."""
+    kernels["family"] = [kernel_family(name) for name in kernels["name"]]
+    kernels["total_time_s"] = kernels["count"] * kernels["time_s"]
+    phase_time = kernels.groupby("phase", sort=False)["total_time_s"].transform("sum")
+    kernels["time_share"] = np.where(phase_time > 0, kernels["total_time_s"] / phase_time, 0.0)
+    return kernels
 
 
 def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
