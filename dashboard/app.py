@@ -1,42 +1,54 @@
-"""llm-roofline dashboard (placeholder until the full dashboard lands): one real estimate.
+"""llm-roofline dashboard: what-if analysis of LLM inference on accelerators, shareable by URL.
 
 Run: bash scripts/dashboard.sh   (or: streamlit run dashboard/app.py)
+The page is thin: the engine does the math, dashboard.charts draws, dashboard.state keeps the
+view in the URL.
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
+from pathlib import Path
+
 import streamlit as st
 
-import engine
+if __package__ in (None, ""):  # `streamlit run dashboard/app.py` runs this file as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-DEFAULT_HARDWARE = "H100-SXM"
-DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
-
-
-@st.cache_data(show_spinner=False)
-def default_estimate():
-    hardware = engine.load_hardware(DEFAULT_HARDWARE)
-    model = engine.load_model(DEFAULT_MODEL)
-    scenario = engine.Scenario(phase="request", batch=1, input_length=1024, output_length=256)
-    result = engine.estimate(hardware, model, scenario)
-    return result.to_dict(include_kernels=False), result.kernels
+from dashboard import data, session, sidebar  # noqa: E402
+from dashboard.context import PageContext  # noqa: E402
+from dashboard.views import compare, hardware, overview, sweeps  # noqa: E402
+from dashboard.resolve import resolve_devices, resolve_model, resolve_scenario  # noqa: E402
 
 
 def main() -> None:
-    st.set_page_config(page_title="llm-roofline", layout="wide")
-    st.title("llm-roofline")
-    summary, kernels = default_estimate()
-    st.caption(f"{summary['model']} on {summary['hardware']} · request, 1024 tokens in, 256 out, batch 1 · "
-               f"method {summary['method']}")
-    ttft, tpot, rate, memory = st.columns(4)
-    ttft.metric("TTFT", f"{summary['ttft_s'] * 1e3:.2f} ms")
-    tpot.metric("TPOT", f"{summary['tpot_s'] * 1e3:.2f} ms")
-    rate.metric("Output tokens/s", f"{summary['tokens_per_s']:.1f}")
-    fit = summary["memory"]
-    memory.metric("Memory", f"{fit['total_bytes'] / 1e9:.1f} / {fit['capacity_bytes'] / 1e9:.0f} GB",
-                  "fits" if fit["fits"] else "does not fit")
-    columns = ["phase", "name", "type", "m", "k", "n", "batch", "count", "macs", "bytes", "intensity", "time_s", "bound"]
-    st.dataframe(kernels[columns], hide_index=True, use_container_width=True)
+    st.set_page_config(page_title="llm-roofline", layout="wide")  # default favicon: no CDN fetch offline
+    state, first_run = session.start()
+    base_devices = sidebar.workbook_specs()
+    devices, state, device_warnings = resolve_devices(state, base_devices)
+    model, state, model_warnings = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
+    scenario, scenario_warnings = resolve_scenario(state)
+    if first_run:
+        st.session_state["url_warnings"] += device_warnings + model_warnings + scenario_warnings
+    session.set_view(state)
+    session.load_widgets(state)  # corrections (dropped devices, fallback model) reach the widgets
+    sidebar.draw(devices, model)
+    state = session.from_widgets(session.view())
+    session.set_view(state)
+
+    for warning in st.session_state["url_warnings"]:
+        st.warning(warning, icon=":material/link_off:")
+    context = PageContext(state, devices, model, scenario)
+    if state.page == "hardware":
+        hardware.render(context, base_devices)
+    elif state.page == "compare":
+        compare.render(context)
+    elif state.page == "sweeps":
+        sweeps.render(context)
+    else:
+        overview.render(context)
+    session.write_url(session.from_widgets(session.view()))
 
 
 main()

@@ -1,0 +1,44 @@
+"""What limits each phase: share of time by bound (compute, memory, ...), per phase and device."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.charts.frames import duration, with_device, with_phase_column
+from dashboard.charts.stacked import phase_stacked_bars
+from dashboard.charts.theme import apply_theme, bound_color, bound_sort_key
+
+BOUND_COLUMN = re.compile(r"^(?P<bound>.+)_bound_time_s$")
+
+
+def bound_columns(phases: pd.DataFrame) -> dict[str, str]:
+    """{bound: column} for every `<bound>_bound_time_s` column (compute, memory, overhead, ...)."""
+    found = {m["bound"]: c for c in phases.columns if (m := BOUND_COLUMN.match(str(c)))}
+    return dict(sorted(found.items(), key=lambda item: bound_sort_key(item[0])))
+
+
+def bound_share_figure(phases: pd.DataFrame, title: Optional[str] = None) -> go.Figure:
+    """Per phase (facets), a bar per device: % of the phase's time spent in kernels of each bound.
+
+    phases: `Estimate.phases` (phase as index or column) with a `device` column when several
+    devices are stacked; every `<bound>_bound_time_s` column becomes a stack segment.
+    """
+    frame = with_device(with_phase_column(phases))
+    columns = bound_columns(frame)
+    if not columns:
+        raise ValueError("phases has no '<bound>_bound_time_s' columns")
+    long = frame.melt(id_vars=["phase", "device"], value_vars=list(columns.values()),
+                      var_name="column", value_name="bound_time_s")
+    long["bound"] = long["column"].map({c: b for b, c in columns.items()})
+    fig = phase_stacked_bars(
+        long[["phase", "device", "bound", "bound_time_s"]], stack="bound", value="bound_time_s", color_of=bound_color,
+        percent=True, unit_scale=1.0, y_title="Share of phase time (%)", stack_order=list(columns),
+        hover_value=duration,
+    )
+    for trace in fig.data:  # "compute 83%" inside the segment
+        trace.text = [f"{trace.name} {y:.0f}%" if y >= 4 else "" for y in trace.y]
+    return apply_theme(fig, title or "Share of time by bound")

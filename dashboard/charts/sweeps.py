@@ -1,0 +1,159 @@
+"""Sweeps: where a phase crosses from memory- to compute-bound as the batch (or length) grows."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboard.charts.frames import in_order, with_device
+from dashboard.charts.theme import GREY, TEXT, apply_theme, device_style
+
+SWEEP_COLUMNS = ("device", "phase", "batch", "input_length", "time_s", "flops", "bytes", "intensity",
+                 "ridge_point", "compute_bound_share", "tokens_per_s")
+AXIS_TITLES = {"batch": "Batch (sequences)", "input_length": "Input length (tokens)",
+               "context_length": "Context (tokens)", "output_length": "Output length (tokens)"}
+RIGHT_PANELS = {"tokens_per_s": ("Throughput (tokens/s)", 1.0), "time_s": ("Time per step (ms)", 1e3)}
+
+
+def _axis_kind(values: pd.Series) -> dict:
+    """Log axis with one tick per decade when the values span two decades or more, else linear."""
+    values = pd.to_numeric(values, errors="coerce")
+    values = values[values > 0]
+    if len(values) and values.max() / values.min() >= 100:
+        return dict(type="log", dtick=1)
+    return dict(type="linear", rangemode="tozero")
+
+
+def ridge_crossings(sweep: pd.DataFrame, x: str = "batch") -> pd.DataFrame:
+    """Per device: the `x` at which the phase intensity reaches the ridge point.
+
+    Interpolated linearly in log-log space between the two sweep points that bracket the
+    ridge. `crossing` is NaN when the sweep never reaches it; `status` says which case holds:
+    "crosses", "compute-bound throughout" or "memory-bound throughout".
+    """
+    rows = []
+    for device, group in with_device(sweep).groupby("device", sort=False):
+        group = group.sort_values(x)
+        xs, intensity = group[x].to_numpy(float), group["intensity"].to_numpy(float)
+        ridge = float(group["ridge_point"].iloc[0])
+        above = np.flatnonzero(intensity >= ridge)
+        if len(above) == 0:
+            rows.append((device, np.nan, ridge, "memory-bound throughout"))
+        elif above[0] == 0:
+            rows.append((device, xs[0], ridge, "compute-bound throughout"))
+        else:
+            i = above[0]
+            t = (np.log(ridge) - np.log(intensity[i - 1])) / (np.log(intensity[i]) - np.log(intensity[i - 1]))
+            rows.append((device, float(np.exp(np.log(xs[i - 1]) + t * (np.log(xs[i]) - np.log(xs[i - 1])))),
+                         ridge, "crosses"))
+    return pd.DataFrame(rows, columns=["device", "crossing", "ridge_point", "status"])
+
+
+def _x_name(frame: pd.DataFrame, x: str) -> str:
+    """What the x column measures: `field` names it when x is the generic `value` column."""
+    if x == "value" and "field" in frame and len(frame):
+        return str(frame["field"].iloc[0])
+    return x
+
+
+def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per_s",
+                 phase: Optional[str] = None, title: Optional[str] = None) -> go.Figure:
+    """Two panels over a sweep of `x` (batch by default), one line per device.
+
+    Left: phase arithmetic intensity (FLOP/byte, = flops / bytes) with each device's ridge
+    point as a horizontal dashed line; where the intensity crosses it is marked (star and
+    dotted line on both panels). Right: tokens/s (right="tokens_per_s") or time per step in
+    ms (right="time_s").
+
+    sweep columns: device, phase, <x> (batch, input_length, ...; or x="value" with a `field`
+    column naming what `value` is, as `engine.sweeps.sweep` returns), time_s (s per step), flops,
+    bytes (per step), intensity (FLOP/byte; computed from flops/bytes when missing),
+    ridge_point (FLOP/byte, device's matrix peak / HBM bandwidth), compute_bound_share (0..1),
+    tokens_per_s. One row per device and x value of a single phase (`phase` picks one when
+    several are present; default decode).
+    """
+    if right not in RIGHT_PANELS:
+        raise ValueError(f"right must be one of {tuple(RIGHT_PANELS)}, got {right!r}")
+    frame = with_device(sweep)
+    if x not in frame and "value" in frame:
+        x = "value"
+    if x not in frame:
+        raise ValueError(f"the sweep has no {x!r} column (columns: {', '.join(map(str, frame.columns))})")
+    x_name = _x_name(frame, x)
+    if "phase" in frame:
+        phases = in_order(frame["phase"])
+        chosen = phase or ("decode" if "decode" in phases else phases[0])
+        frame = frame[frame["phase"] == chosen]
+    else:
+        chosen = phase or ""
+    if "intensity" not in frame:
+        frame = frame.assign(intensity=frame["flops"] / frame["bytes"])
+    crossings = ridge_crossings(frame, x).set_index("device")
+    right_title, scale = RIGHT_PANELS[right]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=["Arithmetic intensity vs ridge point", right_title.split(" (")[0]])
+    fig.update_annotations(font=dict(size=18, color=TEXT))
+    x_axis = _axis_kind(frame[x])
+    y_axis = _axis_kind(pd.concat([frame["intensity"], frame["ridge_point"]]))
+    # annotations on a log axis are placed in log10 units (shapes and traces are not)
+    ax = (lambda v: float(np.log10(v))) if x_axis["type"] == "log" else float
+    ay = (lambda v: float(np.log10(v))) if y_axis["type"] == "log" else float
+    xs_all = frame[x].to_numpy(float)
+    x_lo, x_hi = float(xs_all.min()), float(xs_all.max())
+    for index, device in enumerate(in_order(frame["device"])):
+        style = device_style(index)
+        group = frame[frame["device"] == device].sort_values(x)
+        share = group["compute_bound_share"] if "compute_bound_share" in group else pd.Series(np.nan, index=group.index)
+        hover = [f"<b>{device}</b><br>{x_name} {v:g}<br>{i:.3g} FLOP/byte<br>{t * 1e3:.4g} ms per step"
+                 + ("" if pd.isna(s) else f"<br>{100 * s:.0f}% of time compute-bound")
+                 for v, i, t, s in zip(group[x], group["intensity"], group["time_s"], share)]
+        # later devices drawn thinner, so identical curves (intensity is a workload property) stay visible
+        line = dict(color=style["color"], width=max(4.5 - 1.5 * index, 1.5))
+        marker = dict(symbol=style["symbol"], size=max(12 - 3 * index, 6), color=style["color"])
+        fig.add_trace(go.Scatter(x=group[x], y=group["intensity"], mode="lines+markers", name=device,
+                                 legendgroup=device, line=line, marker=marker, hovertext=hover,
+                                 hovertemplate="%{hovertext}<extra></extra>",
+                                 meta=dict(role="intensity", device=device)), row=1, col=1)
+        ridge = float(group["ridge_point"].iloc[0])
+        fig.add_trace(go.Scatter(x=[x_lo, x_hi], y=[ridge, ridge], mode="lines", name=f"{device} ridge point",
+                                 legendgroup=device, showlegend=False,
+                                 line=dict(color=style["color"], width=2, dash="dash"),
+                                 hovertemplate=f"{device} ridge point {ridge:.0f} FLOP/byte<extra></extra>",
+                                 meta=dict(role="ridge", device=device, value=ridge)), row=1, col=1)
+        fig.add_annotation(x=ax(x_lo), y=ay(ridge), xanchor="left", yanchor="bottom", showarrow=False,
+                           text=f"{device} ridge {ridge:.0f} FLOP/B", font=dict(size=13, color=style["color"]),
+                           bgcolor="rgba(255,255,255,0.8)", row=1, col=1)
+        fig.add_trace(go.Scatter(x=group[x], y=group[right] * scale, mode="lines+markers", name=device,
+                                 legendgroup=device, showlegend=False, line=line, marker=marker, hovertext=hover,
+                                 hovertemplate="%{hovertext}<extra></extra>",
+                                 meta=dict(role=right, device=device)), row=1, col=2)
+        crossing = crossings.loc[device]
+        if crossing["status"] == "crosses":
+            at = float(crossing["crossing"])
+            fig.add_trace(go.Scatter(x=[at], y=[ridge], mode="markers", name=f"{device} crosses the ridge",
+                                     legendgroup=device, showlegend=False,
+                                     marker=dict(symbol="star", size=18, color=style["color"],
+                                                 line=dict(color="white", width=1)),
+                                     hovertemplate=f"{device}: compute-bound from {x_name} ≈ {at:.3g}<extra></extra>",
+                                     meta=dict(role="crossing", device=device, value=at)), row=1, col=1)
+            fig.add_annotation(x=ax(at), y=ay(ridge), text=f"{x_name} ≈ {at:.3g}", showarrow=True,
+                               arrowhead=0, ax=30, ay=40, font=dict(size=14, color=style["color"]),
+                               bgcolor="rgba(255,255,255,0.8)", row=1, col=1)
+            for col in (1, 2):
+                fig.add_vline(x=at, line=dict(color=style["color"], width=1.5, dash="dot"), row=1, col=col)
+    notes = [f"{device}: {row['status']}" for device, row in crossings.iterrows() if row["status"] != "crosses"]
+    if notes:
+        fig.add_annotation(x=0.01, y=0.99, xref="x domain", yref="y domain", xanchor="left", yanchor="top",
+                           showarrow=False, align="left", text="<br>".join(notes), font=dict(size=13, color=GREY),
+                           bgcolor="rgba(255,255,255,0.85)")
+    x_title = AXIS_TITLES.get(x_name, x_name)
+    fig.update_xaxes(title_text=x_title, **x_axis)
+    fig.update_yaxes(title_text="Arithmetic intensity (FLOP/byte)", row=1, col=1, **y_axis)
+    fig.update_yaxes(title_text=right_title, row=1, col=2, **_axis_kind(frame[right] * scale))
+    fig.update_layout(legend=dict(x=1.01, xanchor="left", y=1), hovermode="closest")
+    what = f"{chosen} " if chosen else ""
+    return apply_theme(fig, title or f"{what.capitalize()}sweep over {x_name}: where the ridge is crossed")

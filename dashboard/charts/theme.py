@@ -1,0 +1,95 @@
+"""One look for every chart: white, dark text, large fonts, colour-blind-safe colours.
+
+Colours come from the Okabe-Ito palette (safe for the common colour-vision deficiencies).
+Each bound has one colour everywhere (roofline points, bound shares, ...), and each memory
+level of a roofline has the colour of the bound it causes (HBM slope = memory-bound colour).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+# Okabe-Ito
+BLACK, ORANGE, SKY_BLUE, BLUISH_GREEN = "#000000", "#E69F00", "#56B4E9", "#009E73"
+YELLOW, BLUE, VERMILLION, REDDISH_PURPLE = "#F0E442", "#0072B2", "#D55E00", "#CC79A7"
+GREY, TEXT, GRID = "#7F7F7F", "#1A1A1A", "#E3E3E3"
+WARNING = VERMILLION
+
+FIGURE_SIZE = (1280, 720)  # 16:9 slide size in layout pixels (export at scale 2 -> 2560 x 1440)
+FONT_FAMILY = "Liberation Sans, Arial, Helvetica, sans-serif"
+FONT_SIZE = 16
+
+BOUND_COLORS = {
+    "compute": BLUE,
+    "memory": VERMILLION,   # HBM / DRAM
+    "hbm": VERMILLION,
+    "llc": ORANGE,
+    "sram": REDDISH_PURPLE,
+    "overhead": GREY,
+    "communication": BLUISH_GREEN,
+}
+BOUND_ORDER = ("compute", "memory", "hbm", "llc", "sram", "communication", "overhead")
+MEMORY_LEVEL_COLORS = {"HBM": VERMILLION, "LLC": ORANGE, "SRAM": REDDISH_PURPLE}
+# Colours for series that are devices (sweeps) or families of kernels
+SERIES_COLORS = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, BLACK, GREY)
+DEVICE_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "cross", "star")
+
+
+def bound_color(bound: str) -> str:
+    """The colour of a bound (unknown bounds are grey)."""
+    return BOUND_COLORS.get(str(bound).lower(), GREY)
+
+
+def bound_sort_key(bound: str) -> tuple[int, str]:
+    key = str(bound).lower()
+    return (BOUND_ORDER.index(key) if key in BOUND_ORDER else len(BOUND_ORDER), key)
+
+
+def device_style(index: int) -> dict:
+    """Dash, marker symbol and series colour of the index-th device of a comparison."""
+    return {
+        "dash": DEVICE_DASHES[index % len(DEVICE_DASHES)],
+        "symbol": DEVICE_SYMBOLS[index % len(DEVICE_SYMBOLS)],
+        "color": SERIES_COLORS[index % len(SERIES_COLORS)],
+    }
+
+
+def _template() -> go.layout.Template:
+    template = copy.deepcopy(pio.templates["plotly_white"])
+    axis = dict(
+        showline=True, linecolor=TEXT, linewidth=1.2, mirror=True, ticks="outside",
+        tickcolor=TEXT, gridcolor=GRID, zerolinecolor=GRID, automargin=True,
+        title_font=dict(size=FONT_SIZE + 2), tickfont=dict(size=FONT_SIZE - 2), title_standoff=10,
+    )
+    template.layout.update(
+        font=dict(family=FONT_FAMILY, size=FONT_SIZE, color=TEXT),
+        title=dict(font=dict(size=FONT_SIZE + 6), x=0.01, xanchor="left", y=0.97, yanchor="top"),
+        paper_bgcolor="white", plot_bgcolor="white", colorway=list(SERIES_COLORS),
+        xaxis=axis, yaxis=axis,
+        legend=dict(font=dict(size=FONT_SIZE - 2), bgcolor="rgba(255,255,255,0.85)",
+                    bordercolor=GRID, borderwidth=1, groupclick="toggleitem"),
+        hoverlabel=dict(font=dict(size=FONT_SIZE - 2, family=FONT_FAMILY), bgcolor="white"),
+        margin=dict(l=80, r=30, t=80, b=70),
+    )
+    return template
+
+
+TEMPLATE = _template()
+
+
+def apply_theme(fig: go.Figure, title: str | None = None) -> go.Figure:
+    """Give `fig` the house look (in place, and returned), optionally with a title.
+
+    The figure does not depend on Streamlit's theme: pass `theme=None` to st.plotly_chart.
+    """
+    fig.update_layout(template=TEMPLATE)
+    if title is not None:
+        fig.update_layout(title_text=title)
+    fig.update_xaxes(showline=True, linecolor=TEXT, mirror=True, ticks="outside", gridcolor=GRID)
+    fig.update_yaxes(showline=True, linecolor=TEXT, mirror=True, ticks="outside", gridcolor=GRID)
+    fig.update_annotations(font_family=FONT_FAMILY)
+    return fig

@@ -1,0 +1,82 @@
+"""Glue between the URL, Streamlit's session state and the ViewState.
+
+The first run of a session reads the URL (a shared link) into widget state; every run
+rebuilds the ViewState from the widgets and writes it back to the URL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import streamlit as st
+
+from dashboard.state import ViewState, parse_query, to_query
+
+# widget key -> ViewState attribute
+WIDGET_ATTRIBUTES = {
+    "w_page": "page", "w_devices": "devices", "w_model": "model", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",
+    "w_output": "output_length", "w_context": "context_length", "w_chunk": "chunk_size",
+    "w_weight_dtype": "weight_dtype", "w_act_dtype": "activation_dtype", "w_kv_dtype": "kv_dtype",
+    "w_method": "method", "w_stack": "stack_by", "w_percent": "percent", "w_sweep": "sweep_field",
+}
+
+
+def view() -> ViewState:
+    return st.session_state["view"]
+
+
+def set_view(state: ViewState) -> None:
+    st.session_state["view"] = state
+
+
+def start() -> tuple[ViewState, bool]:
+    """The view as the widgets now hold it; on a session's first run, read from the URL."""
+    first_run = "view" not in st.session_state
+    if first_run:
+        state, warnings = parse_query(st.query_params.to_dict())
+        set_view(state)
+        st.session_state["url_warnings"] = warnings
+        st.session_state["uploaded_models"] = {}
+    load_widgets(view(), only_missing=not first_run)
+    return from_widgets(view()), first_run
+
+
+def load_widgets(state: ViewState, only_missing: bool = False) -> None:
+    """Put the state's values into the widgets' session keys (before the widgets are drawn).
+
+    only_missing: refill keys Streamlit dropped because their widget was hidden last run.
+    """
+    for key, attribute in WIDGET_ATTRIBUTES.items():
+        if only_missing and key in st.session_state:
+            continue
+        value = getattr(state, attribute)
+        st.session_state[key] = list(value) if isinstance(value, tuple) else value
+
+
+def from_widgets(state: ViewState) -> ViewState:
+    """The state with every widget's current value."""
+    changes = {}
+    for key, attribute in WIDGET_ATTRIBUTES.items():
+        if key in st.session_state:
+            value = st.session_state[key]
+            changes[attribute] = tuple(value) if isinstance(value, list) else value
+    if not changes.get("devices"):
+        changes.pop("devices", None)
+    return replace(state, **changes)
+
+
+def write_url(state: ViewState) -> None:
+    query = to_query(state)
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def share_link(state: ViewState) -> str:
+    """The full URL of this view (base from the browser's address when known)."""
+    try:
+        base = st.context.url or ""
+    except Exception:  # no browser context (tests)
+        base = ""
+    parts = urlsplit(base or "http://localhost:8501/")
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(to_query(state)), ""))

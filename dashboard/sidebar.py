@@ -1,0 +1,137 @@
+"""Sidebar controls: page, devices and workbook, model, workload, method, share link."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from dashboard import data, session
+from dashboard.state import PAGE_TITLES, PAGES
+from engine.dtypes import DTYPES
+from engine.estimators import METHODS
+from engine.models import ModelConfig, catalog_ids
+from engine.specs import load_specs
+from engine.workload import PHASES
+
+MODEL_SOURCES = ("Catalog", "Hugging Face Hub", "Upload config.json")
+
+
+def workbook_specs() -> dict:
+    """The bundled workbook, or the user's uploaded one (a bad upload keeps the previous choice)."""
+    upload = st.session_state.get("w_specs_file")
+    if upload is None:
+        st.session_state.pop("specs_upload", None)
+        st.session_state.pop("specs_error", None)
+        return data.bundled_specs()
+    if st.session_state.get("specs_upload_id") != upload.file_id:
+        st.session_state["specs_upload_id"] = upload.file_id
+        try:
+            st.session_state["specs_upload"] = (upload.name, load_specs(upload.getvalue()))
+            st.session_state.pop("specs_error", None)
+        except (ValueError, OSError) as error:
+            st.session_state["specs_error"] = f"{upload.name}: {error}"
+    if "specs_upload" in st.session_state:
+        return st.session_state["specs_upload"][1]
+    return data.bundled_specs()
+
+
+def _set_model(model_id: str) -> None:
+    st.session_state["w_model"] = model_id   # callbacks run before the script, so this is allowed
+
+
+def _load_from_hub() -> None:
+    repo_id = st.session_state.get("w_hub_id", "").strip()
+    token = st.session_state.get("w_hub_token", "")
+    try:
+        model = data.hub_model(repo_id, token)
+    except (ValueError, OSError) as error:
+        st.session_state["model_error"] = str(error)
+        return
+    st.session_state["uploaded_models"][repo_id] = model
+    st.session_state.pop("model_error", None)
+    _set_model(repo_id)
+
+
+def _load_upload() -> None:
+    upload = st.session_state.get("w_config_file")
+    if upload is None:
+        return
+    name = f"uploaded/{upload.name}"
+    try:
+        model = ModelConfig.from_hf_config(json.loads(upload.getvalue()), name=name)
+    except json.JSONDecodeError as error:
+        st.session_state["model_error"] = f"{upload.name} is not valid JSON (line {error.lineno}: {error.msg})"
+        return
+    except ValueError as error:
+        st.session_state["model_error"] = f"{upload.name}: {error}"
+        return
+    st.session_state["uploaded_models"][name] = model
+    st.session_state.pop("model_error", None)
+    _set_model(name)
+
+
+def model_controls() -> None:
+    current = session.view().model
+    options = catalog_ids() + [m for m in st.session_state["uploaded_models"] if m not in catalog_ids()]
+    if current not in options:
+        options.append(current)
+    source = st.radio("Source", MODEL_SOURCES, horizontal=True, key="w_model_source", label_visibility="collapsed")
+    st.selectbox("Model", options, key="w_model")
+    if source == MODEL_SOURCES[1]:
+        st.text_input("Repo id", key="w_hub_id", placeholder="org/name")
+        st.text_input("Token (gated repos; never put in the link)", key="w_hub_token", type="password")
+        st.button("Load from the Hub", on_click=_load_from_hub)
+    elif source == MODEL_SOURCES[2]:
+        st.file_uploader("config.json", type=["json"], key="w_config_file", on_change=_load_upload)
+    if st.session_state.get("model_error"):
+        st.error(st.session_state["model_error"])
+
+
+def model_card(model) -> None:
+    st.caption(
+        f"{model.params_total / 1e9:.2f} B parameters · {model.num_layers} layers · "
+        f"{model.num_attention_heads} heads ({model.num_key_value_heads} KV) · head dim {model.head_dim} · "
+        f"KV {model.kv_cache_bytes_per_token('bf16') / 1024:.0f} KiB/token (bf16)"
+    )
+
+
+def workload_controls(phase: str) -> None:
+    st.selectbox("Phase", PHASES, key="w_phase")
+    left, right = st.columns(2)
+    left.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch")
+    right.number_input("Input tokens", min_value=1, max_value=10_000_000, step=128, key="w_input")
+    left.number_input("Output tokens", min_value=1, max_value=10_000_000, step=128, key="w_output")
+    if phase in ("decode", "chunked"):
+        right.number_input("Context (cached tokens)", min_value=0, max_value=10_000_000, step=128, key="w_context",
+                           value=None, placeholder="default")
+    if phase == "chunked":
+        right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk")
+    first, second, third = st.columns(3)
+    first.selectbox("Weights", DTYPES, key="w_weight_dtype")
+    second.selectbox("Activations", DTYPES, key="w_act_dtype")
+    third.selectbox("KV cache", DTYPES, key="w_kv_dtype")
+    st.selectbox("Method", list(METHODS), key="w_method", help="\n\n".join(
+        f"**{m.name}**: {m.description}" for m in METHODS.values()))
+
+
+def draw(devices: dict, model) -> None:
+    with st.sidebar:
+        st.title("llm-roofline")
+        st.radio("Page", PAGES, format_func=PAGE_TITLES.get, key="w_page", horizontal=True)
+        st.subheader("Hardware")
+        st.multiselect("Devices (the first is the primary)", list(devices), key="w_devices")
+        st.file_uploader("Your specs workbook (.xlsx)", type=["xlsx"], key="w_specs_file")
+        if st.session_state.get("specs_error"):
+            st.error(st.session_state["specs_error"] + " — keeping the previous workbook")
+        elif "specs_upload" in st.session_state:
+            st.caption(f"Using {st.session_state['specs_upload'][0]}")
+        st.subheader("Model")
+        model_controls()
+        if model is not None:
+            model_card(model)
+        st.subheader("Workload")
+        workload_controls(st.session_state.get("w_phase", "request"))
+        st.subheader("Share this view")
+        st.code(session.share_link(session.view()), language=None, wrap_lines=True)
+        st.caption("Copy the link above (button at its right); it opens this exact view.")

@@ -1,0 +1,69 @@
+"""Overview: headline metrics and every chart for the primary device (others overlaid on the roofline)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data
+from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
+from dashboard.state import STACK_BY
+from dashboard.widgets import chart, deck_button, table_downloads
+
+
+def headline(result) -> None:
+    ttft, tpot, rate, memory = st.columns(4)
+    ttft.metric("TTFT", "—" if result.ttft_s is None else f"{result.ttft_s * 1e3:.2f} ms")
+    tpot.metric("TPOT", "—" if result.tpot_s is None else f"{result.tpot_s * 1e3:.2f} ms")
+    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else f"{result.tokens_per_s:,.0f}")
+    fit = result.memory
+    memory.metric("Memory", f"{fit.total_bytes / 1e9:.1f} / {fit.capacity_bytes / 1e9:.0f} GB",
+                  "fits" if fit.fits else "does not fit", delta_color="normal" if fit.fits else "inverse")
+    if not fit.fits:
+        st.error(f"{result.model_name} does not fit on one {result.hardware_name}: weights "
+                 f"{fit.weights_bytes / 1e9:.1f} GB + KV cache {fit.kv_cache_bytes / 1e9:.1f} GB + activations "
+                 f"{fit.activation_bytes / 1e9:.1f} GB > {fit.capacity_bytes / 1e9:.0f} GB. "
+                 f"Largest batch that fits: {fit.max_batch}.")
+    for note in result.notes:
+        st.info(note)
+
+
+def stack_controls() -> None:
+    left, right = st.columns([2, 1])
+    left.segmented_control("Stack by", STACK_BY, key="w_stack",
+                           format_func={"name": "kernel", "family": "kernel group"}.get, required=True)
+    right.toggle("Percent of phase", key="w_percent")
+
+
+def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
+    """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`."""
+    kernels = kernels_frame(results)
+    ceilings = pd.concat([data.ceilings(ctx.devices[name]) for name in roofline_results], ignore_index=True)
+    return [
+        ("Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))),
+        ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
+        ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
+        ("Memory fit", charts.memory_fit_figure(memory_frame(results))),
+    ]
+
+
+def render(ctx: PageContext) -> None:
+    results = ctx.estimates()
+    for error in ctx.errors:
+        st.error(error)
+    if ctx.state.devices[0] not in results:
+        return
+    primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
+    st.caption(ctx.summary())
+    headline(primary[ctx.state.devices[0]])
+    figs = figures(ctx, primary, results)
+    deck_button(figs, ctx.summary(), key="overview")
+    for index, (title, figure) in enumerate(figs):
+        st.subheader(title)
+        if index == 1:
+            stack_controls()
+        chart(figure, title, key=f"overview-{index}")
+    st.subheader("Kernels")
+    table = charts.kernel_table_frame(kernels_frame(primary))
+    st.dataframe(table, hide_index=True, width="stretch")
+    table_downloads(table, "kernels", key="overview")

@@ -1,0 +1,40 @@
+"""Sweeps: batch size or prompt length, showing where the phase crosses each device's ridge point."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data
+from dashboard.context import PageContext
+from dashboard.widgets import chart, table_downloads
+from engine.sweeps import batch_sweep_values
+
+LABELS = {"batch": "batch size", "input_length": "prompt length"}
+
+
+def sweep_values(field: str, model) -> list[int]:
+    if field == "batch":
+        return batch_sweep_values(1024)
+    limit = model.max_position_embeddings
+    return [n for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072) if n < limit]
+
+
+def render(ctx: PageContext) -> None:
+    st.caption(ctx.summary())
+    st.segmented_control("Sweep over", list(LABELS), format_func=LABELS.get, key="w_sweep", required=True)
+    field = ctx.state.sweep_field
+    values = sweep_values(field, ctx.model)
+    frames = []
+    for hardware in ctx.selected:
+        try:
+            frames.append(data.sweep_frame(hardware, ctx.model, ctx.scenario, field, values, ctx.state.method))
+        except ValueError as error:
+            st.error(f"{hardware.name}: {error}")
+    if not frames:
+        return
+    sweep = pd.concat(frames, ignore_index=True)
+    title = f"Sweep over {LABELS[field]}"
+    chart(charts.sweep_figure(sweep, x="value"), title, key="sweep")
+    st.dataframe(sweep, hide_index=True, width="stretch")
+    table_downloads(sweep, "sweep", key="sweep")

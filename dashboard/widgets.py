@@ -1,0 +1,58 @@
+"""Reusable page pieces: a chart with its export buttons, table downloads, the slide deck."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import export
+
+MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "chart"
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _static_bytes(figure_json: str, fmt: str) -> bytes:
+    import plotly.io as pio
+    return export.figure_bytes(pio.from_json(figure_json), fmt)
+
+
+def chart(figure, name: str, key: str) -> None:
+    """The figure, with toolbar PNG export at 2x and server-side PNG/SVG/PDF download buttons."""
+    st.plotly_chart(figure, config=export.toolbar_config(slug(name)), key=f"chart-{key}", theme=None)
+    available, reason = export.static_export_available()
+    if not available:
+        st.caption(reason)
+        return
+    columns = st.columns([1, 1, 1, 6])
+    figure_json = figure.to_json()
+    for column, fmt in zip(columns, ("png", "svg", "pdf")):
+        column.download_button(fmt.upper(), data=functools.partial(_static_bytes, figure_json, fmt),
+                               file_name=f"{slug(name)}.{fmt}", mime=MIME[fmt], key=f"dl-{key}-{fmt}",
+                               on_click="ignore", icon=":material/download:")
+
+
+def table_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
+    left, right, _ = st.columns([1, 1, 6])
+    left.download_button("CSV", data=export.table_csv(frame), file_name=f"{slug(name)}.csv", mime="text/csv",
+                         key=f"csv-{key}", on_click="ignore", icon=":material/download:")
+    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame), file_name=f"{slug(name)}.xlsx",
+                          mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                          key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
+
+
+def deck_button(slides: list, summary: str, key: str) -> None:
+    """One PPTX with each chart on its own 16:9 slide (built when clicked)."""
+    available, reason = export.static_export_available()
+    if not available:
+        st.caption(f"Slide deck unavailable: {reason}")
+        return
+    st.download_button("Download deck (PPTX)", data=functools.partial(export.deck_pptx, slides, summary),
+                       file_name="llm-roofline.pptx", key=f"deck-{key}", on_click="ignore", icon=":material/slideshow:",
+                       mime="application/vnd.openxmlformats-officedocument.presentationml.presentation")

@@ -1,0 +1,96 @@
+"""What only a browser shows: charts drawn, inputs move charts, links reproduce views, downloads work."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from pptx import Presentation
+
+from tests.browser.conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+PAGES = ("overview", "compare", "sweeps", "hardware")
+CHART_COUNTS = {"overview": 4, "compare": 4, "sweeps": 1, "hardware": 0}
+
+
+def open_view(page, url: str, expected_charts: int):
+    page.goto(url)
+    page.wait_for_selector('[data-testid="stSidebar"]', timeout=60_000)
+    if expected_charts:
+        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {expected_charts}",
+                               timeout=60_000)
+    wait_idle(page)
+
+
+def wait_idle(page):
+    """Until Streamlit has finished the current run (no 'Running...' status widget)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+    page.wait_for_timeout(300)
+
+
+def metrics(page) -> dict:
+    labels = page.locator('[data-testid="stMetricLabel"]').all_inner_texts()
+    values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    return dict(zip(labels, values))
+
+
+def chart_data(page, index: int):
+    return page.evaluate(f"JSON.stringify(document.querySelectorAll('.js-plotly-plot')[{index}].data)")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_renders_with_its_charts(page, server_url, name):
+    open_view(page, f"{server_url}/?page={name}&hw=H100-SXM,MI300X", CHART_COUNTS[name])
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator(".js-plotly-plot").count() >= CHART_COUNTS[name]
+    page.screenshot(path=str(ARTIFACTS / f"page-{name}.png"), full_page=True)
+    assert page.console_errors == []
+
+
+def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
+    open_view(page, f"{server_url}/", 4)
+    before_metrics, before_bars = metrics(page), chart_data(page, 1)
+    batch = page.get_by_label("Batch")
+    batch.fill("64")
+    batch.press("Enter")
+    page.wait_for_function("window.location.search.includes('batch=64')", timeout=30_000)
+    wait_idle(page)
+    assert metrics(page)["TPOT"] != before_metrics["TPOT"]
+    assert chart_data(page, 1) != before_bars
+    assert page.console_errors == []
+
+
+def test_copied_link_reproduces_the_view_in_a_fresh_browser(browser, page, server_url):
+    open_view(page, f"{server_url}/?hw=A100-80GB-SXM&model=Qwen/Qwen2.5-7B&phase=decode&batch=16&ctx=4096", 4)
+    shown = metrics(page)
+    link = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
+    assert "batch=16" in link and "Qwen" in link
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    open_view(fresh, link.replace("http://localhost:8501", server_url), 4)
+    assert metrics(fresh) == shown
+    assert chart_data(fresh, 1) == chart_data(page, 1)
+    fresh.context.close()
+
+
+def test_png_and_deck_downloads_are_valid_files(page, server_url):
+    open_view(page, f"{server_url}/", 4)
+    with page.expect_download(timeout=90_000) as png_download:
+        page.get_by_role("button", name="PNG").first.click()
+    png = open(png_download.value.path(), "rb").read()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    with page.expect_download(timeout=120_000) as deck_download:
+        page.get_by_role("button", name="Download deck (PPTX)").click()
+    deck = Presentation(io.BytesIO(open(deck_download.value.path(), "rb").read()))
+    assert len(deck.slides) == 1 + 4
+    assert page.console_errors == []
+
+
+def test_bad_url_parameter_shows_a_warning_not_a_crash(page, server_url):
+    open_view(page, f"{server_url}/?batch=lots&hw=Z9000,H100-SXM&zoom=3", 4)
+    warnings = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert "batch" in warnings and "Z9000" in warnings and "zoom" in warnings
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.console_errors == []
