@@ -36,29 +36,28 @@ def _editor_key(device: str) -> str:
     return f"editor-{device}-{st.session_state.get('editor_version', 0)}"
 
 
-def _apply_editor_changes(device: str, original) -> None:
-    """on_change of the table: fold the edited cells into the view's edits (validated one by one)."""
-    changes = st.session_state[_editor_key(device)]["edited_rows"]
+def fold_edits(device: str, original, shown: pd.DataFrame, edited: pd.DataFrame) -> list[str]:
+    """Fold the table's changed values into the view's edits (validated one by one); returns errors."""
     state = session.view()
     edits = state.edits_for(device)
     errors = []
-    for row, cells in changes.items():
-        key = WORKBOOK_FIELDS[int(row)].key
-        if "value" not in cells:
+    for row in range(len(shown)):
+        value = edited["value"].iloc[row]
+        if value == shown["value"].iloc[row]:
             continue
-        value = cells["value"]
+        key = shown["field"].iloc[row]
+        value = "" if value is None else str(value).strip()
         try:
             apply_edits(original, {key: value})
         except EditError as error:
-            errors.append(f"{error}; not applied")
+            errors.append(f"{device}: {error}; not applied")
             continue
-        if _shown(workbook_values(original)[key]) == _shown(value).strip():
+        if _shown(workbook_values(original)[key]) == value:
             edits.pop(key, None)          # back to the original value: no longer an edit
         else:
             edits[key] = value
     session.set_view(state.with_edits(device, edits))
-    st.session_state["edit_errors"] = errors
-    st.session_state["editor_version"] = st.session_state.get("editor_version", 0) + 1
+    return errors
 
 
 def _reset(device: str) -> None:
@@ -108,9 +107,13 @@ def render(ctx: PageContext, base_devices: dict) -> None:
     edits = ctx.state.edits_for(device)
     st.caption("Edit the **value** column (workbook units). Edited fields are marked and carried in the link; "
                "set a value back to its original, or reset, to undo.")
-    st.data_editor(field_table(original, ctx.devices[device], edits), key=_editor_key(device), hide_index=True,
-                   width="stretch", disabled=["field", "unit", "edited", "original", "description"],
-                   on_change=_apply_editor_changes, args=(device, original))
+    shown = field_table(original, ctx.devices[device], edits)
+    edited = st.data_editor(shown, key=_editor_key(device), hide_index=True, width="stretch",
+                            disabled=["field", "unit", "edited", "original", "description"])
+    if not edited["value"].equals(shown["value"]):
+        st.session_state["edit_errors"] = fold_edits(device, original, shown, edited)
+        st.session_state["editor_version"] = st.session_state.get("editor_version", 0) + 1
+        st.rerun()
     for error in st.session_state.get("edit_errors", []):
         st.error(error)
     left, middle, right = st.columns(3)

@@ -1,15 +1,180 @@
-"""The dashboard renders with its defaults, offline (Streamlit AppTest, no browser)."""
+"""The dashboard through Streamlit's AppTest: pages, URL round trip, uploads, edits (no browser)."""
 
 from __future__ import annotations
 
+import io
+import json
+
+import openpyxl
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.state import PAGES, ViewState, parse_query, to_query
+from engine.models import load_catalog_config
+from engine.specs import default_specs_path
 from tests.conftest import REPO
 
+APP = str(REPO / "dashboard" / "app.py")
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
-def test_default_page_shows_a_real_estimate():
-    app = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60).run()
+
+def run_app(**params) -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        app.query_params[key] = value
+    return app.run()
+
+
+def url_state(app) -> ViewState:
+    state, warnings = parse_query({k: v for k, v in app.query_params.items()})
+    assert warnings == []
+    return state
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_with_defaults(page):
+    app = run_app(page=page)
     assert not app.exception
-    labels = [m.label for m in app.metric]
-    assert {"TTFT", "TPOT", "Output tokens/s"} <= set(labels)
-    assert all(m.value and m.value[0].isdigit() for m in app.metric)
+    assert not app.error
+    assert url_state(app).page == page
+
+
+def test_default_overview_shows_a_real_estimate():
+    app = run_app()
+    metrics = {m.label: m.value for m in app.metric}
+    assert {"TTFT", "TPOT", "Output tokens/s", "Memory"} <= set(metrics)
+    assert metrics["TPOT"].endswith(" ms") and float(metrics["TPOT"].split()[0]) > 0
+    assert url_state(app) == ViewState()                    # the default view is written to the URL
+
+
+def test_query_parameters_round_trip():
+    state = ViewState(page="compare", devices=("MI300X", "H100-SXM"), model="Qwen/Qwen2.5-7B", phase="decode",
+                      batch=32, input_length=2048, output_length=128, context_length=3000, weight_dtype="fp8",
+                      kv_dtype="fp8", stack_by="family", percent=True)
+    app = run_app(**to_query(state))
+    assert not app.exception
+    assert url_state(app) == state
+    assert app.multiselect(key="w_devices").value == ["MI300X", "H100-SXM"]
+    assert app.number_input(key="w_batch").value == 32
+    assert app.selectbox(key="w_model").value == "Qwen/Qwen2.5-7B"
+
+
+def test_changing_an_input_updates_url_and_numbers():
+    app = run_app()
+    before = {m.label: m.value for m in app.metric}
+    app.number_input(key="w_batch").set_value(64).run()
+    assert url_state(app).batch == 64
+    assert {m.label: m.value for m in app.metric}["TPOT"] != before["TPOT"]
+
+
+def test_bad_url_parameters_warn_and_fall_back_per_field():
+    app = run_app(batch="lots", hw="Z9000,MI300X", model="no-such-org/nothing", zoom="3", **{"in": "2048"})
+    assert not app.exception
+    warnings = texts(app.warning)
+    for fragment in ("batch", "Z9000", "no-such-org/nothing", "zoom"):
+        assert fragment in warnings
+    state = url_state(app)
+    assert (state.batch, state.devices, state.input_length) == (1, ("MI300X",), 2048)
+
+
+def edited_workbook(edit) -> bytes:
+    book = openpyxl.load_workbook(default_specs_path())
+    edit(book["hardware"])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def cell_of(sheet, device: str, field: str) -> str:
+    column = next(c.column_letter for c in sheet[1] if c.value == device)
+    row = next(c.row for c in sheet["A"] if c.value == field)
+    return f"{column}{row}"
+
+
+def test_valid_workbook_upload_adds_its_devices():
+    def add_device(sheet):
+        column = sheet.max_column + 1
+        for row in range(1, sheet.max_row + 1):
+            sheet.cell(row=row, column=column, value=sheet.cell(row=row, column=6).value)   # copy a column
+        sheet.cell(row=1, column=column, value="MY-CHIP")
+    app = run_app()
+    app.file_uploader(key="w_specs_file").set_value(("mine.xlsx", edited_workbook(add_device), XLSX)).run()
+    assert not app.exception and not app.error
+    assert "MY-CHIP" in app.multiselect(key="w_devices").options
+
+
+def test_invalid_workbook_upload_names_the_cell_and_keeps_the_previous_choice():
+    expected_cell = {}
+
+    def break_bandwidth(sheet):
+        expected_cell["cell"] = cell_of(sheet, "H100-SXM", "memory_bandwidth")
+        sheet[expected_cell["cell"]] = -5
+    app = run_app(hw="MI300X")
+    before = {m.label: m.value for m in app.metric}
+    app.file_uploader(key="w_specs_file").set_value(("bad.xlsx", edited_workbook(break_bandwidth), XLSX)).run()
+    assert not app.exception
+    message = texts(app.error)
+    assert f"hardware!{expected_cell['cell']}" in message and "memory_bandwidth" in message
+    assert app.multiselect(key="w_devices").value == ["MI300X"]
+    assert {m.label: m.value for m in app.metric} == before
+
+
+def test_config_upload_becomes_the_model():
+    app = run_app(**{"in": "512"})       # GPT-2 has 1024 positions
+    app.radio(key="w_model_source").set_value("Upload config.json").run()
+    config = json.dumps(load_catalog_config("openai-community/gpt2")).encode()
+    app.file_uploader(key="w_config_file").set_value(("config.json", config, "application/json")).run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="w_model").value == "uploaded/config.json"
+    assert "0.12 B parameters" in texts(app.sidebar.caption)
+
+
+def test_bad_config_upload_names_the_field():
+    app = run_app()
+    app.radio(key="w_model_source").set_value("Upload config.json").run()
+    bad = json.dumps({"model_type": "llama", "hidden_size": -4}).encode()
+    app.file_uploader(key="w_config_file").set_value(("config.json", bad, "application/json")).run()
+    assert not app.exception
+    assert "hidden_size" in texts(app.error)
+    assert app.selectbox(key="w_model").value == "meta-llama/Llama-3.1-8B"
+
+
+def test_edit_a_field_marks_it_and_moves_the_numbers():
+    app = run_app(page="hardware", hw="H100-SXM")
+    editor = app.data_editor[0]
+    row = list(editor.value["field"]).index("memory_bandwidth")
+    app.session_state[editor.key] = {"edited_rows": {row: {"value": "6700"}}, "added_rows": [], "deleted_rows": []}
+    app.run()
+    assert not app.exception
+    state = url_state(app)
+    assert state.edits == (("H100-SXM", (("memory_bandwidth", "6700"),)),)
+    table = app.data_editor[0].value
+    assert table.loc[table["field"] == "memory_bandwidth", "edited"].item() == "✎ edited"
+    app.radio(key="w_page").set_value("overview").run()
+    edited_tpot = float(next(m.value for m in app.metric if m.label == "TPOT").split()[0])
+    plain = run_app(hw="H100-SXM")
+    plain_tpot = float(next(m.value for m in plain.metric if m.label == "TPOT").split()[0])
+    assert edited_tpot == pytest.approx(plain_tpot / 2, rel=0.02)    # decode is memory bound: 2x bandwidth
+
+
+def test_bad_edit_is_rejected_with_the_field_named():
+    app = run_app(page="hardware", hw="H100-SXM")
+    editor = app.data_editor[0]
+    row = list(editor.value["field"]).index("num_cores")
+    app.session_state[editor.key] = {"edited_rows": {row: {"value": "-3"}}, "added_rows": [], "deleted_rows": []}
+    app.run()
+    assert "num_cores" in texts(app.error)
+    assert url_state(app).edits == ()
+
+
+def test_clone_into_a_hypothetical_device():
+    app = run_app(page="hardware", hw="H100-SXM")
+    app.text_input(key="w_clone_name").input("H100-NEXT")
+    next(b for b in app.button if b.label == "Clone").click().run()
+    assert not app.exception
+    state = url_state(app)
+    assert ("H100-NEXT", "H100-SXM") in state.clones and state.devices[0] == "H100-NEXT"
