@@ -22,6 +22,16 @@ def _print_json(data) -> None:
     print(json.dumps(_finite(data), indent=2, allow_nan=False))
 
 
+def _print_fields(fields: dict, as_json: bool) -> None:
+    """A flat record as JSON, or one `name  value` line per field."""
+    if as_json:
+        _print_json(fields)
+        return
+    width = max(map(len, fields)) + 2
+    for key, value in fields.items():
+        print(f"{key:<{width}} {value}")
+
+
 def _finite(value):
     """JSON has no NaN/Infinity: they become null."""
     if isinstance(value, dict):
@@ -72,12 +82,7 @@ def hardware_summary(hw) -> dict:
 
 def cmd_hardware_show(args) -> None:
     from engine.specs import load_hardware
-    summary = hardware_summary(load_hardware(args.name, args.specs))
-    if args.json:
-        _print_json(summary)
-        return
-    for key, value in summary.items():
-        print(f"{key:<42} {value}")
+    _print_fields(hardware_summary(load_hardware(args.name, args.specs)), args.json)
 
 
 def cmd_hardware_template(args) -> None:
@@ -97,11 +102,7 @@ def cmd_model_show(args) -> None:
     summary = model.summary()
     summary["kv_cache_bytes_per_token"] = model.kv_cache_bytes_per_token(args.kv_dtype)
     summary["kv_dtype"] = args.kv_dtype
-    if args.json:
-        _print_json(summary)
-        return
-    for key, value in summary.items():
-        print(f"{key:<28} {value}")
+    _print_fields(summary, args.json)
 
 
 def cmd_gemm(args) -> None:
@@ -215,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     for dim in ("m", "n", "k"):
         gemm.add_argument(f"--{dim}", type=_positive_int, required=True)
     gemm.add_argument("--dtype", default="bf16", choices=DTYPES)
-    gemm.add_argument("--method", default="roofline", choices=["roofline"])
+    gemm.add_argument("--method", default="roofline", choices=list(METHODS))
     gemm.add_argument("--specs")
     gemm.add_argument("--json", action="store_true")
     gemm.set_defaults(handler=cmd_gemm)
