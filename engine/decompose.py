@@ -91,6 +91,43 @@ def _decode_pass(phase: str, batch: int, priors: np.ndarray) -> ForwardPass:
     return ForwardPass(phase, batch, batch, len(priors), (part,))
 
 
+# ---- one kernel's shape, FLOPs and bytes (shared with engine/calibration.py) ------------------
+def gemm_fields(m, k, n, weight_value_bytes, activation_value_bytes, bias=False) -> dict:
+    """C[m,n] = A[m,k] @ W[k,n]: the weights (and bias) read once, A read once, C written once."""
+    return dict(m=m, k=k, n=n, macs=m * k * n,
+                weight_bytes=(k * n + (n if bias else 0)) * weight_value_bytes,
+                activation_bytes=(m * k + m * n) * activation_value_bytes)
+
+
+def elementwise_fields(tokens, elements, flops_per_element, reads, activation_value_bytes,
+                       weight_elements=0, weight_value_bytes=0) -> dict:
+    """An element-wise kernel with `elements` outputs: `reads` inputs of that size read, the output
+    written, plus an optional weight vector (m = tokens, n = elements per token)."""
+    return dict(m=tokens, n=elements / tokens, vector_flops=elements * flops_per_element,
+                weight_bytes=weight_elements * weight_value_bytes,
+                activation_bytes=elements * (reads + 1) * activation_value_bytes)
+
+
+def norm_fields(tokens, hidden, norm_type, activation_value_bytes, weight_value_bytes) -> dict:
+    """RMSNorm/LayerNorm over tokens x hidden: reads x and the weight (and bias) vector, writes y."""
+    weight_elements = hidden * (2 if norm_type == "layernorm" else 1)
+    return elementwise_fields(tokens, tokens * hidden, FLOPS_PER_ELEMENT[norm_type], 1, activation_value_bytes,
+                              weight_elements, weight_value_bytes)
+
+
+def residual_fields(tokens, hidden, activation_value_bytes) -> dict:
+    """x + residual over tokens x hidden: reads two, writes one."""
+    return elementwise_fields(tokens, tokens * hidden, FLOPS_PER_ELEMENT["residual"], 2, activation_value_bytes)
+
+
+def mlp_activation_fields(tokens, inner, hidden_act, gated, activation_value_bytes) -> dict:
+    """The MLP activation over tokens x inner; gated (SwiGLU): act(gate) * up reads two inputs."""
+    if gated:
+        flops = activation_flops(hidden_act) + FLOPS_PER_ELEMENT["gate_multiply"]
+        return elementwise_fields(tokens, tokens * inner, flops, 2, activation_value_bytes)
+    return elementwise_fields(tokens, tokens * inner, activation_flops(hidden_act), 1, activation_value_bytes)
+
+
 def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass) -> None:
     act, wgt, kvb = (bytes_per_value(d) for d in (s.activation_dtype, s.weight_dtype, s.kv_dtype))
     gemm_dtype = compute_dtype(s.weight_dtype, s.activation_dtype)
@@ -100,18 +137,15 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass)
     T, layers, steps = fp.tokens, model.num_layers, fp.steps
     per_layer = layers * steps
     matrix_type = "Va_Mw" if all(p.new_tokens == 1 for p in fp.attention) else "Ma_Mw"
-    norm_flops = FLOPS_PER_ELEMENT[model.norm_type]
-    norm_weight_elems = h * (2 if model.norm_type == "layernorm" else 1)
+    norm = norm_fields(T, h, model.norm_type, act, wgt)
+    residual = residual_fields(T, h, act)
 
     def gemm(name, m, k, n, count, bias):
         b.add(phase=fp.phase, name=name, type=matrix_type, op="gemm", unit="matrix", dtype=gemm_dtype,
-              m=m, k=k, n=n, count=count, macs=m * k * n,
-              weight_bytes=(k * n + (n if bias else 0)) * wgt, activation_bytes=(m * k + m * n) * act)
+              count=count, **gemm_fields(m, k, n, wgt, act, bias))
 
-    def elementwise(name, op, elements, flops_per_element, reads, count, weight_elems=0, type="Elementwise"):
-        b.add(phase=fp.phase, name=name, type=type, op=op, unit="vector", dtype=vector_dtype,
-              m=T, n=elements / T, count=count, vector_flops=elements * flops_per_element,
-              weight_bytes=weight_elems * wgt, activation_bytes=elements * (reads + 1) * act)
+    def elementwise(name, op, fields, count, type="Elementwise"):
+        b.add(phase=fp.phase, name=name, type=type, op=op, unit="vector", dtype=vector_dtype, count=count, **fields)
 
     # ---- once per pass: token (and learned position) embedding lookup ----
     tables = 2 if model.position_embedding == "learned" else 1
@@ -120,7 +154,7 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass)
           weight_bytes=tables * T * h * wgt, activation_bytes=T * h * act)
 
     # ---- attention block ----
-    elementwise("Norm_attn", "norm", T * h, norm_flops, 1, per_layer, norm_weight_elems, type="Norm")
+    elementwise("Norm_attn", "norm", norm, per_layer, type="Norm")
     gemm("Q/K/V*W", T, h, (qh + 2 * kvh) * d, per_layer, model.qkv_bias)
     if model.position_embedding == "rotary":
         rotated = T * (qh + kvh) * model.rotary_dim
@@ -135,24 +169,22 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass)
     for part in fp.attention:
         _add_attention(b, fp, part, model, act, kvb, attention_dtype, vector_dtype, layers)
     gemm("O*W", T, qh * d, h, per_layer, model.attention_output_bias)
-    elementwise("Residual_attn", "residual", T * h, FLOPS_PER_ELEMENT["residual"], 2, per_layer)
+    elementwise("Residual_attn", "residual", residual, per_layer)
 
     # ---- MLP block ----
-    elementwise("Norm_ffn", "norm", T * h, norm_flops, 1, per_layer, norm_weight_elems, type="Norm")
+    elementwise("Norm_ffn", "norm", norm, per_layer, type="Norm")
     inner = model.intermediate_size
     gemm("FFN_up", T, h, inner, per_layer, model.mlp_bias)
     if model.gated_mlp:
         gemm("FFN_gate", T, h, inner, per_layer, model.mlp_bias)
-        elementwise("FFN_act", "activation", T * inner,
-                    activation_flops(model.hidden_act) + FLOPS_PER_ELEMENT["gate_multiply"], 2, per_layer)
-    else:
-        elementwise("FFN_act", "activation", T * inner, activation_flops(model.hidden_act), 1, per_layer)
+    elementwise("FFN_act", "activation", mlp_activation_fields(T, inner, model.hidden_act, model.gated_mlp, act),
+                per_layer)
     gemm("FFN_down", T, inner, h, per_layer, model.mlp_bias)
-    elementwise("Residual_ffn", "residual", T * h, FLOPS_PER_ELEMENT["residual"], 2, per_layer)
+    elementwise("Residual_ffn", "residual", residual, per_layer)
 
     # ---- once per pass: final norm over all tokens, logits for the last position of each sequence ----
     if getattr(model, "has_final_norm", True):
-        elementwise("Norm_final", "norm", T * h, norm_flops, 1, steps, norm_weight_elems, type="Norm")
+        elementwise("Norm_final", "norm", norm, steps, type="Norm")
     rows = fp.logit_rows
     b.add(phase=fp.phase, name="LM_head", type=matrix_type, op="gemm", unit="matrix", dtype=gemm_dtype,
           m=rows, k=h, n=model.vocab_size, count=steps, macs=rows * h * model.vocab_size,

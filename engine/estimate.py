@@ -67,17 +67,27 @@ def _fallback_notes(kernels, hardware: Hardware) -> list[str]:
 
 
 def estimate_gemm(hardware: Hardware, m: int, n: int, k: int, dtype: str = "bf16", method: str = "roofline"):
-    """One GEMM C[m,n] = A[m,k] @ B[k,n], all operands in `dtype`, each read or written once."""
+    """One GEMM C[m,n] = A[m,k] @ B[k,n], all operands in `dtype`, each read or written once.
+
+    Every method works: `seed` times it with the notebook's tiler (perform_GEMM's Ma_Ma row), the
+    others on one kernel-table row. Returns the method's columns for that row.
+    """
     dtype = check_dtype(dtype)
     for label, value in (("m", m), ("n", n), ("k", k)):
         if int(value) != value or value < 1:
             raise ValueError(f"GEMM dimension {label} must be a whole number >= 1, got {value!r}")
-    if method != "roofline":
-        raise ValueError(f"gemm supports method 'roofline' for now, got {method!r}")
+    chosen = get_method(method)
+    if chosen.name == "seed":
+        from engine.decompose_seed import seed_rows_frame
+        table = seed_rows_frame([("Ma_Ma", "GEMM", m, k, n, 1)], ["gemm"], [0], 1.0)
+        columns = chosen.estimate(table, hardware, Scenario(activation_dtype=dtype))
+        row = {key: values[0] for key, values in columns.items()}
+        row["matrix_rate_dtype"] = hardware.matrix_rate_dtype(dtype)
+        return row
     value_bytes = bytes_per_value(dtype)
     builder = KernelTableBuilder()
     builder.add(phase="gemm", name="GEMM", type="Ma_Ma", op="gemm", unit="matrix", dtype=dtype,
                 m=m, k=k, n=n, macs=float(m) * k * n,
                 activation_bytes=(float(m) * k + float(k) * n + float(m) * n) * value_bytes)
-    row = get_method(method).estimate(builder.build_columns(), hardware, None)
+    row = chosen.estimate(builder.build_columns(), hardware, None)
     return {key: values[0] for key, values in row.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.dtypes import MATRIX_DTYPES, MATRIX_FALLBACK, check_dtype
 
@@ -45,6 +45,7 @@ class Hardware(BaseModel):
 
     sram_per_core_bytes: PositiveRate = Field(None, gt=0, le=2**30)
     sram_bandwidth_bytes_per_cycle_per_core: PositiveRate = Field(None, gt=0, le=1e5)
+    register_file_per_core_bytes: PositiveRate = Field(None, gt=0, le=2**30)
     llc_capacity_bytes: PositiveRate = Field(None, gt=0, le=1e11)
     llc_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e16)
 
@@ -57,6 +58,25 @@ class Hardware(BaseModel):
 
     tdp_w: PositiveRate = Field(None, gt=0, le=1e5)
     launch_overhead_s: PositiveRate = Field(None, gt=0, le=0.1)
+
+    # realistic method (engine/estimators/realistic.py); blank values fall back to documented defaults
+    kernel_latency_s: PositiveRate = Field(None, gt=0, le=0.1, description="device time of a GEMM beyond its work")
+    gemm_tile_shapes: Optional[str] = Field(None, description="CTA tiles 'MxN,MxN,...' the GEMM kernels use")
+    achievable_matrix_fraction: PositiveRate = Field(None, gt=0, le=1)
+    achievable_memory_bandwidth_fraction: PositiveRate = Field(None, gt=0, le=1)
+
+    @field_validator("gemm_tile_shapes")
+    @classmethod
+    def _tile_list(cls, value: Optional[str]) -> Optional[str]:
+        """'256x128, 128x128' -> '256x128,128x128'; every tile is two whole numbers >= 1."""
+        if value is None or not str(value).strip():
+            return None
+        tiles = [t.strip().lower() for t in str(value).split(",") if t.strip()]
+        for tile in tiles:
+            parts = tile.split("x")
+            if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+                raise ValueError(f"tile {tile!r} is not 'MxN' with whole numbers (e.g. '256x128,128x128')")
+        return ",".join("x".join(str(int(p)) for p in tile.split("x")) for tile in tiles)
 
     @model_validator(mode="after")
     def _has_a_matrix_rate(self) -> "Hardware":
@@ -103,6 +123,13 @@ class Hardware(BaseModel):
         if self.sram_bandwidth_bytes_per_cycle_per_core is None:
             return None
         return self.num_cores * self.clock_hz * self.sram_bandwidth_bytes_per_cycle_per_core
+
+    @property
+    def tile_shapes(self) -> Optional[tuple[tuple[int, int], ...]]:
+        """gemm_tile_shapes as ((tile_m, tile_n), ...), or None when the spec leaves it blank."""
+        if self.gemm_tile_shapes is None:
+            return None
+        return tuple(tuple(int(p) for p in tile.split("x")) for tile in self.gemm_tile_shapes.split(","))
 
     def with_changes(self, **changes) -> "Hardware":
         """A validated copy with some fields changed (what-if edits)."""
@@ -160,6 +187,10 @@ WORKBOOK_FIELDS: tuple[WorkbookField, ...] = (
         "Per-core SRAM/L1 load bandwidth per clock.", required=False,
     ),
     WorkbookField(
+        "register_file_per_core", "register_file_per_core_bytes", "KiB", 1024.0,
+        "Per-core register file capacity (the hierarchical method's innermost tile).", required=False,
+    ),
+    WorkbookField(
         "llc_capacity", "llc_capacity_bytes", "MiB", 1024.0**2,
         "Last-level on-chip cache: L2 on NVIDIA, Infinity Cache on AMD, CMEM/VMEM on TPU, the seed's 'L3'.",
         required=False,
@@ -173,6 +204,26 @@ WORKBOOK_FIELDS: tuple[WorkbookField, ...] = (
     WorkbookField("inter_node_latency", "inter_node_latency_s", "us", 1e-6, "Scale-out one-hop latency.", required=False),
     WorkbookField("tdp", "tdp_w", "W", 1.0, "Thermal design power.", required=False),
     WorkbookField("launch_overhead", "launch_overhead_s", "us", 1e-6, "Host-side kernel launch overhead per kernel.", required=False),
+    WorkbookField(
+        "kernel_latency", "kernel_latency_s", "us", 1e-6,
+        "Device time a GEMM or fused-attention kernel takes beyond its work (start-up, pipeline fill, tail); "
+        "realistic method (fitted where measured).", required=False,
+    ),
+    WorkbookField(
+        "gemm_tile_shapes", "gemm_tile_shapes", "text", 1.0,
+        "CTA tiles (rows x columns of C) the device's GEMM kernels use, e.g. '256x128,128x128,64x64'; "
+        "realistic method (blank: the CUTLASS SM80 list).", text=True, required=False,
+    ),
+    WorkbookField(
+        "achievable_matrix_fraction", "achievable_matrix_fraction", "fraction", 1.0,
+        "Fraction of the peak matrix rate a GEMM main loop sustains; realistic method (fitted where measured).",
+        required=False,
+    ),
+    WorkbookField(
+        "achievable_memory_bandwidth_fraction", "achievable_memory_bandwidth_fraction", "fraction", 1.0,
+        "Fraction of peak memory bandwidth a GEMM/GEMV streams its operands at; realistic method "
+        "(fitted where measured).", required=False,
+    ),
 )
 
 WORKBOOK_FIELD_BY_KEY: dict[str, WorkbookField] = {f.key: f for f in WORKBOOK_FIELDS}

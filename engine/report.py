@@ -10,17 +10,22 @@ import numpy as np
 import pandas as pd
 
 from engine.dtypes import bytes_per_value
+from engine.estimators import STEP_MEAN_COLUMNS
 from engine.kernels import kernel_family
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
 MEAN_COLUMNS = (
     "m", "k", "n", "batch", "context", "macs", "matrix_flops", "vector_flops", "flops", "weight_bytes",
     "activation_bytes", "kv_bytes", "bytes", "compute_time_s", "memory_time_s", "time_s",
-)
+) + STEP_MEAN_COLUMNS
 JSON_KERNEL_COLUMNS = (
     "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "count", "macs",
     "flops", "weight_bytes", "activation_bytes", "kv_bytes", "bytes", "intensity", "compute_time_s",
     "memory_time_s", "time_s", "bound", "family", "total_time_s", "time_share",
+    # hierarchical and realistic methods
+    "ideal_time_s", "kernel_time_s", "gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s",
+    "gap_overhead_s", "tile_m", "tile_n", "split_k", "tiles", "waves", "fused_group", "launches",
+    "hbm_bytes", "llc_bytes", "sram_bytes", "hbm_time_s", "llc_time_s", "sram_time_s",
 )
 
 
@@ -42,16 +47,15 @@ def aggregate_steps(columns: dict) -> pd.DataFrame:
             values = np.nan_to_num(columns[column].astype(float))
             means = np.bincount(inverse, weights=values * count) / total_count
             out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
-    weighted_time = columns["time_s"] * count
-    compute_time = np.bincount(inverse, weights=np.where(columns["bound"] == "compute", weighted_time, 0.0))
-    out["bound"] = np.where(compute_time > np.bincount(inverse, weights=weighted_time) / 2, "compute", "memory").astype(object)
+    # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
+    labels, label_codes = np.unique(np.asarray(columns["bound"]).astype(str), return_inverse=True)
+    time_by_label = np.zeros((len(codes), len(labels)))
+    np.add.at(time_by_label, (inverse, label_codes.reshape(-1)), columns["time_s"] * count)
+    out["bound"] = labels[time_by_label.argmax(axis=1)].astype(object)
     out["count"] = total_count
     with np.errstate(divide="ignore", invalid="ignore"):
         out["intensity"] = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.inf)
     return pd.DataFrame(out)
-
-
-PHASE_TOTAL_COLUMNS = ("time_s", "macs", "flops", "bytes", "kernel_launches", "compute_bound_time_s", "memory_bound_time_s")
 
 
 def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -63,25 +67,33 @@ def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels
 
 
+PHASE_TOTAL_COLUMNS = ("time_s", "macs", "flops", "bytes", "kernel_launches", "compute_bound_time_s", "memory_bound_time_s")
+
+
 def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Per phase: time, MACs, FLOPs and bytes summed over every occurrence; time by bound."""
+    """Per phase: time, MACs, FLOPs, bytes and kernel launches over every occurrence; time by bound.
+
+    Time by bound has a `<bound>_bound_time_s` column per bound label present (compute and memory
+    always; llc, sram, overhead when a method reports them).
+    """
     phase = kernels["phase"].to_numpy()
     count = kernels["count"].to_numpy(dtype=float)
+    launches = count * (kernels["launches"].to_numpy(dtype=float) if "launches" in kernels else 1.0)
     time = kernels["time_s"].to_numpy(dtype=float) * count
-    compute = kernels["bound"].to_numpy() == "compute"
-    totals = {name: {} for name in dict.fromkeys(phase)}
-    for name in totals:
+    bound = kernels["bound"].to_numpy().astype(str)
+    labels = ["compute", "memory"] + sorted(set(bound) - {"compute", "memory"})
+    totals = {}
+    for name in dict.fromkeys(phase):
         rows = phase == name
         totals[name] = {
             "time_s": time[rows].sum(),
             "macs": (kernels["macs"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
             "flops": (kernels["flops"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
             "bytes": (kernels["bytes"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
-            "kernel_launches": count[rows].sum(),
-            "compute_bound_time_s": time[rows & compute].sum(),
-            "memory_bound_time_s": time[rows & ~compute].sum(),
+            "kernel_launches": launches[rows].sum(),
+            **{f"{label}_bound_time_s": time[rows & (bound == label)].sum() for label in labels},
         }
-    frame = pd.DataFrame.from_dict(totals, orient="index", columns=list(PHASE_TOTAL_COLUMNS))
+    frame = pd.DataFrame.from_dict(totals, orient="index")
     frame.index.name = "phase"
     return frame
 

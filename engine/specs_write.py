@@ -51,6 +51,14 @@ README_LINES = [
     "A blank matrix row means the device has no dense matrix rate for that dtype; work in that "
     "dtype then runs at the rate of the next format (for example bf16 falls back to fp16, then tf32, then fp32).",
     "",
+    "MEMORY HIERARCHY AND REALISTIC-METHOD ROWS",
+    "register_file_per_core, sram_per_core and llc_capacity give the hierarchical method its reuse; "
+    "sram_bandwidth_per_core, llc_bandwidth and memory_bandwidth its ceilings (a blank bandwidth skips the level).",
+    "gemm_tile_shapes lists the GEMM tiles as text, e.g. '256x128,128x128,64x64' (blank: CUTLASS's SM80 list). "
+    "achievable_matrix_fraction, achievable_memory_bandwidth_fraction (0 to 1) and kernel_latency are fitted "
+    "to measured GEMM times where measurements exist (docs/accuracy.md); blank ones take the mean of the "
+    "fitted devices.",
+    "",
     "BLANK CELLS",
     "A blank cell means 'not published'. Required: vendor, kind, num_cores, clock, "
     "vector_flops_per_cycle_per_core, memory_capacity, memory_bandwidth and at least one matrix rate.",

@@ -73,6 +73,40 @@ L4_TPU = "TechPowerUp GPU database, NVIDIA L4: 7,424 shading units = 58 SMs, 2,0
 GCP_GPUS = "Google Cloud, GPU machine types: g2-standard-96 has 8 L4 GPUs (https://cloud.google.com/compute/docs/gpus)"
 TPU_V5E_DOC = "Google Cloud TPU v5e documentation (https://cloud.google.com/tpu/docs/v5e)"
 SCALING_BOOK = "How to Scale Your Model, part 2: How to Think About TPUs (https://jax-ml.github.io/scaling-book/tpus/)"
+CUDA_REGISTERS = ("CUDA C++ Programming Guide, Compute Capabilities table: maximum number of 32-bit registers per "
+                  "multiprocessor 64 K for compute capability 7.0-10.0 (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html)")
+AMPERE_L2 = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, L2 cache section: 'The A100 L2 read bandwidth is "
+             "5120 Bytes/clk, compared to V100 L2 cache read bandwidth of 2048 Bytes/clk' (https://images.nvidia.com/aem-dam/"
+             "en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf)")
+LUO_2024 = ("Luo et al., Benchmarking and Dissecting the Nvidia Hopper GPU Architecture (arXiv 2402.13499), Table V: "
+            "L2 throughput measured on an H800 PCIe (GH100), 4472.3 B/clk; NVIDIA publishes no Hopper L2 bandwidth")
+CUTLASS_TILES = ("CUTLASS python/cutlass_library/generator.py, GenerateSM80_TensorOp_16816: f16/bf16 threadblock tiles "
+                 "256x128, 128x256, 256x64, 64x256, 128x128, 128x64, 64x128, 64x64 (https://github.com/NVIDIA/cutlass)")
+SM80_TILES = "256x128,128x256,256x64,64x256,128x128,128x64,64x128,64x64"
+VIDUR_FIT = ("fit to measured kernel times: engine.calibration_fit.fit_realistic on vidur_llama2_ops.csv (public Vidur "
+             "profiling data, github.com/microsoft/vidur; ../shared/calibration), run by benchmarks/accuracy.py on "
+             "2026-11-21; see docs/accuracy.md")
+FIT_NOTE = "{rows} GEMM rows of {device}: coordinate descent over grids minimising median + p90/2 of |relative error|"
+
+
+def fitted(device: str, matrix: float, memory: float, latency_us: float) -> tuple[dict, dict]:
+    """Realistic-method values fitted on `device`'s measured GEMMs, with their source rows."""
+    values = dict(achievable_matrix_fraction=matrix, achievable_memory_bandwidth_fraction=memory,
+                  kernel_latency_s=latency_us * 1e-6)
+    note = FIT_NOTE.format(rows="8,288", device=device)
+    return values, cite(VIDUR_FIT, "achievable_matrix_fraction", "achievable_memory_bandwidth_fraction",
+                        "kernel_latency", note=note)
+
+
+def transferred(device: str, reason: str) -> dict:
+    """Sources for a sibling device that takes `device`'s fitted values (it has no measurements)."""
+    note = f"not measured on this device: the {device} fit transferred ({reason})"
+    return cite(VIDUR_FIT, "achievable_matrix_fraction", "achievable_memory_bandwidth_fraction",
+                "kernel_latency", note=note)
+
+
+A100_FIT, A100_FIT_SOURCES = fitted("A100-80GB-SXM", 0.72, 0.73, 5.5)
+H100_FIT, H100_FIT_SOURCES = fitted("H100-SXM", 0.70, 0.90, 7.25)
 V100_DATASHEET = ("NVIDIA V100 Tensor Core GPU datasheet (https://images.nvidia.com/content/technologies/volta/pdf/"
                   "volta-v100-datasheet-update-us-1165301-r5.pdf)")
 VOLTA_WP = ("NVIDIA Tesla V100 GPU Architecture whitepaper (https://images.nvidia.com/content/volta-architecture/"
@@ -131,7 +165,8 @@ A100_COMMON = dict(
     matrix_macs_per_cycle_per_core_tf32=512, matrix_macs_per_cycle_per_core_bf16=1024,
     matrix_macs_per_cycle_per_core_fp16=1024, matrix_macs_per_cycle_per_core_int8=2048,
     vector_flops_per_cycle_per_core=128, sram_per_core_bytes=192 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128,
-    llc_capacity_bytes=40 * MiB, link_bandwidth_bytes_per_s=25e9, num_links=12, launch_overhead_s=4e-6,
+    register_file_per_core_bytes=256 * KiB, llc_capacity_bytes=40 * MiB, llc_bandwidth_bytes_per_s=5120 * 1.41e9,
+    link_bandwidth_bytes_per_s=25e9, num_links=12, launch_overhead_s=4e-6, gemm_tile_shapes=SM80_TILES,
 )
 A100_COMMON_SOURCES = {
     **cite("NVIDIA", "vendor"), **cite(AMPERE_WP, "kind"), **cite(BUILD_SCRIPT, "notes"),
@@ -145,6 +180,9 @@ A100_COMMON_SOURCES = {
     **cite(AMPERE_WP, "sram_per_core", note="192 KB combined L1/shared memory per SM (up to 164 KB shared)"),
     **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
     **cite(AMPERE_WP, "llc_capacity", note="40 MB L2 (41943040 B reported by deviceQuery = 40 MiB)"),
+    **cite(AMPERE_L2, "llc_bandwidth", note="5120 B/clk x 1.41 GHz = 7,219.2 GB/s (read bandwidth)"),
+    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM"),
+    **cite(CUTLASS_TILES, "gemm_tile_shapes", note="the SM80 tensor-op tile family; two pipeline stages of each fit 164 KiB of shared memory"),
     **cite(CUDA_GRAPHS, "launch_overhead", note=LAUNCH_NOTE),
 }
 A100_40GB_PCIE = Hardware(
@@ -154,7 +192,7 @@ A100_40GB_PCIE = Hardware(
            "GPUs talk over PCIe Gen4 x16 (32 GB/s per direction), entered as inter_node_bandwidth. An 8-card PCIe "
            "server without bridges would instead be 8 devices on PCIe. launch_overhead is an assumption."),
     memory_capacity_bytes=40e9, memory_bandwidth_bytes_per_s=1555e9,
-    devices_per_node=2, inter_node_bandwidth_bytes_per_s=32e9, tdp_w=250,
+    devices_per_node=2, inter_node_bandwidth_bytes_per_s=32e9, tdp_w=250, **A100_FIT,
 )
 A100_40GB_PCIE_SOURCES = {
     **A100_COMMON_SOURCES,
@@ -163,6 +201,7 @@ A100_40GB_PCIE_SOURCES = {
     **cite(A100_PCIE_BRIEF, "link_bandwidth", "num_links", note="NVLink bridge for 2 GPUs: 600 GB/s = 12 links x 25 GB/s x 2 directions"),
     **cite(A100_PCIE_BRIEF, "devices_per_node", note="the NVLink bridge connects a pair of cards"),
     **cite(A100_DATASHEET, "inter_node_bandwidth", note="PCIe Gen4: 64 GB/s (both directions) = 32 GB/s per direction, the path beyond the bridged pair"),
+    **transferred("A100-80GB-SXM", "same GA100 chip, SM count and clock; HBM2 instead of HBM2e"),
 }
 A100_80GB_SXM = Hardware(
     name="A100-80GB-SXM", **A100_COMMON,
@@ -170,7 +209,7 @@ A100_80GB_SXM = Hardware(
            "direction = 600 GB/s total). Scale-out: DGX A100's 200 Gb/s HDR InfiniBand NIC per GPU. "
            "launch_overhead is an assumption."),
     memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=2039e9,
-    devices_per_node=8, inter_node_bandwidth_bytes_per_s=25e9, tdp_w=400,
+    devices_per_node=8, inter_node_bandwidth_bytes_per_s=25e9, tdp_w=400, **A100_FIT,
 )
 A100_80GB_SXM_SOURCES = {
     **A100_COMMON_SOURCES,
@@ -179,6 +218,7 @@ A100_80GB_SXM_SOURCES = {
     **cite(A100_DATASHEET, "link_bandwidth", "num_links", note="NVLink 600 GB/s = 12 third-generation links x 25 GB/s x 2 directions"),
     **cite(DGX_A100, "devices_per_node", note="8 A100 SXM4 GPUs on NVSwitch"),
     **cite(DGX_A100, "inter_node_bandwidth", note="200 Gb/s = 25 GB/s per direction per GPU"),
+    **A100_FIT_SOURCES,
 }
 
 # ---- NVIDIA Hopper -------------------------------------------------------------------------
@@ -190,6 +230,7 @@ HOPPER_COMMON = dict(
     matrix_macs_per_cycle_per_core_fp16=2048, matrix_macs_per_cycle_per_core_fp8=4096,
     matrix_macs_per_cycle_per_core_int8=4096, vector_flops_per_cycle_per_core=256,
     sram_per_core_bytes=256 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128, llc_capacity_bytes=50 * MiB,
+    register_file_per_core_bytes=256 * KiB, llc_bandwidth_bytes_per_s=4472.3 * 1.83e9,
     link_bandwidth_bytes_per_s=25e9, num_links=18, devices_per_node=8, inter_node_bandwidth_bytes_per_s=50e9,
     tdp_w=700, launch_overhead_s=4e-6,
 )
@@ -206,6 +247,8 @@ HOPPER_SOURCES = {
     **cite(HOPPER_TUNING, "sram_per_core", note="256 KB combined L1/shared memory per SM (up to 228 KB shared)"),
     **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
     **cite(HOPPER_WP, "llc_capacity", note="50 MB L2 on H100 SXM5"),
+    **cite(LUO_2024, "llc_bandwidth", note="approximation: 4472.3 B/clk measured on H800 PCIe x 1.83 GHz = 8,184.3 GB/s"),
+    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM"),
     **cite(H100_DATASHEET, "link_bandwidth", "num_links", note="NVLink 900 GB/s = 18 fourth-generation links x 25 GB/s x 2 directions"),
     **cite(DGX_H100, "devices_per_node", note="8 GPUs on NVSwitch in HGX/DGX H100 and H200"),
     **cite(DGX_H100, "inter_node_bandwidth", note="400 Gb/s = 50 GB/s per direction per GPU"),
@@ -215,24 +258,26 @@ H100_SXM = Hardware(
     name="H100-SXM", **HOPPER_COMMON,
     notes=("SXM5 module, 80 GB HBM3, 700 W, 8 per HGX/DGX H100 on NVSwitch. Clock 1.83 GHz reproduces the dense "
            "tensor headlines (989.4 TFLOP/s bf16). " + HOPPER_VECTOR_NOTE + " launch_overhead is an assumption."),
-    memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=3350e9,
+    memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=3350e9, **H100_FIT,
 )
 H100_SXM_SOURCES = {
     **HOPPER_SOURCES,
     **cite(H100_DATASHEET, "memory_capacity", "memory_bandwidth", note="H100 SXM: 80 GB, 3.35 TB/s"),
     **cite(H100_DATASHEET, "tdp", note="H100 SXM: up to 700 W (configurable)"),
+    **H100_FIT_SOURCES,
 }
 H200_SXM = Hardware(
     name="H200-SXM", **HOPPER_COMMON,
     notes=("H100's GH100 compute with 141 GB HBM3e at 4.8 TB/s; SXM, up to 700 W, 8 per HGX/DGX H200. "
            + HOPPER_VECTOR_NOTE + " launch_overhead is an assumption."),
-    memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4800e9,
+    memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4800e9, **H100_FIT,
 )
 H200_SXM_SOURCES = {
     **HOPPER_SOURCES,
     **cite(H200_PAGE, "num_cores", "clock", *TENSOR_FIELDS[1:6], note="same tensor headlines as H100 SXM (989 TFLOP/s dense bf16), so the same SM count, clock and per-SM rates"),
     **cite(H200_PAGE, "memory_capacity", "memory_bandwidth", note="H200 SXM: 141 GB HBM3e, 4.8 TB/s"),
     **cite(H200_PAGE, "tdp", note="H200 SXM: up to 700 W (configurable)"),
+    **transferred("H100-SXM", "same GH100 compute; HBM3e instead of HBM3"),
 }
 
 # ---- NVIDIA Blackwell ----------------------------------------------------------------------
@@ -249,7 +294,7 @@ B200 = Hardware(
     matrix_macs_per_cycle_per_core_fp16=4096, matrix_macs_per_cycle_per_core_fp8=8192,
     matrix_macs_per_cycle_per_core_int8=8192, matrix_macs_per_cycle_per_core_fp4=16384,
     vector_flops_per_cycle_per_core=256, memory_capacity_bytes=180e9, memory_bandwidth_bytes_per_s=8000e9,
-    sram_per_core_bytes=256 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128,
+    sram_per_core_bytes=256 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128, register_file_per_core_bytes=256 * KiB,
     link_bandwidth_bytes_per_s=50e9, num_links=18, devices_per_node=8, inter_node_bandwidth_bytes_per_s=50e9,
     tdp_w=1000, launch_overhead_s=4e-6,
 )
@@ -268,6 +313,7 @@ B200_SOURCES = {
     **cite(DGX_B200, "memory_bandwidth", note="64 TB/s HBM3e bandwidth / 8 GPUs = 8 TB/s (third-party listings compute 7.7 TB/s from bus width x data rate)"),
     **cite(B200_CNC, "sram_per_core", note="L1/shared memory capacity unchanged from H100: 256 KB per SM"),
     **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
+    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM (compute capability 10.0)"),
     **cite(HGX_PAGE, "link_bandwidth", "num_links", note="NVLink 5: 1.8 TB/s per GPU = 18 links x 50 GB/s x 2 directions"),
     **cite(HGX_PAGE, "devices_per_node", note="8 GPUs per HGX B200 board on NVSwitch"),
     **cite(DGX_B200, "inter_node_bandwidth", note="8x 400 Gb/s ConnectX-7 for 8 GPUs = 50 GB/s per direction per GPU"),
@@ -286,7 +332,8 @@ MI300X = Hardware(
     matrix_macs_per_cycle_per_core_bf16=1024, matrix_macs_per_cycle_per_core_fp16=1024,
     matrix_macs_per_cycle_per_core_fp8=2048, matrix_macs_per_cycle_per_core_int8=2048,
     vector_flops_per_cycle_per_core=256, memory_capacity_bytes=192e9, memory_bandwidth_bytes_per_s=5300e9,
-    sram_per_core_bytes=96 * KiB, llc_capacity_bytes=256 * MiB, llc_bandwidth_bytes_per_s=17000e9,
+    sram_per_core_bytes=96 * KiB, register_file_per_core_bytes=512 * KiB, llc_capacity_bytes=256 * MiB,
+    llc_bandwidth_bytes_per_s=17000e9,
     link_bandwidth_bytes_per_s=64e9, num_links=7, devices_per_node=8, tdp_w=750, launch_overhead_s=4e-6,
 )
 MI300X_SOURCES = {
@@ -303,6 +350,7 @@ MI300X_SOURCES = {
     **cite(MI300X_PAGE, "memory_capacity", "memory_bandwidth", note="192 GB HBM3, 5.3 TB/s"),
     **cite(ROCM_SPECS, "sram_per_core", note="MI300X: LDS 64 KiB + L1 vector cache 32 KiB per CU"),
     **cite(ROCM_SPECS, "llc_capacity", note="L3 (Infinity Cache) 256 MiB"),
+    **cite(ROCM_SPECS, "register_file_per_core", note="MI300X: VGPR file 512 KiB per CU"),
     **cite(STH_MI300, "llc_bandwidth", note="Infinity Cache peak bandwidth 17 TB/s"),
     **cite(MI300X_IF, "link_bandwidth", "num_links", note="7 GPU-GPU links, 128 GB/s bidirectional = 64 GB/s per direction each"),
     **cite(MI300X_PAGE, "devices_per_node", note="8-GPU MI300X platform, every GPU linked directly to the other 7"),
@@ -321,7 +369,7 @@ T4 = Hardware(
     matrix_macs_per_cycle_per_core_fp16=512, matrix_macs_per_cycle_per_core_int8=1024,
     vector_flops_per_cycle_per_core=128, memory_capacity_bytes=16e9, memory_bandwidth_bytes_per_s=320e9,
     sram_per_core_bytes=96 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128, llc_capacity_bytes=4 * MiB,
-    link_bandwidth_bytes_per_s=16e9, num_links=1, devices_per_node=4, tdp_w=70, launch_overhead_s=4e-6,
+    register_file_per_core_bytes=256 * KiB, link_bandwidth_bytes_per_s=16e9, num_links=1, devices_per_node=4, tdp_w=70, launch_overhead_s=4e-6,
 )
 T4_SOURCES = {
     **cite("NVIDIA", "vendor"), **cite(T4_DATASHEET, "kind"), **cite(BUILD_SCRIPT, "notes"),
@@ -334,6 +382,7 @@ T4_SOURCES = {
     **cite(TURING_TUNING, "sram_per_core", note="96 KB unified L1/shared memory per SM"),
     **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
     **cite(TURING_WP, "llc_capacity", note="TU104 4 MB L2"),
+    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM (compute capability 7.5)"),
     **cite(T4_DATASHEET, "link_bandwidth", "num_links", note="x16 PCIe Gen3, 32 GB/s total = 16 GB/s per direction, one link"),
     **cite(SEED_T4, "devices_per_node", note="lspci lists four Tesla T4 on one host"),
     **cite(T4_DATASHEET, "tdp", note="70 W"),
@@ -350,7 +399,7 @@ L4 = Hardware(
     matrix_macs_per_cycle_per_core_int8=1024, vector_flops_per_cycle_per_core=256,
     memory_capacity_bytes=24e9, memory_bandwidth_bytes_per_s=300e9,
     sram_per_core_bytes=128 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128, llc_capacity_bytes=48 * MiB,
-    link_bandwidth_bytes_per_s=32e9, num_links=1, devices_per_node=8, tdp_w=72, launch_overhead_s=4e-6,
+    register_file_per_core_bytes=256 * KiB, link_bandwidth_bytes_per_s=32e9, num_links=1, devices_per_node=8, tdp_w=72, launch_overhead_s=4e-6,
 )
 L4_SOURCES = {
     **cite("NVIDIA", "vendor"), **cite(L4_DATASHEET, "kind"), **cite(BUILD_SCRIPT, "notes"),
@@ -366,6 +415,7 @@ L4_SOURCES = {
     **cite(ADA_TUNING, "sram_per_core", note="128 KB unified data cache (L1/shared) per SM"),
     **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
     **cite(L4_TPU, "llc_capacity", note="48 MB L2"),
+    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM (compute capability 8.9)"),
     **cite(L4_DATASHEET, "link_bandwidth", "num_links", note="PCIe Gen4 x16, 64 GB/s total = 32 GB/s per direction, one link"),
     **cite(GCP_GPUS, "devices_per_node", note="g2-standard-96: 8 L4"),
     **cite(L4_DATASHEET, "tdp", note="72 W"),
@@ -414,6 +464,7 @@ V100_SXM2_32GB = Hardware(
     num_cores=80, clock_hz=1.53e9, matrix_macs_per_cycle_per_core_fp16=512,
     vector_flops_per_cycle_per_core=128, memory_capacity_bytes=32e9, memory_bandwidth_bytes_per_s=900e9,
     sram_per_core_bytes=128 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128, llc_capacity_bytes=6 * MiB,
+    register_file_per_core_bytes=256 * KiB, llc_bandwidth_bytes_per_s=2048 * 1.53e9,
     link_bandwidth_bytes_per_s=25e9, num_links=6, devices_per_node=8, tdp_w=300, launch_overhead_s=4e-6,
 )
 V100_SOURCES = {
@@ -426,6 +477,8 @@ V100_SOURCES = {
     **cite(VOLTA_WP, "sram_per_core", note="128 KB combined L1/shared memory per SM"),
     **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
     **cite(VOLTA_WP, "llc_capacity", note="6 MB L2"),
+    **cite(AMPERE_L2, "llc_bandwidth", note="V100: 2048 B/clk x 1.53 GHz = 3,133.4 GB/s (read bandwidth)"),
+    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM (compute capability 7.0)"),
     **cite(V100_DATASHEET, "link_bandwidth", "num_links", note="NVLink 300 GB/s = 6 links x 25 GB/s x 2 directions"),
     **cite(VOLTA_WP, "devices_per_node", note="DGX-1 with 8 V100 in a hybrid cube-mesh"),
     **cite(V100_DATASHEET, "tdp", note="V100 SXM2: 300 W"),

@@ -140,6 +140,59 @@ def test_per_cycle_figures_are_architectural_integers(devices):
         assert float(hw.vector_flops_per_cycle_per_core).is_integer()
 
 
+# ---- memory hierarchy and realistic-method fields -----------------------------------------
+def test_llc_bandwidth_from_published_bytes_per_clock(devices):
+    """Ampere whitepaper: A100 L2 reads 5120 B/clk, V100 2048 B/clk; Hopper: a measured 4472.3 B/clk."""
+    for name in ("A100-40GB-PCIe", "A100-80GB-SXM"):
+        assert devices[name].llc_bandwidth_bytes_per_s == pytest.approx(5120 * 1.41e9, rel=1e-12)
+    assert devices["V100-SXM2-32GB"].llc_bandwidth_bytes_per_s == pytest.approx(2048 * 1.53e9, rel=1e-12)
+    for name in ("H100-SXM", "H200-SXM"):
+        assert devices[name].llc_bandwidth_bytes_per_s == pytest.approx(4472.3 * 1.83e9, rel=1e-12)
+    assert devices["MI300X"].llc_bandwidth_bytes_per_s == 17e12
+    assert devices["B200"].llc_bandwidth_bytes_per_s is None     # not published: the level is skipped
+
+
+def test_register_files(devices):
+    """64 K 32-bit registers per SM on every NVIDIA GPU listed; 512 KiB of VGPRs per MI300X CU."""
+    for name, hw in devices.items():
+        if hw.vendor == "NVIDIA":
+            assert hw.register_file_per_core_bytes == 65536 * 4
+    assert devices["MI300X"].register_file_per_core_bytes == 512 * 1024
+    assert devices["TPU-v5e"].register_file_per_core_bytes is None
+
+
+def test_gemm_tile_shapes_parse_and_validate(devices):
+    assert devices["A100-80GB-SXM"].tile_shapes[:2] == ((256, 128), (128, 256))
+    assert len(devices["A100-40GB-PCIe"].tile_shapes) == 8
+    assert devices["H100-SXM"].tile_shapes is None                 # blank: the documented default list
+    hw = devices["T4"].with_changes(gemm_tile_shapes=" 128x64 , 64X64")
+    assert hw.gemm_tile_shapes == "128x64,64x64" and hw.tile_shapes == ((128, 64), (64, 64))
+    with pytest.raises(ValueError, match="MxN"):
+        devices["T4"].with_changes(gemm_tile_shapes="128 by 64")
+
+
+def test_fitted_realistic_values_and_their_sources(devices):
+    sources = load_sources()
+    fitted = ("achievable_matrix_fraction", "achievable_memory_bandwidth_fraction", "kernel_latency")
+    for name in ("A100-80GB-SXM", "H100-SXM"):
+        hw = devices[name]
+        assert 0.5 < hw.achievable_matrix_fraction <= 1 and 0.5 < hw.achievable_memory_bandwidth_fraction <= 1
+        assert 0 < hw.kernel_latency_s < 20e-6
+        for key in fitted:
+            assert "vidur_llama2_ops.csv" in sources[name][key][0] and "GEMM rows" in sources[name][key][1]
+    for sibling, measured in (("A100-40GB-PCIe", "A100-80GB-SXM"), ("H200-SXM", "H100-SXM")):
+        assert devices[sibling].achievable_matrix_fraction == devices[measured].achievable_matrix_fraction
+        assert devices[sibling].kernel_latency_s == devices[measured].kernel_latency_s
+        assert "transferred" in sources[sibling]["kernel_latency"][1]
+    assert devices["MI300X"].achievable_matrix_fraction is None      # never measured: left blank
+
+
+def test_bad_tile_shapes_in_a_workbook_name_the_cell(tmp_path):
+    path, cell = _edit(tmp_path, "L4", "gemm_tile_shapes", "128x64,huge")
+    message = str(_error(path))
+    assert message.startswith(f"hardware!{cell}: gemm_tile_shapes of 'L4' is '128x64,huge'")
+
+
 def test_every_value_in_the_bundled_workbook_has_a_source_row():
     workbook = openpyxl.load_workbook(BUNDLED)
     sheet = workbook["hardware"]

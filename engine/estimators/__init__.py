@@ -7,10 +7,13 @@ intensity) so reports and charts compare them side by side.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from engine.decompose import decompose_columns
 from engine.decompose_seed import decompose_seed
+from engine.estimators.hierarchical import estimate_hierarchical
+from engine.estimators.realistic import estimate_realistic
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.seed_tiler import estimate_seed
 
@@ -34,7 +37,35 @@ METHODS: dict[str, Method] = {
         "The seed notebook's theoretical tiler on its own decomposition, reproduced exactly (slips included).",
         decompose_seed, estimate_seed,
     ),
+    "hierarchical": Method(
+        "hierarchical",
+        "Cache-aware roofline: max(compute, traffic / bandwidth at HBM, LLC and SRAM), reuse from the "
+        "GEMM tile that fits each level; bound names the level.",
+        decompose_columns, estimate_hierarchical,
+    ),
+    "realistic": Method(
+        "realistic",
+        "Discrete tiles with tile and wave quantization, split-K, GEMV, fused attention, achievable fractions "
+        "of peak, kernel latency and host launch overhead (calibrated on measured kernels); gap to the "
+        "ideal roofline broken down per cause.",
+        decompose_columns, estimate_realistic,
+    ),
+    "realistic-graph": Method(
+        "realistic-graph",
+        "The realistic method with CUDA-graph launch: no per-kernel host launch cost (device latency stays).",
+        decompose_columns, partial(estimate_realistic, launch="graph"),
+    ),
 }
+
+
+# Per-occurrence number columns the hierarchical and realistic methods add: when decode steps are
+# combined into one row per kernel (report.aggregate_steps) they are count-weighted means, like time_s,
+# so that the realistic gaps still add up to time_s - ideal_time_s on the combined rows.
+STEP_MEAN_COLUMNS = (
+    "ideal_time_s", "kernel_time_s", "gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s",
+    "gap_overhead_s", "tiles", "waves", "hbm_bytes", "llc_bytes", "sram_bytes", "hbm_time_s", "llc_time_s",
+    "sram_time_s", "launches",
+)
 
 
 def get_method(name: str) -> Method:

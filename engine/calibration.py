@@ -1,0 +1,189 @@
+"""Measured kernel times against every method's prediction (the Accuracy page and benchmarks/accuracy.py).
+
+    measurements = load_measurements()                 # ../shared vidur file, else the bundled sample
+    tidy = predict(measurements)                       # one row per measurement and method
+    summary(tidy)                                      # median / p90 absolute error and bias per group
+
+Data: vidur_llama2_ops.csv, per-operator kernel times measured with a profiler on A100-80GB and
+H100-SXM (github.com/microsoft/vidur profiling data; Llama-2-7B/70B shapes, 1..4096 tokens, TP 1..8).
+Each measurement becomes one kernel row built with the default decomposition's own formulas
+(engine.decompose.gemm_fields, norm_fields, ...), so bytes and FLOPs follow the same conventions.
+The measurements are device-side kernel durations, so the realistic methods are scored on
+`kernel_time_s` (no host launch); the other methods on `time_s`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+import pandas as pd
+
+from engine.decompose import gemm_fields, mlp_activation_fields, norm_fields, residual_fields
+from engine.dtypes import bytes_per_value
+from engine.kernels import KernelTableBuilder
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_MEASUREMENTS = REPO.parent / "shared" / "calibration" / "vidur_llama2_ops.csv"
+BUNDLED_SAMPLE = Path(__file__).resolve().parent / "data" / "vidur_llama2_ops_sample.csv"
+DEVICE_NAMES = {"A100-80GB": "A100-80GB-SXM", "H100-SXM": "H100-SXM"}   # file name -> specs.xlsx name
+KINDS = ("gemm", "swiglu", "rmsnorm", "residual_add")
+ELEMENTWISE_KINDS = ("swiglu", "rmsnorm", "residual_add")
+DEFAULT_METHODS = ("roofline", "hierarchical", "seed", "realistic")   # realistic-graph: same kernel times
+MEASUREMENT_COLUMNS = ("device", "model", "op", "kind", "tokens", "tp", "m", "n", "k", "dtype", "measured_s")
+
+# Seed 000: torch.compile'd MLP (x @ w1, relu, x @ w2, multiply, @ wlinear) on A100 40GB PCIe,
+# batch 32, d_model 4096, hidden 8192, bf16: measured 191 us (%timeit), the seed's roofline 129.8 us.
+SEED_000 = {"device": "A100-40GB-PCIe", "measured_s": 191e-6, "batch": 32, "d_model": 4096, "hidden": 8192}
+
+
+def default_measurements_path() -> Path:
+    """The full shared file when this checkout sits next to ../shared, else the bundled sample."""
+    return SHARED_MEASUREMENTS if SHARED_MEASUREMENTS.exists() else BUNDLED_SAMPLE
+
+
+def read_raw(path=None) -> pd.DataFrame:
+    """The CSV as written (header comment skipped), columns as in the file."""
+    return pd.read_csv(path or default_measurements_path(), comment="#")
+
+
+def load_measurements(path=None) -> pd.DataFrame:
+    """Measurements with our device names and seconds: MEASUREMENT_COLUMNS, one row each."""
+    raw = read_raw(path)
+    unknown = sorted(set(raw["hardware"]) - set(DEVICE_NAMES))
+    if unknown:
+        raise ValueError(f"unknown hardware {unknown} in measurements; known: {', '.join(DEVICE_NAMES)}")
+    frame = raw.assign(device=raw["hardware"].map(DEVICE_NAMES), measured_s=raw["median_ms"] * 1e-3)
+    return frame[list(MEASUREMENT_COLUMNS)].reset_index(drop=True)
+
+
+def kernel_table(measurements: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One kernel row per measurement (same order), with the decomposition's byte and FLOP formulas.
+
+    gemm: C[m,n] = A[m,k] @ W[k,n] (mlp_up_proj's n is the fused up+gate width); swiglu: n outputs
+    per token from 2n inputs (gated activation); rmsnorm: tokens x hidden; residual_add: two in, one out.
+    """
+    builder = KernelTableBuilder()
+    order = []
+    for (kind, op, dtype), rows in measurements.groupby(["kind", "op", "dtype"], sort=False):
+        m, n, k = (rows[c].to_numpy(dtype=float) for c in ("m", "n", "k"))
+        value = bytes_per_value(dtype)
+        common = dict(phase="measured", name=op, dtype=dtype)
+        if kind == "gemm":
+            builder.add(type="Ma_Mw", op="gemm", unit="matrix", **common, **gemm_fields(m, k, n, value, value))
+        elif kind == "swiglu":
+            builder.add(type="Elementwise", op="activation", unit="vector", **common,
+                        **mlp_activation_fields(m, n, "silu", True, value))
+        elif kind == "rmsnorm":
+            builder.add(type="Norm", op="norm", unit="vector", **common, **norm_fields(m, n, "rmsnorm", value, value))
+        elif kind == "residual_add":
+            builder.add(type="Elementwise", op="residual", unit="vector", **common, **residual_fields(m, n, value))
+        else:
+            raise ValueError(f"unknown measurement kind {kind!r}; expected one of {', '.join(KINDS)}")
+        order.append(np.flatnonzero(measurements.index.isin(rows.index)))
+    columns = builder.build_columns()
+    back = np.argsort(np.concatenate(order)) if order else np.zeros(0, dtype=int)
+    return {key: values[back] for key, values in columns.items()}
+
+
+def predicted_seconds(table: dict, hardware, method: str, realistic_constants=None) -> np.ndarray:
+    """Per row: the method's device time (kernel_time_s where the method reports it, else time_s).
+
+    `realistic_constants`: kernel-class constants for the realistic methods (default: the shipped ones).
+    """
+    from engine.estimators import get_method
+    from engine.estimators.realistic import estimate_realistic
+    if method == "seed":
+        return _seed_seconds(table, hardware)
+    if method.startswith("realistic") and realistic_constants is not None:
+        launch = "graph" if method == "realistic-graph" else "eager"
+        result = estimate_realistic(table, hardware, None, launch=launch, constants=realistic_constants)
+    else:
+        result = get_method(method).estimate(table, hardware, None)
+    return np.asarray(result.get("kernel_time_s", result["time_s"]), dtype=float)
+
+
+def _seed_seconds(table: dict, hardware) -> np.ndarray:
+    """The seed tiler on GEMM rows (its notebook has no element-wise kernels: NaN there)."""
+    from engine.estimators.seed_tiler import estimate_seed
+    from engine.workload import Scenario
+    result = np.full(len(table["m"]), np.nan)
+    gemm = table["op"] == "gemm"
+    if not gemm.any() or hardware.llc_capacity_bytes is None:
+        return result
+    m, k, n = (table[c][gemm] for c in ("m", "k", "n"))
+    frame = pd.DataFrame({"phase": "measured", "type": "Ma_Mw", "name": table["name"][gemm], "m": m, "k": k, "n": n,
+                          "batch": 1.0, "compute_macs": m * k * n, "weight_elems": k * n, "kv_cache_elems": np.nan,
+                          "count": 1.0, "group": np.arange(gemm.sum())})
+    for dtype in np.unique(table["dtype"][gemm]):
+        rows = table["dtype"][gemm] == dtype
+        seconds = estimate_seed(frame[rows].reset_index(drop=True), hardware, Scenario(activation_dtype=dtype))["time_s"]
+        result[np.flatnonzero(gemm)[rows]] = seconds
+    return result
+
+
+def predict(measurements: Optional[pd.DataFrame] = None, devices: Optional[dict] = None,
+            methods: Iterable[str] = DEFAULT_METHODS, realistic_constants=None) -> pd.DataFrame:
+    """Tidy predictions: MEASUREMENT_COLUMNS + method, predicted_s, error (predicted / measured - 1).
+
+    `devices`: {device name: Hardware} (default: the bundled specs.xlsx), e.g. with fitted values;
+    `realistic_constants`: kernel-class constants for the realistic methods (default: shipped).
+    """
+    from engine.specs import load_specs
+    measurements = load_measurements() if measurements is None else measurements
+    devices = devices or load_specs()
+    parts = []
+    for device, rows in measurements.groupby("device", sort=False):
+        if device not in devices:
+            raise ValueError(f"device {device!r} of the measurements is not in the specs ({', '.join(devices)})")
+        table = kernel_table(rows)
+        for method in methods:
+            predicted = predicted_seconds(table, devices[device], method, realistic_constants)
+            parts.append(rows.assign(method=method, predicted_s=predicted,
+                                     error=predicted / rows["measured_s"].to_numpy() - 1.0))
+    return pd.concat(parts, ignore_index=True)
+
+
+def family(kind) -> np.ndarray:
+    """'gemm' or 'elementwise' per op kind (the accuracy targets are per family)."""
+    return np.where(np.asarray(kind) == "gemm", "gemm", "elementwise")
+
+
+def summary(tidy: pd.DataFrame, by: tuple[str, ...] = ("method", "device", "kind")) -> pd.DataFrame:
+    """Per group: count, median and p90 absolute relative error, bias (median signed error).
+
+    Group by "family" to score GEMMs against element-wise kernels as a whole.
+    """
+    frame = tidy.assign(family=family(tidy["kind"])) if "family" in by and "family" not in tidy else tidy
+    frame = frame.dropna(subset=["error"])
+    grouped = frame.groupby(list(by), sort=False)["error"]
+    return pd.DataFrame({
+        "count": grouped.size(),
+        "median_abs_error": grouped.apply(lambda e: float(np.median(np.abs(e)))),
+        "p90_abs_error": grouped.apply(lambda e: float(np.quantile(np.abs(e), 0.9))),
+        "bias": grouped.median(),
+    }).reset_index()
+
+
+def seed_000_kernels() -> dict[str, np.ndarray]:
+    """Seed 000's MLP as the kernels torch.compile runs: x @ w1, x @ w2, relu(x1) * x2, (...) @ wlinear."""
+    b, d, f = SEED_000["batch"], SEED_000["d_model"], SEED_000["hidden"]
+    value = bytes_per_value("bf16")
+    builder = KernelTableBuilder()
+    common = dict(phase="seed000", type="Ma_Mw", op="gemm", unit="matrix", dtype="bf16")
+    builder.add(name="x@w1", **common, **gemm_fields(b, d, f, value, value))
+    builder.add(name="x@w2", **common, **gemm_fields(b, d, f, value, value))
+    builder.add(phase="seed000", name="relu*mul", type="Elementwise", op="activation", unit="vector", dtype="bf16",
+                **mlp_activation_fields(b, f, "relu", True, value))
+    builder.add(name="@wlinear", **common, **gemm_fields(b, f, d, value, value))
+    return builder.build_columns()
+
+
+def seed_000_prediction(hardware, method: str) -> float:
+    """Predicted seconds of seed 000's MLP (sum of its kernels' time_s, host launches included)."""
+    from engine.estimators import get_method
+    table = seed_000_kernels()
+    if method == "seed":
+        return float(np.nansum(_seed_seconds(table, hardware)))
+    return float(np.sum(get_method(method).estimate(table, hardware, None)["time_s"]))

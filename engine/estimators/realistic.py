@@ -1,0 +1,281 @@
+"""Realistic: discrete tiles, tile and wave quantization, fused attention, achievable rates, overheads.
+
+Per kernel the method builds a chain of times, each adding one effect to the one before, so the
+gap between the ideal roofline and the realistic time splits into named parts:
+
+    ideal_time_s       the roofline: max(FLOP / peak, bytes / peak bandwidth)
+    + gap_tile_quantization_s   GEMM tiles padded to whole tiles (flash-attention tiles, 16-row fragments)
+    + gap_wave_quantization_s   whole waves of tiles over the cores (the largest causal attention
+                                tile), split-K partial sums; rows of row-wise element-wise kernels
+                                (one CTA per token) in waves over the cores
+    + gap_efficiency_s          achievable fractions of peak (per device, `achievable_*_fraction`),
+                                element-wise kernels' own bandwidth efficiency
+    + gap_overhead_s            device kernel latency (`kernel_latency`) and, in eager mode, the host
+                                launch (`launch_overhead`): time_s = max(kernel_time_s, launch)
+    = time_s
+
+GEMMs choose their tile and split-K among the device's tiles (engine/estimators/tiling.py); a
+GEMV (one row per GEMM) streams its weights on the vector units. Attention groups run as one
+fused kernel (engine/estimators/fused_attention.py). Element-wise kernels stream at the device's
+achievable bandwidth times their kernel class's efficiency, after a fixed time per class; row-wise
+ones (norms, activations: one CTA per token) also run their tokens in waves over the cores.
+
+`launch`: "eager" (every kernel is launched by the host: a kernel shorter than the launch overhead
+waits for the host) or "graph" (CUDA-graph capture: the host launches one graph per step, so no
+per-kernel host cost; the device latency stays). The method `realistic-graph` is the graph mode.
+
+Calibrated constants: per device in specs.xlsx (achievable fractions, kernel latency; see
+docs/accuracy.md for the fit); per kernel class below (fitted on the same data: norm, activation and
+residual rows of vidur_llama2_ops.csv). Where a device leaves them blank, the DEFAULT_* values apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.dtypes import bytes_per_value
+from engine.estimators.fused_attention import attention_groups, fused_times
+from engine.estimators.roofline import estimate_roofline
+from engine.estimators.row_groups import RowGroups
+from engine.estimators.tiling import GemmRates, choose_tilings
+from engine.hardware import Hardware
+
+# Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
+# (0.72 and 0.70; 0.73 and 0.90; 5.5 us and 7.25 us; docs/accuracy.md).
+DEFAULT_MATRIX_FRACTION = 0.71
+DEFAULT_MEMORY_FRACTION = 0.815
+DEFAULT_KERNEL_LATENCY_S = 6.375e-6
+LAUNCH_MODES = ("eager", "graph")
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    """How an element-wise kernel class runs, relative to the device's GEMM operand streaming.
+
+    kernel time = max(floor_s, latency_s + max(bytes / bandwidth, row waves))
+    bandwidth = min(1, bandwidth_efficiency x achievable_memory_bandwidth_fraction) x peak.
+    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation
+    kernels) run their rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row at
+    row_bytes_per_cycle x clock: a few tokens cannot use the whole memory bandwidth. The fixed
+    times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`.
+    """
+
+    bandwidth_efficiency: float
+    latency_s: float
+    floor_s: float = 0.0
+    row_bytes_per_cycle: float | None = None
+
+
+ROW_CTAS_PER_CORE = 2   # 1024-thread CTAs, 2048 resident threads per SM (A100, H100)
+
+
+@dataclass(frozen=True)
+class RealisticConstants:
+    """Software constants of the realistic method (fitted where data exists, see docs/accuracy.md)."""
+
+    kernel_classes: dict = field(default_factory=lambda: {
+        "norm": KernelClass(0.49, 0.875e-6, 2.125e-6, 3.62),   # fitted: RMSNorm rows (reads each row twice)
+        "activation": KernelClass(0.66, 1.25e-6, 1.5e-6, 5.88),  # fitted: SwiGLU rows
+        "residual": KernelClass(1.20, 0.0, 2.625e-6),            # fitted: residual-add rows (faster than GEMM operands)
+    })
+    # element-wise ops without measurements borrow a measured class (assumption, documented)
+    class_of_op: dict = field(default_factory=lambda: {
+        "norm": "norm", "softmax": "norm", "activation": "activation", "rotary": "activation",
+        "residual": "residual", "kv_store": "residual", "embedding": "residual",
+    })
+    # fused attention's matrix rate relative to a GEMM's (assumption: FlashAttention-2 reaches
+    # 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%; not calibrated, no attention data)
+    attention_matrix_efficiency: float = 0.85
+    gemv_max_rows: int = 1
+
+
+DEFAULT_CONSTANTS = RealisticConstants()
+
+
+@dataclass(frozen=True)
+class DeviceRates:
+    """The device numbers the method uses, with blanks filled by the defaults."""
+
+    cores: int
+    clock_hz: float
+    bandwidth: float
+    vector_flops_per_s: float
+    matrix_fraction: float
+    memory_fraction: float
+    kernel_latency_s: float
+    launch_overhead_s: float
+
+    @classmethod
+    def of(cls, hw: Hardware) -> "DeviceRates":
+        return cls(
+            cores=hw.num_cores, clock_hz=hw.clock_hz, bandwidth=hw.memory_bandwidth_bytes_per_s,
+            vector_flops_per_s=hw.vector_flops_per_s,
+            matrix_fraction=hw.achievable_matrix_fraction or DEFAULT_MATRIX_FRACTION,
+            memory_fraction=hw.achievable_memory_bandwidth_fraction or DEFAULT_MEMORY_FRACTION,
+            kernel_latency_s=hw.kernel_latency_s if hw.kernel_latency_s is not None else DEFAULT_KERNEL_LATENCY_S,
+            launch_overhead_s=hw.launch_overhead_s or 0.0,
+        )
+
+
+GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
+
+
+def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "eager",
+                       constants: RealisticConstants = DEFAULT_CONSTANTS) -> dict[str, np.ndarray]:
+    """The roofline columns plus the realistic time, its ideal, the gap breakdown and the tiling."""
+    if launch not in LAUNCH_MODES:
+        raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {launch!r}")
+    out = estimate_roofline(table, hardware)
+    rates = DeviceRates.of(hardware)
+    rows = len(out["time_s"])
+    ideal = out["time_s"].astype(float)
+    chain = {key: ideal.copy() for key in ("t1", "t2", "t3")}
+    compute, memory = out["compute_time_s"].astype(float).copy(), out["memory_time_s"].astype(float).copy()
+    latency = np.full(rows, rates.kernel_latency_s)
+    floor = np.zeros(rows)
+    for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
+        out[column] = np.full(rows, np.nan)
+
+    row_groups = RowGroups(out)
+    op = row_groups.strings("op")
+    per_core_macs = row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores
+    value_bytes = row_groups.map("dtype", bytes_per_value)
+    fused = attention_groups(out, row_groups)
+    is_gemm = (op == "gemm") & (fused < 0)
+    _time_gemms(out, is_gemm, rates, hardware, per_core_macs, value_bytes, constants, chain, compute, memory)
+    kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
+    _time_elementwise(out, (~is_gemm) & (fused < 0), kind, rates, constants, chain, compute, memory, latency, floor)
+
+    host = rates.launch_overhead_s if launch == "eager" else 0.0
+    kernel_time = np.maximum(latency + chain["t3"], floor)
+    time = np.maximum(kernel_time, host)
+    if (fused >= 0).any():
+        time, kernel_time = _time_fused(out, fused, row_groups, rates, per_core_macs, constants, host, ideal,
+                                        chain, compute, memory, time, kernel_time)
+    out["ideal_time_s"] = ideal
+    out["kernel_time_s"] = kernel_time
+    out["gap_tile_quantization_s"] = chain["t1"] - ideal
+    out["gap_wave_quantization_s"] = chain["t2"] - chain["t1"]
+    out["gap_efficiency_s"] = chain["t3"] - chain["t2"]
+    out["gap_overhead_s"] = time - chain["t3"]
+    out["compute_time_s"], out["memory_time_s"], out["time_s"] = compute, memory, time
+    out["fused_group"] = fused
+    out["launches"] = launches_per_row(fused)
+    overhead = out["gap_overhead_s"] > np.maximum(compute, memory)
+    out["bound"] = np.where(overhead, "overhead", np.where(compute > memory, "compute", "memory")).astype(object)
+    return out
+
+
+def launches_per_row(fused: np.ndarray) -> np.ndarray:
+    """1 per kernel launch: a fused attention's rows launch once (on its first row), others once each."""
+    launches = np.ones(len(fused))
+    members = np.flatnonzero(fused >= 0)
+    if len(members):
+        _, first = np.unique(fused[members], return_index=True)
+        launches[members] = 0.0
+        launches[members[first]] = 1.0
+    return launches
+
+
+def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_bytes, constants, chain, compute,
+                memory) -> None:
+    if not rows.any():
+        return
+    m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
+    nbytes = out["bytes"][rows].astype(float)
+    gemm_rates = GemmRates(per_core_macs[rows], value_bytes[rows], rates.matrix_fraction, rates.bandwidth,
+                           rates.memory_fraction, rates.kernel_latency_s)
+    tiling = choose_tilings(m, n, k, batch, nbytes, hardware, gemm_rates)
+    ideal = chain["t1"][rows]
+    t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
+    t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))
+    t3 = np.maximum(t2, np.maximum(tiling.compute_s, tiling.memory_s))
+    part_compute, part_memory = tiling.compute_s, tiling.memory_s
+    tiles = {c: getattr(tiling, c) for c in ("tile_m", "tile_n", "split_k", "tiles", "waves")}
+    # GEMV: one row per GEMM streams the weights on the vector units, no tiles
+    gemv = m * batch <= constants.gemv_max_rows
+    if gemv.any():
+        vector_s = out["matrix_flops"][rows].astype(float) / rates.vector_flops_per_s
+        stream_s = nbytes / (rates.bandwidth * rates.memory_fraction)
+        t1, t2 = np.where(gemv, ideal, t1), np.where(gemv, ideal, t2)
+        t3 = np.where(gemv, np.maximum(ideal, np.maximum(vector_s, stream_s)), t3)
+        part_compute, part_memory = np.where(gemv, vector_s, part_compute), np.where(gemv, stream_s, part_memory)
+        tiles = {c: np.where(gemv, np.nan, v) for c, v in tiles.items()}
+    chain["t1"][rows], chain["t2"][rows], chain["t3"][rows] = t1, t2, t3
+    compute[rows], memory[rows] = part_compute, part_memory
+    for column, values in tiles.items():
+        out[column][rows] = values
+
+
+def _time_elementwise(out, rows, kind, rates: DeviceRates, constants, chain, compute, memory, latency,
+                      floor) -> None:
+    """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
+    if not rows.any():
+        return
+    classes = constants.kernel_classes
+    efficiency, fixed, least = np.ones(rows.sum()), np.zeros(rows.sum()), np.zeros(rows.sum())
+    row_rate = np.full(rows.sum(), np.inf)          # bytes per second of one row's CTA (inf: not row-wise)
+    for name, kernel_class in classes.items():
+        mine = kind[rows] == name
+        efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
+        least[mine] = kernel_class.floor_s
+        if kernel_class.row_bytes_per_cycle:
+            row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
+    nbytes = out["bytes"][rows].astype(float)
+    tokens = np.maximum(out["m"][rows].astype(float), 1.0)
+    row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
+    row_s = row_waves * (nbytes / tokens) / row_rate
+    fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
+    stream_s = nbytes / (rates.bandwidth * fraction)
+    t2 = np.maximum(chain["t2"][rows], row_s)
+    chain["t2"][rows] = t2
+    chain["t3"][rows] = np.maximum(t2, np.maximum(compute[rows], stream_s))
+    memory[rows] = np.maximum(stream_s, row_s)
+    latency[rows] = fixed
+    floor[rows] = least
+
+
+def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants, host, ideal,
+                chain, compute, memory, time, kernel_time):
+    """Time each attention group once and charge it to its rows by their ideal times."""
+    rows = np.flatnonzero(fused >= 0)
+    group = fused[rows]
+    groups = int(group.max()) + 1
+    total = lambda column: np.bincount(group, weights=out[column][rows].astype(float), minlength=groups)  # noqa: E731
+    ideal_sum = np.bincount(group, weights=ideal[rows], minlength=groups)
+    # shape, dtype and kind from each group's Q*gK row (the first matrix row if it has none)
+    names = row_groups.strings("name")[rows]
+    is_scores = np.char.endswith(names, "Q*gK")
+    is_matrix = row_groups.strings("op")[rows] == "attention"
+    order = np.lexsort((~is_scores, ~is_matrix, group))
+    lead = rows[order][np.unique(group[order], return_index=True)[1]]
+    m, k, n, batch = (out[c][lead].astype(float) for c in ("m", "k", "n", "batch"))
+    fused_rates = {
+        "macs_per_s_per_core": per_core_macs[lead], "cores": rates.cores,
+        "vector_flops_per_s": rates.vector_flops_per_s, "bandwidth": rates.bandwidth,
+        "matrix_fraction": rates.matrix_fraction * constants.attention_matrix_efficiency,
+        "memory_fraction": rates.memory_fraction,
+    }
+    decode = row_groups.strings("type")[lead] == "Va_Mqa"
+    times = fused_times(decode, np.maximum(m, 1.0), np.maximum(k, 1.0), np.maximum(n, 1.0), np.maximum(batch, 1.0),
+                        total("macs"), total("vector_flops"), total("bytes"), fused_rates)
+    offset = np.maximum(ideal_sum - times["t0"], 0.0)     # the rows' ideal sum over the fused roofline
+    group_kernel = rates.kernel_latency_s + times["t3"] + offset
+    group_time = np.maximum(group_kernel, host)
+    gaps = np.stack([times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
+                     group_time - times["t3"] - offset])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(ideal_sum[group] > 0, ideal[rows] / ideal_sum[group], 1.0 / np.bincount(group)[group])
+    row_gaps = gaps[:, group] * share
+    chain["t1"][rows] = ideal[rows] + row_gaps[0]
+    chain["t2"][rows] = chain["t1"][rows] + row_gaps[1]
+    chain["t3"][rows] = chain["t2"][rows] + row_gaps[2]
+    time = time.copy()
+    kernel_time = kernel_time.copy()
+    time[rows] = chain["t3"][rows] + row_gaps[3]
+    kernel_time[rows] = group_kernel[group] * share
+    compute[rows] = times["compute"][group] * share
+    memory[rows] = times["memory"][group] * share
+    return time, kernel_time

@@ -1,0 +1,162 @@
+"""Discrete GEMM tilings: tile and wave quantization, split-K, chosen per GEMM over all candidates.
+
+A GEMM C[m,n] = A[m,k] @ B[k,n] runs as CTA tiles of tile_m x tile_n outputs (the shapes the
+device's kernels use, `Hardware.gemm_tile_shapes`); split-K cuts k into `split_k` slices that
+run as separate tiles and add their fp32 partial sums. One core runs one tile at a time, so
+
+    tiles = ceil(m / tile_m) * ceil(n / tile_n) * batch * split_k       (tile quantization)
+    waves = ceil(tiles / cores)                                          (wave quantization)
+
+Seed 002's example: A100 (108 SMs), 256x128 tiles, m = n = 1792 gives 7 * 14 = 98 tiles in one
+wave; 1793 gives 8 * 15 = 120 tiles, two waves.
+
+`choose_tilings` evaluates every (tile, split-K) candidate for every GEMM at once (numpy arrays
+of rows x candidates; identical shapes are evaluated once) and keeps the fastest, as a GEMM
+library's heuristics try to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from engine.hardware import Hardware
+
+# CUTLASS's SM80 tensor-op threadblock shapes (python/cutlass_library/generator.py,
+# GenerateSM80_TensorOp_16816); used where the spec leaves gemm_tile_shapes blank.
+DEFAULT_TILE_SHAPES: tuple[tuple[int, int], ...] = (
+    (256, 128), (128, 256), (256, 64), (64, 256), (128, 128), (128, 64), (64, 128), (64, 64),
+)
+SPLIT_K_FACTORS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 16)
+TILE_K = 32              # k elements per pipeline stage of a tile
+PIPELINE_STAGES = 2      # a tile fits the core's SRAM if two stages of its A and B slices do
+PARTIAL_SUM_BYTES = 4.0  # split-K partial sums are fp32, written once and read once
+
+
+def tile_count(m, n, tile_m, tile_n, batch=1, split_k=1):
+    """CTA tiles of a (batched, split-K) GEMM: ceil(m/tile_m) * ceil(n/tile_n) * batch * split_k."""
+    return np.ceil(np.divide(m, tile_m)) * np.ceil(np.divide(n, tile_n)) * np.multiply(batch, split_k)
+
+
+def wave_count(tiles, cores):
+    """Waves of tiles over `cores` cores running one tile each: ceil(tiles / cores)."""
+    return np.ceil(np.divide(tiles, cores))
+
+
+@lru_cache(maxsize=256)
+def _candidates(shapes: tuple[tuple[int, int], ...], sram_bytes, value_bytes: float) -> tuple[np.ndarray, ...]:
+    fits = [s for s in shapes if sram_bytes is None
+            or (s[0] + s[1]) * TILE_K * value_bytes * PIPELINE_STAGES <= sram_bytes]
+    if not fits:  # nothing fits the SRAM: keep the smallest tile rather than none
+        fits = [min(shapes, key=lambda s: s[0] + s[1])]
+    grid = [(tm, tn, s) for tm, tn in fits for s in SPLIT_K_FACTORS]
+    return tuple(np.array([g[i] for g in grid], dtype=float) for i in range(3))
+
+
+def tile_candidates(hardware: Hardware, value_bytes: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tile_m, tile_n, split_k) arrays of every candidate whose two pipeline stages fit the SRAM."""
+    shapes = hardware.tile_shapes or DEFAULT_TILE_SHAPES
+    return _candidates(tuple(shapes), hardware.sram_per_core_bytes, float(value_bytes))
+
+
+@dataclass(frozen=True)
+class GemmRates:
+    """What one GEMM's tiles run at, per row (arrays broadcast against the rows)."""
+
+    macs_per_s_per_core: np.ndarray      # peak matrix MAC/s of one core for the row's dtype
+    value_bytes: np.ndarray              # bytes per operand value (A and B tiles)
+    matrix_fraction: float               # achievable fraction of the peak matrix rate
+    bandwidth_bytes_per_s: float         # peak memory bandwidth
+    memory_fraction: float               # achievable fraction of it for GEMM operand streams
+    latency_s: float                     # device time beyond the work
+
+
+@dataclass
+class Tiling:
+    """The chosen tiling per row, and the times of its quantization chain (see realistic.py)."""
+
+    tile_m: np.ndarray
+    tile_n: np.ndarray
+    split_k: np.ndarray
+    tiles: np.ndarray
+    waves: np.ndarray
+    padded_compute_s: np.ndarray   # padded tiles at peak, spread over all cores
+    wave_compute_s: np.ndarray     # whole waves at peak
+    compute_s: np.ndarray          # whole waves at the achievable rate
+    peak_memory_s: np.ndarray      # bytes incl. split-K partial sums at peak bandwidth
+    memory_s: np.ndarray           # the same at the achievable bandwidth
+    time_s: np.ndarray             # latency + max(compute_s, memory_s)
+
+
+def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates) -> Tiling:
+    """The fastest (tile, split-K) per GEMM row; identical rows are evaluated once."""
+    m, n, k, batch, nbytes = (np.asarray(v, dtype=float) for v in (m, n, k, batch, nbytes))
+    per_core = np.broadcast_to(np.asarray(rates.macs_per_s_per_core, dtype=float), m.shape)
+    value_bytes = np.broadcast_to(np.asarray(rates.value_bytes, dtype=float), m.shape)
+    if m.size == 0:
+        empty = np.zeros(0)
+        return Tiling(*([empty] * 11))
+    keys = np.stack([m, n, k, batch, nbytes, per_core, value_bytes], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    chosen = [_choose_unique(unique[rows], hardware, rates, vb)
+              for vb, rows in _by_value_bytes(unique[:, 6])]
+    merged = {}
+    for field in Tiling.__dataclass_fields__:
+        values = np.empty(len(unique))
+        for (vb, rows), result in zip(_by_value_bytes(unique[:, 6]), chosen):
+            values[rows] = getattr(result, field)
+        merged[field] = values[inverse]
+    return Tiling(**merged)
+
+
+def _by_value_bytes(values: np.ndarray):
+    for vb in np.unique(values):
+        yield float(vb), np.flatnonzero(values == vb)
+
+
+def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_bytes: float,
+                    bandwidth) -> dict[str, np.ndarray]:
+    """Rows x candidates arrays of the parameter-free parts of each candidate's time.
+
+    Inputs are column vectors (rows x 1). Returns tile_m, tile_n, split_k, tiles, waves,
+    padded_s (padded tiles at peak over all cores), wave_peak_s (whole waves at peak) and
+    peak_memory_s (bytes plus split-K partial sums at peak bandwidth).
+    """
+    tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
+    cores = hardware.num_cores
+    tiles = tile_count(m, n, tile_m, tile_n, batch, split_k)
+    waves = wave_count(tiles, cores)
+    k_slice = np.ceil(k / split_k)
+    partial_sums = np.where(split_k > 1, 2.0 * PARTIAL_SUM_BYTES * split_k * m * n * batch, 0.0)
+    padded_macs = tile_count(m, n, tile_m, tile_n, batch) * tile_m * tile_n * k
+    return {
+        "tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "tiles": tiles, "waves": waves,
+        "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
+        "peak_memory_s": (nbytes + partial_sums) / bandwidth,
+    }
+
+
+def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float):
+    """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
+    rate, bytes at the achievable bandwidth)."""
+    compute = terms["wave_peak_s"] / matrix_fraction
+    memory = terms["peak_memory_s"] / memory_fraction
+    return latency_s + np.maximum(compute, memory), compute, memory
+
+
+def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value_bytes: float) -> Tiling:
+    m, n, k, batch, nbytes, per_core = (keys[:, i:i + 1] for i in range(6))
+    terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
+    time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s)
+    # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
+    best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
+    pick = lambda a: np.take_along_axis(np.broadcast_to(a, time.shape), best[:, None], axis=1)[:, 0]  # noqa: E731
+    return Tiling(
+        tile_m=pick(terms["tile_m"]), tile_n=pick(terms["tile_n"]), split_k=pick(terms["split_k"]),
+        tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
+        wave_compute_s=pick(terms["wave_peak_s"]), compute_s=pick(compute), peak_memory_s=pick(terms["peak_memory_s"]),
+        memory_s=pick(memory), time_s=pick(time),
+    )
