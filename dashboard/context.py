@@ -25,12 +25,14 @@ class PageContext:
     def selected(self) -> list[Hardware]:
         return [self.devices[name] for name in self.state.devices]
 
-    def estimates(self) -> dict:
-        """{device name: Estimate} for the selected devices; problems go to `errors`."""
+    def estimates(self, method: str | None = None, names=None) -> dict:
+        """{device name: Estimate} for the selected devices (or `names`); problems go to `errors`."""
         results = {}
         for hardware in self.selected:
+            if names is not None and hardware.name not in names:
+                continue
             try:
-                results[hardware.name] = data.estimate(hardware, self.model, self.scenario, self.state.method)
+                results[hardware.name] = data.estimate(hardware, self.model, self.scenario, method or self.state.method)
             except (ScenarioError, ValueError) as error:
                 self.errors.append(f"{hardware.name}: {error}")
         return results

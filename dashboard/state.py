@@ -19,8 +19,9 @@ from engine.dtypes import DTYPES
 from engine.estimators import METHODS
 from engine.workload import PHASES
 
-PAGES = ("overview", "compare", "sweeps", "hardware")
-PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "hardware": "Hardware"}
+PAGES = ("overview", "compare", "sweeps", "hardware", "accuracy")
+PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "hardware": "Hardware",
+               "accuracy": "Accuracy"}
 STACK_BY = ("name", "family")
 SWEEP_FIELDS = ("batch", "input_length")
 DEFAULT_DEVICE = "H100-SXM"

@@ -28,6 +28,6 @@ def render(ctx: PageContext) -> None:
     deck_button(figs, ctx.summary(), key="compare")
     for index, (title, figure) in enumerate(figs):
         st.subheader(title)
-        if index == 0:
+        if title == "Kernel time by phase":
             stack_controls()
         chart(figure, title, key=f"compare-{index}")

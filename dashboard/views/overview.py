@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data
+from dashboard.charts.gaps import ideal_vs_realistic_figure
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
 from dashboard.state import STACK_BY
 from dashboard.widgets import chart, deck_button, table_downloads
@@ -36,11 +37,14 @@ def stack_controls() -> None:
 
 
 def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
-    """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`."""
+    """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`;
+    the ideal-vs-realistic comparison always uses the realistic method, whatever method is selected."""
     kernels = kernels_frame(results)
     ceilings = pd.concat([data.ceilings(ctx.devices[name]) for name in roofline_results], ignore_index=True)
+    realistic = ctx.estimates(method="realistic", names=set(results))
     return [
         ("Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))),
+        ("Ideal roofline vs realistic", ideal_vs_realistic_figure(kernels_frame(realistic))),
         ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
         ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
         ("Memory fit", charts.memory_fit_figure(memory_frame(results))),
@@ -60,7 +64,7 @@ def render(ctx: PageContext) -> None:
     deck_button(figs, ctx.summary(), key="overview")
     for index, (title, figure) in enumerate(figs):
         st.subheader(title)
-        if index == 1:
+        if title == "Kernel time by phase":
             stack_controls()
         chart(figure, title, key=f"overview-{index}")
     st.subheader("Kernels")

@@ -11,8 +11,8 @@ from pptx import Presentation
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-PAGES = ("overview", "compare", "sweeps", "hardware")
-CHART_COUNTS = {"overview": 4, "compare": 4, "sweeps": 1, "hardware": 0}
+PAGES = ("overview", "compare", "sweeps", "hardware", "accuracy")
+CHART_COUNTS = {"overview": 5, "compare": 5, "sweeps": 1, "hardware": 0, "accuracy": 1}
 
 
 def open_view(page, url: str, expected_charts: int):
@@ -51,7 +51,7 @@ def test_every_page_renders_with_its_charts(page, server_url, name):
 
 
 def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
-    open_view(page, f"{server_url}/", 4)
+    open_view(page, f"{server_url}/", 5)
     before_metrics, before_bars = metrics(page), chart_data(page, 1)
     batch = page.get_by_label("Batch")
     batch.fill("64")
@@ -64,19 +64,19 @@ def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
 
 
 def test_copied_link_reproduces_the_view_in_a_fresh_browser(browser, page, server_url):
-    open_view(page, f"{server_url}/?hw=A100-80GB-SXM&model=Qwen/Qwen2.5-7B&phase=decode&batch=16&ctx=4096", 4)
+    open_view(page, f"{server_url}/?hw=A100-80GB-SXM&model=Qwen/Qwen2.5-7B&phase=decode&batch=16&ctx=4096", 5)
     shown = metrics(page)
     link = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
     assert "batch=16" in link and "Qwen" in link
     fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    open_view(fresh, link.replace("http://localhost:8501", server_url), 4)
+    open_view(fresh, link.replace("http://localhost:8501", server_url), 5)
     assert metrics(fresh) == shown
     assert chart_data(fresh, 1) == chart_data(page, 1)
     fresh.context.close()
 
 
 def test_png_and_deck_downloads_are_valid_files(page, server_url):
-    open_view(page, f"{server_url}/", 4)
+    open_view(page, f"{server_url}/", 5)
     with page.expect_download(timeout=90_000) as png_download:
         page.get_by_role("button", name="PNG").first.click()
     png = open(png_download.value.path(), "rb").read()
@@ -84,12 +84,12 @@ def test_png_and_deck_downloads_are_valid_files(page, server_url):
     with page.expect_download(timeout=120_000) as deck_download:
         page.get_by_role("button", name="Download deck (PPTX)").click()
     deck = Presentation(io.BytesIO(open(deck_download.value.path(), "rb").read()))
-    assert len(deck.slides) == 1 + 4
+    assert len(deck.slides) == 1 + CHART_COUNTS["overview"]
     assert page.console_errors == []
 
 
 def test_bad_url_parameter_shows_a_warning_not_a_crash(page, server_url):
-    open_view(page, f"{server_url}/?batch=lots&hw=Z9000,H100-SXM&zoom=3", 4)
+    open_view(page, f"{server_url}/?batch=lots&hw=Z9000,H100-SXM&zoom=3", 5)
     warnings = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
     assert "batch" in warnings and "Z9000" in warnings and "zoom" in warnings
     assert page.locator('[data-testid="stException"]').count() == 0

@@ -1,0 +1,49 @@
+"""Ideal-vs-realistic and accuracy charts, checked against the engine's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import engine
+from dashboard.charts.accuracy import accuracy_figure
+from dashboard.charts.gaps import GAP_CAUSES, ideal_vs_realistic_figure
+from engine import calibration
+
+
+@pytest.fixture(scope="module")
+def realistic_kernels(devices, llama8b):
+    frames = []
+    for name in ("H100-SXM", "MI300X"):
+        result = engine.estimate(devices[name], llama8b, engine.Scenario(), method="realistic")
+        frames.append(result.kernels.assign(device=name))
+    return pd.concat(frames, ignore_index=True), {n: engine.estimate(devices[n], llama8b, engine.Scenario(),
+                                                                     method="realistic") for n in ("H100-SXM", "MI300X")}
+
+
+def test_realistic_bars_stack_to_the_phase_time_and_ideal_bars_to_the_ideal(realistic_kernels, devices, llama8b):
+    kernels, results = realistic_kernels
+    figure = ideal_vs_realistic_figure(kernels)
+    for device, result in results.items():
+        for phase, time_s in result.phases["time_s"].items():
+            panel = [t for t in figure.data
+                     if t.xaxis == ("x" if phase == "prefill" else "x2")]
+            realistic = sum(t.y[list(t.x).index(f"{device}<br>realistic")] for t in panel)
+            ideal_bar = sum(t.y[list(t.x).index(f"{device}<br>ideal")] for t in panel)
+            assert realistic == pytest.approx(time_s * 1e3, rel=1e-9)
+            roofline = engine.estimate(devices[device], llama8b, engine.Scenario()).phases.loc[phase, "time_s"]
+            assert ideal_bar == pytest.approx(roofline * 1e3, rel=1e-6)   # the ideal is the roofline
+    assert {t.name for t in figure.data} == {label for _, label, _ in GAP_CAUSES}
+    assert figure.layout.yaxis.title.text.endswith("(ms)")
+
+
+def test_accuracy_figure_has_one_point_per_measurement():
+    tidy = calibration.predict(calibration.load_measurements(calibration.BUNDLED_SAMPLE), methods=("realistic",))
+    figure = accuracy_figure(tidy, "realistic")
+    points = sum(len(t.x) for t in figure.data if t.mode == "markers")
+    assert points == tidy["predicted_s"].notna().sum()
+    assert figure.layout.xaxis.type == "log" and figure.layout.yaxis.type == "log"
+    identity = next(t for t in figure.data if t.name == "predicted = measured")
+    np.testing.assert_allclose(identity.x, identity.y)
+    assert "(us)" in figure.layout.xaxis.title.text
