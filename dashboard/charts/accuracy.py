@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.theme import BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, VERMILLION, apply_theme
+from dashboard.charts.theme import BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, VERMILLION, house_figure
 
 KIND_COLORS = {"gemm": BLUE, "swiglu": ORANGE, "rmsnorm": BLUISH_GREEN, "residual_add": REDDISH_PURPLE}
 DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up")
@@ -42,8 +42,7 @@ def accuracy_figure(tidy: pd.DataFrame, method: str) -> go.Figure:
                                            (1.25, "+25%", "dot", VERMILLION), (0.75, "-25%", "dot", VERMILLION)):
             data.append(go.Scatter(x=line, y=line * factor, mode="lines", name=label, hoverinfo="skip",
                                    line=dict(color=color, dash=dash, width=1.5)))
-    fig = go.Figure(data=data)
-    fig.update_layout(legend=dict(x=1.01, xanchor="left", y=1))
-    fig.update_xaxes(type="log", title_text="Measured kernel time (us)")
-    fig.update_yaxes(type="log", title_text=f"Predicted by {method} (us)")
-    return apply_theme(fig, title=f"Predicted vs measured: {method}")
+    layout = dict(legend=dict(x=1.01, xanchor="left", y=1),
+                  xaxis=dict(type="log", title=dict(text="Measured kernel time (us)")),
+                  yaxis=dict(type="log", title=dict(text=f"Predicted by {method} (us)")))
+    return house_figure(data, layout, title=f"Predicted vs measured: {method}")

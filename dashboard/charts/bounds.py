@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts.frames import duration, with_device, with_phase_column
 from dashboard.charts.stacked import phase_stacked_bars
-from dashboard.charts.theme import apply_theme, bound_color, bound_sort_key
+from dashboard.charts.theme import bound_color, bound_sort_key
 
 BOUND_COLUMN = re.compile(r"^(?P<bound>.+)_bound_time_s$")
 
@@ -31,14 +31,12 @@ def bound_share_figure(phases: pd.DataFrame, title: Optional[str] = None) -> go.
     columns = bound_columns(frame)
     if not columns:
         raise ValueError("phases has no '<bound>_bound_time_s' columns")
-    long = frame.melt(id_vars=["phase", "device"], value_vars=list(columns.values()),
-                      var_name="column", value_name="bound_time_s")
-    long["bound"] = long["column"].map({c: b for b, c in columns.items()})
-    fig = phase_stacked_bars(
-        long[["phase", "device", "bound", "bound_time_s"]], stack="bound", value="bound_time_s", color_of=bound_color,
-        percent=True, unit_scale=1.0, y_title="Share of phase time (%)", stack_order=list(columns),
+    phases, devices = list(frame["phase"]), list(frame["device"])
+    segments = [(phase, device, bound, time_s) for bound, column in columns.items()
+                for phase, device, time_s in zip(phases, devices, frame[column])]
+    return phase_stacked_bars(
+        segments, color_of=bound_color, percent=True, unit_scale=1.0, y_title="Share of phase time (%)",
+        title=title or "Share of time by bound", stack_order=list(columns),
+        label=lambda bound, share: f"{bound} {share:.0f}%",  # "compute 83%"
         hover_value=duration,
     )
-    for trace in fig.data:  # "compute 83%" inside the segment
-        trace.text = [f"{trace.name} {y:.0f}%" if y >= 4 else "" for y in trace.y]
-    return apply_theme(fig, title or "Share of time by bound")

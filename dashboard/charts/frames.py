@@ -32,6 +32,12 @@ def in_order(values) -> list:
     return list(dict.fromkeys(values))
 
 
+def records(frame: pd.DataFrame) -> list[dict]:
+    """The rows as plain dicts of Python values: `to_dict("records")`, but quick on small, wide frames."""
+    columns = list(frame.columns)
+    return [dict(zip(columns, row)) for row in zip(*(frame[column].tolist() for column in columns))]
+
+
 def si(value: float, unit: str = "", digits: int = 3) -> str:
     """1.98e15, 'FLOP/s' -> '1.98 PFLOP/s' (decimal prefixes, as everywhere in the engine)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from dashboard.charts.theme import BLUE, GREY, ORANGE, REDDISH_PURPLE, SKY_BLUE, VERMILLION, apply_theme
+from dashboard.charts.facets import axis_ids, panels_layout
+from dashboard.charts.theme import BLUE, GREY, ORANGE, REDDISH_PURPLE, SKY_BLUE, house_figure
 
 GAP_CAUSES = (  # column, legend label, colour
     ("ideal_time_s", "ideal roofline", BLUE),
@@ -37,25 +37,27 @@ def ideal_vs_realistic_figure(kernels: pd.DataFrame) -> go.Figure:
     """
     totals = gap_totals(kernels)
     phases = list(dict.fromkeys(totals["phase"]))
-    fig = make_subplots(rows=1, cols=len(phases), subplot_titles=phases, horizontal_spacing=0.08)
-    for col, phase in enumerate(phases, start=1):
+    layout = panels_layout(phases, spacing=0.08)
+    data = []
+    for panel, phase in enumerate(phases):
+        xaxis, yaxis = axis_ids(panel)
         rows = totals[totals["phase"] == phase]
         bars = [label for device in rows["device"] for label in (f"{device}<br>ideal", f"{device}<br>realistic")]
         for column, label, color in GAP_CAUSES:
             values = []
             for value, ideal in zip(rows[column], rows["ideal_time_s"]):
                 values += [ideal * 1e3 if column == "ideal_time_s" else 0.0, value * 1e3]
-            fig.add_trace(go.Bar(x=bars, y=values, name=label, legendgroup=label, showlegend=col == 1,
-                                 marker=dict(color=color, line=dict(color="white", width=0.8)),
-                                 hovertemplate=f"{label}: %{{y:.4g}} ms<extra></extra>"), row=1, col=col)
+            data.append(dict(type="bar", x=bars, y=values, name=label, legendgroup=label, showlegend=panel == 0,
+                             xaxis=xaxis, yaxis=yaxis, marker=dict(color=color, line=dict(color="white", width=0.8)),
+                             hovertemplate=f"{label}: %{{y:.4g}} ms<extra></extra>"))
         realistic = rows[[c for c, _, _ in GAP_CAUSES]].sum(axis=1) * 1e3
         for device, total, ideal in zip(rows["device"], realistic, rows["ideal_time_s"] * 1e3):
             ratio = f" ({total / ideal:.2f}x)" if ideal else ""
-            fig.add_annotation(x=f"{device}<br>realistic", y=total, text=_duration(total) + ratio, showarrow=False,
-                               yanchor="bottom", row=1, col=col)
-            fig.add_annotation(x=f"{device}<br>ideal", y=ideal, text=_duration(ideal), showarrow=False,
-                               yanchor="bottom", row=1, col=col)
-        fig.update_yaxes(range=[0, realistic.max() * 1.15 if len(realistic) else 1], row=1, col=col)
-    fig.update_yaxes(title_text="Time per phase (ms)", row=1, col=1)
-    fig.update_layout(barmode="stack", legend=dict(orientation="h", y=-0.18, x=0, traceorder="normal"))
-    return apply_theme(fig, title="Ideal roofline vs realistic: where the gap comes from")
+            for bar, height, text in ((f"{device}<br>realistic", total, _duration(total) + ratio),
+                                      (f"{device}<br>ideal", ideal, _duration(ideal))):
+                layout["annotations"].append(dict(x=bar, y=height, text=text, showarrow=False, yanchor="bottom",
+                                                  xref=xaxis, yref=yaxis))
+        layout[f"yaxis{yaxis[1:]}"]["range"] = [0, float(realistic.max()) * 1.15 if len(realistic) else 1.0]
+    layout["yaxis"]["title"] = dict(text="Time per phase (ms)")
+    layout.update(barmode="stack", legend=dict(orientation="h", y=-0.18, x=0, traceorder="normal"))
+    return house_figure(data, layout, title="Ideal roofline vs realistic: where the gap comes from")

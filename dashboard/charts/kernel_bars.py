@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from dashboard.charts.frames import duration, in_order, with_device
 from dashboard.charts.stacked import phase_stacked_bars
 from dashboard.charts.theme import (
-    BLACK, BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, SERIES_COLORS, SKY_BLUE, VERMILLION, apply_theme,
+    BLACK, BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, SERIES_COLORS, SKY_BLUE, VERMILLION,
 )
 
 FAMILY_COLORS = {
@@ -74,12 +74,11 @@ def kernel_time_bars(kernels: pd.DataFrame, stack_by: str = "name", percent: boo
     if stack_by == "family" and "family" not in frame:
         raise ValueError("stack_by='family' needs a 'family' column (the engine's kernels have one)")
     colors = kernel_colors(frame) if stack_by == "name" else family_colors(in_order(frame["family"]))
-    fig = phase_stacked_bars(
-        frame[["phase", "device", stack_by, "total_time_s"]], stack=stack_by, value="total_time_s",
-        color_of=lambda key: colors.get(key, GREY), percent=percent, unit_scale=1e3,
-        y_title="Share of phase time (%)" if percent else "Time (ms)",
-        total_format=duration, hover_value=duration,
-    )
     what = "kernel" if stack_by == "name" else "kernel family"
     default = f"Time per phase by {what}" + (" (% of phase)" if percent else "")
-    return apply_theme(fig, title or default)
+    return phase_stacked_bars(
+        zip(frame["phase"], frame["device"], frame[stack_by], frame["total_time_s"]),
+        color_of=lambda key: colors.get(key, GREY), percent=percent, unit_scale=1e3,
+        y_title="Share of phase time (%)" if percent else "Time (ms)", title=title or default,
+        total_format=duration, hover_value=duration,
+    )

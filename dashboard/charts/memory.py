@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.frames import in_order, with_device
-from dashboard.charts.theme import BLUE, BLUISH_GREEN, ORANGE, TEXT, WARNING, apply_theme
+from dashboard.charts.theme import BLUE, BLUISH_GREEN, ORANGE, TEXT, WARNING, house_figure
 
 GB = 1e9
 PARTS = (("weights_bytes", "weights", BLUE), ("kv_cache_bytes", "KV cache", ORANGE),
@@ -29,27 +29,28 @@ def memory_fit_figure(memory: pd.DataFrame, title: Optional[str] = None) -> go.F
     frame = frame.set_index("device").loc[devices]
     total = frame["weights_bytes"] + frame["kv_cache_bytes"] + frame["activation_bytes"]
     fits = frame["fits"].astype(bool) if "fits" in frame else total <= frame["capacity_bytes"]
-    fig = go.Figure()
-    for column, label, color in PARTS:
-        fig.add_trace(go.Bar(
-            x=devices, y=frame[column] / GB, name=label, marker=dict(color=color, line=dict(color="white", width=1)),
-            hovertemplate=f"{label}: %{{y:.3g}} GB<extra>%{{x}}</extra>", meta=dict(role="part", part=column),
-        ))
+    data = [dict(type="bar", x=devices, y=frame[column] / GB, name=label,
+                 marker=dict(color=color, line=dict(color="white", width=1)),
+                 hovertemplate=f"{label}: %{{y:.3g}} GB<extra>%{{x}}</extra>", meta=dict(role="part", part=column))
+            for column, label, color in PARTS]
+    # a legend entry for the capacity line (shapes have none)
+    data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name="capacity",
+                     line=dict(color=TEXT, width=4), hoverinfo="skip", meta=dict(role="legend")))
+    shapes, annotations = [], []
     for position, device in enumerate(devices):
         capacity, used, ok = frame.at[device, "capacity_bytes"] / GB, total[device] / GB, bool(fits[device])
-        fig.add_shape(type="line", x0=position - 0.42, x1=position + 0.42, y0=capacity, y1=capacity,
-                      xref="x", yref="y", line=dict(color=TEXT if ok else WARNING, width=4), name="capacity")
+        shapes.append(dict(type="line", x0=position - 0.42, x1=position + 0.42, y0=capacity, y1=capacity,
+                           xref="x", yref="y", line=dict(color=TEXT if ok else WARNING, width=4), name="capacity"))
         text = (f"{FITS_TEXT}: {used:.3g} of {capacity:.3g} GB ({100 * used / capacity:.0f}%)" if ok
                 else f"<b>{NO_FIT_TEXT}</b>: {used:.3g} GB > {capacity:.3g} GB")
         if "max_batch" in frame and pd.notna(frame.at[device, "max_batch"]):
             text += f"<br>largest batch that fits: {int(frame.at[device, 'max_batch'])}"
-        fig.add_annotation(x=device, y=max(used, capacity), yanchor="bottom", yshift=6, showarrow=False,
-                           text=text, font=dict(size=15, color=TEXT if ok else WARNING),
-                           name="fit" if ok else "warning")
-    # a legend entry for the capacity line (shapes have none)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="capacity", line=dict(color=TEXT, width=4),
-                             hoverinfo="skip", meta=dict(role="legend")))
+        annotations.append(dict(x=device, y=max(used, capacity), yanchor="bottom", yshift=6, showarrow=False,
+                                text=text, font=dict(size=15, color=TEXT if ok else WARNING),
+                                name="fit" if ok else "warning"))
     top = float(max(total.max(), frame["capacity_bytes"].max())) / GB
-    fig.update_layout(barmode="stack", bargap=0.4, legend=dict(traceorder="normal", x=1.01, xanchor="left", y=1))
-    fig.update_yaxes(title_text="Memory (GB)", range=[0, top * 1.2], rangemode="tozero")
-    return apply_theme(fig, title or "Memory: weights, KV cache and activations vs capacity")
+    return house_figure(data, dict(
+        barmode="stack", bargap=0.4, legend=dict(traceorder="normal", x=1.01, xanchor="left", y=1),
+        yaxis=dict(title=dict(text="Memory (GB)"), range=[0, top * 1.2], rangemode="tozero"),
+        shapes=shapes, annotations=annotations,
+    ), title or "Memory: weights, KV cache and activations vs capacity")

@@ -7,10 +7,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from dashboard.charts.frames import in_order, with_device
-from dashboard.charts.theme import GREY, TEXT, apply_theme, device_style
+from dashboard.charts.facets import panels_layout
+from dashboard.charts.frames import in_order, records, with_device
+from dashboard.charts.theme import GREY, device_style, house_figure
 
 SWEEP_COLUMNS = ("device", "phase", "batch", "input_length", "time_s", "flops", "bytes", "intensity",
                  "ridge_point", "compute_bound_share", "tokens_per_s")
@@ -92,11 +92,10 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
         chosen = phase or ""
     if "intensity" not in frame:
         frame = frame.assign(intensity=frame["flops"] / frame["bytes"])
-    crossings = ridge_crossings(frame, x).set_index("device")
+    crossings = {row["device"]: row for row in records(ridge_crossings(frame, x))}
     right_title, scale = RIGHT_PANELS[right]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=["Arithmetic intensity vs ridge point", right_title.split(" (")[0]])
-    fig.update_annotations(font=dict(size=18, color=TEXT))
+    layout = panels_layout(["Arithmetic intensity vs ridge point", right_title.split(" (")[0]], 0.12)
+    data, shapes, annotations = [], [], layout["annotations"]
     x_axis = _axis_kind(frame[x])
     y_axis = _axis_kind(pd.concat([frame["intensity"], frame["ridge_point"]]))
     # annotations on a log axis are placed in log10 units (shapes and traces are not)
@@ -104,9 +103,9 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
     ay = (lambda v: float(np.log10(v))) if y_axis["type"] == "log" else float
     xs_all = frame[x].to_numpy(float)
     x_lo, x_hi = float(xs_all.min()), float(xs_all.max())
-    for index, device in enumerate(in_order(frame["device"])):
+    for index, (device, group) in enumerate(frame.groupby("device", sort=False)):
         style = device_style(index)
-        group = frame[frame["device"] == device].sort_values(x)
+        group = group.sort_values(x)
         share = group["compute_bound_share"] if "compute_bound_share" in group else pd.Series(np.nan, index=group.index)
         hover = [f"<b>{device}</b><br>{x_name} {v:g}<br>{i:.3g} FLOP/byte<br>{t * 1e3:.4g} ms per step"
                  + ("" if pd.isna(s) else f"<br>{100 * s:.0f}% of time compute-bound")
@@ -114,46 +113,47 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
         # later devices drawn thinner, so identical curves (intensity is a workload property) stay visible
         line = dict(color=style["color"], width=max(4.5 - 1.5 * index, 1.5))
         marker = dict(symbol=style["symbol"], size=max(12 - 3 * index, 6), color=style["color"])
-        fig.add_trace(go.Scatter(x=group[x], y=group["intensity"], mode="lines+markers", name=device,
-                                 legendgroup=device, line=line, marker=marker, hovertext=hover,
-                                 hovertemplate="%{hovertext}<extra></extra>",
-                                 meta=dict(role="intensity", device=device)), row=1, col=1)
         ridge = float(group["ridge_point"].iloc[0])
-        fig.add_trace(go.Scatter(x=[x_lo, x_hi], y=[ridge, ridge], mode="lines", name=f"{device} ridge point",
-                                 legendgroup=device, showlegend=False,
-                                 line=dict(color=style["color"], width=2, dash="dash"),
-                                 hovertemplate=f"{device} ridge point {ridge:.0f} FLOP/byte<extra></extra>",
-                                 meta=dict(role="ridge", device=device, value=ridge)), row=1, col=1)
-        fig.add_annotation(x=ax(x_lo), y=ay(ridge), xanchor="left", yanchor="bottom", showarrow=False,
-                           text=f"{device} ridge {ridge:.0f} FLOP/B", font=dict(size=13, color=style["color"]),
-                           bgcolor="rgba(255,255,255,0.8)", row=1, col=1)
-        fig.add_trace(go.Scatter(x=group[x], y=group[right] * scale, mode="lines+markers", name=device,
-                                 legendgroup=device, showlegend=False, line=line, marker=marker, hovertext=hover,
-                                 hovertemplate="%{hovertext}<extra></extra>",
-                                 meta=dict(role=right, device=device)), row=1, col=2)
-        crossing = crossings.loc[device]
+        data += [
+            dict(type="scatter", x=group[x], y=group["intensity"], mode="lines+markers", name=device,
+                 legendgroup=device, line=line, marker=marker, hovertext=hover,
+                 hovertemplate="%{hovertext}<extra></extra>", meta=dict(role="intensity", device=device)),
+            dict(type="scatter", x=[x_lo, x_hi], y=[ridge, ridge], mode="lines", name=f"{device} ridge point",
+                 legendgroup=device, showlegend=False, line=dict(color=style["color"], width=2, dash="dash"),
+                 hovertemplate=f"{device} ridge point {ridge:.0f} FLOP/byte<extra></extra>",
+                 meta=dict(role="ridge", device=device, value=ridge)),
+            dict(type="scatter", x=group[x], y=group[right] * scale, xaxis="x2", yaxis="y2", mode="lines+markers",
+                 name=device, legendgroup=device, showlegend=False, line=line, marker=marker, hovertext=hover,
+                 hovertemplate="%{hovertext}<extra></extra>", meta=dict(role=right, device=device)),
+        ]
+        annotations.append(dict(x=ax(x_lo), y=ay(ridge), xref="x", yref="y", xanchor="left", yanchor="bottom",
+                                showarrow=False, text=f"{device} ridge {ridge:.0f} FLOP/B",
+                                font=dict(size=13, color=style["color"]), bgcolor="rgba(255,255,255,0.8)"))
+        crossing = crossings[device]
         if crossing["status"] == "crosses":
             at = float(crossing["crossing"])
-            fig.add_trace(go.Scatter(x=[at], y=[ridge], mode="markers", name=f"{device} crosses the ridge",
-                                     legendgroup=device, showlegend=False,
-                                     marker=dict(symbol="star", size=18, color=style["color"],
-                                                 line=dict(color="white", width=1)),
-                                     hovertemplate=f"{device}: compute-bound from {x_name} ≈ {at:.3g}<extra></extra>",
-                                     meta=dict(role="crossing", device=device, value=at)), row=1, col=1)
-            fig.add_annotation(x=ax(at), y=ay(ridge), text=f"{x_name} ≈ {at:.3g}", showarrow=True,
-                               arrowhead=0, ax=30, ay=40, font=dict(size=14, color=style["color"]),
-                               bgcolor="rgba(255,255,255,0.8)", row=1, col=1)
-            for col in (1, 2):
-                fig.add_vline(x=at, line=dict(color=style["color"], width=1.5, dash="dot"), row=1, col=col)
-    notes = [f"{device}: {row['status']}" for device, row in crossings.iterrows() if row["status"] != "crosses"]
+            data.append(dict(type="scatter", x=[at], y=[ridge], mode="markers", name=f"{device} crosses the ridge",
+                             legendgroup=device, showlegend=False,
+                             marker=dict(symbol="star", size=18, color=style["color"],
+                                         line=dict(color="white", width=1)),
+                             hovertemplate=f"{device}: compute-bound from {x_name} ≈ {at:.3g}<extra></extra>",
+                             meta=dict(role="crossing", device=device, value=at)))
+            annotations.append(dict(x=ax(at), y=ay(ridge), xref="x", yref="y", text=f"{x_name} ≈ {at:.3g}",
+                                    showarrow=True, arrowhead=0, ax=30, ay=40,
+                                    font=dict(size=14, color=style["color"]), bgcolor="rgba(255,255,255,0.8)"))
+            shapes += [dict(type="line", x0=at, x1=at, y0=0, y1=1, xref=x_ref, yref=f"{y_ref} domain",
+                            line=dict(color=style["color"], width=1.5, dash="dot"))
+                       for x_ref, y_ref in (("x", "y"), ("x2", "y2"))]
+    notes = [f"{device}: {row['status']}" for device, row in crossings.items() if row["status"] != "crosses"]
     if notes:
-        fig.add_annotation(x=0.01, y=0.99, xref="x domain", yref="y domain", xanchor="left", yanchor="top",
-                           showarrow=False, align="left", text="<br>".join(notes), font=dict(size=13, color=GREY),
-                           bgcolor="rgba(255,255,255,0.85)")
-    x_title = AXIS_TITLES.get(x_name, x_name)
-    fig.update_xaxes(title_text=x_title, **x_axis)
-    fig.update_yaxes(title_text="Arithmetic intensity (FLOP/byte)", row=1, col=1, **y_axis)
-    fig.update_yaxes(title_text=right_title, row=1, col=2, **_axis_kind(frame[right] * scale))
-    fig.update_layout(legend=dict(x=1.01, xanchor="left", y=1), hovermode="closest")
+        annotations.append(dict(x=0.01, y=0.99, xref="x domain", yref="y domain", xanchor="left", yanchor="top",
+                                showarrow=False, align="left", text="<br>".join(notes), font=dict(size=13, color=GREY),
+                                bgcolor="rgba(255,255,255,0.85)"))
+    x_title = dict(text=AXIS_TITLES.get(x_name, x_name))
+    layout["xaxis"].update(title=x_title, **x_axis)
+    layout["xaxis2"].update(title=x_title, **x_axis)
+    layout["yaxis"].update(title=dict(text="Arithmetic intensity (FLOP/byte)"), **y_axis)
+    layout["yaxis2"].update(title=dict(text=right_title), **_axis_kind(frame[right] * scale))
+    layout.update(shapes=shapes, legend=dict(x=1.01, xanchor="left", y=1), hovermode="closest")
     what = f"{chosen} " if chosen else ""
-    return apply_theme(fig, title or f"{what.capitalize()}sweep over {x_name}: where the ridge is crossed")
+    return house_figure(data, layout, title or f"{what.capitalize()}sweep over {x_name}: where the ridge is crossed")
