@@ -56,7 +56,7 @@ def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
     batch = page.get_by_label("Batch")
     batch.fill("64")
     batch.press("Enter")
-    page.wait_for_function("window.location.search.includes('batch=64')", timeout=30_000)
+    page.wait_for_function("window.location.search.includes('batch=64')", timeout=90_000)
     wait_idle(page)
     assert metrics(page)["TPOT"] != before_metrics["TPOT"]
     assert chart_data(page, 1) != before_bars
