@@ -67,3 +67,20 @@ def test_resolve_model_and_scenario_fall_back():
     assert model.name == "meta-llama/Llama-3.1-8B" and "no-such-org/no-such-model" in warnings[0]
     scenario, problems = resolve_scenario(state)
     assert scenario.input_length == 2048 and problems == []
+
+
+def test_downloaded_workbook_carries_clones_and_edits(devices):
+    from dashboard.views.hardware import workbook_bytes
+    from engine.specs import load_sources, load_specs
+    state, _ = parse_query({"clone.H100-NEXT": "H100-SXM", "edit.H100-NEXT": "memory_bandwidth:5025",
+                            "edit.MI300X": "num_cores:320"})
+    resolved, state, warnings = resolve_devices(state, devices)
+    assert warnings == []
+    data = workbook_bytes(resolved, state)
+    reloaded = load_specs(data)
+    assert list(reloaded) == list(devices) + ["H100-NEXT"]
+    assert reloaded["H100-NEXT"].memory_bandwidth_bytes_per_s == 5.025e12
+    assert reloaded["MI300X"].num_cores == 320 and reloaded["H100-SXM"] == devices["H100-SXM"]
+    sources = load_sources(data)
+    assert "what-if edit" in sources["MI300X"]["num_cores"][0]
+    assert sources["H100-NEXT"]["memory_bandwidth"][0].startswith(("what-if edit", "clone of H100-SXM"))
