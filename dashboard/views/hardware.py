@@ -109,6 +109,7 @@ def render(ctx: PageContext, base_devices: dict) -> None:
                "set a value back to its original, or reset, to undo.")
     shown = field_table(original, ctx.devices[device], edits)
     edited = st.data_editor(shown, key=_editor_key(device), hide_index=True, width="stretch",
+                            height=35 * (len(shown) + 1) + 3,      # every field visible, no inner scrolling
                             disabled=["field", "unit", "edited", "original", "description"])
     if not edited["value"].equals(shown["value"]):
         st.session_state["edit_errors"] = fold_edits(device, original, shown, edited)
