@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.context import PageContext, metrics_frame
-from dashboard.views.overview import figures, stack_controls
-from dashboard.widgets import chart, deck_button, table_downloads
+from dashboard.views.overview import figures, show_charts
+from dashboard.widgets import table_downloads
 
 
 def render(ctx: PageContext) -> None:
@@ -24,10 +24,4 @@ def render(ctx: PageContext) -> None:
     st.dataframe(metrics, hide_index=True, width="stretch", column_config=formats)
     table_downloads(metrics, "device-comparison", key="compare")
     roofline, *others = figures(ctx, results, results)
-    figs = [*others, roofline]
-    deck_button(figs, ctx.summary(), key="compare")
-    for index, (title, figure) in enumerate(figs):
-        st.subheader(title)
-        if title == "Kernel time by phase":
-            stack_controls()
-        chart(figure, title, key=f"compare-{index}")
+    show_charts([*others, roofline], ctx.summary(), key="compare")

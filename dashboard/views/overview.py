@@ -51,6 +51,16 @@ def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tup
     ]
 
 
+def show_charts(figs: list, summary: str, key: str) -> None:
+    """The deck button, then each chart under its title (stacking controls above the kernel bars)."""
+    deck_button(figs, summary, key=key)
+    for index, (title, figure) in enumerate(figs):
+        st.subheader(title)
+        if title == "Kernel time by phase":
+            stack_controls()
+        chart(figure, title, key=f"{key}-{index}")
+
+
 def render(ctx: PageContext) -> None:
     results = ctx.estimates()
     for error in ctx.errors:
@@ -60,13 +70,7 @@ def render(ctx: PageContext) -> None:
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
     headline(primary[ctx.state.devices[0]])
-    figs = figures(ctx, primary, results)
-    deck_button(figs, ctx.summary(), key="overview")
-    for index, (title, figure) in enumerate(figs):
-        st.subheader(title)
-        if title == "Kernel time by phase":
-            stack_controls()
-        chart(figure, title, key=f"overview-{index}")
+    show_charts(figures(ctx, primary, results), ctx.summary(), key="overview")
     st.subheader("Kernels")
     table = charts.kernel_table_frame(kernels_frame(primary))
     st.dataframe(table, hide_index=True, width="stretch")
