@@ -27,7 +27,9 @@ BUNDLED = [
     "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b-hf", "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B", "mistralai/Mistral-7B-v0.1",
     "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-72B", "openai-community/gpt2", "EleutherAI/pythia-1b",
-    "facebook/opt-1.3b",
+    "facebook/opt-1.3b", "mistralai/Mixtral-8x7B-v0.1", "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-8B", "openai/gpt-oss-20b", "openai/gpt-oss-120b", "google/gemma-2-9b", "google/gemma-3-27b-pt",
+    "microsoft/Phi-3-mini-4k-instruct",
 ]
 
 
@@ -67,6 +69,7 @@ def test_catalog_lists_the_bundled_models():
     ids = catalog_ids()
     assert sorted(ids, key=str.lower) == ids
     assert set(BUNDLED) <= set(ids)
+    assert len(ids) >= 20
 
 
 @pytest.mark.parametrize("repo_id", BUNDLED)
@@ -141,8 +144,8 @@ def test_json_that_is_not_an_object(tmp_path):
 
 def test_unsupported_local_config_is_a_config_error(tmp_path):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**TINY_LLAMA, "model_type": "mixtral", "num_local_experts": 8}))
-    with pytest.raises(ModelConfigError, match="'model_type' is 'mixtral'"):
+    path.write_text(json.dumps({**TINY_LLAMA, "model_type": "jamba", "num_experts": 8}))
+    with pytest.raises(ModelConfigError, match="'model_type' is 'jamba'"):
         load_model(str(path))
 
 
@@ -226,8 +229,8 @@ def test_invalid_json_in_cache_names_the_cached_file(tmp_path):
 
 
 def test_unsupported_model_in_cache(tmp_path):
-    put_in_cache(tmp_path, "some-org/moe", {**TINY_LLAMA, "model_type": "mixtral"})
-    with pytest.raises(ModelConfigError, match="mixtral"):
+    put_in_cache(tmp_path, "some-org/moe", {**TINY_LLAMA, "model_type": "jamba"})
+    with pytest.raises(ModelConfigError, match="jamba"):
         load_model("some-org/moe", cache_dir=tmp_path, offline=True)
 
 

@@ -1,55 +1,43 @@
-"""ModelConfig: the shape of a dense decoder-only LLM, read from a Hugging Face config.json.
+"""ModelConfig: the shape of a decoder-only LLM, read from a Hugging Face config.json.
 
 One frozen object holds every dimension the engine needs (hidden size, heads, MLP width, ...)
 plus the structural switches that change the weight count (gated MLP, biases, norm type,
-learned position table, tied LM head). Parameters are counted tensor by tensor, so every
-number can be checked against `model.safetensors` by hand.
+learned position table, tied LM head), and, per layer, whether the MLP is dense or a mixture of
+experts and whether attention is full or sliding-window. Parameters are counted tensor by tensor,
+so every number can be checked against `model.safetensors` by hand.
 
-Supported `model_type`s: llama, mistral, qwen2, gpt2, gpt_neox, opt. Anything else (MoE,
-multi-head latent attention, encoder-decoder, ...) raises ModelConfigError naming the field.
+Families (engine/models/families.py): llama, mistral, qwen2, gpt2, gpt_neox, opt, mixtral,
+qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gemma2, gemma3, gemma3_text, phi3, gpt_oss.
+Anything else (encoder-decoder, unknown model_types, MoE/MLA fields on a family that has none)
+raises ModelConfigError naming the field.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, model_validator
 
 from engine.dtypes import bytes_per_value
+from engine.models.config_reader import ModelConfigError
+from engine.models.families import ARCHITECTURE_TO_MODEL_TYPE, MOE_AND_MLA_FIELDS, SUPPORTED_MODEL_TYPES, \
+    parse_hf_config
+from engine.models.layer_pattern import describe_layer_pattern
 
-SUPPORTED_MODEL_TYPES: tuple[str, ...] = ("llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt")
+__all__ = ["ARCHITECTURE_TO_MODEL_TYPE", "MOE_AND_MLA_FIELDS", "SUPPORTED_MODEL_TYPES", "ModelConfig",
+           "ModelConfigError"]
 
-# When a config has no model_type, its architecture class tells us the family.
-ARCHITECTURE_TO_MODEL_TYPE: dict[str, str] = {
-    "LlamaForCausalLM": "llama",
-    "MistralForCausalLM": "mistral",
-    "Qwen2ForCausalLM": "qwen2",
-    "GPT2LMHeadModel": "gpt2",
-    "GPTNeoXForCausalLM": "gpt_neox",
-    "OPTForCausalLM": "opt",
-}
-
-# Fields that mean "this is not a plain dense decoder": mixture of experts, latent attention.
-UNSUPPORTED_FEATURE_FIELDS: dict[str, str] = {
-    "num_local_experts": "mixture-of-experts models are not supported yet",
-    "num_experts": "mixture-of-experts models are not supported yet",
-    "n_routed_experts": "mixture-of-experts models are not supported yet",
-    "moe_intermediate_size": "mixture-of-experts models are not supported yet",
-    "q_lora_rank": "multi-head latent attention (DeepSeek MLA) is not supported yet",
-    "kv_lora_rank": "multi-head latent attention (DeepSeek MLA) is not supported yet",
-}
+MlpKind = Literal["dense", "moe"]
+AttentionKind = Literal["full", "sliding"]
 
 
-class ModelConfigError(ValueError):
-    """A config.json this engine cannot model; the message names the field and its value."""
-
-
-def _field_error(field: str, value: Any, problem: str) -> ModelConfigError:
-    return ModelConfigError(f"config.json field {field!r} is {value!r}: {problem}")
+def _linear(n_in: int, n_out: int, bias: bool) -> int:
+    return n_in * n_out + (n_out if bias else 0)
 
 
 class ModelConfig(BaseModel):
-    """A dense decoder-only transformer. Sizes are element counts; bytes come from a dtype."""
+    """A decoder-only transformer. Sizes are element counts; bytes come from a dtype."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
@@ -58,31 +46,80 @@ class ModelConfig(BaseModel):
     architectures: tuple[str, ...] = ()
 
     hidden_size: PositiveInt
-    intermediate_size: PositiveInt  # MLP inner width (per projection)
+    intermediate_size: PositiveInt  # dense MLP inner width (per projection); MoE layers use moe_intermediate_size
     num_layers: PositiveInt
     num_attention_heads: PositiveInt
-    num_key_value_heads: PositiveInt
-    head_dim: PositiveInt
+    num_key_value_heads: PositiveInt  # MLA: = num_attention_heads (K/V decompressed per head)
+    head_dim: PositiveInt  # query/key width per head; MLA: qk_nope_head_dim + qk_rope_head_dim
     vocab_size: PositiveInt
     max_position_embeddings: PositiveInt
 
-    gated_mlp: bool  # True: gate+up+down (SwiGLU/GeGLU); False: up+down
+    gated_mlp: bool  # True: gate+up+down (SwiGLU/GeGLU); False: up+down (experts follow the same switch)
     hidden_act: str
     norm_type: Literal["rmsnorm", "layernorm"]  # layernorm has weight and bias
     norm_epsilon: float = 1e-5
     has_final_norm: bool = True  # norm before the LM head (OPT-350m style models drop it)
     tie_word_embeddings: bool
 
-    qkv_bias: bool  # bias on q, k and v projections
+    qkv_bias: bool  # bias on q, k and v projections (MLA: on q_a_proj and kv_a_proj_with_mqa)
     attention_output_bias: bool  # bias on the output projection (o_proj / dense / c_proj)
-    mlp_bias: bool  # bias on every MLP projection
+    mlp_bias: bool  # bias on every dense-MLP (and shared-expert) projection
 
     position_embedding: Literal["rotary", "learned"]
     num_position_embeddings: int = 0  # rows of a learned position table; 0 for rotary
     rotary_dim: int = 0  # rotated channels per head; 0 for learned positions
 
     parallel_residual: bool = False  # GPT-NeoX: attention and MLP read the same input (informational)
-    sliding_window: int | None = None  # Mistral: attention window in tokens (informational)
+    sliding_window: PositiveInt | None = None  # tokens a sliding-window layer attends to (None: no such layer)
+
+    # ---- mixture of experts (num_experts == 0: dense) ----
+    num_experts: NonNegativeInt = 0  # routed experts in each MoE layer
+    experts_per_token: NonNegativeInt = 0  # routed experts each token uses (top-k)
+    moe_intermediate_size: NonNegativeInt = 0  # inner width of one routed expert
+    num_shared_experts: NonNegativeInt = 0  # experts every token uses, besides the routed ones
+    shared_expert_intermediate_size: NonNegativeInt = 0  # total inner width of the shared-expert MLP (0: none)
+    shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate [hidden, 1] scaling the shared expert
+    router_bias: bool = False  # one bias per routed expert (gpt-oss router.bias, DeepSeek-V3 e_score_correction_bias)
+    expert_bias: bool = False  # biases on every routed-expert projection (gpt-oss)
+    moe_layers: tuple[bool, ...] = ()  # one per layer, True = MoE MLP; empty input = all dense (or all MoE)
+
+    # ---- attention ----
+    attention_kind: Literal["mha", "mla"] = "mha"  # "mha" covers MHA, GQA and MQA; "mla" DeepSeek latent
+    q_lora_rank: PositiveInt | None = None  # MLA: query compression rank (None: plain q_proj)
+    kv_lora_rank: NonNegativeInt = 0  # MLA: rank of the cached K/V latent
+    qk_nope_head_dim: NonNegativeInt = 0  # MLA: per-head query/key channels without rotary
+    qk_rope_head_dim: NonNegativeInt = 0  # MLA: per-head rotary channels (a single key shared by all heads)
+    v_head_dim: NonNegativeInt = 0  # value width per head; 0 on input = head_dim
+    layer_attention: tuple[AttentionKind, ...] = ()  # one per layer, "full" or "sliding"; empty input = all full
+    qk_norm: bool = False  # RMSNorm (head_dim weights) on each query and key head (Qwen3, Gemma 3)
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head per layer
+    query_pre_attn_scalar: float | None = None  # Gemma: scores scaled by query_pre_attn_scalar**-0.5
+    attn_logit_softcapping: float | None = None  # Gemma 2: cap * tanh(scores / cap)
+    final_logit_softcapping: float | None = None  # Gemma 2: the same on the output logits
+    norms_per_layer: Literal[2, 4] = 2  # 4: Gemma's extra norms after attention and after the MLP
+    fused_qkv_proj: bool = False  # one qkv_proj weight (Phi-3, GPT-NeoX); same count as q, k, v apart
+    fused_gate_up_proj: bool = False  # one gate_up_proj weight (Phi-3); same count as gate, up apart
+
+    # ---- informational: stored weights outside params_total, quantized checkpoints ----
+    quantization_method: str | None = None  # config's quantization_config.quant_method (mxfp4, fp8, ...)
+    multi_token_prediction_layers: NonNegativeInt = 0  # DeepSeek num_nextn_predict_layers; not counted
+    params_vision_encoder: NonNegativeInt = 0  # Gemma 3: SigLIP tower + projector; not in params_total
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_per_layer_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        layers = data.get("num_layers")
+        if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+            if not data.get("moe_layers"):
+                data["moe_layers"] = (bool(data.get("num_experts")),) * layers
+            if not data.get("layer_attention"):
+                data["layer_attention"] = ("full",) * layers
+        if not data.get("v_head_dim") and data.get("attention_kind", "mha") == "mha":
+            data["v_head_dim"] = data.get("head_dim")
+        return data
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ModelConfig:
@@ -97,7 +134,44 @@ class ModelConfig(BaseModel):
                 raise ValueError("a rotary model has no learned position table (num_position_embeddings=0)")
         elif self.rotary_dim or self.num_position_embeddings <= 0:
             raise ValueError("a learned-position model needs num_position_embeddings > 0 and rotary_dim=0")
+        for field in ("moe_layers", "layer_attention"):
+            if len(getattr(self, field)) != self.num_layers:
+                raise ValueError(f"{field} has {len(getattr(self, field))} entries; expected one per layer "
+                                 f"({self.num_layers})")
+        self._check_experts()
+        self._check_attention()
         return self
+
+    def _check_experts(self) -> None:
+        if self.num_experts == 0:
+            if any(self.moe_layers) or self.experts_per_token or self.num_shared_experts:
+                raise ValueError("MoE layers, experts_per_token or shared experts need num_experts > 0")
+            return
+        if not any(self.moe_layers):
+            raise ValueError(f"num_experts is {self.num_experts} but moe_layers marks no layer as MoE")
+        if not 0 < self.experts_per_token <= self.num_experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) must be in 1..num_experts "
+                             f"({self.num_experts})")
+        if self.moe_intermediate_size <= 0:
+            raise ValueError("an MoE model needs moe_intermediate_size > 0")
+        if bool(self.num_shared_experts) != bool(self.shared_expert_intermediate_size):
+            raise ValueError("num_shared_experts and shared_expert_intermediate_size must both be 0 or both > 0")
+
+    def _check_attention(self) -> None:
+        if "sliding" in self.layer_attention and self.sliding_window is None:
+            raise ValueError("sliding-window layers need sliding_window")
+        if self.attention_kind == "mha":
+            if self.kv_lora_rank or self.q_lora_rank or self.qk_nope_head_dim or self.qk_rope_head_dim:
+                raise ValueError("q_lora_rank, kv_lora_rank and qk_*_head_dim are for attention_kind 'mla'")
+            if self.v_head_dim != self.head_dim:
+                raise ValueError(f"v_head_dim ({self.v_head_dim}) must equal head_dim ({self.head_dim}) for 'mha'")
+            return
+        if not (self.kv_lora_rank and self.qk_rope_head_dim and self.v_head_dim):
+            raise ValueError("attention_kind 'mla' needs kv_lora_rank, qk_rope_head_dim and v_head_dim > 0")
+        if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+            raise ValueError(f"MLA head_dim ({self.head_dim}) must be qk_nope_head_dim + qk_rope_head_dim")
+        if self.rotary_dim != self.qk_rope_head_dim or self.num_key_value_heads != self.num_attention_heads:
+            raise ValueError("MLA needs rotary_dim == qk_rope_head_dim and num_key_value_heads == num_attention_heads")
 
     # ----------------------------------------------------------------- shape helpers
 
@@ -116,35 +190,125 @@ class ModelConfig(BaseModel):
         """Output width of the key (and of the value) projection (num_key_value_heads * head_dim)."""
         return self.num_key_value_heads * self.head_dim
 
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.moe_layers)
+
+    @property
+    def num_sliding_layers(self) -> int:
+        return self.layer_attention.count("sliding")
+
+    def layer_groups(self) -> dict[tuple[MlpKind, AttentionKind], int]:
+        """Layers counted by (MLP kind, attention kind), e.g. {("moe", "sliding"): 18, ("moe", "full"): 18}."""
+        kinds = Counter(("moe" if moe else "dense", attention)
+                        for moe, attention in zip(self.moe_layers, self.layer_attention))
+        return dict(sorted(kinds.items()))
+
+    def layer_pattern(self) -> str:
+        """Short text: "3 dense + 58 MoE (256 experts, top-8, 1 shared); MLA", "62 dense; 5 sliding (1024) : 1 full"."""
+        return describe_layer_pattern(self)
+
     # ----------------------------------------------------------------- parameter counts
 
     @property
     def params_norm(self) -> int:
-        """One normalisation layer: weight (+ bias for LayerNorm)."""
+        """One normalisation layer over the hidden size: weight (+ bias for LayerNorm)."""
         return self.hidden_size * (2 if self.norm_type == "layernorm" else 1)
 
-    def params_per_layer_breakdown(self) -> dict[str, int]:
-        """Weights of one decoder layer, tensor by tensor (weight + bias where present)."""
-        h, q, kv, ff = self.hidden_size, self.q_width, self.kv_width, self.intermediate_size
+    def _attention_params(self) -> dict[str, int]:
+        h, heads = self.hidden_size, self.num_attention_heads
+        if self.attention_kind == "mla":
+            parts = {}
+            if self.q_lora_rank:
+                parts["q_a_proj"] = _linear(h, self.q_lora_rank, self.qkv_bias)
+                parts["q_a_norm"] = self.q_lora_rank
+                parts["q_b_proj"] = _linear(self.q_lora_rank, heads * self.head_dim, False)
+            else:
+                parts["q_proj"] = _linear(h, heads * self.head_dim, False)
+            parts["kv_a_proj_with_mqa"] = _linear(h, self.kv_lora_rank + self.qk_rope_head_dim, self.qkv_bias)
+            parts["kv_a_norm"] = self.kv_lora_rank
+            parts["kv_b_proj"] = _linear(self.kv_lora_rank, heads * (self.qk_nope_head_dim + self.v_head_dim), False)
+            parts["o_proj"] = _linear(heads * self.v_head_dim, h, self.attention_output_bias)
+        else:
+            parts = {
+                "q_proj": _linear(h, self.q_width, self.qkv_bias),
+                "k_proj": _linear(h, self.kv_width, self.qkv_bias),
+                "v_proj": _linear(h, self.kv_width, self.qkv_bias),
+                "o_proj": _linear(self.q_width, h, self.attention_output_bias),
+            }
+            if self.qk_norm:
+                parts.update(q_norm=self.head_dim, k_norm=self.head_dim)
+        if self.attention_sinks:
+            parts["attention_sinks"] = heads
+        return parts
 
-        def linear(n_in: int, n_out: int, bias: bool) -> int:
-            return n_in * n_out + (n_out if bias else 0)
+    def _gated_mlp_params(self, prefix: str, inner: int, bias: bool) -> dict[str, int]:
+        h = self.hidden_size
+        return {f"{prefix}_gate": _linear(h, inner, bias) if self.gated_mlp else 0,
+                f"{prefix}_up": _linear(h, inner, bias),
+                f"{prefix}_down": _linear(inner, h, bias)}
 
-        return {
-            "attention_norm": self.params_norm,
-            "q_proj": linear(h, q, self.qkv_bias),
-            "k_proj": linear(h, kv, self.qkv_bias),
-            "v_proj": linear(h, kv, self.qkv_bias),
-            "o_proj": linear(q, h, self.attention_output_bias),
-            "mlp_norm": self.params_norm,
-            "mlp_gate": linear(h, ff, self.mlp_bias) if self.gated_mlp else 0,
-            "mlp_up": linear(h, ff, self.mlp_bias),
-            "mlp_down": linear(ff, h, self.mlp_bias),
-        }
+    @property
+    def params_per_expert(self) -> int:
+        """Weights of one routed expert (gate, up, down and their biases); 0 for dense models."""
+        if not self.is_moe:
+            return 0
+        return sum(self._gated_mlp_params("expert", self.moe_intermediate_size, self.expert_bias).values())
+
+    def _moe_params(self) -> dict[str, int]:
+        experts = self.num_experts
+        parts = {"router": _linear(self.hidden_size, experts, self.router_bias)}
+        routed = self._gated_mlp_params("experts", self.moe_intermediate_size, self.expert_bias)
+        parts.update({key: experts * value for key, value in routed.items()})
+        if self.shared_expert_intermediate_size:
+            parts.update(self._gated_mlp_params("shared_experts", self.shared_expert_intermediate_size,
+                                                self.mlp_bias))
+        if self.shared_expert_gate:
+            parts["shared_experts_sigmoid_gate"] = self.hidden_size
+        return parts
+
+    def params_per_layer_breakdown(self, mlp: MlpKind | None = None) -> dict[str, int]:
+        """Weights of one decoder layer, tensor by tensor (weight + bias where present).
+
+        mlp: "dense" or "moe"; the default is "moe" for MoE models (their MoE layers), "dense" otherwise.
+        MoE entries: "router", "experts_gate/up/down" (all routed experts together), "shared_experts_*".
+        Attention params do not depend on full vs sliding attention.
+        """
+        mlp = mlp or ("moe" if self.is_moe else "dense")
+        if mlp not in ("dense", "moe"):
+            raise ValueError(f"mlp must be 'dense' or 'moe', got {mlp!r}")
+        if mlp == "moe" and not self.is_moe:
+            raise ValueError(f"{self.name} has no MoE layers")
+        norm = self.params_norm
+        parts = {"attention_norm": norm, **self._attention_params()}
+        if self.norms_per_layer == 4:
+            parts["post_attention_norm"] = norm
+        parts["mlp_norm"] = norm
+        if mlp == "dense":
+            parts.update(self._gated_mlp_params("mlp", self.intermediate_size, self.mlp_bias))
+        else:
+            parts.update(self._moe_params())
+        if self.norms_per_layer == 4:
+            parts["post_mlp_norm"] = norm
+        return parts
 
     @property
     def params_per_layer(self) -> int:
+        """Weights of one layer of the default kind (see params_per_layer_breakdown)."""
         return sum(self.params_per_layer_breakdown().values())
+
+    @property
+    def params_layers(self) -> int:
+        """Weights of all decoder layers, dense and MoE."""
+        moe = self.num_moe_layers
+        dense_total = (self.num_layers - moe) * sum(self.params_per_layer_breakdown("dense").values()) \
+            if moe < self.num_layers else 0
+        moe_total = moe * sum(self.params_per_layer_breakdown("moe").values()) if moe else 0
+        return dense_total + moe_total
 
     @property
     def params_embedding(self) -> int:
@@ -162,19 +326,58 @@ class ModelConfig(BaseModel):
 
     @property
     def params_total(self) -> int:
-        return (self.params_embedding + self.num_layers * self.params_per_layer
-                + self.params_final_norm + self.params_lm_head)
+        """Every weight of the language model: embeddings, layers, final norm, LM head.
+
+        Not included: multi-token-prediction modules (multi_token_prediction_layers) and vision towers
+        (params_vision_encoder). Quantized checkpoints are counted in elements, not packed bytes.
+        """
+        return self.params_embedding + self.params_layers + self.params_final_norm + self.params_lm_head
 
     @property
     def params_active(self) -> int:
-        """Weights touched per token; equal to params_total for dense models."""
-        return self.params_total
+        """Weights one token uses: everything except the routed experts it is not sent to.
+
+        = params_total - MoE layers x (num_experts - experts_per_token) x params_per_expert. Routers and shared
+        experts count in full; so do the embedding table and the LM head (the convention of Mixtral's 12.9B and
+        Qwen3-30B-A3B's 3.3B). Dense models: params_total.
+        """
+        inactive = self.num_moe_layers * (self.num_experts - self.experts_per_token) * self.params_per_expert
+        return self.params_total - inactive
+
+    @property
+    def params_active_excluding_embedding(self) -> int:
+        """params_active without the input embedding tables (a lookup reads one row per token); a tied table
+        still counts once as the LM head. The convention of DeepSeek-V3's 37B (36.6B) and gpt-oss's 5.1B/3.6B."""
+        tied_head = self.vocab_size * self.hidden_size if self.tie_word_embeddings else 0
+        return self.params_active - self.params_embedding + tied_head
 
     # ----------------------------------------------------------------- memory
 
+    @property
+    def kv_values_per_token_per_layer(self) -> int:
+        """Values cached per token in one layer: K and V heads (MHA/GQA/MQA) or the MLA latent
+        (kv_lora_rank + qk_rope_head_dim: the compressed K/V plus the shared rotary key)."""
+        if self.attention_kind == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.num_key_value_heads * (self.head_dim + self.v_head_dim)
+
     def kv_cache_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
-        """Bytes of K and V stored per token over all layers: 2 * layers * kv_heads * head_dim * bytes."""
-        return 2 * self.num_layers * self.num_key_value_heads * self.head_dim * bytes_per_value(kv_dtype)
+        """Bytes cached per token over all layers as if every layer kept the whole sequence (full attention):
+        layers x kv_values_per_token_per_layer x bytes; for MHA 2 * layers * kv_heads * head_dim * bytes.
+        Sliding-window layers hold fewer tokens: see kv_cache_bytes(tokens)."""
+        return self.num_layers * self.kv_values_per_token_per_layer * bytes_per_value(kv_dtype)
+
+    def kv_cache_tokens_held(self, tokens: int) -> int:
+        """Token entries cached over all layers for a `tokens`-long sequence: full layers hold every token,
+        sliding layers min(tokens, sliding_window)."""
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(f"tokens must be a non-negative integer, got {tokens!r}")
+        window = self.sliding_window or tokens
+        return sum(min(tokens, window) if kind == "sliding" else tokens for kind in self.layer_attention)
+
+    def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16") -> float:
+        """Bytes of KV cache one sequence of `tokens` tokens holds, sliding windows and MLA latents included."""
+        return self.kv_cache_tokens_held(tokens) * self.kv_values_per_token_per_layer * bytes_per_value(kv_dtype)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -182,13 +385,20 @@ class ModelConfig(BaseModel):
             "model_type": self.model_type,
             "params_total": self.params_total,
             "params_active": self.params_active,
+            "params_active_excluding_embedding": self.params_active_excluding_embedding,
             "params_embedding": self.params_embedding,
             "num_layers": self.num_layers,
+            "layer_pattern": self.layer_pattern(),
             "hidden_size": self.hidden_size,
             "intermediate_size": self.intermediate_size,
             "num_attention_heads": self.num_attention_heads,
             "num_key_value_heads": self.num_key_value_heads,
             "head_dim": self.head_dim,
+            "attention_kind": self.attention_kind,
+            "sliding_window": self.sliding_window,
+            "num_experts": self.num_experts,
+            "experts_per_token": self.experts_per_token,
+            "moe_intermediate_size": self.moe_intermediate_size,
             "vocab_size": self.vocab_size,
             "max_position_embeddings": self.max_position_embeddings,
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token("bf16"),
@@ -201,240 +411,12 @@ class ModelConfig(BaseModel):
         """Build from the dict of a Hugging Face config.json; raises ModelConfigError naming the field."""
         if not isinstance(data, dict):
             raise ModelConfigError(f"config.json must be a JSON object, got {type(data).__name__}")
-        model_type = _model_type(data)
-        reader = _Reader(data, model_type)
-        for field, problem in UNSUPPORTED_FEATURE_FIELDS.items():
-            if data.get(field):
-                raise _field_error(field, data[field], problem)
-        fields = _PARSERS[model_type](reader)
+        model_type, fields = parse_hf_config(data)
         architectures = data.get("architectures") or ()
         if not isinstance(architectures, (list, tuple)) or not all(isinstance(a, str) for a in architectures):
-            raise _field_error("architectures", architectures, "expected a list of class names")
+            raise ModelConfigError(f"config.json field 'architectures' is {architectures!r}: "
+                                   "expected a list of class names")
         try:
             return cls(name=str(name), model_type=model_type, architectures=tuple(architectures), **fields)
         except ValueError as error:  # pydantic's ValidationError is a ValueError
             raise ModelConfigError(f"config.json for {name!r} is inconsistent: {error}") from None
-
-
-# --------------------------------------------------------------------- field reading
-
-_MISSING = object()
-
-
-class _Reader:
-    """Typed access to config.json fields; every failure names the field and its value."""
-
-    def __init__(self, data: dict, model_type: str):
-        self.data = data
-        self.model_type = model_type
-
-    def _get(self, field: str, default: Any) -> Any:
-        value = self.data.get(field, _MISSING)
-        if value is _MISSING or (value is None and default is not _MISSING):
-            if default is _MISSING:
-                raise ModelConfigError(
-                    f"config.json field {field!r} is missing: required for model_type {self.model_type!r}")
-            return default
-        return value
-
-    def positive_int(self, field: str, default: Any = _MISSING) -> int:
-        value = self._get(field, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise _field_error(field, value, "expected a positive integer")
-        return value
-
-    def boolean(self, field: str, default: Any = _MISSING) -> bool:
-        value = self._get(field, default)
-        if not isinstance(value, bool):
-            raise _field_error(field, value, "expected true or false")
-        return value
-
-    def string(self, field: str, default: Any = _MISSING) -> str:
-        value = self._get(field, default)
-        if not isinstance(value, str) or not value:
-            raise _field_error(field, value, "expected a non-empty string")
-        return value
-
-    def fraction(self, field: str, default: Any = _MISSING) -> float:
-        """A number in (0, 1], e.g. the share of head channels that are rotated."""
-        value = self._get(field, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise _field_error(field, value, "expected a number in (0, 1]")
-        return float(value)
-
-    def epsilon(self, field: str, default: float) -> float:
-        value = self._get(field, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise _field_error(field, value, "expected a small non-negative number")
-        return float(value)
-
-
-def _model_type(data: dict) -> str:
-    model_type = data.get("model_type")
-    if model_type is None:
-        for architecture in data.get("architectures") or ():
-            if architecture in ARCHITECTURE_TO_MODEL_TYPE:
-                return ARCHITECTURE_TO_MODEL_TYPE[architecture]
-        raise ModelConfigError(
-            "config.json field 'model_type' is missing (and no known 'architectures' entry); "
-            f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise _field_error("model_type", model_type, f"not supported yet; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    return model_type
-
-
-def _heads(r: _Reader, hidden: int, heads_field: str, kv_field: str | None) -> dict[str, int]:
-    """Attention heads, K/V heads (GQA/MQA) and head_dim (explicit, else hidden // heads)."""
-    heads = r.positive_int(heads_field)
-    kv_heads = r.positive_int(kv_field, default=heads) if kv_field else heads
-    if kv_heads > heads or heads % kv_heads:
-        raise _field_error(kv_field, kv_heads, f"{heads_field} ({heads}) must be a multiple of it")
-    if r.data.get("head_dim") is not None:
-        head_dim = r.positive_int("head_dim")
-    elif hidden % heads:
-        raise _field_error(heads_field, heads, f"does not divide hidden size {hidden} and no head_dim is given")
-    else:
-        head_dim = hidden // heads
-    return {"num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim}
-
-
-def _rotary_dim(head_dim: int, fraction: float) -> int:
-    return max(1, int(head_dim * fraction))
-
-
-def _parse_llama_family(r: _Reader) -> dict[str, Any]:
-    """llama, mistral, qwen2: RMSNorm, rotary, gated SiLU MLP, optional GQA."""
-    model_type = r.model_type
-    hidden = r.positive_int("hidden_size")
-    heads = _heads(r, hidden, "num_attention_heads", "num_key_value_heads")
-    _reject_mixed_attention(r)
-    # Llama: one switch for q/k/v/o biases; Qwen2: q/k/v biases always, none on o; Mistral: none.
-    attention_bias = r.boolean("attention_bias", default=False) if model_type == "llama" else False
-    qkv_bias = True if model_type == "qwen2" else attention_bias
-    sliding_window = None
-    if model_type == "mistral" and r.data.get("sliding_window") is not None:
-        sliding_window = r.positive_int("sliding_window")
-    if model_type == "qwen2" and r.boolean("use_sliding_window", default=False):
-        raise _field_error("use_sliding_window", True, "Qwen2 sliding-window layers are not supported yet")
-    return {
-        "hidden_size": hidden,
-        "intermediate_size": r.positive_int("intermediate_size"),
-        "num_layers": r.positive_int("num_hidden_layers"),
-        **heads,
-        "vocab_size": r.positive_int("vocab_size"),
-        "max_position_embeddings": r.positive_int("max_position_embeddings"),
-        "gated_mlp": True,
-        "hidden_act": r.string("hidden_act", default="silu"),
-        "norm_type": "rmsnorm",
-        "norm_epsilon": r.epsilon("rms_norm_eps", default=1e-6),
-        "tie_word_embeddings": r.boolean("tie_word_embeddings", default=False),
-        "qkv_bias": qkv_bias,
-        "attention_output_bias": attention_bias,
-        "mlp_bias": r.boolean("mlp_bias", default=False) if model_type == "llama" else False,
-        "position_embedding": "rotary",
-        "rotary_dim": _rotary_dim(heads["head_dim"], r.fraction("partial_rotary_factor", default=1.0)),
-        "sliding_window": sliding_window,
-    }
-
-
-def _reject_mixed_attention(r: _Reader) -> None:
-    """Newer configs list per-layer attention kinds; only all-global attention is modelled."""
-    layer_types = r.data.get("layer_types")
-    if layer_types and any(kind != "full_attention" for kind in layer_types):
-        kinds = sorted(set(layer_types))
-        raise _field_error("layer_types", kinds, "only 'full_attention' layers are supported yet")
-
-
-def _parse_gpt2(r: _Reader) -> dict[str, Any]:
-    """GPT-2: LayerNorm, learned positions, Conv1D projections with biases, GELU MLP, tied head."""
-    hidden = r.positive_int("n_embd")
-    heads = _heads(r, hidden, "n_head", None)
-    positions = r.positive_int("n_positions")
-    return {
-        "hidden_size": hidden,
-        "intermediate_size": r.positive_int("n_inner", default=4 * hidden),
-        "num_layers": r.positive_int("n_layer"),
-        **heads,
-        "vocab_size": r.positive_int("vocab_size"),
-        "max_position_embeddings": positions,
-        "gated_mlp": False,
-        "hidden_act": r.string("activation_function", default="gelu_new"),
-        "norm_type": "layernorm",
-        "norm_epsilon": r.epsilon("layer_norm_epsilon", default=1e-5),
-        "tie_word_embeddings": r.boolean("tie_word_embeddings", default=True),
-        "qkv_bias": True,
-        "attention_output_bias": True,
-        "mlp_bias": True,
-        "position_embedding": "learned",
-        "num_position_embeddings": positions,
-    }
-
-
-def _parse_gpt_neox(r: _Reader) -> dict[str, Any]:
-    """GPT-NeoX / Pythia: LayerNorm, partial rotary, fused QKV with biases, GELU MLP, untied head."""
-    hidden = r.positive_int("hidden_size")
-    heads = _heads(r, hidden, "num_attention_heads", None)
-    attention_bias = r.boolean("attention_bias", default=True)
-    return {
-        "hidden_size": hidden,
-        "intermediate_size": r.positive_int("intermediate_size"),
-        "num_layers": r.positive_int("num_hidden_layers"),
-        **heads,
-        "vocab_size": r.positive_int("vocab_size"),
-        "max_position_embeddings": r.positive_int("max_position_embeddings"),
-        "gated_mlp": False,
-        "hidden_act": r.string("hidden_act", default="gelu"),
-        "norm_type": "layernorm",
-        "norm_epsilon": r.epsilon("layer_norm_eps", default=1e-5),
-        "tie_word_embeddings": r.boolean("tie_word_embeddings", default=False),
-        "qkv_bias": attention_bias,
-        "attention_output_bias": attention_bias,
-        "mlp_bias": True,
-        "position_embedding": "rotary",
-        "rotary_dim": _rotary_dim(heads["head_dim"], r.fraction("rotary_pct", default=0.25)),
-        "parallel_residual": r.boolean("use_parallel_residual", default=True),
-    }
-
-
-def _parse_opt(r: _Reader) -> dict[str, Any]:
-    """OPT: LayerNorm, learned positions (+2 offset rows), ReLU MLP with biases, tied head."""
-    hidden = r.positive_int("hidden_size")
-    projection = r.positive_int("word_embed_proj_dim", default=hidden)
-    if projection != hidden:
-        raise _field_error("word_embed_proj_dim", projection,
-                           f"differs from hidden_size ({hidden}); OPT embedding projections are not supported yet")
-    if not r.boolean("layer_norm_elementwise_affine", default=True):
-        raise _field_error("layer_norm_elementwise_affine", False, "LayerNorm without weights is not supported yet")
-    heads = _heads(r, hidden, "num_attention_heads", None)
-    bias = r.boolean("enable_bias", default=True)
-    positions = r.positive_int("max_position_embeddings")
-    norm_before = r.boolean("do_layer_norm_before", default=True)
-    return {
-        "hidden_size": hidden,
-        "intermediate_size": r.positive_int("ffn_dim"),
-        "num_layers": r.positive_int("num_hidden_layers"),
-        **heads,
-        "vocab_size": r.positive_int("vocab_size"),
-        "max_position_embeddings": positions,
-        "gated_mlp": False,
-        "hidden_act": r.string("activation_function", default="relu"),
-        "norm_type": "layernorm",
-        "norm_epsilon": 1e-5,
-        "has_final_norm": norm_before and not r.boolean("_remove_final_layer_norm", default=False),
-        "tie_word_embeddings": r.boolean("tie_word_embeddings", default=True),
-        "qkv_bias": bias,
-        "attention_output_bias": bias,
-        "mlp_bias": bias,
-        "position_embedding": "learned",
-        "num_position_embeddings": positions + 2,  # OPTLearnedPositionalEmbedding offsets ids by 2
-    }
-
-
-_PARSERS = {
-    "llama": _parse_llama_family,
-    "mistral": _parse_llama_family,
-    "qwen2": _parse_llama_family,
-    "gpt2": _parse_gpt2,
-    "gpt_neox": _parse_gpt_neox,
-    "opt": _parse_opt,
-}
