@@ -13,9 +13,9 @@ from typing import Sequence
 
 from pydantic import ValidationError
 
-from engine.dtypes import DTYPES
+from engine.dtypes import DTYPES, check_dtype
 from engine.estimators import METHODS
-from engine.workload import PHASES
+from engine.workload import COLLECTIVE_ALGORITHMS, PHASES
 
 
 def _print_json(data) -> None:
@@ -50,8 +50,10 @@ def one_line(error: BaseException) -> str:
     if isinstance(error, ValidationError):
         parts = []
         for item in error.errors():
-            where = ".".join(str(p) for p in item.get("loc", ())) or "value"
-            parts.append(f"{where}: {item.get('msg')} (got {item.get('input')!r})")
+            where = ".".join(str(p) for p in item.get("loc", ()))
+            message = str(item.get("msg", "")).removeprefix("Value error, ")
+            # a whole-object check (e.g. the parallel layout) names its fields itself
+            parts.append(f"{where}: {message} (got {item.get('input')!r})" if where else message)
         return "; ".join(parts)
     return " ".join(str(error).split()) or type(error).__name__
 
@@ -123,29 +125,52 @@ def cmd_gemm(args) -> None:
 
 def cmd_estimate(args) -> None:
     from engine.estimate import estimate
+    from engine.memory import fewest_devices
     from engine.specs import load_hardware
     from engine.workload import Scenario
     hw = load_hardware(args.hardware, args.specs)
     model = _load_model(args)
     scenario = Scenario(phase=args.phase, batch=args.batch, input_length=args.input_len,
                         output_length=args.output_len, context_length=args.context, chunk_size=args.chunk_size,
-                        weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype)
+                        weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                        tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
+                        micro_batches=args.micro_batches, overlap_communication=args.overlap_communication,
+                        collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill)
     result = estimate(hw, model, scenario, method=args.method)
+    fewest = None if result.memory.fits else fewest_devices(hw, model, scenario)
     if args.csv:
         result.kernels.to_csv(args.csv, index=False)
     if args.json:
-        _print_json(result.to_dict())
+        data = result.to_dict()
+        if not result.memory.fits:
+            data["fewest_devices"] = None if fewest is None else {"devices": fewest.devices, "tp": fewest.tp,
+                                                                  "pp": fewest.pp}
+        _print_json(data)
         return
-    print(f"{model.name} on {hw.name}, {scenario.phase}, method {result.method}")
+    layout = result.parallelism
+    shape = ", ".join(f"{k}={layout[k]}" for k in ("tp", "pp", "dp", "ep") if layout[k] > 1) or "one device"
+    print(f"{model.name} on {result.devices} x {hw.name} ({shape}), {scenario.phase}"
+          f"{' (chunked prefill)' if scenario.chunked_prefill else ''}, method {result.method}")
     print(result.phases.to_string(float_format=lambda v: f"{v:.4g}"))
     for label, value in (("TTFT", result.ttft_s), ("TPOT", result.tpot_s), ("end-to-end", result.e2e_s)):
         if value is not None:
             print(f"{label:<12} {value * 1e3:10.3f} ms")
     if result.tokens_per_s is not None:
-        print(f"{'tokens/s':<12} {result.tokens_per_s:10.1f} (output tokens per second, whole batch)")
+        print(f"{'tokens/s':<12} {result.tokens_per_s:10.1f} (output tokens per second, all replicas)")
+        print(f"{'per device':<12} {result.tokens_per_s_per_device:10.1f} (output tokens per second per device)")
+    summary = result.schedule_summary()
+    if summary is not None:
+        print(f"schedule     {summary['iterations']} iterations ({summary['mixed_iterations']} mixing prefill and "
+              f"decode); TTFT {summary['ttft_min_s'] * 1e3:.3f} .. {summary['ttft_max_s'] * 1e3:.3f} ms "
+              "over the requests")
     memory = result.memory
-    print(f"memory       {memory.total_bytes / 1e9:.2f} GB of {memory.capacity_bytes / 1e9:.1f} GB "
-          f"({'fits' if memory.fits else 'DOES NOT FIT'}; largest batch that fits: {memory.max_batch})")
+    print(f"memory       {memory.total_bytes / 1e9:.2f} GB of {memory.capacity_bytes / 1e9:.1f} GB per device "
+          f"({'fits' if memory.fits else 'DOES NOT FIT'}; largest batch that fits: {memory.max_batch}); "
+          f"{memory.total_all_devices_bytes / 1e9:.1f} GB over {result.devices} device(s)")
+    print(f"memory note  {memory.message}")
+    if not memory.fits:
+        print("fewest devices that fit: " + ("none tried fits" if fewest is None else
+                                            f"{fewest.devices} (tp={fewest.tp}, pp={fewest.pp})"))
     for note in result.notes:
         print(f"note: {note}")
 
@@ -160,6 +185,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
     return value
+
+
+def _dtype(text: str) -> str:
+    try:
+        return check_dtype(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+DTYPE_HELP = f"one of {', '.join(DTYPES)}, or <int4|int8|fp4|fp8>_g<group> (one bf16 scale per group)"
 
 
 def _non_negative_int(text: str) -> int:
@@ -206,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     model = commands.add_parser("model", help="model configs").add_subparsers(dest="action", required=True)
     model_show = model.add_parser("show", help="parameters, layers, heads, KV bytes per token")
     model_show.add_argument("model", metavar="ID_OR_PATH")
-    model_show.add_argument("--kv-dtype", default="bf16", choices=DTYPES)
+    model_show.add_argument("--kv-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
     model_show.add_argument("--json", action="store_true")
     _add_model_source(model_show)
     model_show.set_defaults(handler=cmd_model_show)
@@ -215,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     gemm.add_argument("--hardware", required=True)
     for dim in ("m", "n", "k"):
         gemm.add_argument(f"--{dim}", type=_positive_int, required=True)
-    gemm.add_argument("--dtype", default="bf16", choices=DTYPES)
+    gemm.add_argument("--dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
     gemm.add_argument("--method", default="roofline", choices=list(METHODS))
     gemm.add_argument("--specs")
     gemm.add_argument("--json", action="store_true")
@@ -231,9 +266,22 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--context", type=_non_negative_int, default=None, help="decode: tokens already cached")
     est.add_argument("--chunk-size", type=_positive_int, default=256)
     est.add_argument("--method", default="roofline", choices=list(METHODS))
-    est.add_argument("--weight-dtype", default="bf16", choices=DTYPES)
-    est.add_argument("--act-dtype", default="bf16", choices=DTYPES)
-    est.add_argument("--kv-dtype", default="bf16", choices=DTYPES)
+    est.add_argument("--weight-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    est.add_argument("--act-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    est.add_argument("--kv-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    est.add_argument("--tp", type=_positive_int, default=None, help="tensor-parallel ways (default 1)")
+    est.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages (default 1)")
+    est.add_argument("--dp", type=_positive_int, default=None, help="data-parallel replicas (default 1)")
+    est.add_argument("--ep", type=_positive_int, default=1, help="expert-parallel ways (MoE models)")
+    est.add_argument("--devices", type=_positive_int, default=None,
+                     help="tp x pp x dp; with all but one of them given, the missing one is inferred")
+    est.add_argument("--micro-batches", type=_positive_int, default=None,
+                     help="prefill micro-batches for the pipeline (default: largest divisor of batch <= pp)")
+    est.add_argument("--overlap-communication", action="store_true",
+                     help="hide each collective behind the kernel producing its input")
+    est.add_argument("--collective-algorithm", default="ring", choices=COLLECTIVE_ALGORITHMS)
+    est.add_argument("--chunked-prefill", action="store_true",
+                     help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
     est.add_argument("--specs")
     est.add_argument("--csv", metavar="PATH", help="write the kernel table as CSV")
     est.add_argument("--json", action="store_true")

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
+from engine.collectives import check_interconnect
+from engine.dtypes import bytes_per_value, check_dtype, compute_dtype, compute_format, number_format
 from engine.estimators import get_method
 from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
-from engine.report import Estimate, add_presentation_columns, aggregate_steps, memory_footprint, phase_totals
+from engine.memory import memory_footprint
+from engine.parallel import PER_PASS_KERNELS, add_pipeline_bubble, parallel_layout
+from engine.report import Estimate, add_presentation_columns, aggregate_steps, phase_totals
 from engine.workload import Scenario
-from engine.dtypes import bytes_per_value, check_dtype
+
+LAYOUT_FIELDS = ("tp", "pp", "dp")
 
 
 class ScenarioError(ValueError):
@@ -23,39 +31,99 @@ def check_fits_model(model, scenario: Scenario) -> None:
         )
 
 
+def updated_scenario(scenario: Scenario, **fields) -> Scenario:
+    """`scenario` with `fields` changed and validated again. Changing tp, pp or dp without `devices`
+    recomputes devices (unless the scenario had devices pinned to something else)."""
+    if any(name in fields for name in LAYOUT_FIELDS) and "devices" not in fields:
+        fields["devices"] = None
+    return Scenario.model_validate({**scenario.model_dump(), **fields})
+
+
 def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method: str = "roofline",
              **scenario_fields) -> Estimate:
     """Estimate `scenario` (or a Scenario built from keyword fields) for `model` on `hardware`."""
     if scenario is None:
         scenario = Scenario(**scenario_fields)
     elif scenario_fields:
-        scenario = scenario.model_copy(update=scenario_fields)
-        scenario = Scenario.model_validate(scenario.model_dump())
+        scenario = updated_scenario(scenario, **scenario_fields)
     check_fits_model(model, scenario)
+    layout = parallel_layout(model, scenario)
     chosen = get_method(method)
+    if chosen.name == "seed" and (scenario.tp > 1 or scenario.pp > 1 or scenario.ep > 1 or scenario.chunked_prefill):
+        raise ScenarioError("the seed method reproduces the notebook's single-device decomposition: it takes no "
+                            "tp, pp, ep or chunked_prefill (dp is fine); use roofline, hierarchical or realistic")
+    notes = check_interconnect(hardware, scenario) if max(scenario.tp, scenario.pp, scenario.ep) > 1 else []
     per_step = chosen.estimate(chosen.decompose(model, scenario), hardware, scenario)
+    activations = None   # the largest kernel's activations: from the table when it has the peak pass
+    if chosen.name != "seed" and not scenario.chunked_prefill:
+        activations = float(per_step["activation_bytes"][np.asarray(per_step["op"]) != "collective"].max())
+    schedule = _chunked_schedule_tables(per_step, scenario) if scenario.chunked_prefill else None
+    micro_batches = {"prefill": scenario.prefill_micro_batches}
+    per_step = add_pipeline_bubble(per_step, scenario, micro_batches)
     kernels = add_presentation_columns(aggregate_steps(per_step))
     phases = phase_totals(kernels)
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
-                      memory_footprint(model, scenario, hardware, per_step))
+                      memory_footprint(model, scenario, hardware, layout, activation_bytes=activations),
+                      devices=scenario.device_count)
+    if schedule is not None:
+        result.requests, result.iterations = schedule
     _fill_metrics(result, scenario)
     result.notes.extend(_fallback_notes(kernels, hardware))
+    result.notes.extend(precision_notes(scenario))
+    result.notes.extend(notes)
     return result
 
 
 def _fill_metrics(result: Estimate, s: Scenario) -> None:
+    """Latency per replica; throughput over all dp replicas (each runs its own `batch`)."""
     times = result.phases["time_s"]
-    if "prefill" in times:
-        result.ttft_s = float(times["prefill"])
-        result.prefill_tokens_per_s = s.batch * s.input_length / result.ttft_s
-    if s.phase == "decode":
-        result.tpot_s = float(times["decode"])
-        result.tokens_per_s = s.batch / result.tpot_s
-    if s.phase == "request":
-        decode_time = float(times["decode"]) if "decode" in times else 0.0
-        result.tpot_s = decode_time / (s.output_length - 1) if s.output_length > 1 else None
-        result.e2e_s = result.ttft_s + decode_time
-        result.tokens_per_s = s.batch * s.output_length / result.e2e_s
+    replicas = s.dp
+    if result.requests is not None:
+        requests = result.requests
+        result.ttft_s = float(requests["ttft_s"].mean())
+        result.tpot_s = float(requests["tpot_s"].mean()) if s.output_length > 1 else None
+        result.e2e_s = float(requests["e2e_s"].max())
+        result.prefill_tokens_per_s = replicas * s.batch * s.input_length / float(requests["ttft_s"].max())
+        result.tokens_per_s = replicas * s.batch * s.output_length / result.e2e_s
+    else:
+        if "prefill" in times:
+            result.ttft_s = float(times["prefill"])
+            result.prefill_tokens_per_s = replicas * s.batch * s.input_length / result.ttft_s
+        if s.phase == "decode":
+            result.tpot_s = float(times["decode"])
+            result.tokens_per_s = replicas * s.batch / result.tpot_s
+        if s.phase == "request":
+            decode_time = float(times["decode"]) if "decode" in times else 0.0
+            result.tpot_s = decode_time / (s.output_length - 1) if s.output_length > 1 else None
+            result.e2e_s = result.ttft_s + decode_time
+            result.tokens_per_s = replicas * s.batch * s.output_length / result.e2e_s
+    if result.tokens_per_s is not None:
+        result.tokens_per_s_per_device = result.tokens_per_s / s.device_count
+
+
+def _chunked_schedule_tables(per_step: dict, s: Scenario) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-request and per-iteration tables of a chunked-prefill request from the timed rows.
+
+    Every kernel of the schedule has one row per iteration (its position within its `group`), so an
+    iteration's time is the sum of count x time_s at that position; with a pipeline each iteration
+    also waits (pp - 1) x its per-layer work (engine/parallel.py).
+    """
+    from engine.schedule import chunked_schedule, request_latencies
+    plan = chunked_schedule(s.batch, s.input_length, s.output_length, s.chunk_size)
+    group = per_step["group"]
+    position = np.arange(len(group)) - np.searchsorted(group, group, side="left")
+    work = per_step["count"].astype(float) * per_step["time_s"].astype(float)
+    times = np.bincount(position, weights=work, minlength=plan.iterations)
+    if s.pp > 1:
+        stage = ~np.isin(np.asarray(per_step["name"]).astype(str), PER_PASS_KERNELS)
+        times += (s.pp - 1) * np.bincount(position[stage], weights=work[stage], minlength=plan.iterations)
+    latencies = request_latencies(plan, times)
+    requests = pd.DataFrame({"request": np.arange(plan.batch), "first_token_iteration": plan.first_token_iteration,
+                             **latencies})
+    iterations = pd.DataFrame({"iteration": np.arange(plan.iterations), "prefill_tokens": plan.prefill_tokens,
+                               "decode_tokens": plan.decode_tokens, "prefill_sequences": plan.prefill_sequences,
+                               "completions": plan.completions, "time_s": times, "end_s": np.cumsum(times)})
+    return requests, iterations
 
 
 def _fallback_notes(kernels, hardware: Hardware) -> list[str]:
@@ -63,7 +131,27 @@ def _fallback_notes(kernels, hardware: Hardware) -> list[str]:
         return []
     pairs = dict.fromkeys(zip(kernels["dtype"], kernels["matrix_rate_dtype"]))
     return [f"{hardware.name} has no {dtype} matrix rate: {dtype} matrix work runs at the {rate} rate"
-            for dtype, rate in pairs if rate and rate != dtype]
+            for dtype, rate in pairs if rate and rate != compute_format(dtype)]
+
+
+def precision_notes(s: Scenario) -> list[str]:
+    """How mixed precision is run: weight-only quantization computes at the activation rate."""
+    notes = []
+    weight = number_format(s.weight_dtype)
+    gemm = compute_dtype(s.weight_dtype, s.activation_dtype)
+    if weight.compute_format != gemm:
+        notes.append(f"{s.weight_dtype} weights ({weight.bytes_per_value:.4g} B per weight incl. scales) with "
+                     f"{s.activation_dtype} activations: GEMMs read the narrow weights and multiply at the {gemm} "
+                     "rate (weight-only quantization)")
+    elif weight.group_size:
+        notes.append(f"{s.weight_dtype} weights: {weight.bytes_per_value:.4g} B per weight incl. one scale per "
+                     f"{weight.group_size} values")
+    kv = number_format(s.kv_dtype)
+    attention = compute_dtype(s.activation_dtype, s.kv_dtype)
+    if kv.compute_format != attention:
+        notes.append(f"{s.kv_dtype} KV cache with {s.activation_dtype} activations: attention reads "
+                     f"{kv.bytes_per_value:.4g} B per K/V value and multiplies at the {attention} rate")
+    return notes
 
 
 def estimate_gemm(hardware: Hardware, m: int, n: int, k: int, dtype: str = "bf16", method: str = "roofline"):

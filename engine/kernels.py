@@ -7,7 +7,13 @@ Columns (per occurrence unless said otherwise):
   count                               occurrences in the phase (layers x steps)
   macs, matrix_flops, vector_flops, flops
   weight_bytes, activation_bytes, kv_bytes, bytes
+  link_bytes, group_size              collectives: bytes each device sends over its links, devices in the group
+                                      (0 and 1 for every other kernel)
+  overlap_group                       collectives: the `group` of the kernel it may hide behind (-1: none)
   group                               rows added by one `add` call (decode steps of one kernel)
+
+The table describes what ONE device does: with tensor/pipeline parallelism, shapes, bytes and
+counts are per device (docs/parallelism.md).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import pandas as pd
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
     "m", "k", "n", "batch", "context", "count", "macs", "matrix_flops", "vector_flops",
-    "weight_bytes", "activation_bytes", "kv_bytes",
+    "weight_bytes", "activation_bytes", "kv_bytes", "link_bytes", "group_size", "overlap_group",
 )
 KERNEL_COLUMNS = STRING_COLUMNS + NUMBER_COLUMNS + ("flops", "bytes", "group")
 
@@ -41,11 +47,17 @@ FAMILY_BY_NAME = {
     "Residual_attn": "norms & residuals", "Residual_ffn": "norms & residuals",
     "Q/K/V*W": "attention projections", "O*W": "attention projections", "Rotary": "attention projections",
     "FFN_up": "MLP", "FFN_gate": "MLP", "FFN_act": "MLP", "FFN_down": "MLP",
+    "Pipeline_bubble": "pipeline bubble",
+    "MoE_router": "MoE", "Expert_up": "MoE", "Expert_gate": "MoE", "Expert_act": "MoE", "Expert_down": "MoE",
+    "MoE_combine": "MoE", "Shared_up": "MoE", "Shared_gate": "MoE", "Shared_act": "MoE", "Shared_down": "MoE",
 }
+COLLECTIVE_PREFIXES = ("AllReduce_", "AllGather_", "ReduceScatter_", "AllToAll_", "SendRecv_")
 
 
 def kernel_family(name: str) -> str:
     """The family a kernel belongs to (attention core for KV traffic, scores, softmax, ...)."""
+    if name.startswith(COLLECTIVE_PREFIXES):
+        return "communication"
     return FAMILY_BY_NAME.get(name, "attention core")
 
 
@@ -66,23 +78,30 @@ class KernelTableBuilder:
 
     def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
             m=0, k=0, n=0, batch=1, count=1, context=np.nan, macs=0, vector_flops=0,
-            weight_bytes=0, activation_bytes=0, kv_bytes=0) -> None:
+            weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
+        """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
         numbers = dict(m=m, k=k, n=n, batch=batch, context=context, count=count, macs=macs,
                        matrix_flops=np.multiply(2.0, macs), vector_flops=vector_flops,
-                       weight_bytes=weight_bytes, activation_bytes=activation_bytes, kv_bytes=kv_bytes)
-        rows = max((np.size(v) for v in numbers.values()), default=1)
+                       weight_bytes=weight_bytes, activation_bytes=activation_bytes, kv_bytes=kv_bytes,
+                       link_bytes=link_bytes, group_size=group_size, overlap_group=overlap_group)
+        rows = max((v.size for v in numbers.values() if isinstance(v, np.ndarray) and v.ndim), default=1)
         strings = dict(phase=phase, name=name, type=type, op=op, unit=unit, dtype=dtype)
         self._rows.append((rows, numbers, strings))
+        return len(self._rows) - 1
 
     def build_columns(self) -> dict[str, np.ndarray]:
         """The table as a dict of numpy arrays (the engine's fast internal form)."""
-        lengths = [rows for rows, _, _ in self._rows]
+        lengths = np.array([rows for rows, _, _ in self._rows], dtype=np.int64)
         data: dict[str, np.ndarray] = {}
         for key in NUMBER_COLUMNS:
+            values = [numbers[key] for _, numbers, _ in self._rows]
+            scalar = [np.ndim(v) == 0 for v in values]
+            if all(scalar):     # one value per add: repeat each over its rows
+                data[key] = np.repeat(np.array(values, dtype=float), lengths)
+                continue
             data[key] = np.concatenate([
-                np.full(rows, float(numbers[key])) if np.ndim(numbers[key]) == 0
-                else np.asarray(numbers[key], dtype=float) * np.ones(rows)
-                for rows, numbers, _ in self._rows
+                np.full(rows, float(v)) if is_scalar else np.asarray(v, dtype=float) * np.ones(rows)
+                for (rows, _, _), v, is_scalar in zip(self._rows, values, scalar)
             ])
         for key in STRING_COLUMNS:
             data[key] = np.repeat(np.array([strings[key] for _, _, strings in self._rows], dtype=object), lengths)

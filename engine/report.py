@@ -1,4 +1,4 @@
-"""Results: kernels summed per kernel, totals per phase, latency metrics and memory fit."""
+"""Results: kernels summed per kernel, totals per phase, latency and serving metrics, memory fit."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from engine.dtypes import bytes_per_value
 from engine.estimators import STEP_MEAN_COLUMNS
 from engine.kernels import kernel_family
+from engine.memory import MemoryFootprint, kv_tokens, memory_footprint  # noqa: F401  (re-exported)
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
 MEAN_COLUMNS = (
     "m", "k", "n", "batch", "context", "macs", "matrix_flops", "vector_flops", "flops", "weight_bytes",
-    "activation_bytes", "kv_bytes", "bytes", "compute_time_s", "memory_time_s", "time_s",
+    "activation_bytes", "kv_bytes", "bytes", "compute_time_s", "memory_time_s", "time_s", "link_bytes",
 ) + STEP_MEAN_COLUMNS
 JSON_KERNEL_COLUMNS = (
     "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "count", "macs",
@@ -26,6 +26,8 @@ JSON_KERNEL_COLUMNS = (
     "ideal_time_s", "kernel_time_s", "gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s",
     "gap_overhead_s", "tile_m", "tile_n", "split_k", "tiles", "waves", "fused_group", "launches",
     "hbm_bytes", "llc_bytes", "sram_bytes", "hbm_time_s", "llc_time_s", "sram_time_s",
+    # collectives (every method)
+    "link_bytes", "group_size", "communication_time_s", "hidden_time_s",
 )
 
 
@@ -38,14 +40,16 @@ def aggregate_steps(columns: dict) -> pd.DataFrame:
     groups = columns["group"]
     codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
     if len(codes) == len(groups):
-        return pd.DataFrame(columns)
+        frame = pd.DataFrame(columns)
+        return frame[frame["count"] > 0].reset_index(drop=True) if (frame["count"] <= 0).any() else frame
     out = {key: np.asarray(values)[first] for key, values in columns.items()}
     count = columns["count"].astype(float)
     total_count = np.bincount(inverse, weights=count)
+    divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
     for column in MEAN_COLUMNS:
         if column in columns:
             values = np.nan_to_num(columns[column].astype(float))
-            means = np.bincount(inverse, weights=values * count) / total_count
+            means = np.bincount(inverse, weights=values * count) / divisor
             out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
     # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
     labels, label_codes = np.unique(np.asarray(columns["bound"]).astype(str), return_inverse=True)
@@ -55,7 +59,8 @@ def aggregate_steps(columns: dict) -> pd.DataFrame:
     out["count"] = total_count
     with np.errstate(divide="ignore", invalid="ignore"):
         out["intensity"] = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.inf)
-    return pd.DataFrame(out)
+    frame = pd.DataFrame(out)
+    return frame[total_count > 0].reset_index(drop=True) if (total_count <= 0).any() else frame
 
 
 def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -67,18 +72,25 @@ def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels
 
 
-PHASE_TOTAL_COLUMNS = ("time_s", "macs", "flops", "bytes", "kernel_launches", "compute_bound_time_s", "memory_bound_time_s")
+PHASE_TOTAL_COLUMNS = ("time_s", "macs", "flops", "bytes", "kernel_launches", "compute_bound_time_s",
+                       "memory_bound_time_s", "link_bytes", "communication_time_s", "hidden_communication_time_s")
 
 
 def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per phase: time, MACs, FLOPs, bytes and kernel launches over every occurrence; time by bound.
 
     Time by bound has a `<bound>_bound_time_s` column per bound label present (compute and memory
-    always; llc, sram, overhead when a method reports them).
+    always; llc, sram, overhead, communication, pipeline_bubble when present). Collectives add
+    link_bytes, communication_time_s (their full time) and hidden_communication_time_s (the part
+    overlapped with compute): time_s + hidden_communication_time_s is the time without overlap.
     """
     phase = kernels["phase"].to_numpy()
     count = kernels["count"].to_numpy(dtype=float)
     launches = count * (kernels["launches"].to_numpy(dtype=float) if "launches" in kernels else 1.0)
+    launches = np.where(kernels["op"].to_numpy() == "bubble", 0.0, np.nan_to_num(launches))
+    column = lambda name: (np.nan_to_num(kernels[name].to_numpy(dtype=float)) * count  # noqa: E731
+                           if name in kernels else np.zeros(len(count)))
+    link_bytes, communication, hidden = column("link_bytes"), column("communication_time_s"), column("hidden_time_s")
     time = kernels["time_s"].to_numpy(dtype=float) * count
     bound = kernels["bound"].to_numpy().astype(str)
     labels = ["compute", "memory"] + sorted(set(bound) - {"compute", "memory"})
@@ -92,61 +104,13 @@ def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
             "bytes": (kernels["bytes"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
             "kernel_launches": launches[rows].sum(),
             **{f"{label}_bound_time_s": time[rows & (bound == label)].sum() for label in labels},
+            "link_bytes": link_bytes[rows].sum(),
+            "communication_time_s": communication[rows].sum(),
+            "hidden_communication_time_s": hidden[rows].sum(),
         }
     frame = pd.DataFrame.from_dict(totals, orient="index")
     frame.index.name = "phase"
     return frame
-
-
-@dataclass
-class MemoryFootprint:
-    weights_bytes: float
-    kv_cache_bytes: float
-    activation_bytes: float
-    capacity_bytes: float
-    max_batch: int
-
-    @property
-    def total_bytes(self) -> float:
-        return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes
-
-    @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
-
-    def to_dict(self) -> dict:
-        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
-                "activation_bytes": self.activation_bytes, "total_bytes": self.total_bytes,
-                "capacity_bytes": self.capacity_bytes, "fits": self.fits, "max_batch": self.max_batch}
-
-
-def kv_tokens(scenario) -> float:
-    """Tokens held in the KV cache at the scenario's peak, summed over the batch."""
-    s = scenario
-    if s.phase == "prefill":
-        return s.batch * s.input_length
-    if s.phase == "decode":
-        return s.batch * (s.decode_context + 1)
-    if s.phase == "chunked":
-        prefill_tokens, decode_tokens = s.chunk_mix()
-        decode_context = s.context_length if s.context_length is not None else s.input_length + s.output_length // 2
-        return decode_tokens * decode_context + s.input_length
-    return s.batch * (s.input_length + s.output_length)
-
-
-def memory_footprint(model, scenario, hardware, per_step_kernels: dict) -> MemoryFootprint:
-    """Weights + KV cache + the largest kernel's live activations, against device memory.
-
-    The largest batch that fits scales KV and activations linearly with the batch.
-    """
-    weights = model.params_total * bytes_per_value(scenario.weight_dtype)
-    kv = kv_tokens(scenario) * model.kv_cache_bytes_per_token(scenario.kv_dtype)
-    activations = float(per_step_kernels["activation_bytes"].max()) if len(per_step_kernels) else 0.0
-    capacity = hardware.memory_capacity_bytes
-    per_sequence = (kv + activations) / max(scenario.batch, 1)
-    room = capacity - weights
-    max_batch = int(room // per_sequence) if room > 0 and per_sequence > 0 else 0
-    return MemoryFootprint(weights, kv, activations, capacity, max_batch)
 
 
 def _clean(value):
@@ -176,10 +140,33 @@ class Estimate:
     tokens_per_s: Optional[float] = None
     prefill_tokens_per_s: Optional[float] = None
     notes: list[str] = field(default_factory=list)
+    devices: int = 1                                   # tp x pp x dp
+    tokens_per_s_per_device: Optional[float] = None    # tokens_per_s / devices
+    requests: Optional[pd.DataFrame] = None            # chunked-prefill schedule: one row per request
+    iterations: Optional[pd.DataFrame] = None          # chunked-prefill schedule: one row per iteration
 
     @property
     def total_time_s(self) -> float:
         return float(self.phases["time_s"].sum())
+
+    @property
+    def parallelism(self) -> dict:
+        s = self.scenario
+        return {"tp": s.tp, "pp": s.pp, "dp": s.dp, "ep": s.ep, "devices": s.device_count,
+                "micro_batches": s.prefill_micro_batches, "overlap_communication": s.overlap_communication,
+                "collective_algorithm": s.collective_algorithm}
+
+    def schedule_summary(self) -> Optional[dict]:
+        """Chunked-prefill schedule: iterations and the spread of TTFT / TPOT over the requests."""
+        if self.requests is None or self.iterations is None:
+            return None
+        r, it = self.requests, self.iterations
+        mixed = int(((it["prefill_tokens"] > 0) & (it["decode_tokens"] > 0)).sum())
+        return {"iterations": int(len(it)), "mixed_iterations": mixed,
+                "prefill_tokens": float(it["prefill_tokens"].sum()), "decode_tokens": float(it["decode_tokens"].sum()),
+                "ttft_min_s": float(r["ttft_s"].min()), "ttft_mean_s": float(r["ttft_s"].mean()),
+                "ttft_max_s": float(r["ttft_s"].max()), "tpot_mean_s": _clean(float(r["tpot_s"].mean())),
+                "tpot_max_s": _clean(float(r["tpot_s"].max())), "e2e_max_s": float(r["e2e_s"].max())}
 
     def to_dict(self, include_kernels: bool = True) -> dict:
         result = {
@@ -188,8 +175,14 @@ class Estimate:
             "phases": {phase: {k: _clean(v) for k, v in row.items()} for phase, row in self.phases.iterrows()},
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s,
             "tokens_per_s": self.tokens_per_s, "prefill_tokens_per_s": self.prefill_tokens_per_s,
-            "memory": self.memory.to_dict(), "notes": list(self.notes),
+            "devices": self.devices, "parallelism": self.parallelism,
+            "tokens_per_s_per_device": self.tokens_per_s_per_device,
+            "memory": self.memory.to_dict(), "memory_total_bytes": self.memory.total_all_devices_bytes,
+            "notes": list(self.notes),
         }
+        summary = self.schedule_summary()
+        if summary is not None:
+            result["schedule"] = summary
         if include_kernels:
             columns = [c for c in JSON_KERNEL_COLUMNS if c in self.kernels]
             extra = [c for c in ("best_tiler", "exec_cycle", "cmp_cycle", "mem_cycle") if c in self.kernels]

@@ -1,15 +1,17 @@
-"""Scenario: what the model is asked to do (phase, batch, lengths, dtypes)."""
+"""Scenario: what the model is asked to do (phase, batch, lengths, dtypes) and on how many devices."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.dtypes import check_dtype
 
 Phase = Literal["prefill", "decode", "chunked", "request"]
 PHASES: tuple[str, ...] = ("prefill", "decode", "chunked", "request")
+COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree")
 
 
 class Scenario(BaseModel):
@@ -21,7 +23,20 @@ class Scenario(BaseModel):
     - `chunked`: one chunked-prefill iteration of `chunk_size` tokens that mixes prefill tokens
       of one prompt with decode tokens of running requests (mix as in the seed notebook).
     - `request`: prefill (which yields the first token) plus `output_length - 1` decode steps
-      with a growing context, for a batch of `batch` requests that start together.
+      with a growing context, for a batch of `batch` requests that start together. With
+      `chunked_prefill`, the requests run as a simulated chunked-prefill schedule instead
+      (iterations of `chunk_size` tokens mixing prompt chunks and decode tokens; engine/schedule.py).
+
+    Parallelism (docs/parallelism.md): `tp` tensor-parallel ways, `pp` pipeline stages, `dp`
+    data-parallel replicas, `ep` expert-parallel ways (MoE models only); `devices` = tp x pp x dp.
+    `batch` is per data-parallel replica. Give any of tp, pp, dp (the others are 1), or `devices`
+    with some of them: the ones not given multiply to devices / (product of those given); that is
+    unambiguous when it is 1 (they are all 1) or when only one is missing (it takes the quotient);
+    otherwise it is rejected. `devices` stays as given (None: tp x pp x dp, see `device_count`).
+    `micro_batches` splits a prefill batch for the pipeline (None: `prefill_micro_batches`, the
+    largest divisor of `batch` that is <= pp). `overlap_communication` hides each collective behind the kernel that
+    produces its input (as async tensor parallelism / collective matmuls do); `collective_algorithm`
+    picks ring or tree collectives.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -36,10 +51,63 @@ class Scenario(BaseModel):
     activation_dtype: str = "bf16"
     kv_dtype: str = "bf16"
 
+    tp: Optional[int] = Field(None, ge=1, le=4096, description="tensor-parallel ways")
+    pp: Optional[int] = Field(None, ge=1, le=4096, description="pipeline-parallel stages")
+    dp: Optional[int] = Field(None, ge=1, le=1_000_000, description="data-parallel replicas")
+    ep: int = Field(1, ge=1, le=4096, description="expert-parallel ways (MoE models)")
+    devices: Optional[int] = Field(None, ge=1, le=100_000_000, description="tp x pp x dp")
+    micro_batches: Optional[int] = Field(None, ge=1, le=1_000_000, description="prefill micro-batches")
+    overlap_communication: bool = False
+    collective_algorithm: Literal["ring", "tree"] = "ring"
+    chunked_prefill: bool = False
+
     @field_validator("weight_dtype", "activation_dtype", "kv_dtype")
     @classmethod
     def _known_dtype(cls, value: str) -> str:
         return check_dtype(value)
+
+    @model_validator(mode="after")
+    def _resolve_layout(self) -> "Scenario":
+        given = {name: getattr(self, name) for name in ("tp", "pp", "dp")}
+        missing = [name for name, value in given.items() if value is None]
+        if self.devices is not None and missing:
+            known = math.prod(value for value in given.values() if value is not None)
+            if self.devices % known:
+                raise ValueError(f"devices={self.devices} is not a multiple of the given ways ({known}): "
+                                 f"cannot infer {' and '.join(missing)}")
+            rest = self.devices // known
+            if rest > 1 and len(missing) > 1:
+                raise ValueError(f"devices={self.devices} with {' and '.join(missing)} not given is ambiguous: "
+                                 f"give all but one of tp, pp, dp (e.g. tp={rest})")
+            given[missing[0]] = rest
+        for name in ("tp", "pp", "dp"):
+            self.__dict__[name] = given[name] if given[name] is not None else 1
+        if self.devices is not None and self.devices != self.device_count:
+            raise ValueError(f"devices={self.devices} but tp x pp x dp = {self.tp} x {self.pp} x {self.dp} "
+                             f"= {self.device_count}")
+        if self.micro_batches is not None and self.batch % self.micro_batches:
+            raise ValueError(f"micro_batches={self.micro_batches} does not divide batch={self.batch}")
+        if self.chunked_prefill:
+            if self.phase != "request":
+                raise ValueError(f"chunked_prefill applies to phase 'request', not {self.phase!r} "
+                                 "(phase 'chunked' is one average chunk)")
+            if self.chunk_size < self.batch:
+                raise ValueError(f"chunk_size={self.chunk_size} must be at least batch={self.batch} with "
+                                 "chunked_prefill (every running request decodes one token per iteration)")
+        return self
+
+    @property
+    def device_count(self) -> int:
+        """Devices in use: tp x pp x dp (equal to `devices` when that is given)."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def prefill_micro_batches(self) -> int:
+        """Micro-batches a prefill batch is split into for the pipeline: `micro_batches`, else the
+        largest divisor of `batch` that is <= pp (pp for a batch that pp divides; 1 without a pipeline)."""
+        if self.micro_batches is not None:
+            return self.micro_batches
+        return max(m for m in range(1, min(self.pp, self.batch) + 1) if self.batch % m == 0)
 
     @property
     def decode_context(self) -> int:

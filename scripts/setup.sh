@@ -19,10 +19,23 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 
+# The `auto` extra (automatic decomposition) needs PyTorch; its CPU build is enough (models are traced
+# on the meta device). Install it first so the extra's `torch>=2.6` is already satisfied. On this
+# project's machines pip resolves torch==2.13.0 to a local CPU build; elsewhere, point pip at a CPU
+# wheel source through TORCH_PIP_ARGS (e.g. "--index-url <your CPU wheel index>") to avoid CUDA wheels.
+install_torch() {
+  if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    return
+  fi
+  # shellcheck disable=SC2086
+  .venv/bin/python -m pip install --quiet "torch==${TORCH_VERSION:-2.13.0}" ${TORCH_PIP_ARGS:-}
+}
+
 stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[test]"
+  install_torch
+  .venv/bin/python -m pip install --quiet -e ".[test,auto]"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -1,7 +1,9 @@
 """Estimation methods: each pairs a decomposition with a way to time its kernels.
 
 Every method returns the same result columns (time_s, compute_time_s, memory_time_s, bound,
-intensity) so reports and charts compare them side by side.
+intensity) so reports and charts compare them side by side. Collectives (rows of op `collective`)
+are timed once, the same way for every method, by engine.collectives.time_collectives, which each
+method's `estimate` runs after its own timing.
 """
 
 from __future__ import annotations
@@ -10,12 +12,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+from engine.collectives import time_collectives
 from engine.decompose import decompose_columns
 from engine.decompose_seed import decompose_seed
 from engine.estimators.hierarchical import estimate_hierarchical
 from engine.estimators.realistic import estimate_realistic
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.seed_tiler import estimate_seed
+
+
+def with_collectives(estimate: Callable[..., dict]) -> Callable[..., dict]:
+    """`estimate` followed by the one shared timing of the collective rows."""
+    def timed(table, hardware, scenario=None):
+        return time_collectives(estimate(table, hardware, scenario), hardware, scenario)
+    timed.__wrapped__ = estimate
+    return timed
 
 
 @dataclass(frozen=True)
@@ -30,30 +41,30 @@ METHODS: dict[str, Method] = {
     "roofline": Method(
         "roofline",
         "Per kernel max(FLOP / peak of its unit and dtype, bytes / memory bandwidth); every operand's bytes.",
-        decompose_columns, estimate_roofline,
+        decompose_columns, with_collectives(estimate_roofline),
     ),
     "seed": Method(
         "seed",
         "The seed notebook's theoretical tiler on its own decomposition, reproduced exactly (slips included).",
-        decompose_seed, estimate_seed,
+        decompose_seed, with_collectives(estimate_seed),
     ),
     "hierarchical": Method(
         "hierarchical",
         "Cache-aware roofline: max(compute, traffic / bandwidth at HBM, LLC and SRAM), reuse from the "
         "GEMM tile that fits each level; bound names the level.",
-        decompose_columns, estimate_hierarchical,
+        decompose_columns, with_collectives(estimate_hierarchical),
     ),
     "realistic": Method(
         "realistic",
         "Discrete tiles with tile and wave quantization, split-K, GEMV, fused attention, achievable fractions "
         "of peak, kernel latency and host launch overhead (calibrated on measured kernels); gap to the "
         "ideal roofline broken down per cause.",
-        decompose_columns, estimate_realistic,
+        decompose_columns, with_collectives(estimate_realistic),
     ),
     "realistic-graph": Method(
         "realistic-graph",
         "The realistic method with CUDA-graph launch: no per-kernel host launch cost (device latency stays).",
-        decompose_columns, partial(estimate_realistic, launch="graph"),
+        decompose_columns, with_collectives(partial(estimate_realistic, launch="graph")),
     ),
 }
 
@@ -64,7 +75,7 @@ METHODS: dict[str, Method] = {
 STEP_MEAN_COLUMNS = (
     "ideal_time_s", "kernel_time_s", "gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s",
     "gap_overhead_s", "tiles", "waves", "hbm_bytes", "llc_bytes", "sram_bytes", "hbm_time_s", "llc_time_s",
-    "sram_time_s", "launches",
+    "sram_time_s", "launches", "communication_time_s", "hidden_time_s",
 )
 
 
