@@ -15,6 +15,8 @@ import engine
 from engine.hardware import Hardware
 from engine.models import ModelConfig, load_model
 from engine.specs import load_specs
+from engine.collectives import interconnect_ceilings
+from engine.layout_sweep import layout_sweep
 from engine.sweeps import sweep
 from engine.workload import Scenario
 
@@ -59,9 +61,31 @@ def sweep_frame(hardware: Hardware, model: ModelConfig, scenario: Scenario, fiel
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def _layout_sweep(hardware_json: str, model_json: str, scenario_json: str, field: str, values_json: str, method: str):
+    return layout_sweep(Hardware.model_validate_json(hardware_json), ModelConfig.model_validate_json(model_json),
+                        Scenario.model_validate_json(scenario_json), field, json.loads(values_json), method=method)
+
+
+def layout_sweep_frame(hardware: Hardware, model: ModelConfig, scenario: Scenario, field: str, values,
+                       method: str) -> pd.DataFrame:
+    return _layout_sweep(hardware.model_dump_json(), model.model_dump_json(), scenario.model_dump_json(), field,
+                         json.dumps([int(v) for v in values]), method)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def _ceilings(hardware_json: str) -> pd.DataFrame:
     return engine.roofline_ceilings(Hardware.model_validate_json(hardware_json))
 
 
-def ceilings(hardware: Hardware) -> pd.DataFrame:
-    return _ceilings(hardware.model_dump_json())
+def ceilings(hardware: Hardware, links: bool = False) -> pd.DataFrame:
+    """Roofline ceilings; with `links`, the scale-up and scale-out interconnect as two more slopes
+    (communication moves bytes over them the way memory-bound kernels move bytes over HBM)."""
+    frame = _ceilings(hardware.model_dump_json())
+    if not links or hardware.link_bandwidth_bytes_per_s is None:
+        return frame
+    network = interconnect_ceilings(hardware)
+    rows = [{"device": hardware.name, "kind": "memory", "label": f"{level} bandwidth", "unit": "link", "dtype": "",
+             "level": level, "value": network[key], "ridge_point": float("nan")}
+            for level, key in (("scale-up link", "scale_up_bytes_per_s"), ("scale-out link", "scale_out_bytes_per_s"))
+            if network.get(key)]
+    return pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)

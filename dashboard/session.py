@@ -18,7 +18,8 @@ WIDGET_ATTRIBUTES = {
     "w_page": "page", "w_devices": "devices", "w_model": "model", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",
     "w_output": "output_length", "w_context": "context_length", "w_chunk": "chunk_size",
     "w_weight_dtype": "weight_dtype", "w_act_dtype": "activation_dtype", "w_kv_dtype": "kv_dtype",
-    "w_method": "method", "w_stack": "stack_by", "w_percent": "percent", "w_sweep": "sweep_field",
+    "w_method": "method", "w_tp": "tp", "w_pp": "pp", "w_dp": "dp", "w_ep": "ep",
+    "w_overlap": "overlap_communication", "w_chunked_prefill": "chunked_prefill", "w_stack": "stack_by", "w_percent": "percent", "w_sweep": "sweep_field",
 }
 
 

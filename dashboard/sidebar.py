@@ -10,7 +10,8 @@ from dashboard import data, session
 from dashboard.state import PAGE_TITLES, PAGES
 from engine.dtypes import DTYPES
 from engine.estimators import METHODS
-from engine.models import ModelConfig, catalog_ids
+from engine.auto import is_automatic
+from engine.models import ModelConfig, catalog_ids, load_catalog_config
 from engine.specs import load_specs
 from engine.workload import PHASES
 
@@ -73,11 +74,14 @@ def _load_upload() -> None:
 
 def model_controls() -> None:
     current = session.view().model
-    options = catalog_ids() + [m for m in st.session_state["uploaded_models"] if m not in catalog_ids()]
+    families = catalog_families()
+    options = sorted(catalog_ids(), key=lambda m: (families[m], m.lower()))
+    options += [m for m in st.session_state["uploaded_models"] if m not in options]
     if current not in options:
         options.append(current)
     source = st.radio("Source", MODEL_SOURCES, horizontal=True, key="w_model_source", label_visibility="collapsed")
-    st.selectbox("Model", options, key="w_model")
+    st.selectbox("Model (catalog grouped by family)", options, key="w_model",
+                 format_func=lambda m: f"{families[m]} · {m}" if m in families else m)
     if source == MODEL_SOURCES[1]:
         st.text_input("Repo id", key="w_hub_id", placeholder="org/name")
         st.text_input("Token (gated repos; never put in the link)", key="w_hub_token", type="password")
@@ -88,12 +92,25 @@ def model_controls() -> None:
         st.error(st.session_state["model_error"])
 
 
+@st.cache_data(show_spinner=False)
+def catalog_families() -> dict[str, str]:
+    """{catalog id: family (HF model_type)} for grouping the picker."""
+    return {model_id: str(load_catalog_config(model_id).get("model_type", "other")) for model_id in catalog_ids()}
+
+
 def model_card(model) -> None:
-    st.caption(
-        f"{model.params_total / 1e9:.2f} B parameters · {model.num_layers} layers · "
-        f"{model.num_attention_heads} heads ({model.num_key_value_heads} KV) · head dim {model.head_dim} · "
-        f"KV {model.kv_cache_bytes_per_token('bf16') / 1024:.0f} KiB/token (bf16)"
-    )
+    summary = model.summary()
+    active = summary.get("params_active", model.params_total)
+    params = (f"{model.params_total / 1e9:.2f} B parameters" if active == model.params_total
+              else f"{model.params_total / 1e9:.1f} B parameters, {active / 1e9:.1f} B active")
+    lines = [params, f"{model.num_layers} layers · {model.num_attention_heads} heads ({model.num_key_value_heads} KV) · "
+                     f"head dim {model.head_dim}",
+             f"KV cache {model.kv_cache_bytes_per_token('bf16') / 1024:.0f} KiB/token (bf16)"]
+    if summary.get("layer_pattern"):
+        lines.append(f"layers: {summary['layer_pattern']}")
+    if is_automatic(model):
+        lines.append("automatic decomposition (traced with transformers)")
+    st.caption("  \n".join(lines))
 
 
 def workload_controls(phase: str) -> None:
@@ -107,12 +124,31 @@ def workload_controls(phase: str) -> None:
                            value=None, placeholder="default")
     if phase == "chunked":
         right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk")
+    if phase == "request":
+        st.toggle("Chunked prefill (simulate the real schedule)", key="w_chunked_prefill",
+                  help="Iterations of chunk-size tokens mixing prompt chunks and decode tokens until every "
+                       "request is done; TTFT/TPOT come from the schedule.")
+        if st.session_state.get("w_chunked_prefill"):
+            right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk")
     first, second, third = st.columns(3)
-    first.selectbox("Weights", DTYPES, key="w_weight_dtype")
-    second.selectbox("Activations", DTYPES, key="w_act_dtype")
-    third.selectbox("KV cache", DTYPES, key="w_kv_dtype")
+    for column, label, key in ((first, "Weights", "w_weight_dtype"), (second, "Activations", "w_act_dtype"),
+                               (third, "KV cache", "w_kv_dtype")):
+        options = list(DTYPES) + ([st.session_state[key]] if st.session_state.get(key) not in DTYPES else [])
+        column.selectbox(label, options, key=key)
     st.selectbox("Method", list(METHODS), key="w_method", help="\n\n".join(
         f"**{m.name}**: {m.description}" for m in METHODS.values()))
+
+
+def parallelism_controls() -> None:
+    ways = (1, 2, 4, 8, 16, 32, 64)
+    tp, pp, dp, ep = st.columns(4)
+    for column, label, key, tip in ((tp, "TP", "w_tp", "tensor-parallel ways"), (pp, "PP", "w_pp", "pipeline stages"),
+                                    (dp, "DP", "w_dp", "data-parallel replicas"), (ep, "EP", "w_ep", "expert-parallel ways (MoE)")):
+        options = list(ways) + ([st.session_state[key]] if st.session_state.get(key) not in ways else [])
+        column.selectbox(label, options, key=key, help=tip)
+    devices = st.session_state["w_tp"] * st.session_state["w_pp"] * st.session_state["w_dp"]
+    st.caption(f"{devices} device{'s' if devices > 1 else ''} (TP x PP x DP); batch is per replica")
+    st.toggle("Overlap communication with compute", key="w_overlap")
 
 
 def draw(devices: dict, model) -> None:
@@ -132,6 +168,8 @@ def draw(devices: dict, model) -> None:
             model_card(model)
         st.subheader("Workload")
         workload_controls(st.session_state.get("w_phase", "request"))
+        st.subheader("Devices and parallelism")
+        parallelism_controls()
         st.subheader("Share this view")
         st.code(session.share_link(session.view()), language=None, wrap_lines=True)
         st.caption("Copy the link above (button at its right); it opens this exact view.")

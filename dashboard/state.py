@@ -5,7 +5,8 @@ Pure functions, no Streamlit: `parse_query(params)` -> (ViewState, warnings) and
 falls back for that field only.
 
 URL keys: page, hw (comma-separated devices, the first is the primary), model, phase, batch,
-in, out, ctx, chunk, wdt, adt, kvdt, method, stack, pct, sweep, plus
+in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
+cpf (chunked prefill), stack, pct, sweep, plus
 `clone.<NEW NAME>=<BASE DEVICE>` for hypothetical devices and
 `edit.<DEVICE>=<field>:<value>;<field>:<value>` for edited fields (workbook units).
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional
 
-from engine.dtypes import DTYPES
+from engine.dtypes import DTYPES, check_dtype
 from engine.estimators import METHODS
 from engine.workload import PHASES
 
@@ -23,7 +24,7 @@ PAGES = ("overview", "compare", "sweeps", "hardware", "accuracy")
 PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "hardware": "Hardware",
                "accuracy": "Accuracy"}
 STACK_BY = ("name", "family")
-SWEEP_FIELDS = ("batch", "input_length")
+SWEEP_FIELDS = ("batch", "input_length", "tp")
 DEFAULT_DEVICE = "H100-SXM"
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 NAME_FORBIDDEN = set(",;:=")
@@ -44,6 +45,12 @@ class ViewState:
     activation_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     method: str = "roofline"
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    overlap_communication: bool = False
+    chunked_prefill: bool = False
     stack_by: str = "name"
     percent: bool = False
     sweep_field: str = "batch"
@@ -63,7 +70,9 @@ class ViewState:
         return {"phase": self.phase, "batch": self.batch, "input_length": self.input_length,
                 "output_length": self.output_length, "context_length": self.context_length,
                 "chunk_size": self.chunk_size, "weight_dtype": self.weight_dtype,
-                "activation_dtype": self.activation_dtype, "kv_dtype": self.kv_dtype}
+                "activation_dtype": self.activation_dtype, "kv_dtype": self.kv_dtype, "tp": self.tp, "pp": self.pp,
+                "dp": self.dp, "ep": self.ep, "overlap_communication": self.overlap_communication,
+                "chunked_prefill": self.chunked_prefill}
 
 
 def _format_value(value: Any) -> str:
@@ -110,6 +119,13 @@ def _name(text: str) -> str:
 _name.expected = "a name without , ; : ="
 
 
+def _dtype(text: str) -> str:
+    return check_dtype(text)            # ValueError for unknown formats
+
+
+_dtype.expected = "a dtype such as " + ", ".join(DTYPES[:6]) + " or a grouped format like int4_g128"
+
+
 def _devices(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(_name(part) for part in text.split(",")))
     if not names:
@@ -130,10 +146,16 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "out": ("output_length", _whole(1, 10_000_000), str),
     "ctx": ("context_length", _whole(0, 10_000_000), str),
     "chunk": ("chunk_size", _whole(1, 10_000_000), str),
-    "wdt": ("weight_dtype", _choice(DTYPES), str),
-    "adt": ("activation_dtype", _choice(DTYPES), str),
-    "kvdt": ("kv_dtype", _choice(DTYPES), str),
+    "wdt": ("weight_dtype", _dtype, str),
+    "adt": ("activation_dtype", _dtype, str),
+    "kvdt": ("kv_dtype", _dtype, str),
     "method": ("method", _choice(tuple(METHODS)), str),
+    "tp": ("tp", _whole(1, 4096), str),
+    "pp": ("pp", _whole(1, 4096), str),
+    "dp": ("dp", _whole(1, 1_000_000), str),
+    "ep": ("ep", _whole(1, 4096), str),
+    "ovl": ("overlap_communication", _flag, lambda v: "1" if v else "0"),
+    "cpf": ("chunked_prefill", _flag, lambda v: "1" if v else "0"),
     "stack": ("stack_by", _choice(STACK_BY), str),
     "pct": ("percent", _flag, lambda v: "1" if v else "0"),
     "sweep": ("sweep_field", _choice(SWEEP_FIELDS), str),

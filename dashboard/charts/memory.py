@@ -8,11 +8,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.frames import in_order, with_device
-from dashboard.charts.theme import BLUE, BLUISH_GREEN, ORANGE, TEXT, WARNING, house_figure
+from dashboard.charts.theme import BLUE, BLUISH_GREEN, GREY, ORANGE, TEXT, WARNING, house_figure
 
 GB = 1e9
 PARTS = (("weights_bytes", "weights", BLUE), ("kv_cache_bytes", "KV cache", ORANGE),
-         ("activation_bytes", "activations", BLUISH_GREEN))
+         ("activation_bytes", "activations", BLUISH_GREEN), ("workspace_bytes", "workspace (runtime headroom)", GREY))
 FITS_TEXT, NO_FIT_TEXT = "fits", "does not fit"
 
 
@@ -27,12 +27,13 @@ def memory_fit_figure(memory: pd.DataFrame, title: Optional[str] = None) -> go.F
     frame = with_device(memory).drop_duplicates(subset=["device"], keep="last")
     devices = in_order(frame["device"])
     frame = frame.set_index("device").loc[devices]
-    total = frame["weights_bytes"] + frame["kv_cache_bytes"] + frame["activation_bytes"]
+    parts = [part for part in PARTS if part[0] in frame]          # workspace only when the engine reports it
+    total = sum(frame[column] for column, _, _ in parts)
     fits = frame["fits"].astype(bool) if "fits" in frame else total <= frame["capacity_bytes"]
     data = [dict(type="bar", x=devices, y=frame[column] / GB, name=label,
                  marker=dict(color=color, line=dict(color="white", width=1)),
                  hovertemplate=f"{label}: %{{y:.3g}} GB<extra>%{{x}}</extra>", meta=dict(role="part", part=column))
-            for column, label, color in PARTS]
+            for column, label, color in parts]
     # a legend entry for the capacity line (shapes have none)
     data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name="capacity",
                      line=dict(color=TEXT, width=4), hoverinfo="skip", meta=dict(role="legend")))

@@ -13,18 +13,22 @@ from dashboard.widgets import chart, deck_button, table_downloads
 
 
 def headline(result) -> None:
-    ttft, tpot, rate, memory = st.columns(4)
+    devices = getattr(result, "devices", 1) or 1
+    columns = st.columns(5 if devices > 1 else 4)
+    ttft, tpot, rate, memory = columns[:4]
     ttft.metric("TTFT", "—" if result.ttft_s is None else f"{result.ttft_s * 1e3:.2f} ms")
     tpot.metric("TPOT", "—" if result.tpot_s is None else f"{result.tpot_s * 1e3:.2f} ms")
     rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else f"{result.tokens_per_s:,.0f}")
     fit = result.memory
-    memory.metric("Memory", f"{fit.total_bytes / 1e9:.1f} / {fit.capacity_bytes / 1e9:.0f} GB",
+    memory.metric("Memory per device" if devices > 1 else "Memory",
+                  f"{fit.total_bytes / 1e9:.1f} / {fit.capacity_bytes / 1e9:.0f} GB",
                   "fits" if fit.fits else "does not fit", delta_color="normal" if fit.fits else "inverse")
+    if devices > 1:
+        per_device = getattr(result, "tokens_per_s_per_device", None)
+        columns[4].metric(f"Tokens/s per device ({devices} devices)", "—" if per_device is None else f"{per_device:,.0f}")
+    message = getattr(fit, "message", "")
     if not fit.fits:
-        st.error(f"{result.model_name} does not fit on one {result.hardware_name}: weights "
-                 f"{fit.weights_bytes / 1e9:.1f} GB + KV cache {fit.kv_cache_bytes / 1e9:.1f} GB + activations "
-                 f"{fit.activation_bytes / 1e9:.1f} GB > {fit.capacity_bytes / 1e9:.0f} GB. "
-                 f"Largest batch that fits: {fit.max_batch}.")
+        st.error(message or f"{result.model_name} does not fit on {result.hardware_name}")
     for note in result.notes:
         st.info(note)
 
@@ -40,7 +44,8 @@ def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tup
     """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`;
     the ideal-vs-realistic comparison always uses the realistic method, whatever method is selected."""
     kernels = kernels_frame(results)
-    ceilings = pd.concat([data.ceilings(ctx.devices[name]) for name in roofline_results], ignore_index=True)
+    links = ctx.scenario.device_count > 1
+    ceilings = pd.concat([data.ceilings(ctx.devices[name], links) for name in roofline_results], ignore_index=True)
     realistic = ctx.estimates(method="realistic", names=set(results))
     return [
         ("Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))),

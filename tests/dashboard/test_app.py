@@ -178,3 +178,27 @@ def test_clone_into_a_hypothetical_device():
     assert not app.exception
     state = url_state(app)
     assert ("H100-NEXT", "H100-SXM") in state.clones and state.devices[0] == "H100-NEXT"
+
+
+def test_parallelism_controls_reach_the_estimate_and_the_url():
+    app = run_app(model="meta-llama/Llama-3.1-70B", tp="4")
+    assert not app.exception and not app.error
+    metrics = {m.label: m.value for m in app.metric}
+    assert "Tokens/s per device (4 devices)" in metrics and metrics["Memory per device"].endswith("/ 80 GB")
+    app.selectbox(key="w_tp").set_value(8).run()
+    assert url_state(app).tp == 8
+    assert "Tokens/s per device (8 devices)" in {m.label for m in app.metric}
+
+
+def test_tp_sweep_page_and_a_device_without_links():
+    app = run_app(page="sweeps", sweep="tp", model="meta-llama/Llama-3.1-70B", hw="H100-SXM,NVL-AX")
+    assert not app.exception
+    assert "link_bandwidth" in texts(app.warning)            # NVL-AX has no interconnect: named, not a crash
+    table = app.dataframe[0].value
+    assert list(table.loc[table["device"] == "H100-SXM", "tp"]) == [1, 2, 4, 8]
+
+
+def test_moe_model_card_shows_active_parameters_and_layer_pattern():
+    app = run_app(model="deepseek-ai/DeepSeek-V3")
+    card = texts(app.sidebar.caption)
+    assert "671.0 B parameters, 37.6 B active" in card and "256 experts" in card
