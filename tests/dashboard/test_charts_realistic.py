@@ -47,3 +47,16 @@ def test_accuracy_figure_has_one_point_per_measurement():
     identity = next(t for t in figure.data if t.name == "predicted = measured")
     np.testing.assert_allclose(identity.x, identity.y)
     assert "(us)" in figure.layout.xaxis.title.text
+
+
+def test_communication_appears_in_the_stacked_bars_with_tensor_parallelism(devices, llama70b):
+    from dashboard.charts import kernel_time_bars
+    result = engine.estimate(devices["H100-SXM"], llama70b, engine.Scenario(tp=4))
+    kernels = result.kernels.assign(device="H100-SXM")
+    figure = kernel_time_bars(kernels, stack_by="family", percent=False)
+    communication = [t for t in figure.data if t.name == "communication"]
+    assert communication, "the all-reduces of TP=4 must show as their own segment"
+    collectives = kernels[kernels["op"] == "collective"]
+    expected_ms = {phase: (rows["count"] * rows["time_s"]).sum() * 1e3 for phase, rows in collectives.groupby("phase")}
+    shown = sum(sum(t.y) for t in communication)
+    assert shown == pytest.approx(sum(expected_ms.values()), rel=1e-9)
