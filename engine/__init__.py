@@ -6,9 +6,16 @@
     result = engine.estimate(hw, model, engine.Scenario(phase="request", batch=8))
     result.kernels, result.phases, result.ttft_s, result.tpot_s
 
+    model = engine.load_any_model("path/to/config.json")   # a hand model, else traced (optional `auto` extra)
+    engine.fewest_devices(hw, model, scenario)              # smallest tp x pp layout that fits
+    engine.sweep(hw, model, scenario, "batch", [1, 8, 64])  # one row per value and phase
+    engine.layout_sweep(hw, model, scenario, "tp", (1, 2, 4, 8))
+    engine.roofline_ceilings(hw)                            # compute and memory ceilings of a device
+
 The engine never imports streamlit or plotly.
 """
 
+from engine.auto import is_automatic, load_any_model
 from engine.ceilings import roofline_ceilings
 from engine.decompose import decompose
 from engine.decompose_seed import decompose_seed
@@ -16,13 +23,17 @@ from engine.dtypes import BYTES_PER_VALUE, bytes_per_value
 from engine.estimate import ScenarioError, estimate, estimate_gemm
 from engine.estimators import METHODS, get_method
 from engine.hardware import Hardware
+from engine.layout_sweep import layout_sweep
+from engine.memory import fewest_devices
 from engine.report import Estimate
+from engine.sweeps import sweep
 from engine.workload import PHASES, Scenario
 
 __all__ = [
     "BYTES_PER_VALUE", "Estimate", "Hardware", "METHODS", "PHASES", "Scenario", "ScenarioError",
-    "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "get_method",
-    "load_hardware", "load_model", "load_specs", "ModelConfig", "roofline_ceilings",
+    "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
+    "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
+    "roofline_ceilings", "sweep",
 ]
 
 

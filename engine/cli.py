@@ -94,9 +94,11 @@ def cmd_hardware_template(args) -> None:
 
 
 def _load_model(args):
-    from engine.models import load_model
-    return load_model(args.model, revision=args.revision, token=args.token, cache_dir=args.cache_dir,
-                      offline=True if args.offline else None)
+    """The hand model, else (an architecture the hand parser rejects) the automatic one when the `auto`
+    extra is installed; without it the error says what the extra would add."""
+    from engine.auto import load_any_model
+    return load_any_model(args.model, revision=args.revision, token=args.token, cache_dir=args.cache_dir,
+                          offline=True if args.offline else None)
 
 
 def cmd_model_show(args) -> None:
@@ -135,7 +137,8 @@ def cmd_estimate(args) -> None:
                         weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                         tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
                         micro_batches=args.micro_batches, overlap_communication=args.overlap_communication,
-                        collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill)
+                        collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill,
+                        routing_skew=args.routing_skew)
     result = estimate(hw, model, scenario, method=args.method)
     fewest = None if result.memory.fits else fewest_devices(hw, model, scenario)
     if args.csv:
@@ -158,6 +161,8 @@ def cmd_estimate(args) -> None:
     if result.tokens_per_s is not None:
         print(f"{'tokens/s':<12} {result.tokens_per_s:10.1f} (output tokens per second, all replicas)")
         print(f"{'per device':<12} {result.tokens_per_s_per_device:10.1f} (output tokens per second per device)")
+    if result.experts_touched:
+        print(experts_line(result, model))
     summary = result.schedule_summary()
     if summary is not None:
         print(f"schedule     {summary['iterations']} iterations ({summary['mixed_iterations']} mixing prefill and "
@@ -169,10 +174,24 @@ def cmd_estimate(args) -> None:
           f"{memory.total_all_devices_bytes / 1e9:.1f} GB over {result.devices} device(s)")
     print(f"memory note  {memory.message}")
     if not memory.fits:
-        print("fewest devices that fit: " + ("none tried fits" if fewest is None else
-                                            f"{fewest.devices} (tp={fewest.tp}, pp={fewest.pp})"))
+        if getattr(model, "automatic", False):
+            print("fewest devices that fit: not searched (an automatically decomposed model runs on one device)")
+        else:
+            print("fewest devices that fit: " + ("none tried fits" if fewest is None else
+                                                f"{fewest.devices} (tp={fewest.tp}, pp={fewest.pp})"))
     for note in result.notes:
         print(f"note: {note}")
+
+
+def experts_line(result, model) -> str:
+    """One line: routed experts whose weights a device reads per MoE layer per step, per phase."""
+    s = result.scenario
+    held = model.num_experts // s.ep
+    of = f"of {model.num_experts}" if s.ep == 1 else f"of the {held} held per device"
+    values = ", ".join(f"{phase} {value:.2f}" for phase, value in result.experts_touched.items())
+    routing = "uniform routing" if not s.routing_skew else f"routing skew {s.routing_skew:g}"
+    return (f"experts      {values} {of} routed experts read per MoE layer per step "
+            f"(top-{model.experts_per_token}, {routing})")
 
 
 # ---- parser --------------------------------------------------------------------------------
@@ -204,6 +223,16 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
     return value
 
 
@@ -282,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--collective-algorithm", default="ring", choices=COLLECTIVE_ALGORITHMS)
     est.add_argument("--chunked-prefill", action="store_true",
                      help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
+    est.add_argument("--routing-skew", type=_non_negative_float, default=0.0,
+                     help="MoE routing: Zipf exponent over the experts' popularity (0 = uniform routing)")
     est.add_argument("--specs")
     est.add_argument("--csv", metavar="PATH", help="write the kernel table as CSV")
     est.add_argument("--json", action="store_true")

@@ -5,6 +5,10 @@ One transformer layer, in execution order:
   Residual_attn, Norm_ffn, FFN_up, [FFN_gate], FFN_act, FFN_down, Residual_ffn
 plus once per forward pass: Embedding (a lookup: only the rows for the tokens are read),
 Norm_final and LM_head (logits only for the last position of each sequence).
+Model features (docs/methods.md): Norm_qk after Q/K/V*W (QK-norm), Norm_post_attn / Norm_post_ffn
+before the residual adds (Gemma), attention sinks and logit soft-capping in Softmax, sliding-window
+layers with their own attention rows (`Q*gK (sliding)`, ...; engine/attention_window.py), multi-head
+latent attention (engine/decompose_mla.py) and mixture-of-experts layers (engine/decompose_moe.py).
 
 Differences from the seed notebook (whose decomposition lives in decompose_seed.py):
 - causal attention: a prompt of q tokens after p cached ones scores q*p + q(q+1)/2 pairs, not q^2;
@@ -23,17 +27,21 @@ adds `AllReduce_attn`, `AllReduce_ffn` (after O*W and FFN_down), `AllReduce_embe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
+from engine.attention_window import causal_pairs, key_span
 from engine.collectives import bandwidth_factor, kind_of
 from engine.decompose_moe import add_moe_block, expected_active_experts  # noqa: F401  (re-exported)
 from engine.dtypes import bytes_per_value, compute_dtype
 from engine.kernel_fields import (  # noqa: F401  (re-exported: engine/calibration.py uses them)
     elementwise_fields, gemm_fields, mlp_activation_fields, norm_fields, residual_fields)
-from engine.kernels import FLOPS_PER_ELEMENT, KernelTableBuilder
+from engine.decompose_mla import add_mla_attention
+from engine.kernels import FLOPS_PER_ELEMENT, SLIDING_SUFFIX, KernelTableBuilder
 from engine.parallel import ParallelLayout, parallel_layout
 from engine.workload import Scenario
 
@@ -45,7 +53,9 @@ class AttentionPart:
     `pairs` counts causal (query, key) pairs per head summed over the sequences; `cache_tokens`
     the K (and V) tokens streamed from the KV cache; `fresh_tokens` the new tokens whose K/V the
     kernel takes straight from the projection (a prompt's first chunk). `context` is the mean
-    context a sequence attends to (the shape's n).
+    number of keys a sequence's queries attend together (the shape's n: prior + new tokens, or
+    min(prior, window - 1) + new tokens in a sliding-window layer). `window` is the sliding
+    window these totals are for (None: full attention); `windowed(w)` gives the part for a window.
     """
 
     prefix: str          # "" for plain prefill/decode, "p"/"d" for the two halves of a chunk
@@ -57,19 +67,31 @@ class AttentionPart:
     cache_tokens: np.ndarray
     fresh_tokens: np.ndarray
     per_row_count: bool = False   # True: each row is one step/iteration (count = layers), else counted `steps` times
+    window: int | None = None
+    window_builder: Callable[[int], "AttentionPart"] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def uniform(cls, prefix: str, sequences: int, new_tokens: int, prior: np.ndarray, matrix_type: str):
+    def uniform(cls, prefix: str, sequences: int, new_tokens: int, prior: np.ndarray, matrix_type: str,
+                window: int | None = None):
         """`sequences` alike: `new_tokens` each after `prior` cached tokens (one value per step)."""
         q = new_tokens
-        context = prior + q                                     # tokens attended by the last query
+        context = key_span(q, prior, window)                      # keys the new tokens attend together
         from_cache = q == 1 or prior[0] > 0   # new K/V were stored first; the kernel streams the context
         rows = len(prior)
         return cls(prefix, matrix_type, np.full(rows, float(sequences)), np.full(rows, float(sequences * q)), context,
-                   sequences * (q * prior + q * (q + 1) / 2.0),
+                   sequences * causal_pairs(q, prior, window),
                    sequences * context if from_cache else np.zeros(rows),
                    np.zeros(rows) if from_cache else np.full(rows, float(sequences * q)),
-                   per_row_count=rows > 1)
+                   per_row_count=rows > 1, window=window,
+                   window_builder=partial(cls.uniform, prefix, sequences, new_tokens, prior, matrix_type))
+
+    def windowed(self, window: int | None) -> "AttentionPart":
+        """The same sequences in a layer that attends to at most `window` keys (None: this part)."""
+        if window is None or window == self.window:
+            return self
+        if self.window_builder is None:
+            raise ValueError(f"attention part {self.prefix!r} cannot be recomputed for a sliding window")
+        return self.window_builder(window)
 
 
 @dataclass(frozen=True)
@@ -89,6 +111,8 @@ def decompose(model, scenario: Scenario) -> pd.DataFrame:
 
 def decompose_columns(model, scenario: Scenario) -> dict[str, np.ndarray]:
     """`decompose` as a dict of numpy arrays (the fast form the estimators use)."""
+    if getattr(model, "automatic", False):      # traced models (engine.auto.AutoModel) decompose themselves
+        return model.decompose_columns(scenario)
     layout = parallel_layout(model, scenario)
     builder = KernelTableBuilder()
     for forward_pass in forward_passes(scenario):
@@ -172,24 +196,39 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass,
     if tp > 1:   # each device looks up the rows of its vocabulary shard; the sum completes the rows
         collective("AllReduce_embed", T, h, T * h * act, tp, steps, embedding)
 
-    # ---- attention block ----
+    # ---- attention block (per layer kind: full and sliding-window layers get their own attention rows) ----
     elementwise("Norm_attn", "norm", norm, per_layer, type="Norm")
-    gemm("Q/K/V*W", T, h, (qh + 2 * kvh) * d, per_layer, model.qkv_bias)
-    if model.position_embedding == "rotary":
-        rotated = T * (qh + kvh) * model.rotary_dim
-        b.add(phase=fp.phase, name="Rotary", type="Elementwise", op="rotary", unit="vector", dtype=vector_dtype,
-              m=T, n=(qh + kvh) * model.rotary_dim, count=per_layer,
-              vector_flops=rotated * FLOPS_PER_ELEMENT["rotary"],
-              activation_bytes=(2 * rotated + T * model.rotary_dim) * act)  # q,k in and out; cos/sin rows
-    kv_elements = T * 2 * kvh * d
-    b.add(phase=fp.phase, name="KVCache_Store", type="Async_KVCache", op="kv_store", unit="memory",
-          dtype=s.kv_dtype, m=T, k=d, n=2 * kvh, count=per_layer,
-          activation_bytes=kv_elements * act, kv_bytes=kv_elements * kvb)
-    for part in fp.attention:
-        _add_attention(b, fp, part, layout, d, act, kvb, attention_dtype, vector_dtype)
-    output = gemm("O*W", T, qh * d, h, per_layer, model.attention_output_bias)
+    kinds = attention_layer_kinds(model, layout)
+    rows = AttentionRows(b, fp, act, wgt, kvb, attention_dtype, vector_dtype, gemm_dtype,
+                         sinks=getattr(model, "attention_sinks", False),
+                         softcap=getattr(model, "attn_logit_softcapping", None) is not None)
+    if getattr(model, "attention_kind", "mha") == "mla":
+        add_mla_attention(rows, model, layout, kinds, gemm, elementwise, s.kv_dtype)
+        value_width = qh * model.v_head_dim
+    else:
+        gemm("Q/K/V*W", T, h, (qh + 2 * kvh) * d, per_layer, model.qkv_bias)
+        if getattr(model, "qk_norm", False):   # RMSNorm over every query and key head: head_dim weights each
+            elementwise("Norm_qk", "norm", elementwise_fields(T, T * (qh + kvh) * d, FLOPS_PER_ELEMENT["rmsnorm"], 1,
+                                                              act, 2 * d, wgt), per_layer, type="Norm")
+        if model.position_embedding == "rotary":
+            rotated = T * (qh + kvh) * model.rotary_dim
+            b.add(phase=fp.phase, name="Rotary", type="Elementwise", op="rotary", unit="vector", dtype=vector_dtype,
+                  m=T, n=(qh + kvh) * model.rotary_dim, count=per_layer,
+                  vector_flops=rotated * FLOPS_PER_ELEMENT["rotary"],
+                  activation_bytes=(2 * rotated + T * model.rotary_dim) * act)  # q,k in and out; cos/sin rows
+        kv_elements = T * 2 * kvh * d   # every new token's K and V are written (a window only limits the reads)
+        b.add(phase=fp.phase, name="KVCache_Store", type="Async_KVCache", op="kv_store", unit="memory",
+              dtype=s.kv_dtype, m=T, k=d, n=2 * kvh, count=per_layer,
+              activation_bytes=kv_elements * act, kv_bytes=kv_elements * kvb)
+        for window, suffix, layers in kinds:
+            for part in fp.attention:
+                rows.add_mha(part.windowed(window), layers, suffix, qh, kvh, d)
+        value_width = qh * d
+    output = gemm("O*W", T, value_width, h, per_layer, model.attention_output_bias)
     if tp > 1:
         collective("AllReduce_attn", T, h, T * h * act, tp, per_layer, output)
+    if getattr(model, "norms_per_layer", 2) == 4:   # Gemma: RMSNorm of the attention output before the residual
+        elementwise("Norm_post_attn", "norm", norm, per_layer, type="Norm")
     elementwise("Residual_attn", "residual", residual, per_layer)
 
     # ---- MLP block: dense layers and mixture-of-experts layers ----
@@ -209,7 +248,9 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass,
             collective("AllReduce_ffn", T, h, T * h * act, tp, count, down)
     if moe_layers:
         add_moe_block(b, fp, model, layout, T, moe_layers / layout.pp * steps, gemm, elementwise, collective,
-                      act, wgt, gemm_dtype, matrix_type)
+                      act, wgt, gemm_dtype, matrix_type, routing_skew=s.routing_skew)
+    if getattr(model, "norms_per_layer", 2) == 4:   # Gemma: RMSNorm of the MLP output before the residual
+        elementwise("Norm_post_ffn", "norm", norm, per_layer, type="Norm")
     elementwise("Residual_ffn", "residual", residual, per_layer)
 
     # ---- pipeline: the stage's output hidden states go to the next stage ----
@@ -220,35 +261,96 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass,
     if getattr(model, "has_final_norm", True):
         elementwise("Norm_final", "norm", norm, steps, type="Norm")
     rows, vocab = fp.logit_rows, layout.vocab
+    softcap = FLOPS_PER_ELEMENT["softcap"] if getattr(model, "final_logit_softcapping", None) is not None else 0.0
     head = b.add(phase=fp.phase, name="LM_head", type=matrix_type, op="gemm", unit="matrix", dtype=gemm_dtype,
-                 m=rows, k=h, n=vocab, count=steps, macs=rows * h * vocab,
+                 m=rows, k=h, n=vocab, count=steps, macs=rows * h * vocab, vector_flops=softcap * rows * vocab,
                  weight_bytes=h * vocab * wgt, activation_bytes=rows * h * act + rows * vocab * act)
     if tp > 1:   # vocab-parallel logits gathered to one device for sampling
         collective("AllGather_logits", rows, vocab * tp, rows * vocab * tp * act, tp, steps, head)
 
 
-def _add_attention(b, fp, part: AttentionPart, layout: ParallelLayout, d, act, kvb, attention_dtype,
-                   vector_dtype) -> None:
-    qh, kvh = layout.q_heads, layout.kv_heads
-    group = qh // kvh
-    layers = layout.layers
-    seqs = np.maximum(part.sequences, 1.0)
-    count = layers if part.per_row_count else layers * fp.steps
-    count = np.where(part.sequences > 0, count, 0.0)          # a chunked iteration without this part
-    context = np.maximum(part.context, 1.0)
-    shape = dict(m=part.query_tokens / seqs * group, k=d, n=context, batch=seqs * kvh, context=context)
-    macs = qh * d * part.pairs
-    q_bytes = part.query_tokens * qh * d * act
-    own_kv_bytes = part.fresh_tokens * kvh * d * act            # K (or V) of new tokens, as activations
-    name = part.prefix
-    if np.any(part.cache_tokens > 0):
-        b.add(phase=fp.phase, name=f"{name}KVCache_Read", type="KVCache", op="kv_read", unit="memory",
-              dtype=attention_dtype, m=context, k=d, n=2 * kvh, batch=seqs, context=context, count=count,
-              kv_bytes=part.cache_tokens * 2 * kvh * d * kvb)
-    b.add(phase=fp.phase, name=f"{name}Q*gK", type=part.matrix_type, op="attention", unit="matrix",
-          dtype=attention_dtype, count=count, macs=macs, activation_bytes=q_bytes + own_kv_bytes, **shape)
-    b.add(phase=fp.phase, name=f"{name}Softmax", type="Softmax", op="softmax", unit="vector", dtype=vector_dtype,
-          count=count, vector_flops=qh * part.pairs * FLOPS_PER_ELEMENT["softmax"], **shape)
-    b.add(phase=fp.phase, name=f"{name}Q*gK*gV", type=part.matrix_type, op="attention", unit="matrix",
-          dtype=attention_dtype, count=count, macs=macs, activation_bytes=q_bytes + own_kv_bytes, **shape)
+def attention_layer_kinds(model, layout: ParallelLayout) -> list[tuple[int | None, str, float]]:
+    """(window, kernel-name suffix, layers per device) for the model's full and sliding-window layers."""
+    kinds = tuple(getattr(model, "layer_attention", ()))
+    sliding = kinds.count("sliding") if getattr(model, "sliding_window", None) else 0
+    full = model.num_layers - sliding
+    found = []
+    if full:
+        found.append((None, "", full / layout.pp))
+    if sliding:
+        found.append((int(model.sliding_window), SLIDING_SUFFIX, sliding / layout.pp))
+    return found
 
+
+@dataclass(frozen=True)
+class AttentionRows:
+    """Adds the rows of one attention (per part of a pass and layer kind) to the kernel table.
+
+    One attention is `[KVCache_Read,] Q*gK, Softmax, Q*gK*gV` (fused into one kernel by the realistic
+    method): scores over `qk_dim` channels, values over `v_dim`, `q_heads` query heads sharing
+    `kv_heads` K/V heads. Attention sinks add one score column per query head and token (its softmax
+    work and the sink logits, read as weights); logit soft-capping adds cap * tanh(x / cap) per score.
+    """
+
+    b: KernelTableBuilder
+    fp: ForwardPass
+    act: float
+    wgt: float
+    kvb: float
+    attention_dtype: str
+    vector_dtype: str
+    gemm_dtype: str
+    sinks: bool = False
+    softcap: bool = False
+
+    def count(self, part: AttentionPart, layers: float):
+        count = layers if part.per_row_count else layers * self.fp.steps
+        return np.where(part.sequences > 0, count, 0.0)          # a chunked iteration without this part
+
+    def add_mha(self, part: AttentionPart, layers: float, suffix: str, q_heads: int, kv_heads: int, d: int) -> None:
+        """MHA/GQA/MQA: K/V heads of head_dim `d` cached per token; new K/V come from the projection."""
+        if np.any(part.cache_tokens > 0):
+            self.kv_read(part, layers, suffix, kv_heads * 2 * d, d, 2 * kv_heads)
+        q_bytes = part.query_tokens * q_heads * d * self.act
+        own_kv_bytes = part.fresh_tokens * kv_heads * d * self.act            # K (or V) of new tokens
+        self.core(part, layers, suffix, q_heads, kv_heads, d, d, q_bytes + own_kv_bytes, q_bytes + own_kv_bytes)
+
+    def kv_read(self, part: AttentionPart, layers: float, suffix: str, values_per_token, k, n) -> None:
+        """The cached K/V (or latent) of the part's context streamed from the KV cache."""
+        seqs = np.maximum(part.sequences, 1.0)
+        context = np.maximum(part.context, 1.0)
+        self.b.add(phase=self.fp.phase, name=f"{part.prefix}KVCache_Read{suffix}", type="KVCache", op="kv_read",
+                   unit="memory", dtype=self.attention_dtype, m=context, k=k, n=n, batch=seqs, context=context,
+                   attention_window=_window_value(part), count=self.count(part, layers),
+                   kv_bytes=part.cache_tokens * values_per_token * self.kvb)
+
+    def core(self, part: AttentionPart, layers: float, suffix: str, q_heads, kv_heads, qk_dim, v_dim,
+             score_activation_bytes, value_activation_bytes) -> None:
+        """Q*gK (m = query tokens per sequence x group, k = qk_dim, n = context, batch = sequences x
+        kv_heads), Softmax, Q*gK*gV (k = v_dim)."""
+        seqs = np.maximum(part.sequences, 1.0)
+        context = np.maximum(part.context, 1.0)
+        group = q_heads / kv_heads
+        count = self.count(part, layers)
+        shape = dict(m=part.query_tokens / seqs * group, k=qk_dim, n=context, batch=seqs * kv_heads, context=context,
+                     attention_window=_window_value(part))
+        scores = q_heads * part.pairs
+        per_score = FLOPS_PER_ELEMENT["softmax"] + (FLOPS_PER_ELEMENT["softcap"] if self.softcap else 0.0)
+        softmax_flops = scores * per_score
+        sink_bytes = 0.0
+        if self.sinks:      # one learned logit per head joins every query's softmax denominator
+            softmax_flops = softmax_flops + q_heads * part.query_tokens * FLOPS_PER_ELEMENT["softmax"]
+            sink_bytes = q_heads * self.wgt
+        phase, name = self.fp.phase, part.prefix
+        self.b.add(phase=phase, name=f"{name}Q*gK{suffix}", type=part.matrix_type, op="attention", unit="matrix",
+                   dtype=self.attention_dtype, count=count, macs=scores * qk_dim,
+                   activation_bytes=score_activation_bytes, **shape)
+        self.b.add(phase=phase, name=f"{name}Softmax{suffix}", type="Softmax", op="softmax", unit="vector",
+                   dtype=self.vector_dtype, count=count, vector_flops=softmax_flops, weight_bytes=sink_bytes, **shape)
+        self.b.add(phase=phase, name=f"{name}Q*gK*gV{suffix}", type=part.matrix_type, op="attention", unit="matrix",
+                   dtype=self.attention_dtype, count=count, macs=scores * v_dim,
+                   activation_bytes=value_activation_bytes, **{**shape, "k": v_dim})
+
+
+def _window_value(part: AttentionPart) -> float:
+    return float(part.window) if part.window is not None else np.nan

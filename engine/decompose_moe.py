@@ -11,21 +11,54 @@ from engine.kernel_fields import mlp_activation_fields
 from engine.parallel import ParallelLayout
 
 
-def expected_active_experts(experts_held, num_experts, experts_per_token, tokens):
-    """Experts of the `experts_held` on a device that at least one of `tokens` tokens is routed to, when
-    each token picks `experts_per_token` distinct experts of `num_experts` uniformly (balanced routing):
-    held x (1 - (1 - k / E) ** tokens). Only these experts' weights are read."""
-    return experts_held * (1.0 - (1.0 - experts_per_token / num_experts) ** np.asarray(tokens, dtype=float))
+def routing_probabilities(num_experts: int, experts_per_token: int, routing_skew: float = 0.0) -> np.ndarray:
+    """Per-token probability p_e that a token picks expert e (experts by popularity rank, sum p_e = k).
+
+    routing_skew s is a Zipf exponent: p_e proportional to rank^-s, capped at 1 (a token picks an expert
+    at most once) with the excess shared among the others in the same proportions (water-filling), so
+    that every token still picks exactly k experts on average. s = 0: uniform, p_e = k / E.
+    """
+    k, experts = float(experts_per_token), int(num_experts)
+    if routing_skew == 0:
+        return np.full(experts, k / experts)
+    weight = np.arange(1, experts + 1, dtype=float) ** -float(routing_skew)
+    capped = np.zeros(experts, dtype=bool)
+    while not capped.all():
+        share = (k - capped.sum()) / weight[~capped].sum()
+        p = np.where(capped, 1.0, weight * share)
+        if not (p > 1.0).any():
+            return p
+        capped |= p > 1.0
+    return np.ones(experts)
+
+
+def expected_active_experts(experts_held, num_experts, experts_per_token, tokens, routing_skew: float = 0.0):
+    """Experts of the `experts_held` on a device that at least one of `tokens` tokens is routed to.
+
+    With p_e the probability that one token picks expert e (routing_probabilities) and tokens routed
+    independently, expert e stays idle with probability (1 - p_e)^tokens, so the expected number of
+    distinct experts touched is sum_e [1 - (1 - p_e)^tokens] (linearity of expectation; exact for these
+    marginals). Uniform routing (routing_skew 0): E x (1 - (1 - k / E)^tokens). A device holding
+    `experts_held` of the E experts touches that share of them (the mean over the expert-parallel
+    devices). Only these experts' weights are read."""
+    tokens = np.asarray(tokens, dtype=float)
+    if routing_skew == 0:
+        return experts_held * (1.0 - (1.0 - experts_per_token / num_experts) ** tokens)
+    p = routing_probabilities(num_experts, experts_per_token, routing_skew)
+    idle = (1.0 - p[:, None]) ** tokens.reshape(1, -1)
+    touched = (1.0 - idle).sum(axis=0).reshape(tokens.shape)
+    return experts_held / num_experts * touched
 
 
 def add_moe_block(b, fp, model, layout: ParallelLayout, T, count, gemm, elementwise, collective, act, wgt,
-                  gemm_dtype, matrix_type) -> None:
+                  gemm_dtype, matrix_type, routing_skew: float = 0.0) -> None:
     """One MoE MLP on one device (docs/parallelism.md): router, [dispatch], routed experts as grouped
     GEMMs over the experts the tokens reach, [combine], weighted sum of the k outputs, shared experts."""
     h, k, tp, ep = model.hidden_size, model.experts_per_token, layout.tp, layout.ep
     routed_tokens = T / tp if ep > 1 else T        # with ep > 1 each TP rank routes its share of the tokens
     assignments = routed_tokens * k                 # (token, expert) pairs sent out = received (balanced)
-    active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, routed_tokens * ep), 1e-9)
+    active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, routed_tokens * ep,
+                                                routing_skew), 1e-9)
     inner = layout.expert_intermediate
     router = gemm("MoE_router", routed_tokens, h, model.num_experts, count, getattr(model, "router_bias", False))
     if ep > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from engine.auto import is_automatic
 from engine.collectives import check_interconnect
 from engine.dtypes import bytes_per_value, check_dtype, compute_dtype, compute_format, number_format
 from engine.estimators import get_method
@@ -47,13 +48,18 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     elif scenario_fields:
         scenario = updated_scenario(scenario, **scenario_fields)
     check_fits_model(model, scenario)
-    layout = parallel_layout(model, scenario)
     chosen = get_method(method)
+    automatic = is_automatic(model)
+    if automatic:
+        check_automatic(model, scenario, chosen.name)
+    layout = None if automatic else parallel_layout(model, scenario)
     if chosen.name == "seed" and (scenario.tp > 1 or scenario.pp > 1 or scenario.ep > 1 or scenario.chunked_prefill):
         raise ScenarioError("the seed method reproduces the notebook's single-device decomposition: it takes no "
                             "tp, pp, ep or chunked_prefill (dp is fine); use roofline, hierarchical or realistic")
     notes = check_interconnect(hardware, scenario) if max(scenario.tp, scenario.pp, scenario.ep) > 1 else []
-    per_step = chosen.estimate(chosen.decompose(model, scenario), hardware, scenario)
+    # an automatic model decomposes one replica's device (dp only multiplies the throughput)
+    table_scenario = scenario.model_copy(update={"dp": 1, "devices": None}) if automatic else scenario
+    per_step = chosen.estimate(chosen.decompose(model, table_scenario), hardware, scenario)
     activations = None   # the largest kernel's activations: from the table when it has the peak pass
     if chosen.name != "seed" and not scenario.chunked_prefill:
         activations = float(per_step["activation_bytes"][np.asarray(per_step["op"]) != "collective"].max())
@@ -68,10 +74,56 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     if schedule is not None:
         result.requests, result.iterations = schedule
     _fill_metrics(result, scenario)
+    result.experts_touched = experts_touched(kernels)
+    if automatic:
+        result.notes.append(automatic_note(model))
     result.notes.extend(_fallback_notes(kernels, hardware))
     result.notes.extend(precision_notes(scenario))
     result.notes.extend(notes)
     return result
+
+
+AUTOMATIC_LAYOUT_FIELDS = ("tp", "pp", "ep")
+
+
+def check_automatic(model, scenario: Scenario, method: str) -> None:
+    """What an automatically decomposed (traced) model cannot run yet, as a ScenarioError naming the field."""
+    if method == "seed":
+        raise ScenarioError(f"the seed method reproduces the notebook's own hand decomposition; {model.name} has "
+                            "only an automatic (traced) one: use roofline, hierarchical, realistic or realistic-graph")
+    for field in AUTOMATIC_LAYOUT_FIELDS:
+        value = getattr(scenario, field)
+        if value > 1:
+            raise ScenarioError(f"{field}={value}: {model.name} is decomposed automatically (traced on one device) "
+                                f"and cannot be split over devices yet; use {field}=1 (dp replicas are fine)")
+    if scenario.chunked_prefill:
+        raise ScenarioError(f"chunked_prefill: the automatic decomposition of {model.name} does not simulate a "
+                            "chunked-prefill schedule yet; use phase 'chunked' or drop chunked_prefill")
+    if scenario.routing_skew:
+        raise ScenarioError(f"routing_skew={scenario.routing_skew}: the automatic decomposition of {model.name} "
+                            "routes tokens uniformly; use routing_skew=0")
+
+
+def automatic_note(model) -> str:
+    """The note every estimate of an automatically decomposed model carries."""
+    from engine.auto import available
+    versions = dict(part.split(" ", 1) for part in available()[1].split(", ") if " " in part)
+    traced = f"transformers {versions['transformers']}" if "transformers" in versions else "transformers"
+    return (f"automatic decomposition (traced with {traced} on PyTorch's meta device): {model.name} has no hand "
+            "model; kernel names are module paths, and the memory holds the KV cache as if every layer kept the "
+            "whole sequence (an upper bound for sliding-window layers)")
+
+
+def experts_touched(kernels: pd.DataFrame) -> dict[str, float]:
+    """Per phase: routed experts whose weights one device reads per MoE layer per step (the mean over the
+    phase's steps), from the expert GEMMs' `batch` (engine/decompose_moe.py). Empty for dense models."""
+    rows = kernels[kernels["name"] == "Expert_up"]
+    found = {}
+    for phase, group in rows.groupby("phase", sort=False):
+        count = group["count"].to_numpy(dtype=float)
+        if count.sum() > 0:
+            found[str(phase)] = float(np.dot(group["batch"].to_numpy(dtype=float), count) / count.sum())
+    return found
 
 
 def _fill_metrics(result: Estimate, s: Scenario) -> None:

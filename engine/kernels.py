@@ -4,6 +4,8 @@ Columns (per occurrence unless said otherwise):
   phase, name, type, op, unit, dtype   strings (type follows the seed: Ma_Mw, Va_Mqa, KVCache, ...)
   m, k, n, batch                      GEMM shape C[m,n] = A[m,k] @ B[k,n], `batch` independent GEMMs
   context                             attention context in tokens (NaN for other kernels)
+  attention_window                    sliding-window attention: keys a query attends at most (NaN: full
+                                      attention, and every kernel that is not attention)
   count                               occurrences in the phase (layers x steps)
   macs, matrix_flops, vector_flops, flops
   weight_bytes, activation_bytes, kv_bytes, bytes
@@ -23,7 +25,7 @@ import pandas as pd
 
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
-    "m", "k", "n", "batch", "context", "count", "macs", "matrix_flops", "vector_flops",
+    "m", "k", "n", "batch", "context", "attention_window", "count", "macs", "matrix_flops", "vector_flops",
     "weight_bytes", "activation_bytes", "kv_bytes", "link_bytes", "group_size", "overlap_group",
 )
 KERNEL_COLUMNS = STRING_COLUMNS + NUMBER_COLUMNS + ("flops", "bytes", "group")
@@ -36,6 +38,7 @@ FLOPS_PER_ELEMENT = {
     "rotary": 3.0,       # x*cos + rotate(x)*sin: two multiplies and an add per element
     "softmax": 5.0,      # scale, max, subtract, exp, sum-and-divide per score element
     "gate_multiply": 1.0,
+    "softcap": 3.0,      # Gemma 2 logit soft-capping cap * tanh(x / cap): divide, tanh, multiply
 }
 ACTIVATION_FLOPS = {"silu": 4.0, "swish": 4.0, "gelu": 8.0, "relu": 1.0}
 
@@ -44,20 +47,30 @@ ACTIVATION_FLOPS = {"silu": 4.0, "swish": 4.0, "gelu": 8.0, "relu": 1.0}
 FAMILY_BY_NAME = {
     "Embedding": "embedding & head", "LM_head": "embedding & head",
     "Norm_attn": "norms & residuals", "Norm_ffn": "norms & residuals", "Norm_final": "norms & residuals",
+    "Norm_post_attn": "norms & residuals", "Norm_post_ffn": "norms & residuals", "Norm_qk": "norms & residuals",
+    "Norm_q_a": "norms & residuals", "Norm_kv_a": "norms & residuals",
     "Residual_attn": "norms & residuals", "Residual_ffn": "norms & residuals",
     "Q/K/V*W": "attention projections", "O*W": "attention projections", "Rotary": "attention projections",
+    # multi-head latent attention (engine/decompose_mla.py)
+    "Q*W": "attention projections", "Q_a*W": "attention projections", "Q_b*W": "attention projections",
+    "KV_a*W": "attention projections", "KV_b*W": "attention projections", "Q*W_UK": "attention projections",
+    "O*W_UV": "attention projections",
     "FFN_up": "MLP", "FFN_gate": "MLP", "FFN_act": "MLP", "FFN_down": "MLP",
     "Pipeline_bubble": "pipeline bubble",
     "MoE_router": "MoE", "Expert_up": "MoE", "Expert_gate": "MoE", "Expert_act": "MoE", "Expert_down": "MoE",
     "MoE_combine": "MoE", "Shared_up": "MoE", "Shared_gate": "MoE", "Shared_act": "MoE", "Shared_down": "MoE",
 }
 COLLECTIVE_PREFIXES = ("AllReduce_", "AllGather_", "ReduceScatter_", "AllToAll_", "SendRecv_")
+SLIDING_SUFFIX = " (sliding)"   # kernels of sliding-window layers: "Q*gK (sliding)", "KVCache_Read (sliding)"
 
 
 def kernel_family(name: str) -> str:
     """The family a kernel belongs to (attention core for KV traffic, scores, softmax, ...)."""
     if name.startswith(COLLECTIVE_PREFIXES):
         return "communication"
+    name = name.removesuffix(SLIDING_SUFFIX)
+    if name not in FAMILY_BY_NAME and name[:1] in ("d", "p") and name[1:] in FAMILY_BY_NAME:
+        name = name[1:]          # the decode / prefill part of a chunk (dQ*W_UK, pKV_b*W)
     return FAMILY_BY_NAME.get(name, "attention core")
 
 
@@ -77,10 +90,11 @@ class KernelTableBuilder:
         self._rows: list[tuple[int, dict, dict]] = []
 
     def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
-            m=0, k=0, n=0, batch=1, count=1, context=np.nan, macs=0, vector_flops=0,
+            m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
             weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
-        numbers = dict(m=m, k=k, n=n, batch=batch, context=context, count=count, macs=macs,
+        numbers = dict(m=m, k=k, n=n, batch=batch, context=context, attention_window=attention_window,
+                       count=count, macs=macs,
                        matrix_flops=np.multiply(2.0, macs), vector_flops=vector_flops,
                        weight_bytes=weight_bytes, activation_bytes=activation_bytes, kv_bytes=kv_bytes,
                        link_bytes=link_bytes, group_size=group_size, overlap_group=overlap_group)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
@@ -153,11 +154,13 @@ def kv_share_per_device(model, layout: ParallelLayout) -> float:
 def peak_activation_bytes(model, scenario) -> float:
     """The largest kernel's activation bytes on one device, from the pass with the most tokens
     (prefill for a request; an average chunk of chunk_size tokens for a chunked-prefill request)."""
-    from engine.decompose import decompose_columns
+    from engine.decompose import decompose_columns   # automatic models decompose themselves through it
     peak = scenario
     if scenario.phase == "request":
         peak = scenario.model_copy(update={"phase": "chunked" if scenario.chunked_prefill else "prefill",
                                            "chunked_prefill": False})
+    if getattr(model, "automatic", False):
+        peak = peak.model_copy(update={"dp": 1, "devices": None})
     columns = decompose_columns(model, peak)
     compute = np.asarray(columns["op"]) != "collective"
     return float(columns["activation_bytes"][compute].max()) if compute.any() else 0.0
@@ -169,14 +172,21 @@ def memory_footprint(model, scenario, hardware, layout: Optional[ParallelLayout]
                      workspace_fraction: float = WORKSPACE_FRACTION,
                      activation_bytes: Optional[float] = None) -> MemoryFootprint:
     """Per-device memory for `scenario` (docstring above); `message` says whether and why it fits.
-    `activation_bytes`: the peak kernel's activations when the caller has the kernel table already."""
-    layout = layout or parallel_layout(model, scenario)
-    weights, weights_all = weights_per_device(model, layout, scenario.weight_dtype)
+    `activation_bytes`: the peak kernel's activations when the caller has the kernel table already.
+    Automatically decomposed models (engine.auto) run on one device per replica: every weight
+    (params_total) and the KV cache at kv_cache_bytes_per_token for every held token."""
     kv_replica = kv_cache_bytes(model, scenario)
-    kv = kv_replica * kv_share_per_device(model, layout)
-    kv_all = kv_replica * (layout.kv_heads / model.num_key_value_heads if getattr(model, "attention_kind", "mha")
-                           != "mla" else 1.0) * layout.tp * layout.dp
     activations = peak_activation_bytes(model, scenario) if activation_bytes is None else activation_bytes
+    if getattr(model, "automatic", False):
+        layout = SimpleNamespace(tp=1, pp=1, dp=scenario.dp, ep=1, devices=scenario.dp)
+        weights = model.params_total * bytes_per_value(scenario.weight_dtype)
+        weights_all, kv, kv_all = weights * scenario.dp, kv_replica, kv_replica * scenario.dp
+    else:
+        layout = layout or parallel_layout(model, scenario)
+        weights, weights_all = weights_per_device(model, layout, scenario.weight_dtype)
+        kv = kv_replica * kv_share_per_device(model, layout)
+        kv_all = kv_replica * (layout.kv_heads / model.num_key_value_heads if getattr(model, "attention_kind", "mha")
+                               != "mla" else 1.0) * layout.tp * layout.dp
     capacity = hardware.memory_capacity_bytes
     workspace = workspace_fraction * capacity
     per_sequence = (kv + activations) / max(scenario.batch, 1)
@@ -233,7 +243,12 @@ def fewest_devices(hardware, model, scenario, tp_options=TP_OPTIONS, pp_options=
                    workspace_fraction: float = WORKSPACE_FRACTION) -> Optional[DeviceFit]:
     """The smallest tp x pp (one replica) whose most loaded device fits `scenario`, trying every tp in
     `tp_options` and pp in `pp_options`; ties go to the fewer pipeline stages (lower latency).
-    None when nothing tried fits (or the model divides no way tried)."""
+    None when nothing tried fits (or the model divides no way tried; automatic models, which run on one
+    device per replica, fit on one or on none)."""
+    if getattr(model, "automatic", False):
+        trial = scenario.model_copy(update={"tp": 1, "pp": 1, "dp": 1, "devices": None, "micro_batches": None})
+        memory = memory_footprint(model, trial, hardware, None, workspace_fraction)
+        return DeviceFit(1, 1, 1, memory) if memory.fits else None
     candidates = sorted((tp * pp, pp, tp) for tp in tp_options for pp in pp_options)
     for devices, pp, tp in candidates:
         try:

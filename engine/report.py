@@ -19,7 +19,8 @@ MEAN_COLUMNS = (
     "activation_bytes", "kv_bytes", "bytes", "compute_time_s", "memory_time_s", "time_s", "link_bytes",
 ) + STEP_MEAN_COLUMNS
 JSON_KERNEL_COLUMNS = (
-    "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "count", "macs",
+    "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "attention_window", "count",
+    "macs",
     "flops", "weight_bytes", "activation_bytes", "kv_bytes", "bytes", "intensity", "compute_time_s",
     "memory_time_s", "time_s", "bound", "family", "total_time_s", "time_share",
     # hierarchical and realistic methods
@@ -144,6 +145,8 @@ class Estimate:
     tokens_per_s_per_device: Optional[float] = None    # tokens_per_s / devices
     requests: Optional[pd.DataFrame] = None            # chunked-prefill schedule: one row per request
     iterations: Optional[pd.DataFrame] = None          # chunked-prefill schedule: one row per iteration
+    experts_touched: dict = field(default_factory=dict)  # MoE: {phase: routed experts read per MoE layer per step
+                                                         # on one device}; empty for dense models
 
     @property
     def total_time_s(self) -> float:
@@ -179,6 +182,7 @@ class Estimate:
             "tokens_per_s_per_device": self.tokens_per_s_per_device,
             "memory": self.memory.to_dict(), "memory_total_bytes": self.memory.total_all_devices_bytes,
             "notes": list(self.notes),
+            "experts_touched": {phase: _clean(value) for phase, value in self.experts_touched.items()},
         }
         summary = self.schedule_summary()
         if summary is not None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.attention_window import prefix_pairs
+
 
 @dataclass(frozen=True)
 class ChunkedSchedule:
@@ -44,6 +46,7 @@ class ChunkedSchedule:
     completions: np.ndarray           # prompts whose last chunk runs in the iteration (they sample a token)
     decode_context_sum: np.ndarray    # context attended by the decode tokens, summed
     first_token_iteration: np.ndarray # per request: the iteration of its last prompt chunk
+    prompt_stream_start: np.ndarray   # position in the concatenated prompts where the iteration's chunk starts
 
     @property
     def iterations(self) -> int:
@@ -59,11 +62,39 @@ class ChunkedSchedule:
         return self.decode_tokens + self.completions
 
 
-def _triangle(stream_position: np.ndarray, prompt: int) -> np.ndarray:
+    def windowed(self, window: int | None) -> dict[str, np.ndarray]:
+        """The attention totals for layers attending to at most `window` keys (None: as computed):
+        prefill_pairs, prefill_context_sum, prefill_cache_tokens and decode_context_sum."""
+        if window is None:
+            return {"prefill_pairs": self.prefill_pairs, "prefill_context_sum": self.prefill_context_sum,
+                    "prefill_cache_tokens": self.prefill_cache_tokens, "decode_context_sum": self.decode_context_sum}
+        prompt, w = self.input_length, float(window)
+        start, end = self.prompt_stream_start, self.prompt_stream_start + self.prefill_tokens
+        has_prefill = self.prefill_tokens > 0
+        pairs = np.where(has_prefill, _triangle(end, prompt, window) - _triangle(start, prompt, window), 0.0)
+        # a continuing prompt's first chunk attends min(offset, w - 1) cached tokens, not all `offset`
+        offset = start - np.floor(start / prompt) * prompt
+        trimmed = np.where(has_prefill, offset - np.minimum(offset, w - 1.0), 0.0)
+        cache = np.where(self.prefill_cache_tokens > 0, self.prefill_cache_tokens - trimmed, 0.0)
+        # decode token of request r in iteration i attends min(input + i - c_r, w) keys
+        ordered = np.sort(self.first_token_iteration)
+        prefix = np.concatenate([[0], np.cumsum(ordered)])
+        index = np.arange(self.iterations)
+        upper = np.searchsorted(ordered, index, side="left")
+        lower = np.searchsorted(ordered, index - self.output_length + 1, side="left")
+        capped_end = np.clip(np.searchsorted(ordered, index + prompt - w, side="right"), lower, upper)
+        decode = ((capped_end - lower) * w + (upper - capped_end) * (prompt + index)
+                  - (prefix[upper] - prefix[capped_end]))
+        return {"prefill_pairs": pairs, "prefill_context_sum": self.prefill_context_sum - trimmed,
+                "prefill_cache_tokens": cache, "decode_context_sum": decode.astype(float)}
+
+
+def _triangle(stream_position: np.ndarray, prompt: int, window: int | None = None) -> np.ndarray:
     """Causal pairs of the prompt stream up to a position: whole prompts r * P(P+1)/2 plus u(u+1)/2
-    for the u tokens of the current one (G in docs/parallelism.md)."""
+    for the u tokens of the current one (G in docs/parallelism.md); with a sliding window w each
+    query counts at most w keys (engine/attention_window.py prefix_pairs)."""
     whole, part = np.divmod(stream_position, prompt)
-    return whole * (prompt * (prompt + 1) / 2.0) + part * (part + 1) / 2.0
+    return whole * prefix_pairs(prompt, window) + prefix_pairs(part, window)
 
 
 def chunked_schedule(batch: int, input_length: int, output_length: int, chunk_size: int) -> ChunkedSchedule:
@@ -130,21 +161,31 @@ def chunked_schedule(batch: int, input_length: int, output_length: int, chunk_si
     decode = (upper - lower).astype(float)
     decode_context = decode * (prompt + index) - (prefix[upper] - prefix[lower])
     return ChunkedSchedule(batch, prompt, out, budget, prefill, decode, sequences, pairs, context_sum,
-                           cache_tokens, fresh, completions, decode_context, first_token)
+                           cache_tokens, fresh, completions, decode_context, first_token, start_stream)
 
 
 def chunked_request_pass(s):
     """The `request` phase with chunked_prefill as one ForwardPass with a row per iteration."""
-    from engine.decompose import AttentionPart, ForwardPass
+    from engine.decompose import ForwardPass
     plan = chunked_schedule(s.batch, s.input_length, s.output_length, s.chunk_size)
+    return ForwardPass("chunked", plan.tokens, plan.logit_rows, 1, _attention_parts(plan, None))
+
+
+def _attention_parts(plan: ChunkedSchedule, window: int | None) -> tuple:
+    """(decode part, prefill part) of every iteration, for layers with `window` (None: full attention)."""
+    from engine.decompose import AttentionPart
+    totals = plan.windowed(window)
     zeros = np.zeros(plan.iterations)
+    decode_sum = totals["decode_context_sum"]
+    rebuild = lambda index: lambda w: _attention_parts(plan, w)[index]   # noqa: E731
     decode = AttentionPart("d", "Va_Mqa", plan.decode_tokens, plan.decode_tokens,
-                           plan.decode_context_sum / np.maximum(plan.decode_tokens, 1.0), plan.decode_context_sum,
-                           plan.decode_context_sum, zeros, per_row_count=True)
+                           decode_sum / np.maximum(plan.decode_tokens, 1.0), decode_sum, decode_sum, zeros,
+                           per_row_count=True, window=window, window_builder=rebuild(0))
     prefill = AttentionPart("p", "Ma_Mqa", plan.prefill_sequences, plan.prefill_tokens,
-                            plan.prefill_context_sum / np.maximum(plan.prefill_sequences, 1.0), plan.prefill_pairs,
-                            plan.prefill_cache_tokens, plan.prefill_fresh_tokens, per_row_count=True)
-    return ForwardPass("chunked", plan.tokens, plan.logit_rows, 1, (decode, prefill))
+                            totals["prefill_context_sum"] / np.maximum(plan.prefill_sequences, 1.0),
+                            totals["prefill_pairs"], totals["prefill_cache_tokens"], plan.prefill_fresh_tokens,
+                            per_row_count=True, window=window, window_builder=rebuild(1))
+    return decode, prefill
 
 
 def request_latencies(plan: ChunkedSchedule, iteration_times: np.ndarray) -> dict[str, np.ndarray]:

@@ -37,6 +37,11 @@ class Scenario(BaseModel):
     largest divisor of `batch` that is <= pp). `overlap_communication` hides each collective behind the kernel that
     produces its input (as async tensor parallelism / collective matmuls do); `collective_algorithm`
     picks ring or tree collectives.
+
+    `routing_skew` (MoE models): how unevenly tokens pick experts, a Zipf exponent s over the experts'
+    popularity ranks (a token picks the expert of rank j with probability proportional to j^-s, at most
+    once); 0 is uniform routing. It sets how many distinct experts a batch touches, hence the expert
+    weights a step reads (docs/methods.md, "Mixture of experts").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,6 +65,8 @@ class Scenario(BaseModel):
     overlap_communication: bool = False
     collective_algorithm: Literal["ring", "tree"] = "ring"
     chunked_prefill: bool = False
+    routing_skew: float = Field(0.0, ge=0.0, le=10.0, description="MoE routing: Zipf exponent over the experts "
+                                "(0 = uniform); engine/decompose_moe.py")
 
     @field_validator("weight_dtype", "activation_dtype", "kv_dtype")
     @classmethod

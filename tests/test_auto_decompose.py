@@ -299,3 +299,69 @@ def test_load_any_model_without_the_extra_names_it(tmp_path, monkeypatch):
     path.write_text(json.dumps(TINY["phi"]))
     with pytest.raises(ModelConfigError, match=r"llm-roofline\[auto\]"):
         auto.load_any_model(str(path))
+
+
+# ------------------------------------------------------------------------------ beyond the sliding windows
+
+BEYOND_WINDOWS = {   # model -> (prefill prompt, decode context): past every window, within max positions
+    "openai/gpt-oss-20b": (512, 1000),                 # window 128
+    "openai/gpt-oss-120b": (300, 2000),                # window 128
+    "google/gemma-2-9b": (8000, 6000),                 # window 4096, 8192 positions
+    "google/gemma-3-27b-pt": (4096, 8192),             # window 1024
+    "mistralai/Mistral-7B-v0.1": (6000, 8192),         # every layer slides, window 4096
+    "microsoft/Phi-3-mini-4k-instruct": (3000, 3000),  # every layer slides, window 2047
+}
+
+
+@needs_extra
+@pytest.mark.parametrize("model_id", sorted(BEYOND_WINDOWS))
+def test_automatic_and_hand_decompositions_agree_beyond_the_windows(model_id):
+    """The hand decomposition bounds sliding layers by their window (pairs, KV reads) as the traced one does."""
+    from engine.decompose import decompose
+    from engine.models import load_model
+
+    hand_model, automatic = load_model(model_id), auto.load_auto_model(model_id)
+    prompt, context = BEYOND_WINDOWS[model_id]
+    assert min(prompt, context) > hand_model.sliding_window
+    for phase, scenario in (("prefill", Scenario(phase="prefill", batch=2, input_length=prompt)),
+                            ("decode", Scenario(phase="decode", batch=2, context_length=context))):
+        traced, hand = automatic.decompose(scenario), decompose(hand_model, scenario)
+        flops = _total(traced, "flops", phase) / _total(hand, "flops", phase) - 1
+        weights = _total(traced, "weight_bytes", phase) / _total(hand, "weight_bytes", phase) - 1
+        kv = _total(traced, "kv_bytes", phase) / _total(hand, "kv_bytes", phase) - 1
+        print(f"{model_id} {phase}: FLOPs {flops:+.2e}, weight bytes {weights:+.2e}, KV bytes {kv:+.2e}")
+        assert abs(flops) < 0.01, f"{model_id} {phase}: total FLOPs differ by {flops:+.3%}"
+        assert abs(weights) < 0.005, f"{model_id} {phase}: weight bytes differ by {weights:+.3%}"
+        assert abs(kv) < 0.01, f"{model_id} {phase}: KV bytes differ by {kv:+.3%}"
+        assert _total(traced, "matrix_flops", phase) == pytest.approx(_total(hand, "matrix_flops", phase), rel=1e-9)
+
+
+@needs_extra
+def test_deepseek_v3_prefill_agrees_and_decode_differs_by_the_absorption():
+    """Prefill: both run MLA's naive (decompressed) form and agree. Decode: transformers decompresses the
+    whole cached latent through kv_b_proj every step, the hand model runs the absorbed form; the MAC
+    difference is exactly the two forms' difference (docs/methods.md), the weights read are the same."""
+    from engine.decompose import decompose
+    from engine.models import load_model
+
+    model_id = "deepseek-ai/DeepSeek-V3"
+    hand_model, automatic = load_model(model_id), auto.load_auto_model(model_id)
+    prefill = Scenario(phase="prefill", batch=2, input_length=512)
+    traced, hand = automatic.decompose(prefill), decompose(hand_model, prefill)
+    assert _total(traced, "flops", "prefill") == pytest.approx(_total(hand, "flops", "prefill"), rel=0.01)
+    assert _total(traced, "matrix_flops", "prefill") == pytest.approx(_total(hand, "matrix_flops", "prefill"),
+                                                                      rel=1e-9)
+    assert _total(traced, "weight_bytes", "prefill") == pytest.approx(_total(hand, "weight_bytes", "prefill"),
+                                                                      rel=0.005)
+    stores = [t[t["op"] == "kv_store"] for t in (traced, hand)]     # the same compressed cache: 576 per token
+    assert _total(stores[0], "kv_bytes", "prefill") == _total(stores[1], "kv_bytes", "prefill") == 61 * 1024 * 576 * 2
+    for context, batch in ((512, 2), (8191, 1)):
+        decode = Scenario(phase="decode", batch=batch, context_length=context)
+        traced, hand = automatic.decompose(decode), decompose(hand_model, decode)
+        assert _total(traced, "weight_bytes", "decode") == pytest.approx(_total(hand, "weight_bytes", "decode"),
+                                                                         rel=0.005)
+        keys = context + 1
+        naive = keys * 512 * 128 * (128 + 128) + 128 * (128 + 64) * keys + 128 * 128 * keys
+        absorbed = 128 * 128 * 512 + 128 * 512 * 128 + 128 * (512 + 64 + 512) * keys
+        difference = _total(traced, "macs", "decode") - _total(hand, "macs", "decode")
+        assert difference == pytest.approx(61 * batch * (naive - absorbed), rel=1e-9)

@@ -364,7 +364,7 @@ def attention_variants(trace, records: list[AttentionRecord], base_prefix: str =
 
 def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str, record: AttentionRecord,
                        count, dtypes: Dtypes) -> None:
-    """The hand model's attention rows (engine/decompose.py `_add_attention`) for one attention variant."""
+    """The hand model's attention rows (engine/decompose.py `AttentionRows`) for one attention variant."""
     value = dtypes.bytes()
     qh, kvh, dqk, dv = record.q_heads, record.kv_heads, record.head_dim_qk, record.head_dim_v
     group = qh / kvh
@@ -376,7 +376,8 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
     else:
         pairs = q * key_span(q, prior, window)
     context = key_span(q, prior, window)
-    shape = dict(m=q * group, k=dqk, n=context, batch=seqs * kvh, context=context)
+    window_column = float(window) if window else np.nan       # the kernel table's attention_window
+    shape = dict(m=q * group, k=dqk, n=context, batch=seqs * kvh, context=context, attention_window=window_column)
     q_bytes = seqs * q * qh * dqk * value.activation
     from_cache = q == 1 or prior[0] > 0
     # K/V the kernel reads as activations: the new tokens' own (straight from the projection), or the
@@ -387,7 +388,8 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
     name = f"{label}.{part.prefix}"
     if from_cache and record.kv_from_cache:
         builder.add(phase=phase, name=f"{name}KVCache_Read", type="KVCache", op="kv_read", unit="memory",
-                    dtype=dtypes.attention, m=context, k=dqk, n=2 * kvh, batch=seqs, context=context, count=count,
+                    dtype=dtypes.attention, m=context, k=dqk, n=2 * kvh, batch=seqs, context=context,
+                    attention_window=window_column, count=count,
                     kv_bytes=seqs * context * kvh * (dqk + dv) * value.kv)
         own_k = own_v = 0.0 * context
     scores = seqs * qh * pairs

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.attention_window import causal_pairs
 from engine.estimators.row_groups import RowGroups
+from engine.kernels import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
 BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first when stripping
@@ -61,38 +63,77 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
 
 
 def _prefix(name: str) -> str:
+    """The name without its base: the `d`/`p` part of a chunk and the layer kind (` (sliding)`) remain."""
     for base in BASE_NAMES:
-        if name.endswith(base):
-            return name[: -len(base)]
+        if base in name:
+            return name.replace(base, "", 1)
     return name
 
 
-def query_tokens(m, k, n, batch, macs):
+def is_scores_row(names: np.ndarray) -> np.ndarray:
+    """True for the Q*gK rows (any prefix, any layer-kind suffix)."""
+    return np.char.endswith(np.char.replace(names.astype(str), SLIDING_SUFFIX, ""), "Q*gK")
+
+
+def query_tokens(m, k, n, batch, macs, window=None):
     """Query tokens per sequence of a causal Q*gK row, recovered from its shape and MACs.
 
     Q*gK has m = q x group, k = head_dim, n = context = prior + q, batch = sequences x kv_heads and
     MACs = batch x group x head_dim x (q x prior + q(q+1)/2), so q = 2 (n + 1/2 - MACs / (batch k m)).
+    With a sliding window w (NaN: none) n = min(prior, w - 1) + q and every query attends at most w
+    keys: a mean of w keys per query means prior >= w - 1 (q = n - w + 1); otherwise prior = n - q and
+    the mean keys per query, which falls as q grows, is matched by bisection.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.rint(2.0 * (n + 0.5 - macs / (batch * k * m)))
-    return np.clip(np.nan_to_num(q, nan=1.0), 1.0, np.maximum(n, 1.0))
+        keys_per_query = macs / (batch * k * m) * 1.0           # pairs / q
+        q = np.rint(2.0 * (n + 0.5 - keys_per_query))
+    q = np.clip(np.nan_to_num(q, nan=1.0), 1.0, np.maximum(n, 1.0))
+    if window is None:
+        return q
+    window = np.broadcast_to(np.asarray(window, dtype=float), np.shape(q))
+    windowed = np.isfinite(window) & (n > window)
+    if not windowed.any():
+        return q
+    w, span, mean = window[windowed], n[windowed], np.nan_to_num(keys_per_query[windowed], nan=1.0)
+    saturated = mean >= w - 1e-9
+    low, high = np.ones_like(span), np.maximum(span, 1.0)
+    while (high > low).any():       # the smallest q whose mean keys per query is at most the row's
+        middle = np.floor((low + high) / 2.0)
+        too_many = causal_pairs(middle, span - middle, w) / middle > mean * (1 + 1e-12)
+        low, high = np.where(too_many, middle + 1.0, low), np.where(too_many, high, middle)
+    q = np.array(q, dtype=float)
+    q[windowed] = np.where(saturated, np.maximum(span - w + 1.0, 1.0), high)
+    return q
 
 
-def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbytes, rates) -> dict:
+def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbytes, rates, score_macs=None,
+                window=None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
-    with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts."""
+    with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
+
+    score_macs: the Q*gK MACs of each group (default: half the matrix MACs, as when scores and values
+    have the same head width); window: the sliding window of each group (NaN or None: full attention),
+    whose query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys."""
     per_core, cores = rates["macs_per_s_per_core"], rates["cores"]
     peak = per_core * cores
     vector_s = vector_flops / rates["vector_flops_per_s"]
     memory_peak = nbytes / rates["bandwidth"]
     # prefill: causal flash tiles
-    q = query_tokens(m, k, n, batch, matrix_macs / 2.0)
+    q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if score_macs is None else score_macs, window)
     heads = batch * m / q
     prior = n - q
     blocks = np.ceil(q / FLASH_BLOCK_Q)
     last = _ceil_to(prior + q, FLASH_BLOCK_K)
-    padded_pairs = FLASH_BLOCK_Q * ((blocks - 1) * _ceil_to(prior, FLASH_BLOCK_K)
-                                    + FLASH_BLOCK_Q * blocks * (blocks - 1) / 2.0 + last)
+    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + FLASH_BLOCK_Q (b + 1) keys
+    padded_pairs = FLASH_BLOCK_Q * ((blocks - 1) * first + FLASH_BLOCK_Q * blocks * (blocks - 1) / 2.0 + last)
+    if window is not None and np.isfinite(window).any():
+        band = _ceil_to(np.nan_to_num(window, nan=0.0) + FLASH_BLOCK_Q - 1, FLASH_BLOCK_K)
+        below = np.clip(np.floor((band - first) / FLASH_BLOCK_Q), 0.0, blocks - 1)    # tiles narrower than the band
+        banded = FLASH_BLOCK_Q * (below * first + FLASH_BLOCK_Q * below * (below + 1) / 2.0
+                                  + (blocks - 1 - below) * band + np.minimum(last, band))
+        windowed = np.isfinite(window)
+        padded_pairs = np.where(windowed, banded, padded_pairs)
+        last = np.where(windowed, np.minimum(last, band), last)
     padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
     largest_cta = 2.0 * FLASH_BLOCK_Q * k * last
     waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.dtypes import bytes_per_value
-from engine.estimators.fused_attention import attention_groups, fused_times
+from engine.estimators.fused_attention import attention_groups, fused_times, is_scores_row
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, choose_tilings
@@ -247,7 +247,7 @@ def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_
     ideal_sum = np.bincount(group, weights=ideal[rows], minlength=groups)
     # shape, dtype and kind from each group's Q*gK row (the first matrix row if it has none)
     names = row_groups.strings("name")[rows]
-    is_scores = np.char.endswith(names, "Q*gK")
+    is_scores = is_scores_row(names)
     is_matrix = row_groups.strings("op")[rows] == "attention"
     order = np.lexsort((~is_scores, ~is_matrix, group))
     lead = rows[order][np.unique(group[order], return_index=True)[1]]
@@ -259,8 +259,12 @@ def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_
         "memory_fraction": rates.memory_fraction,
     }
     decode = row_groups.strings("type")[lead] == "Va_Mqa"
+    score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
+                             minlength=groups)
+    score_macs = np.where(score_macs > 0, score_macs, total("macs") / 2.0)   # a group without a Q*gK row
+    window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     times = fused_times(decode, np.maximum(m, 1.0), np.maximum(k, 1.0), np.maximum(n, 1.0), np.maximum(batch, 1.0),
-                        total("macs"), total("vector_flops"), total("bytes"), fused_rates)
+                        total("macs"), total("vector_flops"), total("bytes"), fused_rates, score_macs, window)
     offset = np.maximum(ideal_sum - times["t0"], 0.0)     # the rows' ideal sum over the fused roofline
     group_kernel = rates.kernel_latency_s + times["t3"] + offset
     group_time = np.maximum(group_kernel, host)
