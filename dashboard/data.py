@@ -13,7 +13,8 @@ import streamlit as st
 
 import engine
 from engine.hardware import Hardware
-from engine.models import ModelConfig, load_model
+from engine.auto import load_any_model
+from engine.models import ModelConfig
 from engine.specs import load_specs
 from engine.collectives import interconnect_ceilings
 from engine.layout_sweep import layout_sweep
@@ -27,49 +28,57 @@ def bundled_specs() -> dict[str, Hardware]:
 
 
 @st.cache_resource(show_spinner=False)
-def offline_model(model_id: str) -> ModelConfig:
-    """Catalog, local path or local Hugging Face cache; never the network (links must open fast)."""
-    return load_model(model_id, offline=True)
+def offline_model(model_id: str):
+    """Catalog, local path or local Hugging Face cache (hand model, else automatic when the `auto`
+    extra is installed); never the network, so shared links open fast."""
+    return load_any_model(model_id, offline=True)
 
 
-def hub_model(model_id: str, token: str | None) -> ModelConfig:
+def hub_model(model_id: str, token: str | None):
     """An explicit Hub download (the user pressed Load)."""
-    return load_model(model_id, token=token or None)
+    return load_any_model(model_id, token=token or None)
 
 
+def model_key(model) -> str:
+    """What identifies a model for the caches: its full config, hand or automatic."""
+    if isinstance(model, ModelConfig):
+        return model.model_dump_json()
+    return json.dumps({"automatic": model.name, "config": model.config_dict}, sort_keys=True, default=str)
+
+
+# Each cached function takes the objects as `_`-prefixed arguments (not hashed) and the JSON keys
+# that identify them (hashed): an edited device or another workload is a new entry.
 @st.cache_data(show_spinner=False, max_entries=512)
-def _estimate(hardware_json: str, model_json: str, scenario_json: str, method: str):
-    hardware = Hardware.model_validate_json(hardware_json)
-    model = ModelConfig.model_validate_json(model_json)
-    scenario = Scenario.model_validate_json(scenario_json)
-    return engine.estimate(hardware, model, scenario, method=method)
+def _estimate(hardware_json: str, model_json: str, scenario_json: str, method: str, _model):
+    return engine.estimate(Hardware.model_validate_json(hardware_json), _model,
+                           Scenario.model_validate_json(scenario_json), method=method)
 
 
-def estimate(hardware: Hardware, model: ModelConfig, scenario: Scenario, method: str):
-    return _estimate(hardware.model_dump_json(), model.model_dump_json(), scenario.model_dump_json(), method)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _sweep(hardware_json: str, model_json: str, scenario_json: str, field: str, values_json: str, method: str):
-    return sweep(Hardware.model_validate_json(hardware_json), ModelConfig.model_validate_json(model_json),
-                 Scenario.model_validate_json(scenario_json), field, json.loads(values_json), method=method)
-
-
-def sweep_frame(hardware: Hardware, model: ModelConfig, scenario: Scenario, field: str, values, method: str) -> pd.DataFrame:
-    return _sweep(hardware.model_dump_json(), model.model_dump_json(), scenario.model_dump_json(), field,
-                  json.dumps([int(v) for v in values]), method)
+def estimate(hardware: Hardware, model, scenario: Scenario, method: str):
+    return _estimate(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), method, model)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _layout_sweep(hardware_json: str, model_json: str, scenario_json: str, field: str, values_json: str, method: str):
-    return layout_sweep(Hardware.model_validate_json(hardware_json), ModelConfig.model_validate_json(model_json),
+def _sweep(hardware_json: str, model_json: str, scenario_json: str, field: str, values_json: str, method: str, _model):
+    return sweep(Hardware.model_validate_json(hardware_json), _model, Scenario.model_validate_json(scenario_json),
+                 field, json.loads(values_json), method=method)
+
+
+def sweep_frame(hardware: Hardware, model, scenario: Scenario, field: str, values, method: str) -> pd.DataFrame:
+    return _sweep(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), field,
+                  json.dumps([int(v) for v in values]), method, model)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _layout_sweep(hardware_json: str, model_json: str, scenario_json: str, field: str, values_json: str, method: str,
+                  _model):
+    return layout_sweep(Hardware.model_validate_json(hardware_json), _model,
                         Scenario.model_validate_json(scenario_json), field, json.loads(values_json), method=method)
 
 
-def layout_sweep_frame(hardware: Hardware, model: ModelConfig, scenario: Scenario, field: str, values,
-                       method: str) -> pd.DataFrame:
-    return _layout_sweep(hardware.model_dump_json(), model.model_dump_json(), scenario.model_dump_json(), field,
-                         json.dumps([int(v) for v in values]), method)
+def layout_sweep_frame(hardware: Hardware, model, scenario: Scenario, field: str, values, method: str) -> pd.DataFrame:
+    return _layout_sweep(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), field,
+                         json.dumps([int(v) for v in values]), method, model)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

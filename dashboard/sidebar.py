@@ -10,8 +10,9 @@ from dashboard import data, session
 from dashboard.state import PAGE_TITLES, PAGES
 from engine.dtypes import DTYPES
 from engine.estimators import METHODS
-from engine.auto import is_automatic
-from engine.models import ModelConfig, catalog_ids, load_catalog_config
+from engine.auto import AutoModel, is_automatic
+from engine.auto import available as auto_available
+from engine.models import SUPPORTED_MODEL_TYPES, ModelConfig, ModelConfigError, catalog_ids, load_catalog_config
 from engine.specs import load_specs
 from engine.workload import PHASES
 
@@ -60,16 +61,32 @@ def _load_upload() -> None:
         return
     name = f"uploaded/{upload.name}"
     try:
-        model = ModelConfig.from_hf_config(json.loads(upload.getvalue()), name=name)
+        config = json.loads(upload.getvalue())
     except json.JSONDecodeError as error:
         st.session_state["model_error"] = f"{upload.name} is not valid JSON (line {error.lineno}: {error.msg})"
         return
+    try:
+        model = model_from_config(config, name)
     except ValueError as error:
         st.session_state["model_error"] = f"{upload.name}: {error}"
         return
     st.session_state["uploaded_models"][name] = model
     st.session_state.pop("model_error", None)
     _set_model(name)
+
+
+def model_from_config(config: dict, name: str):
+    """The hand model of a config.json, else (architectures the hand parser rejects) the automatic one
+    when the `auto` extra is installed; otherwise the hand parser's error plus what the extra would add."""
+    try:
+        return ModelConfig.from_hf_config(config, name=name)
+    except ModelConfigError as error:
+        if str(config.get("model_type", "")) in SUPPORTED_MODEL_TYPES:
+            raise                      # a family we model by hand, with a bad field: say which
+        ready, reason = auto_available()
+        if not ready:
+            raise ValueError(f"{error}. {reason}") from None
+        return AutoModel(config, name=name)
 
 
 def model_controls() -> None:
@@ -100,7 +117,7 @@ def catalog_families() -> dict[str, str]:
 
 def model_card(model) -> None:
     summary = model.summary()
-    active = summary.get("params_active", model.params_total)
+    active = summary.get("params_active") or model.params_total
     params = (f"{model.params_total / 1e9:.2f} B parameters" if active == model.params_total
               else f"{model.params_total / 1e9:.1f} B parameters, {active / 1e9:.1f} B active")
     lines = [params, f"{model.num_layers} layers · {model.num_attention_heads} heads ({model.num_key_value_heads} KV) · "
@@ -109,7 +126,7 @@ def model_card(model) -> None:
     if summary.get("layer_pattern"):
         lines.append(f"layers: {summary['layer_pattern']}")
     if is_automatic(model):
-        lines.append("automatic decomposition (traced with transformers)")
+        lines.append("**automatic decomposition** (no hand model: traced with transformers on the meta device)")
     st.caption("  \n".join(lines))
 
 

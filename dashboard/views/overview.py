@@ -26,6 +26,10 @@ def headline(result) -> None:
     if devices > 1:
         per_device = getattr(result, "tokens_per_s_per_device", None)
         columns[4].metric(f"Tokens/s per device ({devices} devices)", "—" if per_device is None else f"{per_device:,.0f}")
+    touched = getattr(result, "experts_touched", None) or {}
+    if touched:
+        st.caption("Experts touched per MoE layer per step (they decide the expert weight traffic): " + ", ".join(
+            f"{phase} {count:.2f}" for phase, count in touched.items()))
     message = getattr(fit, "message", "")
     if not fit.fits:
         st.error(message or f"{result.model_name} does not fit on {result.hardware_name}")

@@ -202,3 +202,23 @@ def test_moe_model_card_shows_active_parameters_and_layer_pattern():
     app = run_app(model="deepseek-ai/DeepSeek-V3")
     card = texts(app.sidebar.caption)
     assert "671.0 B parameters, 37.6 B active" in card and "256 experts" in card
+
+
+def test_moe_results_show_experts_touched_per_step():
+    app = run_app(model="mistralai/Mixtral-8x7B-v0.1", batch="4", tp="2")     # 93 GB of weights: two devices
+    assert not app.exception and not app.error
+    caption = texts(app.caption)
+    assert "Experts touched per MoE layer per step" in caption and "decode 5.47" in caption   # 8 x (1 - (6/8)^4)
+
+
+def test_uploaded_config_of_an_unmodelled_architecture_is_decomposed_automatically():
+    pytest.importorskip("transformers")
+    config = {"model_type": "phi", "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 256,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 2048}
+    app = run_app(**{"in": "128", "out": "16"})
+    app.radio(key="w_model_source").set_value("Upload config.json").run()
+    app.file_uploader(key="w_config_file").set_value(("phi.json", json.dumps(config).encode(), "application/json")).run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="w_model").value == "uploaded/phi.json"
+    assert "automatic decomposition" in texts(app.sidebar.caption)
+    assert any(m.label == "TPOT" and m.value.endswith("ms") for m in app.metric)
