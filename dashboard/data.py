@@ -18,6 +18,7 @@ from engine.models import ModelConfig
 from engine.specs import load_specs
 from engine.collectives import interconnect_ceilings
 from engine.layout_sweep import layout_sweep
+from engine.memory import fewest_devices
 from engine.sweeps import sweep
 from engine.workload import Scenario
 
@@ -79,6 +80,16 @@ def _layout_sweep(hardware_json: str, model_json: str, scenario_json: str, field
 def layout_sweep_frame(hardware: Hardware, model, scenario: Scenario, field: str, values, method: str) -> pd.DataFrame:
     return _layout_sweep(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), field,
                          json.dumps([int(v) for v in values]), method, model)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _fewest_devices(hardware_json: str, model_json: str, scenario_json: str, _model):
+    return fewest_devices(Hardware.model_validate_json(hardware_json), _model, Scenario.model_validate_json(scenario_json))
+
+
+def fewest_devices_fit(hardware: Hardware, model, scenario: Scenario):
+    """The smallest tp x pp layout whose most loaded device fits (None when nothing tried fits)."""
+    return _fewest_devices(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), model)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

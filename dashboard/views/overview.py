@@ -12,7 +12,15 @@ from dashboard.state import STACK_BY
 from dashboard.widgets import chart, deck_button, table_downloads
 
 
-def headline(result) -> None:
+def fewest_devices_hint(ctx: PageContext, device: str) -> str:
+    fit = data.fewest_devices_fit(ctx.devices[device], ctx.model, ctx.scenario)
+    if fit is None:
+        return " No layout up to TP 8 x PP 64 fits this workload."
+    return (f" Fewest devices that fit: {fit.devices} (TP {fit.tp} x PP {fit.pp}, "
+            f"{fit.memory.total_bytes / 1e9:.1f} GB on the most loaded device) — set them under Devices and parallelism.")
+
+
+def headline(result, hint=lambda: "") -> None:
     devices = getattr(result, "devices", 1) or 1
     columns = st.columns(5 if devices > 1 else 4)
     ttft, tpot, rate, memory = columns[:4]
@@ -32,7 +40,7 @@ def headline(result) -> None:
             f"{phase} {count:.2f}" for phase, count in touched.items()))
     message = getattr(fit, "message", "")
     if not fit.fits:
-        st.error(message or f"{result.model_name} does not fit on {result.hardware_name}")
+        st.error((message or f"{result.model_name} does not fit on {result.hardware_name}") + hint())
     for note in result.notes:
         st.info(note)
 
@@ -78,7 +86,7 @@ def render(ctx: PageContext) -> None:
         return
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
-    headline(primary[ctx.state.devices[0]])
+    headline(primary[ctx.state.devices[0]], hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]))
     show_charts(figures(ctx, primary, results), ctx.summary(), key="overview")
     st.subheader("Kernels")
     table = charts.kernel_table_frame(kernels_frame(primary))

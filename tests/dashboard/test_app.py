@@ -222,3 +222,11 @@ def test_uploaded_config_of_an_unmodelled_architecture_is_decomposed_automatical
     assert app.selectbox(key="w_model").value == "uploaded/phi.json"
     assert "automatic decomposition" in texts(app.sidebar.caption)
     assert any(m.label == "TPOT" and m.value.endswith("ms") for m in app.metric)
+
+
+def test_a_model_that_does_not_fit_says_so_and_names_the_fewest_devices():
+    app = run_app(model="meta-llama/Llama-3.1-405B")
+    assert not app.exception
+    message = texts(app.error)
+    assert "needs 812 GB of weights; one H100-SXM holds 80 GB: does not fit" in message
+    assert "Fewest devices that fit: 16 (TP 8 x PP 2" in message
