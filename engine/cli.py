@@ -138,7 +138,7 @@ def cmd_estimate(args) -> None:
                         tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
                         micro_batches=args.micro_batches, overlap_communication=args.overlap_communication,
                         collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill,
-                        routing_skew=args.routing_skew)
+                        routing_skew=args.routing_skew, mla_decode=args.mla_decode)
     result = estimate(hw, model, scenario, method=args.method)
     fewest = None if result.memory.fits else fewest_devices(hw, model, scenario)
     if args.csv:
@@ -313,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
     est.add_argument("--routing-skew", type=_non_negative_float, default=0.0,
                      help="MoE routing: Zipf exponent over the experts' popularity (0 = uniform routing)")
+    est.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"),
+                     help="MLA models (DeepSeek): decode in the absorbed form serving engines run (default) "
+                          "or the naive form transformers runs (docs/methods.md)")
     est.add_argument("--specs")
     est.add_argument("--csv", metavar="PATH", help="write the kernel table as CSV")
     est.add_argument("--json", action="store_true")

@@ -203,7 +203,7 @@ def add_forward_pass(b: KernelTableBuilder, model, s: Scenario, fp: ForwardPass,
                          sinks=getattr(model, "attention_sinks", False),
                          softcap=getattr(model, "attn_logit_softcapping", None) is not None)
     if getattr(model, "attention_kind", "mha") == "mla":
-        add_mla_attention(rows, model, layout, kinds, gemm, elementwise, s.kv_dtype)
+        add_mla_attention(rows, model, layout, kinds, gemm, elementwise, s.kv_dtype, s.mla_decode)
         value_width = qh * model.v_head_dim
     else:
         gemm("Q/K/V*W", T, h, (qh + 2 * kvh) * d, per_layer, model.qkv_bias)

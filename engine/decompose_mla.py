@@ -1,5 +1,6 @@
 """Multi-head latent attention (DeepSeek-V2/V3) on one device: projections, the compressed KV cache,
-prompts in the naive (decompressed) form, decode tokens in the absorbed form.
+prompts in the naive (decompressed) form, decode tokens in the absorbed form (Scenario.mla_decode
+"absorbed", the default) or the naive one ("naive", as Hugging Face transformers decodes).
 
 Per layer, H query heads on the device (num_attention_heads / tp), latent rank r (kv_lora_rank),
 per-head channels d_n (qk_nope_head_dim), d_r (qk_rope_head_dim, one rotary key shared by all heads)
@@ -12,12 +13,14 @@ and d_v (v_head_dim); T tokens in the pass:
     Rotary     the H query rope parts and the one shared rope key: T (H + 1) d_r values
     KVCache_Store  r + d_r values per token and layer (the compressed cache; replicated over tp)
 
-Naive form (prompts and the prompt part of a chunk; what training and prefill kernels run):
-    KV_b*W     the latent of every key token (new, plus cached ones a continuing chunk reads back)
-               decompressed: m = those tokens, k = r, n = H (d_n + d_v)
+Naive form (prompts and the prompt part of a chunk; what training and prefill kernels run; decode
+tokens too with mla_decode="naive"):
+    KV_b*W     the latent of every key token (new, plus cached ones a continuing chunk or a decode step
+               reads back) decompressed: m = those tokens, k = r, n = H (d_n + d_v); a naive decode
+               step decompresses its whole context (cached tokens + 1) again, every step
     attention  MHA with H heads: scores over d_n + d_r channels, values over d_v (causal pairs as MHA)
 
-Absorbed form (decode tokens; DeepSeek-V2 paper section 2.1.3, FlashMLA / vLLM's MLA decode):
+Absorbed form (decode tokens by default; DeepSeek-V2 paper section 2.1.3, FlashMLA / vLLM's MLA decode):
     W_UK (the key half of kv_b_proj) is absorbed into the query and W_UV (the value half) into the
     output, so attention runs over the cached latent itself, as multi-query attention with one
     shared "head" of r + d_r key channels and r value channels:
@@ -38,9 +41,13 @@ from engine.kernel_fields import norm_fields
 from engine.kernels import FLOPS_PER_ELEMENT
 
 
-def add_mla_attention(rows, model, layout, kinds, gemm, elementwise, kv_dtype: str) -> None:
+def add_mla_attention(rows, model, layout, kinds, gemm, elementwise, kv_dtype: str,
+                      decode_form: str = "absorbed") -> None:
     """The attention block of one MLA layer kind on one device (module docstring); `rows` is the
-    decomposition's AttentionRows, `kinds` its (window, suffix, layers) per layer kind."""
+    decomposition's AttentionRows, `kinds` its (window, suffix, layers) per layer kind, `decode_form`
+    the form decode tokens run in ("absorbed" or "naive"; prompts are always naive)."""
+    if decode_form not in ("absorbed", "naive"):
+        raise ValueError(f"mla_decode={decode_form!r}: expected 'absorbed' or 'naive'")
     b, fp = rows.b, rows.fp
     act, wgt, kvb = rows.act, rows.wgt, rows.kvb
     T, H, h = fp.tokens, layout.q_heads, model.hidden_size
@@ -65,7 +72,7 @@ def add_mla_attention(rows, model, layout, kinds, gemm, elementwise, kv_dtype: s
     for window, suffix, layers in kinds:
         for part in fp.attention:
             part = part.windowed(window)
-            if part.matrix_type == "Va_Mqa":
+            if part.matrix_type == "Va_Mqa" and decode_form == "absorbed":
                 _absorbed(rows, part, layers, suffix, H, model)
             else:
                 _naive(rows, part, layers, suffix, H, model)

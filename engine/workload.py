@@ -42,6 +42,13 @@ class Scenario(BaseModel):
     popularity ranks (a token picks the expert of rank j with probability proportional to j^-s, at most
     once); 0 is uniform routing. It sets how many distinct experts a batch touches, hence the expert
     weights a step reads (docs/methods.md, "Mixture of experts").
+
+    `mla_decode` (multi-head latent attention models, DeepSeek-V2/V3): how decode tokens attend.
+    "absorbed" (the default; what serving engines such as FlashMLA and vLLM run) folds kv_b_proj into
+    the query and the output and attends over the cached latent; "naive" decodes as Hugging Face
+    transformers does, decompressing the whole cached latent through kv_b_proj every step and running
+    ordinary multi-head attention over the decompressed K/V. The KV cache holds the latent either way;
+    prompts always run the naive form (docs/methods.md, "Multi-head latent attention").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,6 +74,9 @@ class Scenario(BaseModel):
     chunked_prefill: bool = False
     routing_skew: float = Field(0.0, ge=0.0, le=10.0, description="MoE routing: Zipf exponent over the experts "
                                 "(0 = uniform); engine/decompose_moe.py")
+    mla_decode: Literal["absorbed", "naive"] = Field("absorbed", description="MLA decode form: 'absorbed' "
+                                                     "(serving engines) or 'naive' (transformers); "
+                                                     "engine/decompose_mla.py")
 
     @field_validator("weight_dtype", "activation_dtype", "kv_dtype")
     @classmethod

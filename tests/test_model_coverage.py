@@ -88,6 +88,50 @@ def test_mla_decode_runs_the_absorbed_form(deepseek):
     assert rows.loc["Softmax", "vector_flops"] == 5 * batch * H * keys
 
 
+def test_mla_naive_decode_expands_the_cached_latent_every_step(deepseek):
+    """mla_decode="naive" (as transformers decodes): every step, KV_b*W decompresses the latent of the whole
+    context (c cached + 1 new tokens): (c + 1) x r x H x (d_n + d_v) MACs per layer and sequence, beyond
+    the absorbed form's per-token W_UK / W_UV; then MHA over the decompressed K/V (d_n + d_r score channels,
+    d_v value channels per head). The cache still holds only the latent, and the weights read are the same."""
+    context, batch = 4095, 3
+    scenario = engine.Scenario(phase="decode", batch=batch, context_length=context)
+    absorbed = rows_of(engine.decompose(deepseek, scenario))
+    naive = rows_of(engine.decompose(deepseek, scenario.model_copy(update={"mla_decode": "naive"})))
+    keys = context + 1
+    expand = keys * RANK * H * (NOPE + VALUE)                       # 4096 x 512 x 128 x 256 = 68,719,476,736
+    assert expand == 68_719_476_736
+    assert naive.loc["KV_b*W", "macs"] == batch * expand
+    assert (naive.loc["KV_b*W", "m"], naive.loc["KV_b*W", "k"], naive.loc["KV_b*W", "n"]) == \
+        (batch * keys, RANK, H * (NOPE + VALUE))
+    assert naive.loc["KV_b*W", "count"] == 61
+    assert naive.loc["Q*gK", "macs"] == batch * H * (NOPE + ROPE) * keys
+    assert naive.loc["Q*gK*gV", "macs"] == batch * H * VALUE * keys
+    assert "Q*W_UK" not in naive.index and "O*W_UV" not in naive.index
+    # the attention block's MACs per layer: the naive form minus the absorbed form, by hand
+    attention = ["KV_b*W", "Q*W_UK", "O*W_UV", "Q*gK", "Q*gK*gV"]
+    per_layer = {name: rows.reindex(attention)["macs"].fillna(0).sum() for name, rows in
+                 (("naive", naive), ("absorbed", absorbed))}
+    by_hand = batch * (expand + H * (NOPE + ROPE + VALUE) * keys
+                       - H * NOPE * RANK - H * RANK * VALUE - H * (2 * RANK + ROPE) * keys)
+    assert per_layer["naive"] - per_layer["absorbed"] == by_hand
+    # the same compressed cache and the same weights (kv_b_proj once, whole or as its two halves)
+    for name in ("KVCache_Store", "KVCache_Read"):
+        assert naive.loc[name, "kv_bytes"] == absorbed.loc[name, "kv_bytes"]
+    assert naive.loc["KV_b*W", "weight_bytes"] == absorbed.loc["Q*W_UK", "weight_bytes"] + \
+        absorbed.loc["O*W_UV", "weight_bytes"]
+    assert total(engine.decompose(deepseek, scenario.model_copy(update={"mla_decode": "naive"})), "weight_bytes") == \
+        total(engine.decompose(deepseek, scenario), "weight_bytes")
+    # prompts are naive in either setting
+    prefill = engine.Scenario(phase="prefill", batch=2, input_length=256)
+    assert engine.decompose(deepseek, prefill).equals(
+        engine.decompose(deepseek, prefill.model_copy(update={"mla_decode": "naive"})))
+
+
+def test_mla_decode_form_is_validated():
+    with pytest.raises(ValueError, match="mla_decode"):
+        engine.Scenario(mla_decode="fused")
+
+
 def test_mla_prefill_runs_the_naive_form(deepseek):
     """A prompt decompresses its latent (KV_b*W) and attends as MHA: 192-channel scores, 128-channel values."""
     tokens = 1024
