@@ -196,14 +196,24 @@ def experts_line(result, model) -> str:
 
 # ---- parser --------------------------------------------------------------------------------
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
+def _number(kind: type, minimum: float):
+    """An argparse type: a finite `kind` (int or float) >= minimum, else a one-line usage error."""
+    noun = "a whole number" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {noun} >= {minimum}, got {text}")
+        return value
+    return parse
+
+
+_positive_int = _number(int, 1)
+_non_negative_int = _number(int, 0)
+_non_negative_float = _number(float, 0)
 
 
 def _dtype(text: str) -> str:
@@ -214,26 +224,6 @@ def _dtype(text: str) -> str:
 
 
 DTYPE_HELP = f"one of {', '.join(DTYPES)}, or <int4|int8|fp4|fp8>_g<group> (one bf16 scale per group)"
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
-    return value
 
 
 def _add_model_source(parser) -> None:
