@@ -169,6 +169,15 @@ def cmd_estimate(args) -> None:
               f"decode); TTFT {summary['ttft_min_s'] * 1e3:.3f} .. {summary['ttft_max_s'] * 1e3:.3f} ms "
               "over the requests")
     memory = result.memory
+    energy = result.energy
+    if energy is None:
+        print("energy       unavailable (see note)")
+    else:
+        per_token = "" if energy["energy_per_token_j"] is None else f", {energy['energy_per_token_j']:.4g} J/token"
+        print(f"energy       {energy['request_energy_j']:.4g} J on {result.devices} device(s){per_token}, "
+              f"{energy['tokens_per_j'] or 0:.4g} tokens/J; average power {energy['average_power_w'] or 0:.0f} W"
+              + (f" of {energy['tdp_w']:.0f} W TDP" if energy["tdp_w"] else "")
+              + (" (EXCEEDS TDP)" if energy["exceeds_tdp"] else ""))
     print(f"memory       {memory.total_bytes / 1e9:.2f} GB of {memory.capacity_bytes / 1e9:.1f} GB per device "
           f"({'fits' if memory.fits else 'DOES NOT FIT'}; largest batch that fits: {memory.max_batch}); "
           f"{memory.total_all_devices_bytes / 1e9:.1f} GB over {result.devices} device(s)")

@@ -7,6 +7,7 @@ import pandas as pd
 
 from engine.auto import is_automatic
 from engine.collectives import check_interconnect
+from engine.energy import add_energy, energy_summary, tdp_note
 from engine.dtypes import bytes_per_value, check_dtype, compute_dtype, compute_format, number_format
 from engine.estimators import get_method
 from engine.hardware import Hardware
@@ -67,6 +68,7 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     micro_batches = {"prefill": scenario.prefill_micro_batches}
     per_step = add_pipeline_bubble(per_step, scenario, micro_batches)
     kernels = add_presentation_columns(aggregate_steps(per_step))
+    energy_notes = add_energy(kernels, hardware)
     phases = phase_totals(kernels)
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
                       memory_footprint(model, scenario, hardware, layout, activation_bytes=activations),
@@ -75,11 +77,14 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
         result.requests, result.iterations = schedule
     _fill_metrics(result, scenario)
     result.experts_touched = experts_touched(kernels)
+    result.energy = energy_summary(kernels, hardware, scenario)
+    energy_notes += tdp_note(result.energy, hardware)
     if automatic:
         result.notes.append(automatic_note(model))
     result.notes.extend(_fallback_notes(kernels, hardware))
     result.notes.extend(precision_notes(scenario))
     result.notes.extend(notes)
+    result.notes.extend(energy_notes)
     return result
 
 

@@ -65,6 +65,21 @@ class Hardware(BaseModel):
     achievable_matrix_fraction: PositiveRate = Field(None, gt=0, le=1)
     achievable_memory_bandwidth_fraction: PositiveRate = Field(None, gt=0, le=1)
 
+    # energy (engine/energy.py): per-operation energies and static power; blank = energy unavailable
+    matrix_energy_j_per_mac_fp32: PositiveRate = Field(None, gt=0, le=1e-9)
+    matrix_energy_j_per_mac_tf32: PositiveRate = Field(None, gt=0, le=1e-9)
+    matrix_energy_j_per_mac_bf16: PositiveRate = Field(None, gt=0, le=1e-9)
+    matrix_energy_j_per_mac_fp16: PositiveRate = Field(None, gt=0, le=1e-9)
+    matrix_energy_j_per_mac_fp8: PositiveRate = Field(None, gt=0, le=1e-9)
+    matrix_energy_j_per_mac_int8: PositiveRate = Field(None, gt=0, le=1e-9)
+    matrix_energy_j_per_mac_fp4: PositiveRate = Field(None, gt=0, le=1e-9)
+    vector_energy_j_per_flop: PositiveRate = Field(None, gt=0, le=1e-9)
+    memory_energy_j_per_byte: PositiveRate = Field(None, gt=0, le=1e-8)
+    llc_energy_j_per_byte: PositiveRate = Field(None, gt=0, le=1e-8)
+    sram_energy_j_per_byte: PositiveRate = Field(None, gt=0, le=1e-8)
+    link_energy_j_per_bit: PositiveRate = Field(None, gt=0, le=1e-9)
+    static_power_w: PositiveRate = Field(None, gt=0, le=1e5)
+
     @field_validator("gemm_tile_shapes")
     @classmethod
     def _tile_list(cls, value: Optional[str]) -> Optional[str]:
@@ -225,5 +240,33 @@ WORKBOOK_FIELDS: tuple[WorkbookField, ...] = (
         "(fitted where measured).", required=False,
     ),
 )
+
+def _energy_fields() -> list[WorkbookField]:
+    per_mac = [
+        WorkbookField(
+            f"matrix_energy_per_mac_{d}", f"matrix_energy_j_per_mac_{d}", "pJ/MAC", 1e-12,
+            f"Energy of one dense {d} multiply-accumulate on the matrix units (operands from registers); "
+            "energy method, blank if not estimated.", required=False,
+        )
+        for d in MATRIX_DTYPES
+    ]
+    return per_mac + [
+        WorkbookField("vector_energy_per_flop", "vector_energy_j_per_flop", "pJ/FLOP", 1e-12,
+                      "Energy of one fp32 FLOP on the vector units (an FMA is 2 FLOP).", required=False),
+        WorkbookField("memory_energy_per_byte", "memory_energy_j_per_byte", "pJ/B", 1e-12,
+                      "Energy to move one byte between device memory (HBM/GDDR) and the chip.", required=False),
+        WorkbookField("llc_energy_per_byte", "llc_energy_j_per_byte", "pJ/B", 1e-12,
+                      "Energy to move one byte between the last-level cache and the cores.", required=False),
+        WorkbookField("sram_energy_per_byte", "sram_energy_j_per_byte", "pJ/B", 1e-12,
+                      "Energy to move one byte between per-core SRAM (L1/shared) and the registers.", required=False),
+        WorkbookField("link_energy_per_bit", "link_energy_j_per_bit", "pJ/bit", 1e-12,
+                      "Energy to send one bit over a scale-up link.", required=False),
+        WorkbookField("static_power", "static_power_w", "W", 1.0,
+                      "Static/idle power drawn whenever the device is busy or waiting (leakage, clocks, fans "
+                      "excluded); energy = static power x time + dynamic energy.", required=False),
+    ]
+
+
+WORKBOOK_FIELDS = WORKBOOK_FIELDS + tuple(_energy_fields())
 
 WORKBOOK_FIELD_BY_KEY: dict[str, WorkbookField] = {f.key: f for f in WORKBOOK_FIELDS}

@@ -29,6 +29,9 @@ JSON_KERNEL_COLUMNS = (
     "hbm_bytes", "llc_bytes", "sram_bytes", "hbm_time_s", "llc_time_s", "sram_time_s",
     # collectives (every method)
     "link_bytes", "group_size", "communication_time_s", "hidden_time_s",
+    # energy (engine/energy.py), per occurrence; total_energy_j = count x energy_j
+    "matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_energy_j", "sram_energy_j", "link_energy_j",
+    "static_energy_j", "energy_j", "total_energy_j",
 )
 
 
@@ -147,6 +150,7 @@ class Estimate:
     iterations: Optional[pd.DataFrame] = None          # chunked-prefill schedule: one row per iteration
     experts_touched: dict = field(default_factory=dict)  # MoE: {phase: routed experts read per MoE layer per step
                                                          # on one device}; empty for dense models
+    energy: Optional[dict] = None                      # engine/energy.py energy_summary; None: energy unavailable
 
     @property
     def total_time_s(self) -> float:
@@ -183,6 +187,7 @@ class Estimate:
             "memory": self.memory.to_dict(), "memory_total_bytes": self.memory.total_all_devices_bytes,
             "notes": list(self.notes),
             "experts_touched": {phase: _clean(value) for phase, value in self.experts_touched.items()},
+            "energy": self.energy,
         }
         summary = self.schedule_summary()
         if summary is not None:

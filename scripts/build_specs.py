@@ -105,6 +105,58 @@ def transferred(device: str, reason: str) -> dict:
                 "kernel_latency", note=note)
 
 
+# ---- energy (engine/energy.py): estimates, not datasheet values ---------------------------------
+HOROWITZ = ("ESTIMATE from Horowitz, 'Computing's Energy Problem (and what we can do about it)', ISSCC 2014 "
+            "(45 nm, 0.9 V): 16b FP mult 1.1 pJ, 32b FP add 0.9 pJ, 32b FP mult 3.7 pJ, 8b int mult 0.2 pJ, "
+            "32b int add 0.1 pJ, 32 KB SRAM 64-bit read 20 pJ, 1 MB SRAM 64-bit read 100 pJ "
+            "(https://doi.org/10.1109/ISSCC.2014.6757323)")
+FGDRAM = ("ESTIMATE from O'Connor et al., 'Fine-Grained DRAM: Energy-Efficient DRAM for Extreme Bandwidth Systems', "
+          "MICRO 2017: HBM2 about 3.9 pJ/bit moved (https://doi.org/10.1145/3123939.3124545)")
+NVLINK_C2C = ("ESTIMATE from Wei et al., 'NVLink-C2C: A Coherent Off Package Chip-to-Chip Interconnect', ISSCC 2023 "
+              "paper 9.3: NVLink-C2C 1.3 pJ/bit against about 5.5 pJ/bit for a conventional 112G SerDes link")
+IDLE_POWER = ("ASSUMPTION (this project): static power = 15% of TDP, the order of the idle power of a data-centre "
+              "GPU holding a CUDA context (Vadari et al., arXiv 2605.23918: the context adds 26-50 W over bare "
+              "idle on A100/H100)")
+
+
+def energy_values(scale: float, node: str, tdp_w: float, fp8: bool) -> tuple[dict, dict]:
+    """Per-operation energies: Horowitz's 45 nm figures x `scale` (an assumed process factor for `node`),
+    HBM and link energies unscaled (I/O dominated), static power 15% of TDP."""
+    def pj(value: float) -> float:   # picojoules -> joules as the decimal shown (round-trips exactly)
+        return float(f"{round(value, 4)!r}e-12")
+
+    mac16, mac_int8, flop32 = (1.1 + 0.9) * scale, (0.2 + 0.1) * scale, (3.7 + 0.9) / 2 * scale
+    values = dict(
+        matrix_energy_j_per_mac_bf16=pj(mac16), matrix_energy_j_per_mac_fp16=pj(mac16),
+        matrix_energy_j_per_mac_tf32=pj(2 * mac16), matrix_energy_j_per_mac_int8=pj(mac_int8),
+        vector_energy_j_per_flop=pj(flop32), sram_energy_j_per_byte=pj(20 / 8 * scale),
+        llc_energy_j_per_byte=pj(100 / 8 * scale), memory_energy_j_per_byte=pj(31.2),
+        link_energy_j_per_bit=pj(5.5), static_power_w=0.15 * tdp_w,
+    )
+    factor = f"45 nm value x {scale} (assumed process-scaling factor for {node}; an estimate, not a measurement)"
+    sources = {
+        **cite(HOROWITZ, "matrix_energy_per_mac_bf16", "matrix_energy_per_mac_fp16",
+               note=f"16b FP mult 1.1 + 32b FP add 0.9 (fp32 accumulate) = 2.0 pJ; {factor}"),
+        **cite(HOROWITZ, "matrix_energy_per_mac_tf32", note=f"2x the bf16 MAC energy: half the bf16 rate at the same TDP; {factor}"),
+        **cite(HOROWITZ, "matrix_energy_per_mac_int8", note=f"8b int mult 0.2 + 32b int add 0.1 = 0.3 pJ; {factor}"),
+        **cite(HOROWITZ, "vector_energy_per_flop", note=f"32b FP FMA = mult 3.7 + add 0.9 = 4.6 pJ per 2 FLOP; {factor}; excludes instruction overhead"),
+        **cite(HOROWITZ, "sram_energy_per_byte", note=f"32 KB SRAM: 20 pJ per 8 B = 2.5 pJ/B; {factor}"),
+        **cite(HOROWITZ, "llc_energy_per_byte", note=f"1 MB SRAM: 100 pJ per 8 B = 12.5 pJ/B; {factor}"),
+        **cite(FGDRAM, "memory_energy_per_byte", note="3.9 pJ/bit x 8 = 31.2 pJ/B; the HBM2 figure used for every HBM generation (estimate)"),
+        **cite(NVLINK_C2C, "link_energy_per_bit", note="the ~5.5 pJ/bit SerDes figure taken for off-package NVLink (estimate)"),
+        **cite(IDLE_POWER, "static_power", note=f"0.15 x {tdp_w:g} W TDP = {0.15 * tdp_w:g} W (assumption)"),
+    }
+    if fp8:
+        values["matrix_energy_j_per_mac_fp8"] = pj(mac16 / 2)
+        sources.update(cite(HOROWITZ, "matrix_energy_per_mac_fp8",
+                            note=f"half the bf16 MAC energy: twice the bf16 rate at the same TDP; {factor}"))
+    return values, sources
+
+
+A100_SXM_ENERGY, A100_SXM_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 400, fp8=False)
+A100_PCIE_ENERGY, A100_PCIE_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 250, fp8=False)
+HOPPER_ENERGY, HOPPER_ENERGY_SOURCES = energy_values(0.2, "TSMC 4N (H100/H200)", 700, fp8=True)
+
 A100_FIT, A100_FIT_SOURCES = fitted("A100-80GB-SXM", 0.72, 0.73, 5.5)
 H100_FIT, H100_FIT_SOURCES = fitted("H100-SXM", 0.70, 0.90, 7.25)
 V100_DATASHEET = ("NVIDIA V100 Tensor Core GPU datasheet (https://images.nvidia.com/content/technologies/volta/pdf/"
@@ -192,7 +244,7 @@ A100_40GB_PCIE = Hardware(
            "GPUs talk over PCIe Gen4 x16 (32 GB/s per direction), entered as inter_node_bandwidth. An 8-card PCIe "
            "server without bridges would instead be 8 devices on PCIe. launch_overhead is an assumption."),
     memory_capacity_bytes=40e9, memory_bandwidth_bytes_per_s=1555e9,
-    devices_per_node=2, inter_node_bandwidth_bytes_per_s=32e9, tdp_w=250, **A100_FIT,
+    devices_per_node=2, inter_node_bandwidth_bytes_per_s=32e9, tdp_w=250, **A100_FIT, **A100_PCIE_ENERGY,
 )
 A100_40GB_PCIE_SOURCES = {
     **A100_COMMON_SOURCES,
@@ -202,6 +254,7 @@ A100_40GB_PCIE_SOURCES = {
     **cite(A100_PCIE_BRIEF, "devices_per_node", note="the NVLink bridge connects a pair of cards"),
     **cite(A100_DATASHEET, "inter_node_bandwidth", note="PCIe Gen4: 64 GB/s (both directions) = 32 GB/s per direction, the path beyond the bridged pair"),
     **transferred("A100-80GB-SXM", "same GA100 chip, SM count and clock; HBM2 instead of HBM2e"),
+    **A100_PCIE_ENERGY_SOURCES,
 }
 A100_80GB_SXM = Hardware(
     name="A100-80GB-SXM", **A100_COMMON,
@@ -209,7 +262,7 @@ A100_80GB_SXM = Hardware(
            "direction = 600 GB/s total). Scale-out: DGX A100's 200 Gb/s HDR InfiniBand NIC per GPU. "
            "launch_overhead is an assumption."),
     memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=2039e9,
-    devices_per_node=8, inter_node_bandwidth_bytes_per_s=25e9, tdp_w=400, **A100_FIT,
+    devices_per_node=8, inter_node_bandwidth_bytes_per_s=25e9, tdp_w=400, **A100_FIT, **A100_SXM_ENERGY,
 )
 A100_80GB_SXM_SOURCES = {
     **A100_COMMON_SOURCES,
@@ -219,6 +272,7 @@ A100_80GB_SXM_SOURCES = {
     **cite(DGX_A100, "devices_per_node", note="8 A100 SXM4 GPUs on NVSwitch"),
     **cite(DGX_A100, "inter_node_bandwidth", note="200 Gb/s = 25 GB/s per direction per GPU"),
     **A100_FIT_SOURCES,
+    **A100_SXM_ENERGY_SOURCES,
 }
 
 # ---- NVIDIA Hopper -------------------------------------------------------------------------
@@ -258,19 +312,20 @@ H100_SXM = Hardware(
     name="H100-SXM", **HOPPER_COMMON,
     notes=("SXM5 module, 80 GB HBM3, 700 W, 8 per HGX/DGX H100 on NVSwitch. Clock 1.83 GHz reproduces the dense "
            "tensor headlines (989.4 TFLOP/s bf16). " + HOPPER_VECTOR_NOTE + " launch_overhead is an assumption."),
-    memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=3350e9, **H100_FIT,
+    memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=3350e9, **H100_FIT, **HOPPER_ENERGY,
 )
 H100_SXM_SOURCES = {
     **HOPPER_SOURCES,
     **cite(H100_DATASHEET, "memory_capacity", "memory_bandwidth", note="H100 SXM: 80 GB, 3.35 TB/s"),
     **cite(H100_DATASHEET, "tdp", note="H100 SXM: up to 700 W (configurable)"),
     **H100_FIT_SOURCES,
+    **HOPPER_ENERGY_SOURCES,
 }
 H200_SXM = Hardware(
     name="H200-SXM", **HOPPER_COMMON,
     notes=("H100's GH100 compute with 141 GB HBM3e at 4.8 TB/s; SXM, up to 700 W, 8 per HGX/DGX H200. "
            + HOPPER_VECTOR_NOTE + " launch_overhead is an assumption."),
-    memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4800e9, **H100_FIT,
+    memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4800e9, **H100_FIT, **HOPPER_ENERGY,
 )
 H200_SXM_SOURCES = {
     **HOPPER_SOURCES,
@@ -278,6 +333,7 @@ H200_SXM_SOURCES = {
     **cite(H200_PAGE, "memory_capacity", "memory_bandwidth", note="H200 SXM: 141 GB HBM3e, 4.8 TB/s"),
     **cite(H200_PAGE, "tdp", note="H200 SXM: up to 700 W (configurable)"),
     **transferred("H100-SXM", "same GH100 compute; HBM3e instead of HBM3"),
+    **HOPPER_ENERGY_SOURCES,
 }
 
 # ---- NVIDIA Blackwell ----------------------------------------------------------------------

@@ -485,3 +485,27 @@ def test_not_a_workbook_and_missing_file(tmp_path):
         load_specs(b"definitely not a zip file")
     with pytest.raises(SpecsError, match="cannot open"):
         load_specs(tmp_path / "absent.xlsx")
+
+
+ENERGY_KEYS = [f.key for f in WORKBOOK_FIELDS if "energy" in f.key or f.key == "static_power"]
+
+
+def test_energy_values_are_estimates_with_a_source(devices):
+    """Every energy value has a source row marked as an estimate or assumption; devices without them stay blank."""
+    sources = load_sources()
+    filled = {"A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM"}
+    for name, hw in devices.items():
+        values = {f.key: getattr(hw, f.attribute) for f in WORKBOOK_FIELDS if f.key in ENERGY_KEYS}
+        present = {key for key, value in values.items() if value is not None}
+        assert present <= set(sources[name])
+        for key in present:
+            assert sources[name][key][0].startswith(("ESTIMATE", "ASSUMPTION")), (name, key)
+        if name in filled:
+            assert {"matrix_energy_per_mac_bf16", "matrix_energy_per_mac_fp16", "matrix_energy_per_mac_int8",
+                    "vector_energy_per_flop", "memory_energy_per_byte", "llc_energy_per_byte", "sram_energy_per_byte",
+                    "link_energy_per_bit", "static_power"} <= present
+        else:
+            assert not present, name
+    assert devices["H100-SXM"].matrix_energy_j_per_mac_fp8 == 0.2e-12
+    assert devices["H100-SXM"].memory_energy_j_per_byte == 31.2e-12
+    assert devices["A100-80GB-SXM"].static_power_w == 0.15 * devices["A100-80GB-SXM"].tdp_w
