@@ -8,7 +8,6 @@ view in the URL.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st

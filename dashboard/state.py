@@ -13,7 +13,7 @@ cpf (chunked prefill), stack, pct, sweep, plus
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
 from engine.dtypes import DTYPES, check_dtype

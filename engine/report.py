@@ -76,10 +76,6 @@ def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels
 
 
-PHASE_TOTAL_COLUMNS = ("time_s", "macs", "flops", "bytes", "kernel_launches", "compute_bound_time_s",
-                       "memory_bound_time_s", "link_bytes", "communication_time_s", "hidden_communication_time_s")
-
-
 def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per phase: time, MACs, FLOPs, bytes and kernel launches over every occurrence; time by bound.
 

@@ -6,17 +6,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
+from tests.strategies import scenarios as scenario_strategy
 
-scenarios = st.builds(
-    engine.Scenario,
-    phase=st.sampled_from(["prefill", "decode", "chunked", "request"]),
-    batch=st.integers(1, 64),
-    input_length=st.integers(1, 4096),
-    output_length=st.integers(1, 64),
-    chunk_size=st.integers(16, 1024),
-    weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]),
-    kv_dtype=st.sampled_from(["bf16", "fp8"]),
-)
+scenarios = scenario_strategy(max_batch=64, max_input=4096, max_output=64, max_chunk=1024, kv_dtypes=("bf16", "fp8"))
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

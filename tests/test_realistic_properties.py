@@ -6,20 +6,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
+from tests.strategies import scenarios as scenario_strategy
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 DEVICES = st.sampled_from(["A100-80GB-SXM", "H100-SXM", "MI300X", "T4", "NVL-AX"])
 DIM = st.integers(1, 20_000)
 METHODS = st.sampled_from(["realistic", "realistic-graph", "hierarchical"])
-scenarios = st.builds(
-    engine.Scenario,
-    phase=st.sampled_from(["prefill", "decode", "chunked", "request"]),
-    batch=st.integers(1, 32),
-    input_length=st.integers(1, 3000),
-    output_length=st.integers(1, 24),
-    chunk_size=st.integers(16, 512),
-    weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]),
-)
+scenarios = scenario_strategy(max_batch=32, max_input=3000, max_output=24, max_chunk=512)
 
 
 @SETTINGS

@@ -7,11 +7,11 @@ from dashboard.charts.bounds import bound_share_figure
 from dashboard.charts.kernel_bars import kernel_time_bars
 from dashboard.charts.memory import memory_fit_figure
 from dashboard.charts.roofline import roofline_figure
-from dashboard.charts.sweeps import SWEEP_COLUMNS, ridge_crossings, sweep_figure
+from dashboard.charts.sweeps import ridge_crossings, sweep_figure
 from dashboard.charts.tables import kernel_table_frame
 from dashboard.charts.theme import BOUND_COLORS, FIGURE_SIZE, apply_theme
 
 __all__ = [
-    "BOUND_COLORS", "FIGURE_SIZE", "SWEEP_COLUMNS", "apply_theme", "bound_share_figure", "kernel_table_frame",
+    "BOUND_COLORS", "FIGURE_SIZE", "apply_theme", "bound_share_figure", "kernel_table_frame",
     "kernel_time_bars", "memory_fit_figure", "ridge_crossings", "roofline_figure", "sweep_figure",
 ]

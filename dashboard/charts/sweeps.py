@@ -12,8 +12,6 @@ from dashboard.charts.facets import panels_layout
 from dashboard.charts.frames import in_order, records, with_device
 from dashboard.charts.theme import GREY, device_style, house_figure
 
-SWEEP_COLUMNS = ("device", "phase", "batch", "input_length", "time_s", "flops", "bytes", "intensity",
-                 "ridge_point", "compute_bound_share", "tokens_per_s")
 AXIS_TITLES = {"batch": "Batch (sequences)", "input_length": "Input length (tokens)",
                "context_length": "Context (tokens)", "output_length": "Output length (tokens)"}
 RIGHT_PANELS = {"tokens_per_s": ("Throughput (tokens/s)", 1.0), "time_s": ("Time per step (ms)", 1e3)}
