@@ -11,6 +11,13 @@ from dashboard.context import PageContext, kernels_frame, memory_frame, phases_f
 from dashboard.state import STACK_BY
 from dashboard.widgets import chart, deck_button, table_downloads
 
+ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
+
+
+def is_energy_note(note: str) -> bool:
+    """The engine's energy notes (energy unavailable, a level left out, power above TDP): shown with the energy."""
+    return note.startswith("energy") or "TDP" in note
+
 
 def fewest_devices_hint(ctx: PageContext, device: str) -> str:
     fit = data.fewest_devices_fit(ctx.devices[device], ctx.model, ctx.scenario)
@@ -42,6 +49,43 @@ def headline(result, hint=lambda: "") -> None:
     if not fit.fits:
         st.error((message or f"{result.model_name} does not fit on {result.hardware_name}") + hint())
     for note in result.notes:
+        if not is_energy_note(note):
+            st.info(note)
+
+
+def number(value: float) -> str:
+    """970 -> '970', 1234.5 -> '1,234', 5.123 -> '5.12'."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def energy_headline(result) -> None:
+    """Energy per token, tokens per joule and average power against TDP; the engine's energy notes."""
+    summary = result.energy
+    notes = [note for note in result.notes if is_energy_note(note) and "TDP" not in note]
+    if summary is None:
+        for note in notes or [f"No energy values for {result.hardware_name} in the specs workbook."]:
+            st.info(note)
+        return
+    per_token, tokens_per_j = summary["energy_per_token_j"], summary["tokens_per_j"]
+    power, tdp = summary["average_power_w"], summary["tdp_w"]
+    token, rate, watts = st.columns(3)
+    token.metric("Energy per token", "—" if per_token is None else f"{number(per_token * 1e3)} mJ")
+    rate.metric("Tokens per joule", "—" if tokens_per_j is None else number(tokens_per_j))
+    if power is None:
+        watts.metric("Average power", "—")
+    elif tdp is None:
+        watts.metric("Average power", f"{power:,.0f} W")
+    else:
+        watts.metric("Average power / TDP", f"{power:,.0f} / {tdp:,.0f} W",
+                     "exceeds TDP" if summary["exceeds_tdp"] else "within TDP",
+                     delta_color="inverse" if summary["exceeds_tdp"] else "normal")
+    if summary["exceeds_tdp"]:
+        st.warning(f"Average power {power:,.0f} W exceeds the {tdp:,.0f} W TDP of {result.hardware_name}: "
+                   "the chip would throttle, so the times above are optimistic.")
+    st.caption(f"Per device and request: {summary['energy_per_device_j']:.3g} J. Dynamic energy (MACs, FLOPs and "
+               "bytes at the workbook's per-operation energies) plus static power x time; tokens are output "
+               "tokens (prefill only: input tokens). The kernel bars follow the Stack by and Percent controls above.")
+    for note in notes:
         st.info(note)
 
 
@@ -65,17 +109,38 @@ def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tup
         ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
         ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
         ("Memory fit", charts.memory_fit_figure(memory_frame(results))),
+        *energy_figures(ctx, kernels, results),
     ]
 
 
-def show_charts(figs: list, summary: str, key: str) -> None:
-    """The deck button, then each chart under its title (stacking controls above the kernel bars)."""
+def energy_figures(ctx: PageContext, kernels: pd.DataFrame, results: dict) -> list[tuple[str, object]]:
+    """Energy by kernel and by component, when any device has energy values (the others are named on the charts)."""
+    if all(result.energy is None for result in results.values()):
+        return []
+    return [
+        (ENERGY_BY_KERNEL, charts.energy_by_kernel_figure(kernels, stack_by=ctx.state.stack_by,
+                                                          percent=ctx.state.percent)),
+        (ENERGY_BY_COMPONENT, charts.energy_by_component_figure(kernels)),
+    ]
+
+
+def show_charts(figs: list, summary: str, key: str, before: dict | None = None) -> None:
+    """The deck button, then each chart under its title (stacking controls above the kernel bars);
+    `before`: {chart title: callable} drawn before that chart's title (e.g. the energy headline)."""
     deck_button(figs, summary, key=key)
     for index, (title, figure) in enumerate(figs):
+        if before and title in before:
+            before[title]()
         st.subheader(title)
         if title == "Kernel time by phase":
             stack_controls()
         chart(figure, title, key=f"{key}-{index}")
+
+
+def energy_section(result) -> None:
+    """The energy headline under its own title (before the energy charts, or alone when there are none)."""
+    st.subheader("Energy and power")
+    energy_headline(result)
 
 
 def render(ctx: PageContext) -> None:
@@ -86,8 +151,12 @@ def render(ctx: PageContext) -> None:
         return
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
-    headline(primary[ctx.state.devices[0]], hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]))
-    show_charts(figures(ctx, primary, results), ctx.summary(), key="overview")
+    result = primary[ctx.state.devices[0]]
+    headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]))
+    show_charts(figures(ctx, primary, results), ctx.summary(), key="overview",
+                before={ENERGY_BY_KERNEL: lambda: energy_section(result)})
+    if result.energy is None:  # no energy charts: the section says why, after the other charts
+        energy_section(result)
     st.subheader("Kernels")
     table = charts.kernel_table_frame(kernels_frame(primary))
     st.dataframe(table, hide_index=True, width="stretch")
