@@ -172,6 +172,23 @@ def _latency_note(hardware: Hardware, spans_nodes: bool) -> str:
 COLLECTIVE_COLUMNS = ("communication_time_s", "hidden_time_s")
 
 
+def collective_coefficients(names, sizes, hardware: Hardware, scenario) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective row: seconds per link byte and fixed latency (time = link_bytes x per_byte + latency)."""
+    algorithm = getattr(scenario, "collective_algorithm", "ring")
+    names, sizes = np.asarray(names).astype(str), np.asarray(sizes, dtype=float)
+    per_byte, latency = np.zeros(names.size), np.zeros(names.size)
+    for name, size in dict.fromkeys(zip(names, sizes)):
+        mine = (names == name) & (sizes == size)
+        kind, n = kind_of(name), int(size)
+        if kind == "send_recv":
+            per_byte[mine], latency[mine] = stage_hop_link(hardware, scenario.tp, scenario.pp)
+        else:
+            link = group_link(hardware, n, f"{name} over {n} devices")
+            per_byte[mine] = 1.0 / link.bandwidth_bytes_per_s
+            latency[mine] = hops(kind, n, algorithm) * link.hop_latency_s
+    return per_byte, latency
+
+
 def time_collectives(out: dict, hardware: Hardware, scenario) -> dict:
     """Set time_s, bound and the method's own columns of every `collective` row; add
     communication_time_s (the collective's full time) and hidden_time_s (the part hidden behind its
@@ -184,21 +201,9 @@ def time_collectives(out: dict, hardware: Hardware, scenario) -> dict:
     rows = np.flatnonzero(op == "collective") if rows_total else np.zeros(0, dtype=int)
     if rows.size == 0:
         return out
-    algorithm = getattr(scenario, "collective_algorithm", "ring")
-    names = np.asarray(out["name"])[rows].astype(str)
-    sizes = out["group_size"][rows].astype(float)
-    link_bytes = out["link_bytes"][rows].astype(float)
-    seconds = np.zeros(rows.size)
-    for name, size in dict.fromkeys(zip(names, sizes)):
-        mine = (names == name) & (sizes == size)
-        kind, n = kind_of(name), int(size)
-        if kind == "send_recv":
-            per_byte, latency = stage_hop_link(hardware, scenario.tp, scenario.pp)
-            seconds[mine] = link_bytes[mine] * per_byte + latency
-        else:
-            link = group_link(hardware, n, f"{name} over {n} devices")
-            latency = hops(kind, n, algorithm) * link.hop_latency_s
-            seconds[mine] = link_bytes[mine] / link.bandwidth_bytes_per_s + latency
+    per_byte, latency = collective_coefficients(np.asarray(out["name"])[rows], out["group_size"][rows], hardware,
+                                                scenario)
+    seconds = out["link_bytes"][rows].astype(float) * per_byte + latency
     hidden = np.zeros(rows.size)
     if getattr(scenario, "overlap_communication", False):
         hidden = np.minimum(seconds, _producer_times(out, rows))
@@ -223,16 +228,21 @@ def time_collectives(out: dict, hardware: Hardware, scenario) -> dict:
 
 
 def _producer_times(out: dict, rows: np.ndarray) -> np.ndarray:
-    """Time of the kernel each collective row hides behind: the row of its `overlap_group` at the
-    same position within the group (the same decode step / iteration); 0 where there is none."""
+    """Time of the kernel each collective row hides behind; 0 where there is none."""
+    index, has = producer_rows(out, rows)
+    return np.where(has, out["time_s"].astype(float)[index], 0.0)
+
+
+def producer_rows(out: dict, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective row: the row of its `overlap_group` at the same position within the group (the
+    same decode step / iteration), and whether it has one."""
     groups = out["group"]
     producer = out["overlap_group"][rows].astype(int)
     position = rows - np.searchsorted(groups, groups[rows], side="left")
     first = np.searchsorted(groups, np.maximum(producer, 0), side="left")
     size = np.searchsorted(groups, np.maximum(producer, 0), side="right") - first
     index = first + np.minimum(position, np.maximum(size - 1, 0))
-    times = out["time_s"].astype(float)[np.clip(index, 0, len(groups) - 1)]
-    return np.where(producer >= 0, times, 0.0)
+    return np.clip(index, 0, len(groups) - 1), producer >= 0
 
 
 def interconnect_ceilings(hardware: Hardware) -> dict[str, float | None]:

@@ -71,19 +71,27 @@ class AttentionPart:
     window_builder: Callable[[int], "AttentionPart"] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def uniform(cls, prefix: str, sequences: int, new_tokens: int, prior: np.ndarray, matrix_type: str,
-                window: int | None = None):
-        """`sequences` alike: `new_tokens` each after `prior` cached tokens (one value per step)."""
-        q = new_tokens
+    def uniform(cls, prefix: str, sequences, new_tokens, prior: np.ndarray, matrix_type: str,
+                window: int | None = None, per_row_count: bool | None = None):
+        """`sequences` alike: `new_tokens` each after `prior` cached tokens (one value per step).
+
+        `sequences` and `new_tokens` may also be arrays with one value per row (engine/grid_points.py
+        stacks many scenarios that way); `per_row_count` then says whether each row is counted once
+        (None: when there is more than one row, as for the steps of a request)."""
+        q = np.asarray(new_tokens, dtype=float)
         context = key_span(q, prior, window)                      # keys the new tokens attend together
-        from_cache = q == 1 or prior[0] > 0   # new K/V were stored first; the kernel streams the context
         rows = len(prior)
-        return cls(prefix, matrix_type, np.full(rows, float(sequences)), np.full(rows, float(sequences * q)), context,
-                   sequences * causal_pairs(q, prior, window),
-                   sequences * context if from_cache else np.zeros(rows),
-                   np.zeros(rows) if from_cache else np.full(rows, float(sequences * q)),
-                   per_row_count=rows > 1, window=window,
-                   window_builder=partial(cls.uniform, prefix, sequences, new_tokens, prior, matrix_type))
+        # new K/V were stored first (a decode token, a later chunk): the kernel streams the context
+        from_cache = np.broadcast_to((q == 1) | (np.asarray(prior, dtype=float) > 0), (rows,))
+        sequences_row = np.broadcast_to(np.asarray(sequences, dtype=float), (rows,))
+        tokens = sequences_row * q
+        return cls(prefix, matrix_type, sequences_row.copy(), np.broadcast_to(tokens, (rows,)).copy(), context,
+                   sequences_row * causal_pairs(q, prior, window),
+                   np.where(from_cache, sequences_row * context, 0.0),
+                   np.where(from_cache, 0.0, tokens),
+                   per_row_count=rows > 1 if per_row_count is None else per_row_count, window=window,
+                   window_builder=partial(cls.uniform, prefix, sequences, new_tokens, prior, matrix_type,
+                                          per_row_count=per_row_count))
 
     def windowed(self, window: int | None) -> "AttentionPart":
         """The same sequences in a layer that attends to at most `window` keys (None: this part)."""

@@ -26,10 +26,10 @@ ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_ene
                   "link_energy_j", "static_energy_j", "energy_j")
 
 
-def _column(kernels: pd.DataFrame, name: str) -> np.ndarray:
+def _column(kernels, name: str) -> np.ndarray:
     if name not in kernels:
-        return np.zeros(len(kernels))
-    return np.nan_to_num(kernels[name].to_numpy(dtype=float))
+        return np.zeros(len(kernels["count"]))
+    return np.nan_to_num(np.asarray(kernels[name], dtype=float))
 
 
 def _mac_energy(hardware: Hardware, rate_dtype: str) -> Optional[float]:
@@ -38,13 +38,14 @@ def _mac_energy(hardware: Hardware, rate_dtype: str) -> Optional[float]:
     return getattr(hardware, f"matrix_energy_j_per_mac_{rate_dtype}")
 
 
-def kernel_energy(kernels: pd.DataFrame, hardware: Hardware) -> tuple[Optional[dict], list[str]]:
-    """Per-occurrence energy columns (joules) for every kernel row, or (None, [why]) when the spec lacks a value."""
+def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str]]:
+    """Per-occurrence energy columns (joules) for every kernel row, or (None, [why]) when the spec lacks a value.
+    `kernels`: a kernel DataFrame or a dict of column arrays (engine/grid_eval.py)."""
     missing = []
-    macs = _column(kernels, "macs") * (kernels["unit"].to_numpy() == "matrix" if "unit" in kernels else 1.0)
-    per_mac = np.zeros(len(kernels))
+    macs = _column(kernels, "macs") * (np.asarray(kernels["unit"]) == "matrix" if "unit" in kernels else 1.0)
+    per_mac = np.zeros(len(macs))
     if (macs > 0).any():
-        dtypes = kernels["dtype"].to_numpy().astype(str)
+        dtypes = np.asarray(kernels["dtype"]).astype(str)
         for dtype in dict.fromkeys(dtypes[macs > 0]):
             rate = hardware.matrix_rate_dtype(dtype)
             value = _mac_energy(hardware, rate)
@@ -69,7 +70,7 @@ def kernel_energy(kernels: pd.DataFrame, hardware: Hardware) -> tuple[Optional[d
         "vector_energy_j": vector_flops * (hardware.vector_energy_j_per_flop or 0.0),
         "hbm_energy_j": hbm * hardware.memory_energy_j_per_byte,
         "link_energy_j": link_bytes * 8.0 * (hardware.link_energy_j_per_bit or 0.0),
-        "static_energy_j": kernels["time_s"].to_numpy(dtype=float) * hardware.static_power_w,
+        "static_energy_j": np.asarray(kernels["time_s"], dtype=float) * hardware.static_power_w,
     }
     for level, value in (("llc", hardware.llc_energy_j_per_byte), ("sram", hardware.sram_energy_j_per_byte)):
         traffic = _column(kernels, f"{level}_bytes")

@@ -106,17 +106,17 @@ class KernelTableBuilder:
     def build_columns(self) -> dict[str, np.ndarray]:
         """The table as a dict of numpy arrays (the engine's fast internal form)."""
         lengths = np.array([rows for rows, _, _ in self._rows], dtype=np.int64)
+        ends = np.cumsum(lengths)
         data: dict[str, np.ndarray] = {}
         for key in NUMBER_COLUMNS:
             values = [numbers[key] for _, numbers, _ in self._rows]
-            scalar = [np.ndim(v) == 0 for v in values]
-            if all(scalar):     # one value per add: repeat each over its rows
-                data[key] = np.repeat(np.array(values, dtype=float), lengths)
-                continue
-            data[key] = np.concatenate([
-                np.full(rows, float(v)) if is_scalar else np.asarray(v, dtype=float) * np.ones(rows)
-                for (rows, _, _), v, is_scalar in zip(self._rows, values, scalar)
-            ])
+            # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
+            wide = [i for i, v in enumerate(values) if isinstance(v, np.ndarray) and v.size > 1]
+            firsts = [v.item(0) if isinstance(v, np.ndarray) else v for v in values]
+            column = np.repeat(np.array(firsts, dtype=float), lengths)
+            for i in wide:
+                column[ends[i] - lengths[i]:ends[i]] = values[i]
+            data[key] = column
         for key in STRING_COLUMNS:
             data[key] = np.repeat(np.array([strings[key] for _, _, strings in self._rows], dtype=object), lengths)
         data["group"] = np.repeat(np.arange(len(self._rows)), lengths)

@@ -21,14 +21,19 @@ def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np
     return peaks[inverse], rate_dtypes[inverse]
 
 
+def roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak, vector_peak, bandwidth):
+    """(compute time, memory time); numpy broadcasting times many devices at once (engine/grid_eval.py)."""
+    return np.maximum(matrix_flops / matrix_peak, vector_flops / vector_peak), nbytes / bandwidth
+
+
 def estimate_roofline(table, hardware: Hardware, scenario=None) -> dict[str, np.ndarray]:
     """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity."""
     out = as_columns(table)
     matrix_flops, vector_flops = out["matrix_flops"].astype(float), out["vector_flops"].astype(float)
     flops, nbytes = out["flops"].astype(float), out["bytes"].astype(float)
     matrix_peak, rate_dtype = matrix_peaks(out["dtype"], hardware)
-    compute_time = np.maximum(matrix_flops / matrix_peak, vector_flops / hardware.vector_flops_per_s)
-    memory_time = nbytes / hardware.memory_bandwidth_bytes_per_s
+    compute_time, memory_time = roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak,
+                                               hardware.vector_flops_per_s, hardware.memory_bandwidth_bytes_per_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["intensity"] = np.where(nbytes > 0, flops / nbytes, np.inf)
     out["matrix_rate_dtype"] = np.where(matrix_flops > 0, rate_dtype, "")

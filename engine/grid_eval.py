@@ -1,0 +1,209 @@
+"""Time a stacked table (engine/grid_points.py) on many hardware variants at once and sum it per point.
+
+`roofline` is broadcast: each row's time on every variant is one numpy expression over a rows x variants
+array (the same `roofline_times` that estimate_roofline uses, and the same collective coefficients as
+engine/collectives.py). Other methods time the stacked table once per hardware variant (each call is
+vectorised over all the points). The per-point sums then follow engine/estimate.py: phase times, the
+pipeline bubble, the latency and throughput metrics, energy (engine/energy.py) and the memory fit
+(engine/memory.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.collectives import collective_coefficients, producer_rows
+from engine.energy import kernel_energy
+from engine.estimators import get_method
+from engine.estimators.roofline import roofline_times
+from engine.grid_points import PointValues, StackedTable
+from engine.hardware import Hardware
+from engine.memory import WORKSPACE_FRACTION, kv_cache_bytes, kv_share_per_device, weights_per_device
+from engine.parallel import PER_PASS_KERNELS, parallel_layout
+from engine.workload import Scenario
+
+PHASE_CODES = {"prefill": 0, "decode": 1}
+ENERGY_KEY_FIELDS = tuple(name for name in Hardware.model_fields if "energy" in name) + ("static_power_w",)
+LINK_KEY_FIELDS = ("link_bandwidth_bytes_per_s", "num_links", "devices_per_node", "link_latency_s",
+                   "inter_node_bandwidth_bytes_per_s", "inter_node_latency_s")
+
+
+def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Rows of `values` (rows x variants) summed per key (0..size-1)."""
+    out = np.zeros((size,) + values.shape[1:])
+    if keys.size == 0:
+        return out
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    out[sorted_keys[starts]] = np.add.reduceat(values[order], starts, axis=0)
+    return out
+
+
+class RowTimes:
+    """Per row and variant: time_s, whether compute bound, energy (dynamic + static; NaN for a variant
+    without energy values) and static power."""
+
+    def __init__(self, time: np.ndarray, compute: np.ndarray, energy: np.ndarray, static_w: np.ndarray):
+        self.time, self.compute, self.energy, self.static_w = time, compute, energy, static_w
+
+
+def _cached(cache: dict, key, make):
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def roofline_rows(columns: dict, variants: list[Hardware], scenario: Scenario) -> RowTimes:
+    """Broadcast roofline over all variants (estimate_roofline + time_collectives, for many devices)."""
+    dtypes, dtype_code = np.unique(np.asarray(columns["dtype"]).astype(str), return_inverse=True)
+    peaks = np.array([[hw.matrix_flops_per_s(d) for hw in variants] for d in dtypes])       # dtypes x H
+    vector = np.array([hw.vector_flops_per_s for hw in variants])
+    bandwidth = np.array([hw.memory_bandwidth_bytes_per_s for hw in variants])
+    col = lambda name: columns[name].astype(float)[:, None]   # noqa: E731
+    compute, memory = roofline_times(col("matrix_flops"), col("vector_flops"), col("bytes"),
+                                     peaks[dtype_code.reshape(-1)], vector[None, :], bandwidth[None, :])
+    time = np.maximum(compute, memory)
+    is_compute = compute > memory
+    rows = np.flatnonzero(np.asarray(columns["op"]) == "collective")
+    if rows.size:
+        links: dict = {}
+        coefficients = [_cached(links, tuple(getattr(hw, f) for f in LINK_KEY_FIELDS), lambda hw=hw:
+                                collective_coefficients(np.asarray(columns["name"])[rows],
+                                                        columns["group_size"][rows], hw, scenario))
+                        for hw in variants]
+        per_byte = np.stack([c[0] for c in coefficients], axis=1)
+        latency = np.stack([c[1] for c in coefficients], axis=1)
+        seconds = columns["link_bytes"][rows].astype(float)[:, None] * per_byte + latency
+        if scenario.overlap_communication:
+            index, has = producer_rows(columns, rows)
+            seconds = seconds - np.minimum(seconds, np.where(has[:, None], time[index], 0.0))
+        time[rows] = seconds
+        is_compute[rows] = False
+    dynamic: dict = {}
+    idle = {**columns, "time_s": np.zeros(len(columns["count"]))}
+    per_variant = [_cached(dynamic, tuple(getattr(hw, f) for f in ENERGY_KEY_FIELDS) + hw.matrix_dtypes,
+                           lambda hw=hw: kernel_energy(idle, hw)[0]) for hw in variants]
+    static = _static_power(per_variant, variants)
+    energy = _energy_stack([None if p is None else p["energy_j"] for p in per_variant], time.shape[0])
+    return RowTimes(time, is_compute, energy + time * static[None, :], static)
+
+
+def _energy_stack(per_variant: list, rows: int) -> np.ndarray:
+    """rows x variants; NaN columns for variants whose spec lacks an energy value."""
+    return np.stack([np.full(rows, np.nan) if e is None else e for e in per_variant], axis=1) if per_variant \
+        else np.zeros((rows, 0))
+
+
+def _static_power(per_variant: list, variants: list[Hardware]) -> np.ndarray:
+    return np.array([np.nan if e is None else hw.static_power_w for e, hw in zip(per_variant, variants)])
+
+
+def method_rows(columns: dict, variants: list[Hardware], scenario: Scenario, method: str) -> RowTimes:
+    """Any method: the stacked table timed once per variant."""
+    chosen = get_method(method)
+    times, compute, energies = [], [], []
+    for hw in variants:
+        out = chosen.estimate(dict(columns), hw, scenario)
+        times.append(out["time_s"].astype(float))
+        compute.append(np.asarray(out["bound"]) == "compute")
+        energy = kernel_energy(out, hw)[0]
+        energies.append(None if energy is None else energy["energy_j"])
+    return RowTimes(np.stack(times, axis=1), np.stack(compute, axis=1), _energy_stack(energies, len(times[0])),
+                    _static_power(energies, variants))
+
+
+def evaluate_stack(stack: StackedTable, model, base: Scenario, values: PointValues, variants: list[Hardware],
+                   method: str = "roofline") -> dict[str, np.ndarray]:
+    """Per point x variant (U x H arrays): latency, throughput, energy and memory metrics."""
+    columns = stack.columns
+    rows = roofline_rows(columns, variants, base) if method == "roofline" else \
+        method_rows(columns, variants, base, method)
+    U = stack.points
+    count = columns["count"].astype(float)[:, None]
+    phase = np.array([PHASE_CODES[p] for p in np.asarray(columns["phase"]).astype(str)]) if U else np.zeros(0, int)
+    keys = stack.point * 2 + phase
+    work = count * rows.time
+    phase_time = sum_by(keys, work, 2 * U).reshape(U, 2, -1)
+    bubble = np.zeros_like(phase_time)
+    if base.pp > 1:
+        stage = ~np.isin(np.asarray(columns["name"]).astype(str), PER_PASS_KERNELS)
+        stage_time = sum_by(keys[stage], work[stage], 2 * U).reshape(U, 2, -1)
+        micro = np.stack([stack.micro_batches, np.ones(U)], axis=1)[:, :, None]
+        bubble = (base.pp - 1) / micro * stage_time
+        phase_time = phase_time + bubble
+    device_time = phase_time.sum(axis=1)
+    compute_time = sum_by(stack.point, work * rows.compute, U)
+    out = _latency_metrics(phase_time, values, base)
+    out["time_s"] = device_time
+    out["compute_bound_share"] = np.where(device_time > 0, compute_time / np.where(device_time > 0, device_time, 1), 0.0)
+    for name in ("flops", "bytes"):    # the same on every variant
+        out[name] = np.broadcast_to(sum_by(stack.point, count * columns[name].astype(float)[:, None], U),
+                                    device_time.shape)
+    out.update(_energy_metrics(rows, count, stack.point, bubble.sum(axis=1), device_time, values, base, variants))
+    out.update(_memory_metrics(stack, model, base, values, variants))
+    return out
+
+
+def _latency_metrics(phase_time: np.ndarray, values: PointValues, s: Scenario) -> dict[str, np.ndarray]:
+    """engine/estimate.py's _fill_metrics for every point and variant."""
+    prefill, decode = phase_time[:, 0], phase_time[:, 1]
+    batch, length = values.batch[:, None] * s.dp, values.input_length[:, None]
+    nan = np.full(prefill.shape, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if s.phase == "prefill":
+            ttft, tpot, e2e, rate = prefill, nan, nan, nan
+        elif s.phase == "decode":
+            ttft, tpot, e2e, rate = nan, decode, nan, batch / decode
+        else:
+            steps = values.output_length[:, None] - 1.0
+            ttft, e2e = prefill, prefill + decode
+            tpot = np.where(steps > 0, decode / np.where(steps > 0, steps, 1.0), np.nan)
+            rate = batch * values.output_length[:, None] / e2e
+        prefill_rate = batch * length / ttft if s.phase != "decode" else nan
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s": rate,
+            "tokens_per_s_per_device": rate / s.device_count, "prefill_tokens_per_s": prefill_rate}
+
+
+def _energy_metrics(rows: RowTimes, count, point, bubble_time, device_time, values: PointValues, s: Scenario,
+                    variants) -> dict[str, np.ndarray]:
+    """engine/energy.py's energy_summary for every point and variant (NaN where the spec lacks a value)."""
+    shape = device_time.shape
+    tdp = np.array([np.nan if hw.tdp_w is None else hw.tdp_w for hw in variants])[None, :]
+    device_energy = sum_by(point, count * rows.energy, shape[0]) + bubble_time * rows.static_w[None, :]
+    if s.phase == "prefill":
+        tokens = values.batch * values.input_length
+    elif s.phase == "decode":
+        tokens = values.batch.astype(float)
+    else:
+        tokens = values.batch * values.output_length
+    tokens = (s.dp * tokens)[:, None]
+    energy = device_energy * s.device_count
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = np.where(device_time > 0, device_energy / device_time, np.nan)
+        return {"energy_j": energy, "energy_per_token_j": energy / tokens,
+                "tokens_per_j": np.where(energy > 0, tokens / energy, np.nan), "average_power_w": power,
+                "tdp_w": np.broadcast_to(tdp, shape), "exceeds_tdp": power > tdp}
+
+
+def _memory_metrics(stack: StackedTable, model, s: Scenario, values: PointValues, variants) -> dict[str, np.ndarray]:
+    """engine/memory.py's per-device footprint (weights + KV cache + peak activations + workspace) per point."""
+    layout = parallel_layout(model, s)
+    weights, _ = weights_per_device(model, layout, s.weight_dtype)
+    columns = stack.columns
+    active = (columns["count"] > 0) & (np.asarray(columns["op"]) != "collective")
+    activations = np.zeros(stack.points)
+    np.maximum.at(activations, stack.point[active], columns["activation_bytes"][active].astype(float))
+    kv = np.array([kv_cache_bytes(model, s.model_copy(update=_point_fields(values, i))) for i in range(values.size)])
+    kv = kv * kv_share_per_device(model, layout)
+    capacity = np.array([hw.memory_capacity_bytes for hw in variants])[None, :]
+    total = weights + kv[:, None] + activations[:, None] + WORKSPACE_FRACTION * capacity
+    return {"memory_per_device_bytes": total, "memory_capacity_bytes": np.broadcast_to(capacity, total.shape),
+            "fits": total <= capacity}
+
+
+def _point_fields(values: PointValues, i: int) -> dict:
+    context = values.context_length[i]
+    return {"batch": int(values.batch[i]), "input_length": int(values.input_length[i]),
+            "output_length": int(values.output_length[i]),
+            "context_length": None if np.isnan(context) else int(context)}
