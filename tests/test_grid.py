@@ -155,3 +155,20 @@ def test_invalid_batch_value_marks_points():
     frame = sweep_grid(LLAMA8, engine.Scenario(phase="decode"), {"batch": [0, 2]}, hardware=H100)
     assert "batch" in frame["error"][0] and np.isnan(frame["tpot_s"][0])
     assert frame["error"][1] == "" and frame["tpot_s"][1] > 0
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from tests.strategies import scenarios  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenario=scenarios(max_batch=16, max_input=600, max_output=12, max_chunk=256),
+       batches=st.lists(st.integers(1, 40), min_size=1, max_size=3, unique=True),
+       lengths=st.lists(st.integers(1, 700), min_size=1, max_size=3, unique=True),
+       bandwidths=st.lists(st.sampled_from([800, 2000, 3350, 9000]), min_size=1, max_size=2, unique=True),
+       method=st.sampled_from(["roofline", "realistic"]))
+def test_random_sweeps_equal_point_by_point(scenario, batches, lengths, bandwidths, method):
+    grid = {"batch": batches, "input_length": lengths, "memory_bandwidth": bandwidths}
+    frame = sweep_grid(LLAMA8, scenario, grid, hardware=H100, method=method)
+    assert_matches(frame, LLAMA8, scenario, grid, method)
