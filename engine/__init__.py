@@ -12,6 +12,12 @@
     engine.layout_sweep(hw, model, scenario, "tp", (1, 2, 4, 8))
     engine.roofline_ceilings(hw)                            # compute and memory ceilings of a device
 
+    # a grid of scenario and hardware fields, one row per point (docs/sweeps.md)
+    engine.sweep_grid(model, engine.Scenario(phase="decode"),
+                      {"batch": [1, 8, 64], "memory_bandwidth": [2000, 3350, 4800], "device": ["H100-SXM", "B200"]})
+    engine.sweep_points(model, scenario, points_frame, hardware=hw)   # an explicit list of points
+    engine.sweep_grid_dask(model, scenario, grid, hardware=hw, address="tcp://scheduler:8786")  # on Dask
+
 The engine never imports streamlit or plotly.
 """
 
@@ -22,6 +28,7 @@ from engine.decompose_seed import decompose_seed
 from engine.dtypes import BYTES_PER_VALUE, bytes_per_value
 from engine.estimate import ScenarioError, estimate, estimate_gemm
 from engine.estimators import METHODS, get_method
+from engine.grid import GridError, sweep_grid, sweep_points
 from engine.hardware import Hardware
 from engine.layout_sweep import layout_sweep
 from engine.memory import fewest_devices
@@ -33,7 +40,7 @@ __all__ = [
     "BYTES_PER_VALUE", "Estimate", "Hardware", "METHODS", "PHASES", "Scenario", "ScenarioError",
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
     "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
-    "roofline_ceilings", "sweep",
+    "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError",
 ]
 
 
@@ -44,4 +51,7 @@ def __getattr__(name):  # specs and models load lazily (openpyxl, huggingface_hu
     if name in ("load_model", "ModelConfig", "catalog_ids"):
         from engine import models
         return getattr(models, name)
+    if name == "sweep_grid_dask":   # Dask itself is imported only when a Dask sweep runs
+        from engine.grid_dask import sweep_grid_dask
+        return sweep_grid_dask
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

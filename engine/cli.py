@@ -1,4 +1,4 @@
-"""llm-roofline command line: hardware, model, gemm and estimate, with JSON and CSV output.
+"""llm-roofline command line: hardware, model, gemm, estimate and sweep, with JSON, CSV and Parquet output.
 
 Bad input exits with status 2 and one line on stderr naming the problem; never a traceback.
 """
@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import sys
+import typing
 from typing import Sequence
 
 from pydantic import ValidationError
@@ -125,20 +126,25 @@ def cmd_gemm(args) -> None:
     print(f"  time {result['time_s'] * 1e6:.2f} us ({result['bound']} bound)")
 
 
+def _scenario(args):
+    """The Scenario of the shared workload flags (_add_scenario_arguments)."""
+    from engine.workload import Scenario
+    return Scenario(phase=args.phase, batch=args.batch, input_length=args.input_len,
+                    output_length=args.output_len, context_length=args.context, chunk_size=args.chunk_size,
+                    weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                    tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
+                    micro_batches=args.micro_batches, overlap_communication=args.overlap_communication,
+                    collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill,
+                    routing_skew=args.routing_skew, mla_decode=args.mla_decode)
+
+
 def cmd_estimate(args) -> None:
     from engine.estimate import estimate
     from engine.memory import fewest_devices
     from engine.specs import load_hardware
-    from engine.workload import Scenario
     hw = load_hardware(args.hardware, args.specs)
     model = _load_model(args)
-    scenario = Scenario(phase=args.phase, batch=args.batch, input_length=args.input_len,
-                        output_length=args.output_len, context_length=args.context, chunk_size=args.chunk_size,
-                        weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
-                        tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
-                        micro_batches=args.micro_batches, overlap_communication=args.overlap_communication,
-                        collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill,
-                        routing_skew=args.routing_skew, mla_decode=args.mla_decode)
+    scenario = _scenario(args)
     result = estimate(hw, model, scenario, method=args.method)
     fewest = None if result.memory.fits else fewest_devices(hw, model, scenario)
     if args.csv:
@@ -203,6 +209,246 @@ def experts_line(result, model) -> str:
             f"(top-{model.experts_per_token}, {routing})")
 
 
+# ---- sweep ---------------------------------------------------------------------------------
+
+SWEEP_FORMATS = ("csv", "parquet")
+NONE_WORDS = ("none", "null")
+TRUE_WORDS, FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+class GridArgumentError(ValueError):
+    """A --grid or --grid-file entry that cannot be read; the message names the flag and the field."""
+
+
+def value_kind(field: str) -> tuple[str, tuple, bool]:
+    """(kind, choices, accepts None) of a grid field's values: kind is int, float, bool, choice, dtype or text."""
+    from engine.grid import DEVICE_FIELD, MODEL_FIELD, PSEUDO_HARDWARE_FIELDS, SCENARIO_FIELDS, check_fields
+    from engine.hardware import WORKBOOK_FIELD_BY_KEY
+    from engine.specs_read import is_integer_field
+    from engine.workload import Scenario
+    check_fields([field])
+    if field in (DEVICE_FIELD, MODEL_FIELD):
+        return "text", (), False
+    if field in PSEUDO_HARDWARE_FIELDS:
+        return "float", (), False
+    if field not in SCENARIO_FIELDS:
+        return ("int" if is_integer_field(WORKBOOK_FIELD_BY_KEY[field]) else "float"), (), False
+    annotation = Scenario.model_fields[field].annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        return "choice", typing.get_args(annotation), False
+    options = typing.get_args(annotation)
+    optional = type(None) in options
+    base = next((a for a in options if a is not type(None)), annotation) if options else annotation
+    if field.endswith("_dtype"):
+        return "dtype", (), optional
+    return {bool: "bool", int: "int", float: "float"}.get(base, "text"), (), optional
+
+
+def _grid_value(field: str, value, kind: tuple[str, tuple, bool]):
+    """One value of `field` (text from the command line, or a JSON number/bool/null) as the sweep takes it;
+    ValueError saying what is expected."""
+    name, choices, optional = kind
+    text = value.strip() if isinstance(value, str) else value
+    if text is None or (isinstance(text, str) and text.lower() in NONE_WORDS):
+        if optional:
+            return None
+        raise ValueError(f"expected {_expected(kind)}, got none")
+    if name == "bool":
+        if isinstance(text, bool):
+            return text
+        if isinstance(text, str) and text.lower() in TRUE_WORDS + FALSE_WORDS:
+            return text.lower() in TRUE_WORDS
+        raise ValueError(f"expected true or false, got {value!r}")
+    if name in ("int", "float"):
+        if isinstance(text, bool):
+            raise ValueError(f"expected {_expected(kind)}, got {value!r}")
+        try:
+            number = float(text)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected {_expected(kind)}, got {value!r}") from None
+        if not math.isfinite(number):
+            raise ValueError(f"expected {_expected(kind)}, got {value!r}")
+        if name == "float":
+            return number
+        if not number.is_integer():
+            raise ValueError(f"expected whole numbers, got {value!r}")
+        return int(number)
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"expected {_expected(kind)}, got {value!r}")
+    if name == "choice" and text not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+    if name == "dtype":
+        return check_dtype(text)
+    return text
+
+
+def _expected(kind: tuple[str, tuple, bool]) -> str:
+    name, choices, optional = kind
+    noun = {"int": "whole numbers", "float": "numbers", "bool": "true or false", "dtype": "a dtype",
+            "text": "names", "choice": "one of " + ", ".join(choices)}[name]
+    return noun + (" or none" if optional else "")
+
+
+def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool]) -> list:
+    """`start:stop:count` (linear, both ends included) or `log:start:stop:count` (geometric); integer
+    fields round to whole numbers (duplicates from rounding dropped), float fields to 12 significant digits."""
+    import numpy as np
+    parts = [p.strip() for p in text.split(":")]
+    geometric = parts[0].lower() == "log"
+    if geometric:
+        parts = parts[1:]
+    if kind[0] not in ("int", "float"):
+        raise ValueError(f"a range {text!r} needs a numeric field")
+    if len(parts) != 3:
+        raise ValueError(f"expected a range start:stop:count or log:start:stop:count, got {text!r}")
+    try:
+        start, stop, count = float(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        raise ValueError(f"range {text!r}: start, stop and count must be numbers") from None
+    if not all(math.isfinite(v) for v in (start, stop, count)):
+        raise ValueError(f"range {text!r}: start, stop and count must be finite")
+    if not count.is_integer() or count < 1 or (count == 1 and start != stop):
+        raise ValueError(f"range {text!r}: count must be a whole number >= 2 (1 only when start = stop)")
+    if geometric and (start <= 0 or stop <= 0):
+        raise ValueError(f"range {text!r}: a log range needs start and stop > 0")
+    values = (np.geomspace if geometric else np.linspace)(start, stop, int(count))
+    values[0], values[-1] = start, stop                 # the ends exactly as typed
+    if kind[0] == "int":
+        return list(dict.fromkeys(math.floor(v + 0.5) for v in values))
+    return [float(f"{v:.12g}") for v in values]
+
+
+def parse_grid_values(field: str, text: str) -> list:
+    """VALUES of `--grid FIELD=VALUES`: comma-separated values and ranges (docs/sweeps.md)."""
+    kind = value_kind(field)
+    items = [item.strip() for item in text.split(",")]
+    if not text.strip() or any(not item for item in items):
+        raise ValueError(f"expected a comma-separated list of {_expected(kind)} or a range, got {text!r}")
+    values: list = []
+    for item in items:
+        if ":" in item and kind[0] in ("int", "float"):
+            values.extend(_grid_range(field, item, kind))
+        else:
+            values.append(_grid_value(field, item, kind))
+    return values
+
+
+def sweep_grid_arguments(grid_flags, grid_file) -> dict[str, list]:
+    """The grid of --grid-file (a JSON object: field -> list of values, or a VALUES string) and the
+    --grid FIELD=VALUES flags, in that order (the first field varies slowest)."""
+    from engine.grid import GridError
+    grid: dict[str, list] = {}
+
+    def add(flag: str, field: str, make) -> None:
+        if field in grid:
+            raise GridArgumentError(f"{flag}: grid field {field!r} given twice")
+        try:
+            grid[field] = make()
+        except GridError as error:
+            raise GridArgumentError(f"{flag}: {one_line(error)}") from None
+        except ValueError as error:
+            raise GridArgumentError(f"{flag}: grid field {field!r}: {one_line(error)}") from None
+
+    if grid_file:
+        with open(grid_file, encoding="utf-8") as handle:
+            try:
+                data = json.load(handle)
+            except json.JSONDecodeError as error:
+                raise GridArgumentError(f"--grid-file {grid_file}: not JSON ({error})") from None
+        if not isinstance(data, dict) or not data:
+            raise GridArgumentError(f"--grid-file {grid_file}: expected a JSON object of field -> list of values")
+        for field, values in data.items():
+            flag = f"--grid-file {grid_file}"
+            if isinstance(values, str):
+                add(flag, field, lambda f=field, v=values: parse_grid_values(f, v))
+            elif isinstance(values, list) and values:
+                add(flag, field, lambda f=field, v=values: _json_values(f, v))
+            else:
+                raise GridArgumentError(f"{flag}: grid field {field!r}: expected a non-empty list of values or a "
+                                        f"VALUES string, got {values!r}")
+    for entry in grid_flags or ():
+        field, equals, text = entry.partition("=")
+        field = field.strip()
+        if not equals or not field:
+            raise GridArgumentError(f"--grid {entry!r}: expected FIELD=VALUES (e.g. batch=1,8,64)")
+        add(f"--grid {entry}", field, lambda f=field, t=text: parse_grid_values(f, t))
+    return grid
+
+
+def _json_values(field: str, values: list) -> list:
+    kind = value_kind(field)
+    out: list = []
+    for value in values:
+        if isinstance(value, str) and ":" in value and kind[0] in ("int", "float"):
+            out.extend(_grid_range(field, value, kind))
+        elif isinstance(value, (list, dict)):
+            raise ValueError(f"expected {_expected(kind)}, got {value!r}")
+        else:
+            out.append(_grid_value(field, value, kind))
+    return out
+
+
+def _sweep_format(args) -> str:
+    if args.format:
+        if args.format == "parquet" and not args.out:
+            raise GridArgumentError("--format parquet needs --out PATH (Parquet is not written to stdout)")
+        return args.format
+    if not args.out:
+        return "csv"
+    suffix = args.out.rsplit(".", 1)[-1].lower() if "." in args.out else ""
+    if suffix not in SWEEP_FORMATS:
+        raise GridArgumentError(f"--out {args.out}: cannot tell the format from the extension; use .csv or .parquet "
+                                "or give --format csv|parquet")
+    return suffix
+
+
+def cmd_sweep(args) -> None:
+    import time
+
+    from engine.grid import DEVICE_FIELD, MODEL_FIELD, expand_grid
+    from engine.specs import load_hardware, load_specs
+    started = time.perf_counter()
+    output_format = _sweep_format(args)
+    grid = sweep_grid_arguments(args.grid, args.grid_file)
+    if not grid:
+        raise GridArgumentError("sweep: give at least one --grid FIELD=VALUES or a --grid-file")
+    if args.chunk_points is not None and args.chunk_points < 1:
+        raise GridArgumentError(f"--chunk-points: expected a whole number >= 1, got {args.chunk_points}")
+    if MODEL_FIELD not in grid and not args.model:
+        raise GridArgumentError("sweep: give --model ID_OR_PATH or sweep models with --grid model=ID,ID")
+    if DEVICE_FIELD not in grid and not args.hardware:
+        raise GridArgumentError("sweep: give --hardware NAME or sweep devices with --grid device=NAME,NAME")
+    scenario = _scenario(args)
+    model = None if MODEL_FIELD in grid else _load_model(args)
+    hardware = load_hardware(args.hardware, args.specs) if args.hardware else None
+    devices = load_specs(args.specs) if args.specs and DEVICE_FIELD in grid else None
+    if args.dask:
+        try:
+            import dask.distributed  # noqa: F401
+
+            from engine.grid_dask import DEFAULT_CHUNK_POINTS, sweep_grid_dask
+        except ImportError:
+            raise GridArgumentError('--dask needs dask.distributed: pip install "dask[distributed]"') from None
+        frame = sweep_grid_dask(model, scenario, grid, hardware, args.method, devices, address=args.dask,
+                                chunk_points=args.chunk_points or DEFAULT_CHUNK_POINTS)
+    else:
+        from engine.grid_dask import sweep_points_chunked
+        points = expand_grid(grid)
+        frame = sweep_points_chunked(model, scenario, points, hardware, args.method, devices,
+                                     chunk_points=args.chunk_points or max(len(points), 1))
+    if args.out and output_format == "parquet":
+        frame.to_parquet(args.out, index=False)
+    elif args.out:
+        frame.to_csv(args.out, index=False)
+    else:
+        frame.to_csv(sys.stdout, index=False)
+    failed = frame["error"] != ""
+    first = f"; first error: {frame['error'][failed].iloc[0]}" if failed.any() else ""
+    where = f", written to {args.out}" if args.out else ""
+    print(f"llm-roofline sweep: {len(frame)} points ({int(failed.sum())} with errors) in "
+          f"{time.perf_counter() - started:.2f} s{where}{first}", file=sys.stderr)
+
+
 # ---- parser --------------------------------------------------------------------------------
 
 def _number(kind: type, minimum: float):
@@ -240,6 +486,39 @@ def _add_model_source(parser) -> None:
     parser.add_argument("--token", help="Hugging Face token for gated repos")
     parser.add_argument("--cache-dir", help="Hugging Face cache directory")
     parser.add_argument("--offline", action="store_true", help="never reach the Hub; use catalog, files and cache")
+
+
+def _add_scenario_arguments(parser) -> None:
+    """The workload flags `estimate` and `sweep` share (one Scenario; `_scenario` builds it)."""
+    parser.add_argument("--phase", default="request", choices=PHASES)
+    parser.add_argument("--batch", type=_positive_int, default=1)
+    parser.add_argument("--input-len", "--input-length", dest="input_len", type=_positive_int, default=1024)
+    parser.add_argument("--output-len", "--output-length", dest="output_len", type=_positive_int, default=256)
+    parser.add_argument("--context", "--context-length", dest="context", type=_non_negative_int, default=None,
+                        help="decode: tokens already cached")
+    parser.add_argument("--chunk-size", type=_positive_int, default=256)
+    parser.add_argument("--method", default="roofline", choices=list(METHODS))
+    parser.add_argument("--weight-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    parser.add_argument("--act-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    parser.add_argument("--kv-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    parser.add_argument("--tp", type=_positive_int, default=None, help="tensor-parallel ways (default 1)")
+    parser.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages (default 1)")
+    parser.add_argument("--dp", type=_positive_int, default=None, help="data-parallel replicas (default 1)")
+    parser.add_argument("--ep", type=_positive_int, default=1, help="expert-parallel ways (MoE models)")
+    parser.add_argument("--devices", type=_positive_int, default=None,
+                        help="tp x pp x dp; with all but one of them given, the missing one is inferred")
+    parser.add_argument("--micro-batches", type=_positive_int, default=None,
+                        help="prefill micro-batches for the pipeline (default: largest divisor of batch <= pp)")
+    parser.add_argument("--overlap-communication", action="store_true",
+                        help="hide each collective behind the kernel producing its input")
+    parser.add_argument("--collective-algorithm", default="ring", choices=COLLECTIVE_ALGORITHMS)
+    parser.add_argument("--chunked-prefill", action="store_true",
+                        help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
+    parser.add_argument("--routing-skew", type=_non_negative_float, default=0.0,
+                        help="MoE routing: Zipf exponent over the experts' popularity (0 = uniform routing)")
+    parser.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"),
+                        help="MLA models (DeepSeek): decode in the absorbed form serving engines run (default) "
+                             "or the naive form transformers runs (docs/methods.md)")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -287,39 +566,37 @@ def build_parser() -> argparse.ArgumentParser:
     est = commands.add_parser("estimate", help="estimate a model on a device")
     est.add_argument("--hardware", required=True)
     est.add_argument("--model", required=True, metavar="ID_OR_PATH")
-    est.add_argument("--phase", default="request", choices=PHASES)
-    est.add_argument("--batch", type=_positive_int, default=1)
-    est.add_argument("--input-len", type=_positive_int, default=1024)
-    est.add_argument("--output-len", type=_positive_int, default=256)
-    est.add_argument("--context", type=_non_negative_int, default=None, help="decode: tokens already cached")
-    est.add_argument("--chunk-size", type=_positive_int, default=256)
-    est.add_argument("--method", default="roofline", choices=list(METHODS))
-    est.add_argument("--weight-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
-    est.add_argument("--act-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
-    est.add_argument("--kv-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
-    est.add_argument("--tp", type=_positive_int, default=None, help="tensor-parallel ways (default 1)")
-    est.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages (default 1)")
-    est.add_argument("--dp", type=_positive_int, default=None, help="data-parallel replicas (default 1)")
-    est.add_argument("--ep", type=_positive_int, default=1, help="expert-parallel ways (MoE models)")
-    est.add_argument("--devices", type=_positive_int, default=None,
-                     help="tp x pp x dp; with all but one of them given, the missing one is inferred")
-    est.add_argument("--micro-batches", type=_positive_int, default=None,
-                     help="prefill micro-batches for the pipeline (default: largest divisor of batch <= pp)")
-    est.add_argument("--overlap-communication", action="store_true",
-                     help="hide each collective behind the kernel producing its input")
-    est.add_argument("--collective-algorithm", default="ring", choices=COLLECTIVE_ALGORITHMS)
-    est.add_argument("--chunked-prefill", action="store_true",
-                     help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
-    est.add_argument("--routing-skew", type=_non_negative_float, default=0.0,
-                     help="MoE routing: Zipf exponent over the experts' popularity (0 = uniform routing)")
-    est.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"),
-                     help="MLA models (DeepSeek): decode in the absorbed form serving engines run (default) "
-                          "or the naive form transformers runs (docs/methods.md)")
+    _add_scenario_arguments(est)
     est.add_argument("--specs")
     est.add_argument("--csv", metavar="PATH", help="write the kernel table as CSV")
     est.add_argument("--json", action="store_true")
     _add_model_source(est)
     est.set_defaults(handler=cmd_estimate)
+
+    sweep = commands.add_parser("sweep", help="every point of a grid of scenario and hardware values, one row each",
+                                description="Sweep a grid of scenario and hardware fields (docs/sweeps.md); one "
+                                            "row per point: the grid's fields, then latency, throughput, energy "
+                                            "and memory columns.")
+    sweep.add_argument("--hardware", help="the device (unless the grid sweeps 'device')")
+    sweep.add_argument("--model", metavar="ID_OR_PATH", help="the model (unless the grid sweeps 'model')")
+    _add_scenario_arguments(sweep)
+    sweep.add_argument("--grid", action="append", metavar="FIELD=VALUES",
+                       help="a swept field: comma-separated values (batch=1,8,64; device=H100-SXM,H200-SXM; "
+                            "context_length=none,4096), a range start:stop:count (linear, ends included) or "
+                            "log:start:stop:count (geometric); repeat for more fields (the first varies slowest)")
+    sweep.add_argument("--grid-file", metavar="PATH",
+                       help="a JSON object: field -> list of values (or a VALUES string)")
+    sweep.add_argument("--out", metavar="PATH", help="write the table here (.csv or .parquet); default: CSV on stdout")
+    sweep.add_argument("--format", choices=SWEEP_FORMATS, help="output format (default: from --out's extension)")
+    sweep.add_argument("--dask", metavar="ADDRESS",
+                       help="run on a Dask cluster: a scheduler address (tcp://host:8786) or 'local' (a LocalCluster "
+                            "on this machine)")
+    sweep.add_argument("--chunk-points", type=_positive_int, default=None,
+                       help="points per task with --dask (default 10000); without --dask, points per in-process "
+                            "chunk (bounds memory)")
+    sweep.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
+    _add_model_source(sweep)
+    sweep.set_defaults(handler=cmd_sweep)
     return parser
 
 

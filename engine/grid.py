@@ -148,7 +148,7 @@ class HardwareVariants:
         self.fields = [c for c in points if c in HARDWARE_FIELDS]
         if DEVICE_FIELD in points:
             names = points[DEVICE_FIELD].astype(str).tolist()
-            bases = {name: _device(name, devices) for name in dict.fromkeys(names)}
+            bases = {name: resolve_device(name, devices) for name in dict.fromkeys(names)}
         else:
             if hardware is None:
                 raise GridError("no hardware: pass a device or sweep the 'device' field")
@@ -170,7 +170,7 @@ class HardwareVariants:
             self.key_of_point.append(key)
 
 
-def _device(name: str, devices) -> Hardware:
+def resolve_device(name: str, devices) -> Hardware:
     if devices is not None and name in devices:
         return devices[name]
     from engine.specs import load_hardware
