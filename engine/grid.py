@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from engine.collectives import check_interconnect
-from engine.estimate import check_fits_model, estimate, updated_scenario
+from engine.estimate import estimate, updated_scenario
 from engine.grid_eval import evaluate_stack
 from engine.grid_points import ROW_FIELDS, PointValues, can_stack, stacked_table
 from engine.hardware import WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS, Hardware
