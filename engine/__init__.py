@@ -18,6 +18,10 @@
     engine.sweep_points(model, scenario, points_frame, hardware=hw)   # an explicit list of points
     engine.sweep_grid_dask(model, scenario, grid, hardware=hw, address="tcp://scheduler:8786")  # on Dask
 
+    # which knob matters, and how much of it is enough (docs/design_space.md)
+    engine.sensitivity(model, scenario, hw, change=0.2)                       # +/-20% on each hardware field
+    engine.least_value(model, scenario, hw, "memory_bandwidth", "tpot_s", 0.020)  # least bandwidth for TPOT <= 20 ms
+
 The engine never imports streamlit or plotly.
 """
 
@@ -30,9 +34,11 @@ from engine.estimate import ScenarioError, estimate, estimate_gemm
 from engine.estimators import METHODS, get_method
 from engine.grid import GridError, sweep_grid, sweep_points
 from engine.hardware import Hardware
+from engine.inverse import least_value
 from engine.layout_sweep import layout_sweep
 from engine.memory import fewest_devices
 from engine.report import Estimate
+from engine.sensitivity import sensitivity
 from engine.sweeps import sweep
 from engine.workload import PHASES, Scenario
 
@@ -40,7 +46,8 @@ __all__ = [
     "BYTES_PER_VALUE", "Estimate", "Hardware", "METHODS", "PHASES", "Scenario", "ScenarioError",
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
     "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
-    "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError",
+    "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError", "least_value",
+    "sensitivity",
 ]
 
 
