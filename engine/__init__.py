@@ -19,7 +19,8 @@
     engine.sweep_grid_dask(model, scenario, grid, hardware=hw, address="tcp://scheduler:8786")  # on Dask
 
     # which knob matters, and how much of it is enough (docs/design_space.md)
-    engine.sensitivity(model, scenario, hw, change=0.2)                       # +/-20% on each hardware field
+    from engine.sensitivity import sensitivity
+    sensitivity(model, scenario, hw, change=0.2)                              # +/-20% on each hardware field
     engine.least_value(model, scenario, hw, "memory_bandwidth", "tpot_s", 0.020)  # least bandwidth for TPOT <= 20 ms
 
 The engine never imports streamlit or plotly.
@@ -38,7 +39,6 @@ from engine.inverse import least_value
 from engine.layout_sweep import layout_sweep
 from engine.memory import fewest_devices
 from engine.report import Estimate
-from engine.sensitivity import sensitivity
 from engine.sweeps import sweep
 from engine.workload import PHASES, Scenario
 
@@ -47,7 +47,6 @@ __all__ = [
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
     "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
     "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError", "least_value",
-    "sensitivity",
 ]
 
 
