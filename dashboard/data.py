@@ -17,6 +17,7 @@ from engine.auto import load_any_model
 from engine.models import ModelConfig
 from engine.specs import load_specs
 from engine.collectives import interconnect_ceilings
+from engine.grid import sweep_grid
 from engine.layout_sweep import layout_sweep
 from engine.memory import fewest_devices
 from engine.sweeps import sweep
@@ -109,3 +110,49 @@ def ceilings(hardware: Hardware, links: bool = False) -> pd.DataFrame:
             for level, key in (("scale-up link", "scale_up_bytes_per_s"), ("scale-out link", "scale_out_bytes_per_s"))
             if network.get(key)]
     return pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _grid(model_json: str, scenario_json: str, grid_json: str, hardware_json: str, devices_json: str, method: str,
+          _model) -> pd.DataFrame:
+    devices = {name: Hardware.model_validate_json(text) for name, text in json.loads(devices_json).items()}
+    return sweep_grid(_model, Scenario.model_validate_json(scenario_json), json.loads(grid_json),
+                      hardware=Hardware.model_validate_json(hardware_json), method=method, devices=devices or None)
+
+
+def grid_frame(model, scenario: Scenario, grid: dict, hardware: Hardware, devices: dict[str, Hardware],
+               method: str) -> pd.DataFrame:
+    """engine.grid.sweep_grid around `scenario` on `hardware` (`devices`: the ones a `device` field names,
+    with their edits); keyed on the JSON of every input, so an edited device is a new entry."""
+    return _grid(model_key(model), scenario.model_dump_json(), json.dumps(grid), hardware.model_dump_json(),
+                 json.dumps({name: hw.model_dump_json() for name, hw in devices.items()}, sort_keys=True), method,
+                 model)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _sensitivity(hardware_json: str, model_json: str, scenario_json: str, change: float, metrics: tuple, method: str,
+                 _model) -> pd.DataFrame:
+    from engine.sensitivity import sensitivity
+    return sensitivity(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
+                       change=change, metrics=metrics, method=method)
+
+
+def sensitivity_frame(hardware: Hardware, model, scenario: Scenario, change: float, metrics: tuple,
+                      method: str) -> pd.DataFrame:
+    """engine.sensitivity.sensitivity: each field -change and +change, one row per (field, metric)."""
+    return _sensitivity(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), change,
+                        tuple(metrics), method, model)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _least_value(hardware_json: str, model_json: str, scenario_json: str, field: str, metric: str, target: float,
+                 method: str, _model):
+    from engine.inverse import least_value
+    return least_value(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
+                       field, metric, target, method=method)
+
+
+def least_value(hardware: Hardware, model, scenario: Scenario, field: str, metric: str, target: float, method: str):
+    """engine.inverse.least_value: the smallest value of `field` at which `metric` meets `target` (SI units)."""
+    return _least_value(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), field, metric,
+                        float(target), method, model)

@@ -20,6 +20,9 @@ WIDGET_ATTRIBUTES = {
     "w_weight_dtype": "weight_dtype", "w_act_dtype": "activation_dtype", "w_kv_dtype": "kv_dtype",
     "w_method": "method", "w_tp": "tp", "w_pp": "pp", "w_dp": "dp", "w_ep": "ep",
     "w_overlap": "overlap_communication", "w_chunked_prefill": "chunked_prefill", "w_stack": "stack_by", "w_percent": "percent", "w_sweep": "sweep_field",
+    "w_ex_view": "explore_view", "w_ex_x": "explore_x", "w_ex_xv": "explore_x_values", "w_ex_y": "explore_y",
+    "w_ex_yv": "explore_y_values", "w_ex_metric": "explore_metric", "w_ex_change": "explore_change",
+    "w_ex_ifield": "explore_inverse_field", "w_ex_target": "explore_target",
 }
 
 

@@ -9,25 +9,59 @@ in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap commun
 cpf (chunked prefill), stack, pct, sweep, plus
 `clone.<NEW NAME>=<BASE DEVICE>` for hypothetical devices and
 `edit.<DEVICE>=<field>:<value>;<field>:<value>` for edited fields (workbook units).
+
+Explore page keys (written on the Explore page, and on other pages only when not at their default):
+- ex.view: line | heatmap | pareto | sensitivity | inverse
+- ex.x, ex.y: the swept fields: a scenario field (batch, input_length, output_length,
+  context_length, tp), a numeric hardware field in workbook units (memory_bandwidth GB/s,
+  matrix_tflops TFLOP/s, compute_scale x, clock GHz, num_cores, llc_capacity MiB, ...; see
+  engine.grid.HARDWARE_FIELDS) or `device`; ex.y may be `none` (line and Pareto views).
+- ex.xv, ex.yv: their values: `start:stop:count` (evenly spaced), `log:start:stop:count`
+  (geometric), or a comma list (`1,8,64`; device names for `device`); empty = an automatic
+  range around the sidebar's value (see `parse_values`).
+- ex.metric: the metric (tpot_s, ttft_s, tokens_per_s, ...; EXPLORE_METRICS).
+- ex.change: the sensitivity step, in percent (20 = each field -20% and +20%).
+- ex.ifield: the field the inverse design solves for (INVERSE_FIELDS); it uses ex.metric (one of
+  INVERSE_METRICS there).
+- ex.target: the inverse design's target for ex.metric, in the metric's display unit (ms for
+  TPOT/TTFT, tokens/s, mJ per token, ...); absent = twice as good as the base point.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
 from engine.dtypes import DTYPES, check_dtype
 from engine.estimators import METHODS
+from engine.grid import HARDWARE_FIELDS
 from engine.workload import PHASES
 
-PAGES = ("overview", "compare", "sweeps", "hardware", "accuracy")
-PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "hardware": "Hardware",
-               "accuracy": "Accuracy"}
+PAGES = ("overview", "compare", "sweeps", "explore", "hardware", "accuracy")
+PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "explore": "Explore",
+               "hardware": "Hardware", "accuracy": "Accuracy"}
 STACK_BY = ("name", "family")
 SWEEP_FIELDS = ("batch", "input_length", "tp")
 DEFAULT_DEVICE = "H100-SXM"
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 NAME_FORBIDDEN = set(",;:=")
+
+EXPLORE_VIEWS = ("line", "heatmap", "pareto", "sensitivity", "inverse")
+EXPLORE_SCENARIO_FIELDS = ("batch", "input_length", "output_length", "context_length", "tp")
+_FIRST_HARDWARE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "memory_capacity",
+                          "llc_capacity", "llc_bandwidth", "link_bandwidth")
+EXPLORE_HARDWARE_FIELDS = _FIRST_HARDWARE_FIELDS + tuple(f for f in HARDWARE_FIELDS if f not in _FIRST_HARDWARE_FIELDS)
+DEVICE_FIELD, NO_FIELD = "device", "none"
+EXPLORE_FIELDS = EXPLORE_SCENARIO_FIELDS + EXPLORE_HARDWARE_FIELDS + (DEVICE_FIELD,)
+EXPLORE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
+                   "energy_per_token_j", "tokens_per_j", "average_power_w", "memory_per_device_bytes",
+                   "compute_bound_share")
+INVERSE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "llc_capacity",
+                  "llc_bandwidth", "link_bandwidth", "inter_node_bandwidth", "tp")
+INVERSE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
+                   "tokens_per_j")     # engine.inverse: latencies met at or below the target, the others at or above
+MAX_AXIS_VALUES = 200
 
 
 @dataclass(frozen=True)
@@ -54,6 +88,15 @@ class ViewState:
     stack_by: str = "name"
     percent: bool = False
     sweep_field: str = "batch"
+    explore_view: str = "line"
+    explore_x: str = "batch"
+    explore_x_values: str = ""                                        # "" = automatic range
+    explore_y: str = NO_FIELD
+    explore_y_values: str = ""
+    explore_metric: str = "tpot_s"
+    explore_change: int = 20                                          # percent
+    explore_inverse_field: str = "memory_bandwidth"
+    explore_target: Optional[float] = None                           # display unit of the metric; None = automatic
     clones: tuple[tuple[str, str], ...] = ()                          # (new name, base device)
     edits: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()   # (device, ((field, value), ...))
 
@@ -135,6 +178,101 @@ def _devices(text: str) -> tuple[str, ...]:
 
 _devices.expected = "device names separated by commas"
 
+
+class ValuesError(ValueError):
+    """A value range or list that cannot be read; the message says what is expected."""
+
+
+VALUES_EXPECTED = "start:stop:count, log:start:stop:count or a comma-separated list"
+
+
+def parse_values(text: str, numeric: bool = True) -> tuple[list, bool]:
+    """The values of an Explore range, and whether they are geometric (drawn on a log axis).
+
+    "1:100:5" -> [1, 25.75, 50.5, 75.25, 100] (evenly spaced, count values including both ends);
+    "log:1:1000:4" -> [1, 10, 100, 1000]; "1,8,64" -> [1, 8, 64] (as given; names when not `numeric`).
+    ValuesError (a ValueError) says what is wrong; at most MAX_AXIS_VALUES values.
+    """
+    text = str(text).strip()
+    if not text:
+        raise ValuesError(f"no values: expected {VALUES_EXPECTED}")
+    parts = [part.strip() for part in text.split(":")]
+    if len(parts) > 1:
+        geometric = parts[0].lower() == "log"
+        numbers = parts[1:] if geometric else parts
+        if len(numbers) != 3:
+            raise ValuesError(f"{text!r}: expected {VALUES_EXPECTED}")
+        try:
+            start, stop = float(numbers[0]), float(numbers[1])
+            count = int(numbers[2])
+        except ValueError:
+            raise ValuesError(f"{text!r}: start and stop must be numbers and count a whole number") from None
+        if not (math.isfinite(start) and math.isfinite(stop)):
+            raise ValuesError(f"{text!r}: start and stop must be finite numbers")
+        if not 2 <= count <= MAX_AXIS_VALUES:
+            raise ValuesError(f"{text!r}: count must be from 2 to {MAX_AXIS_VALUES}")
+        if geometric and (start <= 0 or stop <= 0):
+            raise ValuesError(f"{text!r}: a log range needs start and stop > 0")
+        if geometric:
+            ratio = (stop / start) ** (1 / (count - 1))
+            values = [start * ratio ** i for i in range(count)]
+        else:
+            values = [start + (stop - start) * i / (count - 1) for i in range(count)]
+        values[-1] = stop
+        return [_tidy(v) for v in values], geometric
+    items = [item.strip() for item in text.split(",")]
+    if any(not item for item in items):
+        raise ValuesError(f"{text!r}: an empty item in the list")
+    if len(items) > MAX_AXIS_VALUES:
+        raise ValuesError(f"{text!r}: at most {MAX_AXIS_VALUES} values")
+    if not numeric:
+        if any(NAME_FORBIDDEN & set(item) for item in items):
+            raise ValuesError(f"{text!r}: names cannot contain , ; : =")
+        return list(dict.fromkeys(items)), False
+    try:
+        values = [float(item) for item in items]
+    except ValueError:
+        raise ValuesError(f"{text!r}: every item must be a number") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ValuesError(f"{text!r}: every item must be a finite number")
+    return list(dict.fromkeys(_tidy(v) for v in values)), False
+
+
+def _tidy(value: float) -> float:
+    """Round off floating-point noise (12 significant digits): 2.0000000000000004 -> 2.0."""
+    return float(f"{value:.12g}")
+
+
+def _values_spec(text: str) -> str:
+    text = text.strip()
+    if text:
+        parse_values(text, numeric=False) if ":" not in text else parse_values(text)
+    return text
+
+
+_values_spec.expected = VALUES_EXPECTED + " (or empty for an automatic range)"
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError
+    return value
+
+
+_positive.expected = "a number > 0"
+
+def _field(allow_none: bool) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in EXPLORE_FIELDS and not (allow_none and text == NO_FIELD):
+            raise ValueError
+        return text
+    parse.expected = ("a scenario field (" + ", ".join(EXPLORE_SCENARIO_FIELDS) + "), a numeric hardware field ("
+                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.grid.HARDWARE_FIELDS) or device"
+                      + (" or none" if allow_none else ""))
+    return parse
+
+
 # URL key -> (ViewState attribute, parser, formatter)
 SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "page": ("page", _choice(PAGES), str),
@@ -159,7 +297,17 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "stack": ("stack_by", _choice(STACK_BY), str),
     "pct": ("percent", _flag, lambda v: "1" if v else "0"),
     "sweep": ("sweep_field", _choice(SWEEP_FIELDS), str),
+    "ex.view": ("explore_view", _choice(EXPLORE_VIEWS), str),
+    "ex.x": ("explore_x", _field(allow_none=False), str),
+    "ex.xv": ("explore_x_values", _values_spec, str),
+    "ex.y": ("explore_y", _field(allow_none=True), str),
+    "ex.yv": ("explore_y_values", _values_spec, str),
+    "ex.metric": ("explore_metric", _choice(EXPLORE_METRICS), str),
+    "ex.change": ("explore_change", _whole(1, 90), str),
+    "ex.ifield": ("explore_inverse_field", _choice(INVERSE_FIELDS), str),
+    "ex.target": ("explore_target", _positive, _format_value),
 }
+EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 
 
 def _single(value: Any) -> str:
@@ -180,9 +328,10 @@ def parse_query(params: Mapping[str, Any]) -> tuple[ViewState, list[str]]:
             attribute, parse, _ = SCALAR_PARAMETERS[key]
             try:
                 values[attribute] = parse(text)
-            except ValueError:
+            except ValueError as error:
                 default = getattr(ViewState(), attribute)
-                warnings.append(f"URL parameter {key}={text!r} is not valid (expected {parse.expected}); "
+                detail = str(error) if isinstance(error, ValuesError) else f"expected {parse.expected}"
+                warnings.append(f"URL parameter {key}={text!r} is not valid ({detail}); "
                                 f"using {default!r}")
         elif key.startswith("clone."):
             try:
@@ -214,9 +363,12 @@ def _parse_edit_fields(text: str) -> tuple[tuple[str, str], ...]:
 def to_query(state: ViewState) -> dict[str, str]:
     """URL query parameters that reproduce `state` (parse_query(to_query(s)) == s)."""
     query = {}
+    default = ViewState()
     for key, (attribute, _, formatter) in SCALAR_PARAMETERS.items():
         value = getattr(state, attribute)
-        if value is not None:
+        if key in EXPLORE_KEYS and state.page != "explore" and value == getattr(default, attribute):
+            continue              # the Explore controls stay out of other pages' links unless changed
+        if value is not None and (value != "" or key not in EXPLORE_KEYS):
             query[key] = formatter(value)
     for new_name, base in state.clones:
         query[f"clone.{new_name}"] = base

@@ -84,3 +84,80 @@ def test_downloaded_workbook_carries_clones_and_edits(devices):
     sources = load_sources(data)
     assert "what-if edit" in sources["MI300X"]["num_cores"][0]
     assert sources["H100-NEXT"]["memory_bandwidth"][0].startswith(("what-if edit", "clone of H100-SXM"))
+
+
+# ---- Explore page keys ----------------------------------------------------------------------------
+
+def test_explore_view_round_trips_through_its_url_keys():
+    from dashboard.state import EXPLORE_KEYS
+    state = ViewState(page="explore", devices=("H100-SXM", "MI300X"), explore_view="heatmap",
+                      explore_x="memory_bandwidth", explore_x_values="log:1000:10000:100", explore_y="matrix_tflops",
+                      explore_y_values="100,200,400", explore_metric="tokens_per_j", explore_change=10,
+                      explore_inverse_field="tp", explore_target=12.5)
+    query = to_query(state)
+    assert {k: query[k] for k in EXPLORE_KEYS} == {
+        "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:100", "ex.y": "matrix_tflops",
+        "ex.yv": "100,200,400", "ex.metric": "tokens_per_j", "ex.change": "10", "ex.ifield": "tp",
+        "ex.target": "12.5"}
+    parsed, warnings = parse_query(query)
+    assert parsed == state and warnings == []
+
+
+def test_explore_keys_stay_out_of_other_pages_links_unless_changed():
+    assert not any(key.startswith("ex.") for key in to_query(ViewState()))
+    query = to_query(ViewState(page="overview", explore_x="clock"))
+    assert query["ex.x"] == "clock" and "ex.view" not in query
+    on_explore = to_query(ViewState(page="explore"))
+    assert {"ex.view", "ex.x", "ex.y", "ex.metric", "ex.change", "ex.ifield"} <= set(on_explore)
+    assert "ex.xv" not in on_explore and "ex.target" not in on_explore          # empty / automatic
+    assert parse_query(on_explore)[0] == ViewState(page="explore")
+
+
+@pytest.mark.parametrize("key, value, attribute, fragment", [
+    ("ex.view", "scatter3d", "explore_view", "one of line"),
+    ("ex.x", "warp_speed", "explore_x", "a scenario field"),
+    ("ex.x", "none", "explore_x", "a scenario field"),
+    ("ex.y", "flux", "explore_y", "or none"),
+    ("ex.xv", "1:2", "explore_x_values", "start:stop:count"),
+    ("ex.xv", "log:0:100:5", "explore_x_values", "start and stop > 0"),
+    ("ex.yv", "1:100:1000", "explore_y_values", "count must be from 2 to 200"),
+    ("ex.yv", "1,,3", "explore_y_values", "empty item"),
+    ("ex.xv", "a:b:3", "explore_x_values", "must be numbers"),
+    ("ex.metric", "speed", "explore_metric", "tpot_s"),
+    ("ex.change", "150", "explore_change", "from 1 to 90"),
+    ("ex.ifield", "batch", "explore_inverse_field", "memory_bandwidth"),
+    ("ex.target", "-2", "explore_target", "> 0"),
+    ("ex.target", "soon", "explore_target", "> 0"),
+])
+def test_bad_explore_parameter_warns_naming_it_and_falls_back_for_that_field_only(key, value, attribute, fragment):
+    parsed, warnings = parse_query({key: value, "page": "explore", "ex.metric" if key != "ex.metric" else "batch":
+                                    "ttft_s" if key != "ex.metric" else "8"})
+    assert getattr(parsed, attribute) == getattr(ViewState(), attribute)
+    assert parsed.page == "explore"
+    assert (parsed.explore_metric == "ttft_s") if key != "ex.metric" else (parsed.batch == 8)   # others survive
+    assert len(warnings) == 1 and f"URL parameter {key}={value!r}" in warnings[0] and fragment in warnings[0]
+
+
+@pytest.mark.parametrize("text, numeric, values, geometric", [
+    ("1:5:5", True, [1, 2, 3, 4, 5], False),
+    ("0:1:3", True, [0, 0.5, 1], False),
+    ("log:1:1000:4", True, [1, 10, 100, 1000], True),
+    ("log:1:1024:11", True, [2 ** i for i in range(11)], True),
+    ("LOG:10:1:2", True, [10, 1], True),
+    (" 64, 1, 8 ,8", True, [64, 1, 8], False),
+    ("H100-SXM,MI300X", False, ["H100-SXM", "MI300X"], False),
+])
+def test_parse_values(text, numeric, values, geometric):
+    from dashboard.state import parse_values
+    parsed, log = parse_values(text, numeric=numeric)
+    assert parsed == pytest.approx(values) if numeric else parsed == values
+    assert log is geometric
+
+
+@pytest.mark.parametrize("text", ["", "1:2", "1:2:3:4:5", "log:-1:10:3", "1:10:1", "1:10:201", "x,y", "1,inf",
+                                  "nan:1:3", ",".join(["1"] * 201)])
+def test_parse_values_rejects_with_a_reason(text):
+    from dashboard.state import ValuesError, parse_values
+    with pytest.raises(ValuesError) as error:
+        parse_values(text)
+    assert str(error.value)

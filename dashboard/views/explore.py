@@ -1,0 +1,408 @@
+"""Explore: any metric over one or two swept fields (line, heatmap), Pareto fronts over the sweep, a
+sensitivity tornado and inverse design ("how much bandwidth for TPOT <= 20 ms?").
+
+The base point is the sidebar's view: its model, workload and devices (the primary device, or every
+selected device as the colour dimension of lines and Pareto clouds). Every control is in the URL
+(dashboard.state: ex.view, ex.x, ex.xv, ex.y, ex.yv, ex.metric, ex.change, ex.ifield, ex.target).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from dataclasses import replace
+from typing import Optional
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data, export
+from dashboard.charts.explore import METRICS, field_label, field_title, field_unit_of
+from dashboard.context import PageContext
+from dashboard.state import (
+    DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, INVERSE_FIELDS,
+    INVERSE_METRICS, NO_FIELD, ValuesError, parse_values,
+)
+from dashboard.widgets import chart, deck_button, slug
+from engine.estimate import ScenarioError
+from engine.grid import metrics_from_estimate
+from engine.hardware import WORKBOOK_FIELD_BY_KEY, Hardware
+
+VIEW_TITLES = {"line": "Line", "heatmap": "Heatmap", "pareto": "Pareto fronts", "sensitivity": "Sensitivity",
+               "inverse": "Inverse design"}
+SENSITIVITY_METRICS = ("tpot_s", "ttft_s", "tokens_per_s")
+MAX_POINTS = 40_000
+EXPLORE_SCENARIO_FIELDS_SET = set(EXPLORE_SCENARIO_FIELDS)
+WIDGETS = {"x": ("X values", "ex.xv", "w_ex_xv"), "y": ("Y values", "ex.yv", "w_ex_yv")}
+
+
+# ----------------------------------------------------------------------------------- base and ranges
+def is_integer_field(field: str) -> bool:
+    return field in EXPLORE_SCENARIO_FIELDS or (field in WORKBOOK_FIELD_BY_KEY
+                                                and WORKBOOK_FIELD_BY_KEY[field].unit == "count")
+
+
+def base_value(field: str, hardware: Hardware, scenario) -> Optional[float | str]:
+    """The sidebar's value of `field` (workbook units for hardware fields); None when the device has none."""
+    if field == DEVICE_FIELD:
+        return hardware.name
+    if field == "context_length":
+        return scenario.context_length if scenario.context_length is not None else scenario.decode_context
+    if field in EXPLORE_SCENARIO_FIELDS:
+        return getattr(scenario, field)
+    if field == "compute_scale":
+        return 1.0
+    if field == "matrix_tflops":
+        return hardware.matrix_flops_per_s("bf16") / 1e12
+    spec = WORKBOOK_FIELD_BY_KEY[field]
+    value = getattr(hardware, spec.attribute, None)
+    return None if value is None else value / spec.scale
+
+
+def auto_spec(field: str, hardware: Hardware, scenario, model, selected: list[str]) -> str:
+    """The range a field gets when its values box is empty: around the sidebar's value."""
+    if field == DEVICE_FIELD:
+        return ",".join(selected)
+    if field == "batch":
+        return "log:1:1024:11"
+    if field in ("input_length", "output_length", "context_length"):
+        top = 2 ** int(math.log2(max(min(model.max_position_embeddings, 131072), 256)))
+        return f"log:128:{top}:{int(math.log2(top / 128)) + 1}"
+    if field == "tp":
+        return "1,2,4,8"
+    if field == "compute_scale":
+        return "log:0.25:4:9"
+    if field in WORKBOOK_FIELD_BY_KEY and WORKBOOK_FIELD_BY_KEY[field].unit == "fraction":
+        return "0.1:1:10"
+    base = base_value(field, hardware, scenario)
+    if not base:
+        return "log:1:1000:13"
+    return f"log:{base / 4:.6g}:{base * 4:.6g}:21"
+
+
+def axis_values(field: str, text: str, which: str, auto: str, devices: dict) -> tuple[list, Optional[bool]]:
+    """The values of one axis (auto range when `text` is empty) and whether to draw it on a log axis (a
+    log: range yes, a start:stop:count range no, a list: None, decided from the values); ValuesError
+    naming the widget and URL key."""
+    label, url_key, _ = WIDGETS[which]
+    spec = text.strip() or auto
+    try:
+        values, log = parse_values(spec, numeric=field != DEVICE_FIELD)
+    except ValuesError as error:
+        raise ValuesError(f"{label} (URL parameter {url_key}): {error}") from None
+    if field == DEVICE_FIELD:
+        unknown = [name for name in values if name not in devices]
+        if unknown:
+            raise ValuesError(f"{label} (URL parameter {url_key}): unknown device {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(devices)}")
+        return values, False
+    if is_integer_field(field):
+        values = list(dict.fromkeys(int(round(v)) for v in values))
+    return values, log if ":" in spec else None
+
+
+# ------------------------------------------------------------------------------------------ controls
+def _reset_values(key: str) -> None:
+    st.session_state[key] = ""          # a new field: its old range means something else
+
+
+def field_picker(label: str, key: str, values_key: str, with_none: bool, help_text: str) -> None:
+    options = ([NO_FIELD] if with_none else []) + list(EXPLORE_FIELDS)
+    st.selectbox(label, options, key=key, format_func=lambda f: "none" if f == NO_FIELD else field_title(f),
+                 on_change=_reset_values, args=(values_key,), help=help_text)
+
+
+def sweep_controls(ctx: PageContext, view: str, placeholders: dict) -> None:
+    x_column, xv_column, y_column, yv_column, metric_column = st.columns([4, 3, 4, 3, 3])
+    with x_column:
+        field_picker("X field", "w_ex_x", "w_ex_xv", False, "What varies along the x axis (URL ex.x)")
+    if view == "heatmap" and st.session_state.get("w_ex_y", NO_FIELD) in (NO_FIELD, st.session_state["w_ex_x"]):
+        st.session_state["w_ex_y"] = "matrix_tflops" if st.session_state["w_ex_x"] != "matrix_tflops" \
+            else "memory_bandwidth"
+        st.session_state["w_ex_yv"] = ""
+    with y_column:
+        help_text = ("Rows of the heatmap (URL ex.y)" if view == "heatmap" else
+                     "Optional second field: one line per value (URL ex.y); none = one line per selected device")
+        field_picker("Y field", "w_ex_y", "w_ex_yv", view != "heatmap", help_text)
+    xv_column.text_input("X values", key="w_ex_xv", placeholder=placeholders["x"],
+                         help="start:stop:count, log:start:stop:count or a comma list (URL ex.xv); empty = "
+                              "the range shown, around the sidebar's value")
+    if st.session_state["w_ex_y"] != NO_FIELD:
+        yv_column.text_input("Y values", key="w_ex_yv", placeholder=placeholders["y"],
+                             help="Like X values (URL ex.yv)")
+    if view != "pareto":
+        metric_column.selectbox("Metric", EXPLORE_METRICS, key="w_ex_metric", format_func=lambda m: METRICS[m].title)
+
+
+def placeholders_for(ctx: PageContext) -> dict:
+    primary = ctx.selected[0]
+    return {which: auto_spec(st.session_state.get(key, NO_FIELD), primary, ctx.scenario, ctx.model,
+                             list(ctx.state.devices)) if st.session_state.get(key, NO_FIELD) != NO_FIELD else ""
+            for which, key in (("x", "w_ex_x"), ("y", "w_ex_y"))}
+
+
+# -------------------------------------------------------------------------------------------- sweeps
+def build_grid(ctx: PageContext, view: str, x: str, y: Optional[str], placeholders: dict) -> tuple[dict, dict, str]:
+    """(grid, {field: log axis?}, series column) for the view; ValuesError for bad ranges."""
+    state = ctx.state
+    x_values, x_log = axis_values(x, state.explore_x_values, "x", placeholders["x"], ctx.devices)
+    logs = {x: x_log}
+    grid = {}
+    if y:
+        y_values, logs[y] = axis_values(y, state.explore_y_values, "y", placeholders["y"], ctx.devices)
+        grid[y] = y_values                      # rows first: the heatmap's row-major order
+    grid[x] = x_values
+    series = y if (y and view == "line") else None
+    several = len(state.devices) > 1 and DEVICE_FIELD not in grid
+    if several and view == "pareto" or (several and view == "line" and not y):
+        grid[DEVICE_FIELD] = list(state.devices)
+        series = series or DEVICE_FIELD
+    if x == DEVICE_FIELD and view == "line" and not y:
+        series = None
+    return grid, logs, series
+
+
+def grid_size(grid: dict) -> int:
+    return math.prod(len(values) for values in grid.values())
+
+
+def run_sweep(ctx: PageContext, grid: dict) -> Optional[pd.DataFrame]:
+    if grid_size(grid) > MAX_POINTS:
+        st.error(f"{grid_size(grid):,} points: at most {MAX_POINTS:,} (fewer values in X values / Y values)")
+        return None
+    names = grid.get(DEVICE_FIELD, [ctx.state.devices[0]])
+    try:
+        return data.grid_frame(ctx.model, ctx.scenario, grid, ctx.selected[0],
+                               {name: ctx.devices[name] for name in names}, ctx.state.method)
+    except ValueError as error:
+        st.error(str(error))
+        return None
+
+
+def sweep_figures(ctx: PageContext, view: str, frame: pd.DataFrame, x: str, y: Optional[str], logs: dict,
+                  series: Optional[str]) -> list[tuple[str, object]]:
+    metric = ctx.state.explore_metric
+    primary = ctx.selected[0]
+    x_base = base_value(x, primary, ctx.scenario)
+    if view == "line":
+        figure = charts.line_figure(frame, x, metric, series, base=x_base if x != DEVICE_FIELD else None,
+                                    log_x=logs[x])
+        return [(figure.layout.title.text, figure)]
+    if view == "heatmap":
+        y_base = base_value(y, primary, ctx.scenario)
+        figure = charts.heatmap_figure(frame, x, y, metric, base=(x_base, y_base), log_x=logs[x], log_y=logs[y])
+        return [(figure.layout.title.text, figure)]
+    latency = "tpot_s" if ctx.scenario.phase != "prefill" else "ttft_s"
+    figure = charts.pareto_figure(frame, [f for f in (x, y) if f], latency=latency)
+    return [(figure.layout.title.text, figure)]
+
+
+def render_sweep(ctx: PageContext, view: str) -> None:
+    placeholders = placeholders_for(ctx)
+    sweep_controls(ctx, view, placeholders)
+    placeholders = placeholders_for(ctx)      # the heatmap may have picked a Y field
+    state = ctx.state
+    x = st.session_state["w_ex_x"]
+    y = st.session_state["w_ex_y"] if st.session_state["w_ex_y"] != NO_FIELD else None
+    if y == x:
+        st.error("X field and Y field are the same (URL parameters ex.x and ex.y): pick two different fields")
+        return
+    state = replace(state, explore_x=x, explore_y=y or NO_FIELD, explore_x_values=st.session_state["w_ex_xv"],
+                    explore_y_values=st.session_state.get("w_ex_yv", ""))
+    ctx = PageContext(state, ctx.devices, ctx.model, ctx.scenario)
+    try:
+        grid, logs, series = build_grid(ctx, view, x, y, placeholders)
+    except ValuesError as error:
+        st.error(str(error))
+        return
+    frame = run_sweep(ctx, grid)
+    if frame is None:
+        return
+    figures = sweep_figures(ctx, view, frame, x, y, logs, series)
+    if view == "pareto" and not EXPLORE_SCENARIO_FIELDS_SET & {x, y}:
+        st.info("More of every hardware resource is better on both axes, so the fronts collapse onto the "
+                "largest values: sweep a workload field (batch, lengths, tp) to trade latency for throughput.")
+    problems = frame["error"].fillna("").astype(str)
+    unfit = (problems == "") & ~frame["fits"].astype(bool)
+    st.caption(f"{len(frame):,} points · {int(unfit.sum()):,} do not fit in memory · "
+               f"{int((problems != '').sum()):,} cannot run" + (f" (first: {problems[problems != ''].iloc[0]})"
+                                                                 if (problems != '').any() else ""))
+    deck_button(figures, ctx.summary(), key="explore")
+    for index, (title, figure) in enumerate(figures):
+        chart(figure, title, key=f"explore-{view}-{index}")
+    st.subheader("Sweep table")
+    st.dataframe(frame, hide_index=True, width="stretch", height=300)
+    lazy_downloads(frame, f"explore-{view}", key="explore")
+
+
+def lazy_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
+    """CSV and XLSX buttons that build their file only when clicked (sweeps can be 40,000 rows)."""
+    left, right, _ = st.columns([1, 1, 6])
+    left.download_button("CSV", data=functools.partial(export.table_csv, frame), file_name=f"{slug(name)}.csv",
+                         mime="text/csv", key=f"csv-{key}", on_click="ignore", icon=":material/download:")
+    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame, "sweep"),
+                          file_name=f"{slug(name)}.xlsx", key=f"xlsx-{key}", on_click="ignore",
+                          mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                          icon=":material/download:")
+
+
+# --------------------------------------------------------------------------------------- sensitivity
+def engine_module(name: str):
+    """engine.<name>, or None when this installation does not have it yet."""
+    try:
+        return importlib.import_module(f"engine.{name}")
+    except ImportError:
+        return None
+
+
+def render_sensitivity(ctx: PageContext) -> None:
+    st.number_input("Change each field by ± (%)", min_value=1, max_value=90, step=5, key="w_ex_change",
+                    help="Each field is lowered and raised by this much, one at a time (URL ex.change)")
+    if engine_module("sensitivity") is None:
+        st.info("Sensitivity needs engine.sensitivity, which this installation does not have.")
+        return
+    primary = ctx.selected[0]
+    change = st.session_state["w_ex_change"] / 100
+    try:
+        frame = data.sensitivity_frame(primary, ctx.model, ctx.scenario, change, SENSITIVITY_METRICS, ctx.state.method)
+    except (ScenarioError, ValueError) as error:
+        st.error(f"{primary.name}: {error}")
+        return
+    shown = [m for m in SENSITIVITY_METRICS if m in set(frame["metric"])]   # the phase may not define one
+    figure = charts.tornado_figure(frame, metrics=shown, change=change)
+    title = f"Sensitivity on {primary.name}"
+    deck_button([(title, figure)], ctx.summary(), key="explore")
+    chart(figure, title, key="explore-sensitivity")
+    st.dataframe(frame, hide_index=True, width="stretch")
+    lazy_downloads(frame, "sensitivity", key="explore-sensitivity")
+
+
+# ------------------------------------------------------------------------------------------- inverse
+def round_up(value: float, digits: int = 4) -> float:
+    """`value` rounded up to `digits` significant digits (a least value stays on the good side)."""
+    if value <= 0 or not math.isfinite(value):
+        return value
+    step = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    return math.ceil(value / step - 1e-9) * step
+
+
+def number(value: float, digits: int = 4) -> str:
+    """`digits` significant digits with thousands separators: 6716.0 -> '6,716', 0.0022599 -> '0.00226'."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value:,.{digits}g}"
+
+
+def base_metrics(ctx: PageContext, hardware: Hardware) -> dict:
+    result = data.estimate(hardware, ctx.model, ctx.scenario, ctx.state.method)
+    return metrics_from_estimate(result, hardware)
+
+
+def render_inverse(ctx: PageContext) -> None:
+    field_column, metric_column, target_column = st.columns(3)
+    field_column.selectbox("Solve for", INVERSE_FIELDS, key="w_ex_ifield", format_func=field_title,
+                           help="The field whose least value meets the target (URL ex.ifield)")
+    if st.session_state.get("w_ex_metric") not in INVERSE_METRICS:
+        st.session_state["w_ex_metric"] = "tpot_s"      # the inverse search handles latencies and throughputs
+    metric_column.selectbox("Metric", INVERSE_METRICS, key="w_ex_metric", format_func=lambda m: METRICS[m].title)
+    metric, field = st.session_state["w_ex_metric"], st.session_state["w_ex_ifield"]
+    info = METRICS[metric]
+    primary = ctx.selected[0]
+    try:
+        base = base_metrics(ctx, primary)[metric]
+    except (ScenarioError, ValueError) as error:
+        st.error(f"{primary.name}: {error}")
+        return
+    factor = 0.5 if info.better == "lower" else 2.0           # automatic target: twice as good as the base point
+    automatic = float(f"{base * info.scale * factor:.3g}") if math.isfinite(base) else None
+    comparison = "≤" if info.better == "lower" else "≥"
+    target_column.number_input(f"Target {info.label} {comparison} ({info.unit})", min_value=0.0, key="w_ex_target",
+                               value=None, placeholder=f"auto: {automatic:g}" if automatic else "",
+                               format="%g", help="Empty = twice as good as the sidebar's point (URL ex.target)")
+    target = st.session_state.get("w_ex_target") or automatic
+    if engine_module("inverse") is None:
+        st.info("Inverse design needs engine.inverse, which this installation does not have.")
+        return
+    if not target:
+        st.error(f"{info.label} is not available for this workload, so there is no target to meet")
+        return
+    try:
+        result = data.least_value(primary, ctx.model, ctx.scenario, field, metric, target / info.scale,
+                                  ctx.state.method)
+    except (ScenarioError, ValueError) as error:
+        st.error(f"Inverse design: {error}")
+        return
+    show_inverse(ctx, primary, result, info, target, base)
+
+
+def show_inverse(ctx: PageContext, primary: Hardware, result, info, target: float, base: float) -> None:
+    unit = result.unit or field_unit_of(result.field)
+    answer = getattr(result, "value", None)
+    (st.success if result.reachable else st.warning)(result.message)
+    if not result.reachable or answer is None:
+        return
+    shown = int(answer) if result.field == "tp" else round_up(answer)
+    value, there, below = st.columns(3)
+    value.metric(f"Least {field_label(result.field).lower()}", f"{number(shown, 6)} {unit}".strip(),
+                 f"{number(result.base_value, 6)} {unit} on {primary.name}".strip(), delta_color="off",
+                 delta_arrow="off")
+    there.metric(f"{info.label} there", f"{number(result.metric_at_value * info.scale, 5)} {info.unit}",
+                 f"target {number(target, 5)} {info.unit}", delta_color="off", delta_arrow="off")
+    if result.value_below is not None and result.metric_below is not None:
+        below.metric(f"Just below ({number(result.value_below, 6)} {unit})".strip(),
+                     f"{number(result.metric_below * info.scale, 5)} {info.unit}", "misses the target",
+                     delta_color="off", delta_arrow="off")
+    rows = [("sidebar's device", result.base_value, base), ("least value", result.value, result.metric_at_value),
+            ("just below", result.value_below, result.metric_below)]
+    table = pd.DataFrame([{"point": point, f"{result.field} ({unit})": v,
+                           f"{info.label} ({info.unit})": None if m is None else m * info.scale}
+                          for point, v, m in rows])
+    st.dataframe(table, hide_index=True)
+    st.caption(f"{result.evaluations} evaluations in {result.seconds * 1e3:.0f} ms"
+               + ("" if result.fits else " · the answer does not fit in device memory"))
+    figures = inverse_figures(ctx, primary, result, unit, shown)
+    deck_button(figures, ctx.summary(), key="explore")
+    for index, (title, figure) in enumerate(figures):
+        chart(figure, title, key=f"explore-inverse-{index}")
+
+
+def inverse_figures(ctx: PageContext, primary: Hardware, result, unit: str, shown) -> list[tuple[str, object]]:
+    """The search's check (metric at every value tried, target, answer) and, for hardware answers, the
+    roofline of the sidebar's device with the device at the answer overlaid."""
+    figures = []
+    if getattr(result, "tried", None) is not None and len(result.tried):
+        search = charts.inverse_search_figure(result.tried, result.field, result.metric, result.target, result.value,
+                                              base_value=result.base_value, unit=unit)
+        figures.append((search.layout.title.text, search))
+    hardware = result.hardware_at_value
+    if hardware is None:
+        return figures
+    name = f"answer: {number(shown, 6)} {unit}".strip()
+    answer = hardware.model_copy(update={"name": name})
+    scenario = result.scenario_at_value or ctx.scenario
+    links = ctx.scenario.device_count > 1
+    ceilings = pd.concat([data.ceilings(primary, links), data.ceilings(answer, links)], ignore_index=True)
+    try:
+        kernels = pd.concat([
+            data.estimate(primary, ctx.model, ctx.scenario, ctx.state.method).kernels.assign(device=primary.name),
+            data.estimate(answer, ctx.model, scenario, ctx.state.method).kernels.assign(device=name)],
+            ignore_index=True)
+    except (ScenarioError, ValueError) as error:
+        st.error(str(error))
+        return figures
+    title = f"Roofline: {primary.name} and the device at the answer"
+    return figures + [(title, charts.roofline_figure(ceilings, kernels, title=title))]
+
+
+# ---------------------------------------------------------------------------------------------- page
+def render(ctx: PageContext) -> None:
+    st.caption(ctx.summary())
+    st.segmented_control("View", EXPLORE_VIEWS, key="w_ex_view", format_func=VIEW_TITLES.get, required=True)
+    view = st.session_state.get("w_ex_view") or ctx.state.explore_view
+    if view == "sensitivity":
+        render_sensitivity(ctx)
+    elif view == "inverse":
+        render_inverse(ctx)
+    else:
+        render_sweep(ctx, view)
