@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
 from engine.dtypes import DTYPES, check_dtype
+from engine.grid_spec import is_geometric, parse_numbers
 from engine.estimators import METHODS
 from engine.grid import HARDWARE_FIELDS
 from engine.workload import PHASES
@@ -191,51 +192,28 @@ def parse_values(text: str, numeric: bool = True) -> tuple[list, bool]:
 
     "1:100:5" -> [1, 25.75, 50.5, 75.25, 100] (evenly spaced, count values including both ends);
     "log:1:1000:4" -> [1, 10, 100, 1000]; "1,8,64" -> [1, 8, 64] (as given; names when not `numeric`).
-    ValuesError (a ValueError) says what is wrong; at most MAX_AXIS_VALUES values.
+    The syntax is the sweep CLI's (engine/grid_spec.py). ValuesError (a ValueError) says what is wrong;
+    at most MAX_AXIS_VALUES values.
     """
     text = str(text).strip()
     if not text:
         raise ValuesError(f"no values: expected {VALUES_EXPECTED}")
-    parts = [part.strip() for part in text.split(":")]
-    if len(parts) > 1:
-        geometric = parts[0].lower() == "log"
-        numbers = parts[1:] if geometric else parts
-        if len(numbers) != 3:
-            raise ValuesError(f"{text!r}: expected {VALUES_EXPECTED}")
-        try:
-            start, stop = float(numbers[0]), float(numbers[1])
-            count = int(numbers[2])
-        except ValueError:
-            raise ValuesError(f"{text!r}: start and stop must be numbers and count a whole number") from None
-        if not (math.isfinite(start) and math.isfinite(stop)):
-            raise ValuesError(f"{text!r}: start and stop must be finite numbers")
-        if not 2 <= count <= MAX_AXIS_VALUES:
-            raise ValuesError(f"{text!r}: count must be from 2 to {MAX_AXIS_VALUES}")
-        if geometric and (start <= 0 or stop <= 0):
-            raise ValuesError(f"{text!r}: a log range needs start and stop > 0")
-        if geometric:
-            ratio = (stop / start) ** (1 / (count - 1))
-            values = [start * ratio ** i for i in range(count)]
-        else:
-            values = [start + (stop - start) * i / (count - 1) for i in range(count)]
-        values[-1] = stop
-        return [_tidy(v) for v in values], geometric
-    items = [item.strip() for item in text.split(",")]
-    if any(not item for item in items):
-        raise ValuesError(f"{text!r}: an empty item in the list")
-    if len(items) > MAX_AXIS_VALUES:
-        raise ValuesError(f"{text!r}: at most {MAX_AXIS_VALUES} values")
     if not numeric:
+        items = [item.strip() for item in text.split(",")]
+        if any(not item for item in items):
+            raise ValuesError(f"{text!r}: an empty item in the list")
         if any(NAME_FORBIDDEN & set(item) for item in items):
             raise ValuesError(f"{text!r}: names cannot contain , ; : =")
-        return list(dict.fromkeys(items)), False
-    try:
-        values = [float(item) for item in items]
-    except ValueError:
-        raise ValuesError(f"{text!r}: every item must be a number") from None
-    if not all(math.isfinite(v) for v in values):
-        raise ValuesError(f"{text!r}: every item must be a finite number")
-    return list(dict.fromkeys(_tidy(v) for v in values)), False
+        values = items
+    else:
+        try:
+            values = parse_numbers(text, max_count=MAX_AXIS_VALUES)
+        except ValueError as error:
+            raise ValuesError(str(error)) from None
+    if len(values) > MAX_AXIS_VALUES:
+        raise ValuesError(f"{text!r}: at most {MAX_AXIS_VALUES} values")
+    return list(dict.fromkeys(_tidy(v) for v in values) if numeric else dict.fromkeys(values)), \
+        numeric and is_geometric(text)
 
 
 def _tidy(value: float) -> float:

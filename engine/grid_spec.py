@@ -100,7 +100,7 @@ def _expected(kind: tuple[str, tuple, bool]) -> str:
     return noun + (" or none" if optional else "")
 
 
-def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool]) -> list:
+def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool], max_count: int | None = None) -> list:
     """`start:stop:count` (linear, both ends included) or `log:start:stop:count` (geometric); integer
     fields round to whole numbers (duplicates from rounding dropped), float fields to 12 significant digits."""
     import numpy as np
@@ -120,6 +120,8 @@ def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool]) -> list:
         raise ValueError(f"range {text!r}: start, stop and count must be finite")
     if not count.is_integer() or count < 1 or (count == 1 and start != stop):
         raise ValueError(f"range {text!r}: count must be a whole number >= 2 (1 only when start = stop)")
+    if max_count is not None and not 2 <= count <= max_count:
+        raise ValueError(f"range {text!r}: count must be from 2 to {max_count}")
     if geometric and (start <= 0 or stop <= 0):
         raise ValueError(f"range {text!r}: a log range needs start and stop > 0")
     values = (np.geomspace if geometric else np.linspace)(start, stop, int(count))
@@ -131,14 +133,28 @@ def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool]) -> list:
 
 def parse_grid_values(field: str, text: str) -> list:
     """VALUES of `--grid FIELD=VALUES`: comma-separated values and ranges (docs/sweeps.md)."""
-    kind = value_kind(field)
+    return _parse_values(field, text, value_kind(field))
+
+
+def parse_numbers(text: str, max_count: int | None = None) -> list[float]:
+    """Comma-separated numbers and ranges for no field in particular (floats; the dashboard's axes);
+    `max_count` bounds a range's count."""
+    return _parse_values("values", text, ("float", (), False), max_count)
+
+
+def is_geometric(text: str) -> bool:
+    """Whether VALUES is one log range (drawn on a log axis)."""
+    return str(text).strip().lower().startswith("log:") and "," not in str(text)
+
+
+def _parse_values(field: str, text: str, kind: tuple[str, tuple, bool], max_count: int | None = None) -> list:
     items = [item.strip() for item in text.split(",")]
     if not text.strip() or any(not item for item in items):
         raise ValueError(f"expected a comma-separated list of {_expected(kind)} or a range, got {text!r}")
     values: list = []
     for item in items:
         if ":" in item and kind[0] in ("int", "float"):
-            values.extend(_grid_range(field, item, kind))
+            values.extend(_grid_range(field, item, kind, max_count))
         else:
             values.append(_grid_value(field, item, kind))
     return values
