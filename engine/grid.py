@@ -34,6 +34,7 @@ from engine.collectives import check_interconnect
 from engine.estimate import estimate, updated_scenario
 from engine.grid_eval import evaluate_stack
 from engine.grid_points import ROW_FIELDS, PointValues, can_stack, stacked_table
+from engine.grid_variants import LINK_ATTRIBUTES, Variant
 from engine.hardware import WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS, Hardware
 from engine.what_if import EditError, apply_edits
 from engine.workload import Scenario
@@ -159,15 +160,20 @@ class HardwareVariants:
                 for value in dict.fromkeys(points[field].tolist()):
                     single[(name, field, value)] = _changes(bases[name], field, value)
         rows = zip(names, *(points[f].tolist() for f in self.fields))
-        self.key_of_point, self.hardware = [], {}
+        self.key_of_point, self.variant = [], {}
+        cache: dict = {}     # Hardware copies shared by the variants (engine/grid_variants.py)
         for name, *values in rows:
             key = (name, *values)
-            if key not in self.hardware:
+            if key not in self.variant:
                 changes = {}
                 for field, value in zip(self.fields, values):
                     changes.update(single[(name, field, value)])
-                self.hardware[key] = bases[name].model_copy(update=changes) if changes else bases[name]
+                self.variant[key] = Variant(bases[name], changes.items(), cache)
             self.key_of_point.append(key)
+
+    def hardware(self, key) -> Hardware:
+        """The device of a key, as a Hardware."""
+        return self.variant[key].on()
 
 
 def resolve_device(name: str, devices) -> Hardware:
@@ -243,7 +249,7 @@ def _run_stack(model, base: Scenario, index: np.ndarray, row_values: dict, varia
     unique_keys = list(dict.fromkeys(keys))
     position = {k: j for j, k in enumerate(unique_keys)}
     variant_of = np.array([position[k] for k in keys])
-    hardware = [variants.hardware[k] for k in unique_keys]
+    hardware = [variants.variant[k] for k in unique_keys]
     ok = _interconnect_ok(hardware, base)
     for j, reason in enumerate(ok):
         if reason:
@@ -267,13 +273,13 @@ def _run_stack(model, base: Scenario, index: np.ndarray, row_values: dict, varia
     results["devices"][index] = base.device_count
 
 
-def _interconnect_ok(hardware: list[Hardware], base: Scenario) -> list[str]:
+def _interconnect_ok(variants: list[Variant], base: Scenario) -> list[str]:
     if max(base.tp, base.pp, base.ep) <= 1:
-        return [""] * len(hardware)
+        return [""] * len(variants)
     reasons = []
-    for hw in hardware:
+    for variant in variants:
         try:
-            check_interconnect(hw, base)
+            check_interconnect(variant.on(LINK_ATTRIBUTES), base)
             reasons.append("")
         except RECOVERABLE as error:
             reasons.append(_reason(error))
@@ -322,7 +328,7 @@ def _run_point(model, scenario: Scenario, points: dict, i: int, structural: list
                variants: HardwareVariants, method: str, results: dict) -> None:
     try:
         point = updated_scenario(scenario, **{c: _plain(points[c][i]) for c in structural + _row_fields(points)})
-        hardware = variants.hardware[variants.key_of_point[i]]
+        hardware = variants.hardware(variants.key_of_point[i])
         result = estimate(hardware, model, point, method=method)
     except RECOVERABLE as error:
         _fail(results, np.array([i]), _reason(error))

@@ -17,15 +17,13 @@ from engine.energy import kernel_energy
 from engine.estimators import get_method
 from engine.estimators.roofline import roofline_times
 from engine.grid_points import PointValues, StackedTable
+from engine.grid_variants import ENERGY_ATTRIBUTES, LINK_ATTRIBUTES, PEAK_ATTRIBUTES, Variant, as_variants
 from engine.hardware import Hardware
 from engine.memory import WORKSPACE_FRACTION, kv_cache_bytes, kv_share_per_device, weights_per_device
 from engine.parallel import PER_PASS_KERNELS, parallel_layout
 from engine.workload import Scenario
 
 PHASE_CODES = {"prefill": 0, "decode": 1}
-ENERGY_KEY_FIELDS = tuple(name for name in Hardware.model_fields if "energy" in name) + ("static_power_w",)
-LINK_KEY_FIELDS = ("link_bandwidth_bytes_per_s", "num_links", "devices_per_node", "link_latency_s",
-                   "inter_node_bandwidth_bytes_per_s", "inter_node_latency_s")
 
 
 def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -54,12 +52,16 @@ def _cached(cache: dict, key, make):
     return cache[key]
 
 
-def roofline_rows(columns: dict, variants: list[Hardware], scenario: Scenario) -> RowTimes:
-    """Broadcast roofline over all variants (estimate_roofline + time_collectives, for many devices)."""
+def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario) -> RowTimes:
+    """Broadcast roofline over all variants (estimate_roofline + time_collectives, for many devices).
+    Derived numbers are computed once per distinct value of the fields they depend on."""
     dtypes, dtype_code = np.unique(np.asarray(columns["dtype"]).astype(str), return_inverse=True)
-    peaks = np.array([[hw.matrix_flops_per_s(d) for hw in variants] for d in dtypes])       # dtypes x H
-    vector = np.array([hw.vector_flops_per_s for hw in variants])
-    bandwidth = np.array([hw.memory_bandwidth_bytes_per_s for hw in variants])
+    cache: dict = {}
+    rates = [_cached(cache, v.key(PEAK_ATTRIBUTES), lambda v=v: _rates(v.on(PEAK_ATTRIBUTES), dtypes))
+             for v in variants]
+    peaks = np.array([r[0] for r in rates]).T.reshape(len(dtypes), len(variants))          # dtypes x H
+    vector = np.array([r[1] for r in rates])
+    bandwidth = np.array([v.get("memory_bandwidth_bytes_per_s") for v in variants])
     col = lambda name: columns[name].astype(float)[:, None]   # noqa: E731
     compute, memory = roofline_times(col("matrix_flops"), col("vector_flops"), col("bytes"),
                                      peaks[dtype_code.reshape(-1)], vector[None, :], bandwidth[None, :])
@@ -67,11 +69,10 @@ def roofline_rows(columns: dict, variants: list[Hardware], scenario: Scenario) -
     is_compute = compute > memory
     rows = np.flatnonzero(np.asarray(columns["op"]) == "collective")
     if rows.size:
-        links: dict = {}
-        coefficients = [_cached(links, tuple(getattr(hw, f) for f in LINK_KEY_FIELDS), lambda hw=hw:
-                                collective_coefficients(np.asarray(columns["name"])[rows],
-                                                        columns["group_size"][rows], hw, scenario))
-                        for hw in variants]
+        names, sizes = np.asarray(columns["name"])[rows], columns["group_size"][rows]
+        coefficients = [_cached(cache, ("link",) + v.key(LINK_ATTRIBUTES), lambda v=v:
+                                collective_coefficients(names, sizes, v.on(LINK_ATTRIBUTES), scenario))
+                        for v in variants]
         per_byte = np.stack([c[0] for c in coefficients], axis=1)
         latency = np.stack([c[1] for c in coefficients], axis=1)
         seconds = columns["link_bytes"][rows].astype(float)[:, None] * per_byte + latency
@@ -80,13 +81,16 @@ def roofline_rows(columns: dict, variants: list[Hardware], scenario: Scenario) -
             seconds = seconds - np.minimum(seconds, np.where(has[:, None], time[index], 0.0))
         time[rows] = seconds
         is_compute[rows] = False
-    dynamic: dict = {}
     idle = {**columns, "time_s": np.zeros(len(columns["count"]))}
-    per_variant = [_cached(dynamic, tuple(getattr(hw, f) for f in ENERGY_KEY_FIELDS) + hw.matrix_dtypes,
-                           lambda hw=hw: kernel_energy(idle, hw)[0]) for hw in variants]
+    per_variant = [_cached(cache, ("energy",) + v.key(ENERGY_ATTRIBUTES),
+                           lambda v=v: kernel_energy(idle, v.on(ENERGY_ATTRIBUTES))[0]) for v in variants]
     static = _static_power(per_variant, variants)
     energy = _energy_stack([None if p is None else p["energy_j"] for p in per_variant], time.shape[0])
     return RowTimes(time, is_compute, energy + time * static[None, :], static)
+
+
+def _rates(hardware: Hardware, dtypes) -> tuple[list[float], float]:
+    return [hardware.matrix_flops_per_s(d) for d in dtypes], hardware.vector_flops_per_s
 
 
 def _energy_stack(per_variant: list, rows: int) -> np.ndarray:
@@ -95,15 +99,16 @@ def _energy_stack(per_variant: list, rows: int) -> np.ndarray:
         else np.zeros((rows, 0))
 
 
-def _static_power(per_variant: list, variants: list[Hardware]) -> np.ndarray:
-    return np.array([np.nan if e is None else hw.static_power_w for e, hw in zip(per_variant, variants)])
+def _static_power(per_variant: list, variants: list[Variant]) -> np.ndarray:
+    return np.array([np.nan if e is None else v.get("static_power_w") for e, v in zip(per_variant, variants)])
 
 
-def method_rows(columns: dict, variants: list[Hardware], scenario: Scenario, method: str) -> RowTimes:
+def method_rows(columns: dict, variants: list[Variant], scenario: Scenario, method: str) -> RowTimes:
     """Any method: the stacked table timed once per variant."""
     chosen = get_method(method)
     times, compute, energies = [], [], []
-    for hw in variants:
+    for variant in variants:
+        hw = variant.on()
         out = chosen.estimate(dict(columns), hw, scenario)
         times.append(out["time_s"].astype(float))
         compute.append(np.asarray(out["bound"]) == "compute")
@@ -113,9 +118,11 @@ def method_rows(columns: dict, variants: list[Hardware], scenario: Scenario, met
                     _static_power(energies, variants))
 
 
-def evaluate_stack(stack: StackedTable, model, base: Scenario, values: PointValues, variants: list[Hardware],
+def evaluate_stack(stack: StackedTable, model, base: Scenario, values: PointValues, variants: list,
                    method: str = "roofline") -> dict[str, np.ndarray]:
-    """Per point x variant (U x H arrays): latency, throughput, energy and memory metrics."""
+    """Per point x variant (U x H arrays): latency, throughput, energy and memory metrics on `variants`
+    (engine/grid_variants.py Variants, or Hardware)."""
+    variants = as_variants(variants)
     columns = stack.columns
     rows = roofline_rows(columns, variants, base) if method == "roofline" else \
         method_rows(columns, variants, base, method)
@@ -169,7 +176,7 @@ def _energy_metrics(rows: RowTimes, count, point, bubble_time, device_time, valu
                     variants) -> dict[str, np.ndarray]:
     """engine/energy.py's energy_summary for every point and variant (NaN where the spec lacks a value)."""
     shape = device_time.shape
-    tdp = np.array([np.nan if hw.tdp_w is None else hw.tdp_w for hw in variants])[None, :]
+    tdp = np.array([v.get("tdp_w") for v in variants], dtype=float)[None, :]
     device_energy = sum_by(point, count * rows.energy, shape[0]) + bubble_time * rows.static_w[None, :]
     if s.phase == "prefill":
         tokens = values.batch * values.input_length
@@ -196,7 +203,7 @@ def _memory_metrics(stack: StackedTable, model, s: Scenario, values: PointValues
     np.maximum.at(activations, stack.point[active], columns["activation_bytes"][active].astype(float))
     kv = np.array([kv_cache_bytes(model, s.model_copy(update=_point_fields(values, i))) for i in range(values.size)])
     kv = kv * kv_share_per_device(model, layout)
-    capacity = np.array([hw.memory_capacity_bytes for hw in variants])[None, :]
+    capacity = np.array([v.get("memory_capacity_bytes") for v in variants])[None, :]
     total = weights + kv[:, None] + activations[:, None] + WORKSPACE_FRACTION * capacity
     return {"memory_per_device_bytes": total, "memory_capacity_bytes": np.broadcast_to(capacity, total.shape),
             "fits": total <= capacity}
