@@ -45,8 +45,8 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     macs = _column(kernels, "macs") * (np.asarray(kernels["unit"]) == "matrix" if "unit" in kernels else 1.0)
     per_mac = np.zeros(len(macs))
     if (macs > 0).any():
-        dtypes = np.asarray(kernels["dtype"]).astype(str)
-        for dtype in dict.fromkeys(dtypes[macs > 0]):
+        dtypes = np.asarray(kernels["dtype"])
+        for dtype in pd.unique(dtypes[macs > 0]):
             rate = hardware.matrix_rate_dtype(dtype)
             value = _mac_energy(hardware, rate)
             if value is None:

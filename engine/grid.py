@@ -243,8 +243,11 @@ def _run_group(model, scenario: Scenario, points: dict, index: np.ndarray, struc
 def _run_stack(model, base: Scenario, index: np.ndarray, row_values: dict, variants: HardwareVariants, method: str,
                results: dict) -> None:
     table = np.stack([row_values[f] for f in ROW_FIELDS], axis=1)
-    unique_rows, point_of = np.unique(np.nan_to_num(table, nan=-1.0), axis=0, return_inverse=True)
-    unique_rows = np.where(unique_rows == -1.0, np.nan, unique_rows)
+    if len(table) == 1:
+        unique_rows, point_of = table, np.zeros(1, dtype=np.int64)
+    else:
+        unique_rows, point_of = np.unique(np.nan_to_num(table, nan=-1.0), axis=0, return_inverse=True)
+        unique_rows = np.where(unique_rows == -1.0, np.nan, unique_rows)
     keys = [variants.key_of_point[i] for i in index]
     unique_keys = list(dict.fromkeys(keys))
     position = {k: j for j, k in enumerate(unique_keys)}

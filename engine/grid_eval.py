@@ -24,6 +24,7 @@ from engine.parallel import PER_PASS_KERNELS, parallel_layout
 from engine.workload import Scenario
 
 PHASE_CODES = {"prefill": 0, "decode": 1}
+BLOCK_ELEMENTS = 2_000_000      # rows x variants per block (16 MB per float array)
 
 
 def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -39,11 +40,14 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 
 
 class RowTimes:
-    """Per row and variant: time_s, whether compute bound, energy (dynamic + static; NaN for a variant
-    without energy values) and static power."""
+    """Per row and variant: time_s and whether compute bound; per row, the dynamic energy of each distinct
+    energy spec (rows x K, NaN columns where the spec lacks a value) with the column of every variant
+    (`dynamic_of`), and per variant the static power (energy = dynamic + static power x time)."""
 
-    def __init__(self, time: np.ndarray, compute: np.ndarray, energy: np.ndarray, static_w: np.ndarray):
-        self.time, self.compute, self.energy, self.static_w = time, compute, energy, static_w
+    def __init__(self, time: np.ndarray, compute: np.ndarray, dynamic: np.ndarray, dynamic_of: np.ndarray,
+                 static_w: np.ndarray):
+        self.time, self.compute, self.static_w = time, compute, static_w
+        self.dynamic, self.dynamic_of = dynamic, dynamic_of
 
 
 def _cached(cache: dict, key, make):
@@ -52,11 +56,12 @@ def _cached(cache: dict, key, make):
     return cache[key]
 
 
-def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario) -> RowTimes:
+def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario, cache: dict | None = None) -> RowTimes:
     """Broadcast roofline over all variants (estimate_roofline + time_collectives, for many devices).
-    Derived numbers are computed once per distinct value of the fields they depend on."""
+    Derived numbers are computed once per distinct value of the fields they depend on (`cache`: kept
+    across the blocks of one table)."""
     dtypes, dtype_code = np.unique(np.asarray(columns["dtype"]).astype(str), return_inverse=True)
-    cache: dict = {}
+    cache = {} if cache is None else cache
     rates = [_cached(cache, v.key(PEAK_ATTRIBUTES), lambda v=v: _rates(v.on(PEAK_ATTRIBUTES), dtypes))
              for v in variants]
     peaks = np.array([r[0] for r in rates]).T.reshape(len(dtypes), len(variants))          # dtypes x H
@@ -82,11 +87,16 @@ def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario) ->
         time[rows] = seconds
         is_compute[rows] = False
     idle = {**columns, "time_s": np.zeros(len(columns["count"]))}
-    per_variant = [_cached(cache, ("energy",) + v.key(ENERGY_ATTRIBUTES),
-                           lambda v=v: kernel_energy(idle, v.on(ENERGY_ATTRIBUTES))[0]) for v in variants]
-    static = _static_power(per_variant, variants)
-    energy = _energy_stack([None if p is None else p["energy_j"] for p in per_variant], time.shape[0])
-    return RowTimes(time, is_compute, energy + time * static[None, :], static)
+    keys = [("energy",) + v.key(ENERGY_ATTRIBUTES) for v in variants]
+    distinct = list(dict.fromkeys(keys))
+    position = {key: j for j, key in enumerate(distinct)}
+    specs = {key: variant for key, variant in zip(keys, variants)}
+    per_spec = [_cached(cache, key, lambda v=specs[key]: kernel_energy(idle, v.on(ENERGY_ATTRIBUTES))[0])
+                for key in distinct]
+    dynamic = _energy_stack([None if p is None else p["energy_j"] for p in per_spec], time.shape[0])
+    dynamic_of = np.array([position[key] for key in keys], dtype=np.int64)
+    static = _static_power([per_spec[j] for j in dynamic_of], variants)
+    return RowTimes(time, is_compute, dynamic, dynamic_of, static)
 
 
 def _rates(hardware: Hardware, dtypes) -> tuple[list[float], float]:
@@ -112,19 +122,31 @@ def method_rows(columns: dict, variants: list[Variant], scenario: Scenario, meth
         out = chosen.estimate(dict(columns), hw, scenario)
         times.append(out["time_s"].astype(float))
         compute.append(np.asarray(out["bound"]) == "compute")
-        energy = kernel_energy(out, hw)[0]
+        energy = kernel_energy({**out, "time_s": np.zeros(len(out["time_s"]))}, hw)[0]   # dynamic only
         energies.append(None if energy is None else energy["energy_j"])
     return RowTimes(np.stack(times, axis=1), np.stack(compute, axis=1), _energy_stack(energies, len(times[0])),
-                    _static_power(energies, variants))
+                    np.arange(len(variants)), _static_power(energies, variants))
 
 
 def evaluate_stack(stack: StackedTable, model, base: Scenario, values: PointValues, variants: list,
                    method: str = "roofline") -> dict[str, np.ndarray]:
     """Per point x variant (U x H arrays): latency, throughput, energy and memory metrics on `variants`
-    (engine/grid_variants.py Variants, or Hardware)."""
+    (engine/grid_variants.py Variants, or Hardware). Variants are taken in blocks so that a rows x
+    variants array stays under BLOCK_ELEMENTS (a request has a row per decode step and kernel)."""
     variants = as_variants(variants)
+    block = max(1, BLOCK_ELEMENTS // max(len(stack.point), 1))
+    cache: dict = {}
+    parts = [_evaluate_block(stack, model, base, values, variants[start:start + block], method, cache)
+             for start in range(0, len(variants), block)]
+    if len(parts) == 1:
+        return parts[0]
+    return {name: np.concatenate([np.asarray(part[name]) for part in parts], axis=1) for name in parts[0]}
+
+
+def _evaluate_block(stack: StackedTable, model, base: Scenario, values: PointValues, variants: list[Variant],
+                    method: str, cache: dict) -> dict[str, np.ndarray]:
     columns = stack.columns
-    rows = roofline_rows(columns, variants, base) if method == "roofline" else \
+    rows = roofline_rows(columns, variants, base, cache) if method == "roofline" else \
         method_rows(columns, variants, base, method)
     U = stack.points
     count = columns["count"].astype(float)[:, None]
@@ -147,7 +169,7 @@ def evaluate_stack(stack: StackedTable, model, base: Scenario, values: PointValu
     for name in ("flops", "bytes"):    # the same on every variant
         out[name] = np.broadcast_to(sum_by(stack.point, count * columns[name].astype(float)[:, None], U),
                                     device_time.shape)
-    out.update(_energy_metrics(rows, count, stack.point, bubble.sum(axis=1), device_time, values, base, variants))
+    out.update(_energy_metrics(rows, count, stack.point, device_time, values, base, variants))
     out.update(_memory_metrics(stack, model, base, values, variants))
     return out
 
@@ -172,12 +194,14 @@ def _latency_metrics(phase_time: np.ndarray, values: PointValues, s: Scenario) -
             "tokens_per_s_per_device": rate / s.device_count, "prefill_tokens_per_s": prefill_rate}
 
 
-def _energy_metrics(rows: RowTimes, count, point, bubble_time, device_time, values: PointValues, s: Scenario,
+def _energy_metrics(rows: RowTimes, count, point, device_time, values: PointValues, s: Scenario,
                     variants) -> dict[str, np.ndarray]:
-    """engine/energy.py's energy_summary for every point and variant (NaN where the spec lacks a value)."""
+    """engine/energy.py's energy_summary for every point and variant (NaN where the spec lacks a value):
+    the dynamic energy of the rows plus static power x the device's time (the pipeline bubble included)."""
     shape = device_time.shape
     tdp = np.array([v.get("tdp_w") for v in variants], dtype=float)[None, :]
-    device_energy = sum_by(point, count * rows.energy, shape[0]) + bubble_time * rows.static_w[None, :]
+    dynamic = sum_by(point, count * rows.dynamic, shape[0])[:, rows.dynamic_of]
+    device_energy = dynamic + device_time * rows.static_w[None, :]
     if s.phase == "prefill":
         tokens = values.batch * values.input_length
     elif s.phase == "decode":
