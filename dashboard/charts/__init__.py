@@ -5,11 +5,11 @@ Several devices are compared by stacking their rows with a `device` column.
 
 from dashboard.charts.bounds import bound_share_figure
 from dashboard.charts.energy import energy_by_component_figure, energy_by_kernel_figure, energy_headline_frame
-from dashboard.charts.explore import (
-    heatmap_figure, inverse_search_figure, line_figure, pareto_figure, pareto_front,
-)
+from dashboard.charts.explore import heatmap_figure, line_figure
+from dashboard.charts.inverse_search import inverse_search_figure
 from dashboard.charts.kernel_bars import kernel_time_bars
 from dashboard.charts.memory import memory_fit_figure
+from dashboard.charts.pareto import pareto_figure, pareto_front
 from dashboard.charts.roofline import roofline_figure
 from dashboard.charts.sensitivity import tornado_figure
 from dashboard.charts.sweeps import ridge_crossings, sweep_figure

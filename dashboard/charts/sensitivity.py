@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.explore import METRICS, Metric
+from dashboard.charts.explore_fields import METRICS, Metric
 from dashboard.charts.theme import BLUE, GREY, VERMILLION, house_figure
 
 LOW_COLOR, HIGH_COLOR = BLUE, VERMILLION

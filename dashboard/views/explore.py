@@ -8,8 +8,6 @@ selected device as the colour dimension of lines and Pareto clouds). Every contr
 
 from __future__ import annotations
 
-import functools
-import importlib
 import math
 from dataclasses import replace
 from typing import Optional
@@ -17,21 +15,19 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data, export
-from dashboard.charts.explore import METRICS, field_label, field_title, field_unit_of
+from dashboard import charts, data
+from dashboard.charts.explore_fields import METRICS, field_title
 from dashboard.context import PageContext
 from dashboard.state import (
-    DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, INVERSE_FIELDS,
-    INVERSE_METRICS, NO_FIELD, ValuesError, parse_values,
+    DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, NO_FIELD, ValuesError,
+    parse_values,
 )
-from dashboard.widgets import chart, deck_button, slug
-from engine.estimate import ScenarioError
-from engine.grid import metrics_from_estimate
+from dashboard.views.explore_design import render_inverse, render_sensitivity
+from dashboard.widgets import chart, deck_button, lazy_table_downloads
 from engine.hardware import WORKBOOK_FIELD_BY_KEY, Hardware
 
 VIEW_TITLES = {"line": "Line", "heatmap": "Heatmap", "pareto": "Pareto fronts", "sensitivity": "Sensitivity",
                "inverse": "Inverse design"}
-SENSITIVITY_METRICS = ("tpot_s", "ttft_s", "tokens_per_s")
 MAX_POINTS = 40_000
 EXPLORE_SCENARIO_FIELDS_SET = set(EXPLORE_SCENARIO_FIELDS)
 WIDGETS = {"x": ("X values", "ex.xv", "w_ex_xv"), "y": ("Y values", "ex.yv", "w_ex_yv")}
@@ -233,166 +229,7 @@ def render_sweep(ctx: PageContext, view: str) -> None:
         chart(figure, title, key=f"explore-{view}-{index}")
     st.subheader("Sweep table")
     st.dataframe(frame, hide_index=True, width="stretch", height=300)
-    lazy_downloads(frame, f"explore-{view}", key="explore")
-
-
-def lazy_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
-    """CSV and XLSX buttons that build their file only when clicked (sweeps can be 40,000 rows)."""
-    left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=functools.partial(export.table_csv, frame), file_name=f"{slug(name)}.csv",
-                         mime="text/csv", key=f"csv-{key}", on_click="ignore", icon=":material/download:")
-    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame, "sweep"),
-                          file_name=f"{slug(name)}.xlsx", key=f"xlsx-{key}", on_click="ignore",
-                          mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                          icon=":material/download:")
-
-
-# --------------------------------------------------------------------------------------- sensitivity
-def engine_module(name: str):
-    """engine.<name>, or None when this installation does not have it yet."""
-    try:
-        return importlib.import_module(f"engine.{name}")
-    except ImportError:
-        return None
-
-
-def render_sensitivity(ctx: PageContext) -> None:
-    st.number_input("Change each field by ± (%)", min_value=1, max_value=90, step=5, key="w_ex_change",
-                    help="Each field is lowered and raised by this much, one at a time (URL ex.change)")
-    if engine_module("sensitivity") is None:
-        st.info("Sensitivity needs engine.sensitivity, which this installation does not have.")
-        return
-    primary = ctx.selected[0]
-    change = st.session_state["w_ex_change"] / 100
-    try:
-        frame = data.sensitivity_frame(primary, ctx.model, ctx.scenario, change, SENSITIVITY_METRICS, ctx.state.method)
-    except (ScenarioError, ValueError) as error:
-        st.error(f"{primary.name}: {error}")
-        return
-    shown = [m for m in SENSITIVITY_METRICS if m in set(frame["metric"])]   # the phase may not define one
-    figure = charts.tornado_figure(frame, metrics=shown, change=change)
-    title = f"Sensitivity on {primary.name}"
-    deck_button([(title, figure)], ctx.summary(), key="explore")
-    chart(figure, title, key="explore-sensitivity")
-    st.dataframe(frame, hide_index=True, width="stretch")
-    lazy_downloads(frame, "sensitivity", key="explore-sensitivity")
-
-
-# ------------------------------------------------------------------------------------------- inverse
-def round_up(value: float, digits: int = 4) -> float:
-    """`value` rounded up to `digits` significant digits (a least value stays on the good side)."""
-    if value <= 0 or not math.isfinite(value):
-        return value
-    step = 10 ** (math.floor(math.log10(value)) - digits + 1)
-    return math.ceil(value / step - 1e-9) * step
-
-
-def number(value: float, digits: int = 4) -> str:
-    """`digits` significant digits with thousands separators: 6716.0 -> '6,716', 0.0022599 -> '0.00226'."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
-    return f"{value:,.{digits}g}"
-
-
-def base_metrics(ctx: PageContext, hardware: Hardware) -> dict:
-    result = data.estimate(hardware, ctx.model, ctx.scenario, ctx.state.method)
-    return metrics_from_estimate(result, hardware)
-
-
-def render_inverse(ctx: PageContext) -> None:
-    field_column, metric_column, target_column = st.columns(3)
-    field_column.selectbox("Solve for", INVERSE_FIELDS, key="w_ex_ifield", format_func=field_title,
-                           help="The field whose least value meets the target (URL ex.ifield)")
-    if st.session_state.get("w_ex_metric") not in INVERSE_METRICS:
-        st.session_state["w_ex_metric"] = "tpot_s"      # the inverse search handles latencies and throughputs
-    metric_column.selectbox("Metric", INVERSE_METRICS, key="w_ex_metric", format_func=lambda m: METRICS[m].title)
-    metric, field = st.session_state["w_ex_metric"], st.session_state["w_ex_ifield"]
-    info = METRICS[metric]
-    primary = ctx.selected[0]
-    try:
-        base = base_metrics(ctx, primary)[metric]
-    except (ScenarioError, ValueError) as error:
-        st.error(f"{primary.name}: {error}")
-        return
-    factor = 0.5 if info.better == "lower" else 2.0           # automatic target: twice as good as the base point
-    automatic = float(f"{base * info.scale * factor:.3g}") if math.isfinite(base) else None
-    comparison = "≤" if info.better == "lower" else "≥"
-    target_column.number_input(f"Target {info.label} {comparison} ({info.unit})", min_value=0.0, key="w_ex_target",
-                               value=None, placeholder=f"auto: {automatic:g}" if automatic else "",
-                               format="%g", help="Empty = twice as good as the sidebar's point (URL ex.target)")
-    target = st.session_state.get("w_ex_target") or automatic
-    if engine_module("inverse") is None:
-        st.info("Inverse design needs engine.inverse, which this installation does not have.")
-        return
-    if not target:
-        st.error(f"{info.label} is not available for this workload, so there is no target to meet")
-        return
-    try:
-        result = data.least_value(primary, ctx.model, ctx.scenario, field, metric, target / info.scale,
-                                  ctx.state.method)
-    except (ScenarioError, ValueError) as error:
-        st.error(f"Inverse design: {error}")
-        return
-    show_inverse(ctx, primary, result, info, target, base)
-
-
-def show_inverse(ctx: PageContext, primary: Hardware, result, info, target: float, base: float) -> None:
-    unit = result.unit or field_unit_of(result.field)
-    answer = getattr(result, "value", None)
-    (st.success if result.reachable else st.warning)(result.message)
-    if not result.reachable or answer is None:
-        return
-    shown = int(answer) if result.field == "tp" else round_up(answer)
-    value, there, below = st.columns(3)
-    value.metric(f"Least {field_label(result.field).lower()}", f"{number(shown, 6)} {unit}".strip(),
-                 f"{number(result.base_value, 6)} {unit} on {primary.name}".strip(), delta_color="off",
-                 delta_arrow="off")
-    there.metric(f"{info.label} there", f"{number(result.metric_at_value * info.scale, 5)} {info.unit}",
-                 f"target {number(target, 5)} {info.unit}", delta_color="off", delta_arrow="off")
-    if result.value_below is not None and result.metric_below is not None:
-        below.metric(f"Just below ({number(result.value_below, 6)} {unit})".strip(),
-                     f"{number(result.metric_below * info.scale, 5)} {info.unit}", "misses the target",
-                     delta_color="off", delta_arrow="off")
-    rows = [("sidebar's device", result.base_value, base), ("least value", result.value, result.metric_at_value),
-            ("just below", result.value_below, result.metric_below)]
-    table = pd.DataFrame([{"point": point, f"{result.field} ({unit})": v,
-                           f"{info.label} ({info.unit})": None if m is None else m * info.scale}
-                          for point, v, m in rows])
-    st.dataframe(table, hide_index=True)
-    st.caption(f"{result.evaluations} evaluations in {result.seconds * 1e3:.0f} ms"
-               + ("" if result.fits else " · the answer does not fit in device memory"))
-    figures = inverse_figures(ctx, primary, result, unit, shown)
-    deck_button(figures, ctx.summary(), key="explore")
-    for index, (title, figure) in enumerate(figures):
-        chart(figure, title, key=f"explore-inverse-{index}")
-
-
-def inverse_figures(ctx: PageContext, primary: Hardware, result, unit: str, shown) -> list[tuple[str, object]]:
-    """The search's check (metric at every value tried, target, answer) and, for hardware answers, the
-    roofline of the sidebar's device with the device at the answer overlaid."""
-    figures = []
-    if getattr(result, "tried", None) is not None and len(result.tried):
-        search = charts.inverse_search_figure(result.tried, result.field, result.metric, result.target, result.value,
-                                              base_value=result.base_value, unit=unit)
-        figures.append((search.layout.title.text, search))
-    hardware = result.hardware_at_value
-    if hardware is None:
-        return figures
-    name = f"answer: {number(shown, 6)} {unit}".strip()
-    answer = hardware.model_copy(update={"name": name})
-    scenario = result.scenario_at_value or ctx.scenario
-    links = ctx.scenario.device_count > 1
-    ceilings = pd.concat([data.ceilings(primary, links), data.ceilings(answer, links)], ignore_index=True)
-    try:
-        kernels = pd.concat([
-            data.estimate(primary, ctx.model, ctx.scenario, ctx.state.method).kernels.assign(device=primary.name),
-            data.estimate(answer, ctx.model, scenario, ctx.state.method).kernels.assign(device=name)],
-            ignore_index=True)
-    except (ScenarioError, ValueError) as error:
-        st.error(str(error))
-        return figures
-    title = f"Roofline: {primary.name} and the device at the answer"
-    return figures + [(title, charts.roofline_figure(ceilings, kernels, title=title))]
+    lazy_table_downloads(frame, f"explore-{view}", key="explore")
 
 
 # ---------------------------------------------------------------------------------------------- page

@@ -17,7 +17,7 @@ import engine
 from dashboard.charts import (
     heatmap_figure, inverse_search_figure, line_figure, pareto_figure, pareto_front, tornado_figure,
 )
-from dashboard.charts.explore import MAX_CLOUD_POINTS, is_geometric
+from dashboard.charts.explore_fields import MAX_CLOUD_POINTS, is_geometric
 from engine.grid import sweep_grid
 
 REQUEST = engine.Scenario(phase="request", batch=64, input_length=1024, output_length=256)
