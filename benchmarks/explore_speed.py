@@ -9,11 +9,12 @@ Run: .venv/bin/python benchmarks/explore_speed.py [--repeats N]
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+
+from dashboard_speed import time_reruns
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.metric": "tpot_s",
@@ -40,19 +41,7 @@ def main() -> None:
             metrics[i % len(metrics)]),
         "batch back and forth (all cached)": lambda i: app.number_input(key="w_batch").set_value(1 + i % 2),
     }
-    for label, change in cases.items():
-        samples = []
-        for i in range(args.repeats):
-            change(i)
-            start = time.perf_counter()
-            app.run()
-            samples.append(time.perf_counter() - start)
-            assert not app.exception, app.exception
-        median = statistics.median(samples)
-        verdict = "meets" if median <= TARGET_S else "MISSES"
-        print(f"{label:<38} median {median * 1e3:7.1f} ms  min {min(samples) * 1e3:7.1f} ms  "
-              f"({args.repeats} runs) -> {verdict} {TARGET_S * 1e3:.0f} ms")
-
+    time_reruns(app, cases, args.repeats, TARGET_S)
 
 if __name__ == "__main__":
     main()

@@ -19,7 +19,7 @@ XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
 def run_app(**params) -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=120)
+    app = AppTest.from_file(APP, default_timeout=180)
     for key, value in params.items():
         app.query_params[key] = value
     return app.run()

@@ -8,30 +8,15 @@ import json
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import engine
-from dashboard.state import EXPLORE_VIEWS, ViewState, parse_query
+from dashboard.state import EXPLORE_VIEWS
 from engine.grid import sweep_grid
 from engine.what_if import apply_edits
-from tests.conftest import REPO
+from tests.dashboard.test_app import run_app, texts, url_state
 
-APP = str(REPO / "dashboard" / "app.py")
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:12",
            "ex.y": "matrix_tflops", "ex.yv": "log:100:5000:9", "ex.metric": "tpot_s", "batch": "16"}
-
-
-def run_app(**params) -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=180)
-    for key, value in params.items():
-        app.query_params[key] = value
-    return app.run()
-
-
-def url_state(app) -> ViewState:
-    state, warnings = parse_query({k: v for k, v in app.query_params.items()})
-    assert warnings == []
-    return state
 
 
 def figures(app) -> list[dict]:
@@ -45,10 +30,6 @@ def array(value) -> np.ndarray:
         shape = value.get("shape")
         return flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat
     return np.array(value, dtype=float)
-
-
-def texts(elements) -> str:
-    return " ".join(str(e.value) for e in elements)
 
 
 def number(text: str) -> float:
