@@ -14,7 +14,7 @@ from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
 from engine.memory import memory_footprint
 from engine.parallel import PER_PASS_KERNELS, add_pipeline_bubble, parallel_layout
-from engine.report import Estimate, add_presentation_columns, aggregate_steps, phase_totals
+from engine.report import Estimate, add_presentation_columns, aggregate_steps, bound_times, phase_totals
 from engine.workload import Scenario
 
 LAYOUT_FIELDS = ("tp", "pp", "dp")
@@ -69,7 +69,7 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     per_step = add_pipeline_bubble(per_step, scenario, micro_batches)
     kernels = add_presentation_columns(aggregate_steps(per_step))
     energy_notes = add_energy(kernels, hardware)
-    phases = phase_totals(kernels)
+    phases = phase_totals(kernels, bound_times(per_step))
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
                       memory_footprint(model, scenario, hardware, layout, activation_bytes=activations),
                       devices=scenario.device_count)

@@ -28,7 +28,8 @@ BLOCK_ELEMENTS = 2_000_000      # rows x variants per block (16 MB per float arr
 
 
 def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """Rows of `values` (rows x variants) summed per key (0..size-1)."""
+    """Rows of `values` (rows x variants) summed per key (0..size-1), each key's rows in their table order
+    (so a point sums alike in any chunk of a sweep: engine/grid_dask.py's results are bit for bit)."""
     out = np.zeros((size,) + values.shape[1:])
     if keys.size == 0:
         return out

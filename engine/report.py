@@ -76,11 +76,24 @@ def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels
 
 
-def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
+def bound_times(columns: dict) -> dict[tuple[str, str], float]:
+    """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
+    combined: the time during which each bound holds, step by step (a kernel compute bound over a short
+    context and memory bound over a long one counts on both sides)."""
+    phase_code, phases = pd.factorize(np.asarray(columns["phase"], dtype=object))
+    bound_code, bounds = pd.factorize(np.asarray(columns["bound"], dtype=object))
+    work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
+    sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
+    return {(str(p), str(b)): float(sums[i * len(bounds) + j])
+            for i, p in enumerate(phases) for j, b in enumerate(bounds)}
+
+
+def phase_totals(kernels: pd.DataFrame, by_bound: Optional[dict[tuple[str, str], float]] = None) -> pd.DataFrame:
     """Per phase: time, MACs, FLOPs, bytes and kernel launches over every occurrence; time by bound.
 
     Time by bound has a `<bound>_bound_time_s` column per bound label present (compute and memory
-    always; llc, sram, overhead, communication, pipeline_bubble when present). Collectives add
+    always; llc, sram, overhead, communication, pipeline_bubble when present): from `by_bound`
+    (bound_times of the step-by-step table) when given, else from each kernel's `bound`. Collectives add
     link_bytes, communication_time_s (their full time) and hidden_communication_time_s (the part
     overlapped with compute): time_s + hidden_communication_time_s is the time without overlap.
     """
@@ -93,7 +106,8 @@ def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
     link_bytes, communication, hidden = column("link_bytes"), column("communication_time_s"), column("hidden_time_s")
     time = kernels["time_s"].to_numpy(dtype=float) * count
     bound = kernels["bound"].to_numpy().astype(str)
-    labels = ["compute", "memory"] + sorted(set(bound) - {"compute", "memory"})
+    present = set(bound) | {label for _, label in (by_bound or {})}
+    labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
     totals = {}
     for name in dict.fromkeys(phase):
         rows = phase == name
@@ -103,7 +117,8 @@ def phase_totals(kernels: pd.DataFrame) -> pd.DataFrame:
             "flops": (kernels["flops"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
             "bytes": (kernels["bytes"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
             "kernel_launches": launches[rows].sum(),
-            **{f"{label}_bound_time_s": time[rows & (bound == label)].sum() for label in labels},
+            **{f"{label}_bound_time_s": (by_bound.get((name, label), 0.0) if by_bound is not None
+                                          else time[rows & (bound == label)].sum()) for label in labels},
             "link_bytes": link_bytes[rows].sum(),
             "communication_time_s": communication[rows].sum(),
             "hidden_communication_time_s": hidden[rows].sum(),
