@@ -11,9 +11,8 @@ import math
 import sys
 from typing import Sequence
 
-from pydantic import ValidationError
-
 from engine.dtypes import DTYPES, check_dtype
+from engine.errors import one_line
 from engine.estimators import METHODS
 from engine.grid_spec import GridArgumentError, sweep_grid_arguments
 from engine.workload import COLLECTIVE_ALGORITHMS, PHASES
@@ -44,19 +43,6 @@ def _finite(value):
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         return _finite(value.item())
     return value
-
-
-def one_line(error: BaseException) -> str:
-    """A validation or loading error as a single line naming the bad field."""
-    if isinstance(error, ValidationError):
-        parts = []
-        for item in error.errors():
-            where = ".".join(str(p) for p in item.get("loc", ()))
-            message = str(item.get("msg", "")).removeprefix("Value error, ")
-            # a whole-object check (e.g. the parallel layout) names its fields itself
-            parts.append(f"{where}: {message} (got {item.get('input')!r})" if where else message)
-        return "; ".join(parts)
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 # ---- commands ------------------------------------------------------------------------------

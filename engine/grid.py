@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from engine.collectives import check_interconnect
+from engine.errors import one_line
 from engine.estimate import estimate, updated_scenario
 from engine.grid_eval import evaluate_stack
 from engine.grid_points import ROW_FIELDS, PointValues, can_stack, stacked_table
@@ -186,6 +187,17 @@ def resolve_device(name: str, devices) -> Hardware:
         raise GridError(f"device {name!r}: {error}") from None
 
 
+def pseudo_field_changes(base: Hardware, field: str, number: float) -> dict:
+    """The SI rate changes (unvalidated) that set compute_scale or matrix_tflops to `number` (> 0)."""
+    fields = [f"matrix_macs_per_cycle_per_core_{d}" for d in base.matrix_dtypes]
+    if field == "compute_scale":
+        factor = number
+        fields.append("vector_flops_per_cycle_per_core")
+    else:
+        factor = number * 1e12 / base.matrix_flops_per_s("bf16")
+    return {f: getattr(base, f) * factor for f in fields}
+
+
 def _changes(base: Hardware, field: str, value) -> dict:
     """The SI field changes of one hardware-field value, validated as a what-if edit (GridError if invalid)."""
     if field in PSEUDO_HARDWARE_FIELDS:
@@ -195,13 +207,7 @@ def _changes(base: Hardware, field: str, value) -> dict:
             number = float("nan")
         if not np.isfinite(number) or number <= 0:
             raise GridError(f"{field} = {value!r}: expected a number > 0 ({PSEUDO_HARDWARE_FIELDS[field]})")
-        fields = [f"matrix_macs_per_cycle_per_core_{d}" for d in base.matrix_dtypes]
-        if field == "compute_scale":
-            factor = number
-            fields.append("vector_flops_per_cycle_per_core")
-        else:
-            factor = number * 1e12 / base.matrix_flops_per_s("bf16")
-        return {f: getattr(base, f) * factor for f in fields}
+        return pseudo_field_changes(base, field, number)
     try:
         edited = apply_edits(base, {field: value})
     except EditError as error:
@@ -217,7 +223,7 @@ def _run_group(model, scenario: Scenario, points: dict, index: np.ndarray, struc
         base = updated_scenario(scenario, **{c: _plain(points[c][index[0]]) for c in structural}) if structural \
             else scenario
     except RECOVERABLE as error:
-        _fail(results, index, _reason(error))
+        _fail(results, index, one_line(error))
         return
     row_values = _row_values(points, index, base)
     if not can_stack(model, base, method):
@@ -265,7 +271,7 @@ def _run_stack(model, base: Scenario, index: np.ndarray, row_values: dict, varia
         stack = stacked_table(model, base, values)
         metrics = evaluate_stack(stack, model, base, values, [hardware[j] for j in usable], method)
     except RECOVERABLE as error:
-        _fail(results, index, _reason(error))
+        _fail(results, index, one_line(error))
         return
     column_of = np.full(len(hardware), -1)
     column_of[usable] = np.arange(len(usable))
@@ -285,7 +291,7 @@ def _interconnect_ok(variants: list[Variant], base: Scenario) -> list[str]:
             check_interconnect(variant.on(LINK_ATTRIBUTES), base)
             reasons.append("")
         except RECOVERABLE as error:
-            reasons.append(_reason(error))
+            reasons.append(one_line(error))
     return reasons
 
 
@@ -314,7 +320,7 @@ def _invalid_rows(model, base: Scenario, values: dict, swept: list[str]) -> list
             try:
                 updated_scenario(base, **{field: int(value) if float(value).is_integer() else value})
             except RECOVERABLE as error:
-                found.append((f"{field}={value:g}: {_reason(error)}", array == value))
+                found.append((f"{field}={value:g}: {one_line(error)}", array == value))
     if base.micro_batches is not None:
         found.append((f"micro_batches={base.micro_batches} does not divide batch",
                       values["batch"] % base.micro_batches != 0))
@@ -334,7 +340,7 @@ def _run_point(model, scenario: Scenario, points: dict, i: int, structural: list
         hardware = variants.hardware(variants.key_of_point[i])
         result = estimate(hardware, model, point, method=method)
     except RECOVERABLE as error:
-        _fail(results, np.array([i]), _reason(error))
+        _fail(results, np.array([i]), one_line(error))
         return
     for name, value in metrics_from_estimate(result, hardware).items():
         results[name][i] = value
@@ -387,11 +393,3 @@ def _plain(value):
 
 def _fail(results: dict, index: np.ndarray, reason: str) -> None:
     results["error"][index] = np.where(results["error"][index] == "", reason, results["error"][index])
-
-
-def _reason(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    if hasattr(error, "errors"):        # pydantic: the first problem, with its field
-        first = error.errors()[0]
-        return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', '')}".strip(": ")
-    return text[0] if text else type(error).__name__

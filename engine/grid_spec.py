@@ -15,12 +15,7 @@ import math
 import typing
 
 from engine.dtypes import check_dtype
-
-
-def _one_line(error: BaseException) -> str:
-    """An exception as one line (pydantic: its first problem)."""
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+from engine.errors import one_line
 
 
 NONE_WORDS = ("none", "null")
@@ -172,9 +167,9 @@ def sweep_grid_arguments(grid_flags, grid_file) -> dict[str, list]:
         try:
             grid[field] = make()
         except GridError as error:
-            raise GridArgumentError(f"{flag}: {_one_line(error)}") from None
+            raise GridArgumentError(f"{flag}: {one_line(error)}") from None
         except ValueError as error:
-            raise GridArgumentError(f"{flag}: grid field {field!r}: {_one_line(error)}") from None
+            raise GridArgumentError(f"{flag}: grid field {field!r}: {one_line(error)}") from None
 
     if grid_file:
         with open(grid_file, encoding="utf-8") as handle:

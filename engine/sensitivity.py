@@ -23,7 +23,7 @@ from typing import Any, Iterable, Optional, Sequence
 import pandas as pd
 
 from engine.dtypes import compute_dtype
-from engine.grid import HARDWARE_FIELDS, PSEUDO_HARDWARE_FIELDS, field_unit, sweep_points
+from engine.grid import HARDWARE_FIELDS, PSEUDO_HARDWARE_FIELDS, field_unit, pseudo_field_changes, sweep_points
 from engine.hardware import WORKBOOK_FIELD_BY_KEY, Hardware
 from engine.specs_read import is_integer_field
 from engine.what_if import EditError, apply_edits, workbook_value
@@ -151,13 +151,7 @@ def hardware_with(hardware: Hardware, field: str, value: Any, new_name: Optional
     number = float(value)
     if not math.isfinite(number) or number <= 0:
         raise EditError(field, value, f"a number > 0 ({PSEUDO_HARDWARE_FIELDS[field]})")
-    attributes = _matrix_attributes(hardware)
-    if field == "compute_scale":
-        factor = number
-        attributes.append("vector_flops_per_cycle_per_core")
-    else:
-        factor = number * 1e12 / hardware.matrix_flops_per_s("bf16")
-    changes = {a: getattr(hardware, a) * factor for a in attributes}
+    changes = pseudo_field_changes(hardware, field, number)
     if new_name is not None:
         changes["name"] = new_name
     try:

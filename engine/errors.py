@@ -1,0 +1,18 @@
+"""Errors as one line naming the bad field (the CLI's messages, a sweep point's `error`)."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+def one_line(error: BaseException) -> str:
+    """A validation or loading error as a single line naming the bad field."""
+    if isinstance(error, ValidationError):
+        parts = []
+        for item in error.errors():
+            where = ".".join(str(p) for p in item.get("loc", ()))
+            message = str(item.get("msg", "")).removeprefix("Value error, ")
+            # a whole-object check (e.g. the parallel layout) names its fields itself
+            parts.append(f"{where}: {message} (got {item.get('input')!r})" if where else message)
+        return "; ".join(parts)
+    return " ".join(str(error).split()) or type(error).__name__
