@@ -91,6 +91,16 @@ def add_energy(kernels: pd.DataFrame, hardware: Hardware) -> list[str]:
     return notes
 
 
+def energy_tokens(phase: str, batch, input_length, output_length, dp: int):
+    """The tokens energy is counted per (all dp replicas): prompt tokens for a prefill, one per sequence
+    for a decode step, output tokens otherwise (scalars or numpy arrays)."""
+    if phase == "prefill":
+        return dp * batch * input_length
+    if phase == "decode":
+        return dp * batch
+    return dp * batch * output_length
+
+
 def energy_summary(kernels: pd.DataFrame, hardware: Hardware, scenario) -> Optional[dict]:
     """Energy per phase, per request (all devices) and per token; average power against TDP.
 
@@ -110,12 +120,8 @@ def energy_summary(kernels: pd.DataFrame, hardware: Hardware, scenario) -> Optio
     device_energy = float(np.dot(count, kernels["energy_j"]))
     device_time = float(np.dot(count, kernels["time_s"]))
     devices = scenario.device_count
-    if scenario.phase == "prefill":
-        tokens = scenario.dp * scenario.batch * scenario.input_length
-    elif scenario.phase == "decode":
-        tokens = scenario.dp * scenario.batch
-    else:
-        tokens = scenario.dp * scenario.batch * scenario.output_length
+    s = scenario
+    tokens = energy_tokens(s.phase, s.batch, s.input_length, s.output_length, s.dp)
     energy = device_energy * devices
     power = device_energy / device_time if device_time > 0 else None
     tdp = hardware.tdp_w

@@ -14,7 +14,8 @@ from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
 from engine.memory import memory_footprint
 from engine.parallel import PER_PASS_KERNELS, add_pipeline_bubble, parallel_layout
-from engine.report import Estimate, add_presentation_columns, aggregate_steps, bound_times, phase_totals
+from engine.report import (Estimate, add_presentation_columns, aggregate_steps, bound_times, latency_metrics,
+                           phase_totals)
 from engine.workload import Scenario
 
 LAYOUT_FIELDS = ("tp", "pp", "dp")
@@ -133,29 +134,22 @@ def experts_touched(kernels: pd.DataFrame) -> dict[str, float]:
 
 def _fill_metrics(result: Estimate, s: Scenario) -> None:
     """Latency per replica; throughput over all dp replicas (each runs its own `batch`)."""
-    times = result.phases["time_s"]
-    replicas = s.dp
-    if result.requests is not None:
-        requests = result.requests
-        result.ttft_s = float(requests["ttft_s"].mean())
-        result.tpot_s = float(requests["tpot_s"].mean()) if s.output_length > 1 else None
-        result.e2e_s = float(requests["e2e_s"].max())
-        result.prefill_tokens_per_s = replicas * s.batch * s.input_length / float(requests["ttft_s"].max())
-        result.tokens_per_s = replicas * s.batch * s.output_length / result.e2e_s
-    else:
-        if "prefill" in times:
-            result.ttft_s = float(times["prefill"])
-            result.prefill_tokens_per_s = replicas * s.batch * s.input_length / result.ttft_s
-        if s.phase == "decode":
-            result.tpot_s = float(times["decode"])
-            result.tokens_per_s = replicas * s.batch / result.tpot_s
-        if s.phase == "request":
-            decode_time = float(times["decode"]) if "decode" in times else 0.0
-            result.tpot_s = decode_time / (s.output_length - 1) if s.output_length > 1 else None
-            result.e2e_s = result.ttft_s + decode_time
-            result.tokens_per_s = replicas * s.batch * s.output_length / result.e2e_s
-    if result.tokens_per_s is not None:
-        result.tokens_per_s_per_device = result.tokens_per_s / s.device_count
+    if result.requests is None:
+        times = result.phases["time_s"]
+        prefill = float(times["prefill"]) if "prefill" in times else float("nan")
+        decode = float(times["decode"]) if "decode" in times else 0.0
+        metrics = latency_metrics(s.phase, prefill, decode, s.batch, s.input_length, s.output_length, s.dp,
+                                  s.device_count)
+        for name, value in metrics.items():
+            setattr(result, name, None if np.isnan(value) else float(value))
+        return
+    requests = result.requests     # a simulated chunked-prefill schedule: latencies per request
+    result.ttft_s = float(requests["ttft_s"].mean())
+    result.tpot_s = float(requests["tpot_s"].mean()) if s.output_length > 1 else None
+    result.e2e_s = float(requests["e2e_s"].max())
+    result.prefill_tokens_per_s = s.dp * s.batch * s.input_length / float(requests["ttft_s"].max())
+    result.tokens_per_s = s.dp * s.batch * s.output_length / result.e2e_s
+    result.tokens_per_s_per_device = result.tokens_per_s / s.device_count
 
 
 def _chunked_schedule_tables(per_step: dict, s: Scenario) -> tuple[pd.DataFrame, pd.DataFrame]:

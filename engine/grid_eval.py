@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.collectives import collective_coefficients, producer_rows
-from engine.energy import kernel_energy
+from engine.energy import energy_tokens, kernel_energy
 from engine.estimators import get_method
 from engine.estimators.roofline import roofline_times
 from engine.grid_points import PointValues, StackedTable
@@ -21,6 +21,7 @@ from engine.grid_variants import ENERGY_ATTRIBUTES, LINK_ATTRIBUTES, PEAK_ATTRIB
 from engine.hardware import Hardware
 from engine.memory import WORKSPACE_FRACTION, kv_cache_bytes, kv_share_per_device, weights_per_device
 from engine.parallel import PER_PASS_KERNELS, parallel_layout
+from engine.report import latency_metrics
 from engine.workload import Scenario
 
 PHASE_CODES = {"prefill": 0, "decode": 1}
@@ -176,23 +177,10 @@ def _evaluate_block(stack: StackedTable, model, base: Scenario, values: PointVal
 
 
 def _latency_metrics(phase_time: np.ndarray, values: PointValues, s: Scenario) -> dict[str, np.ndarray]:
-    """engine/estimate.py's _fill_metrics for every point and variant."""
-    prefill, decode = phase_time[:, 0], phase_time[:, 1]
-    batch, length = values.batch[:, None] * s.dp, values.input_length[:, None]
-    nan = np.full(prefill.shape, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if s.phase == "prefill":
-            ttft, tpot, e2e, rate = prefill, nan, nan, nan
-        elif s.phase == "decode":
-            ttft, tpot, e2e, rate = nan, decode, nan, batch / decode
-        else:
-            steps = values.output_length[:, None] - 1.0
-            ttft, e2e = prefill, prefill + decode
-            tpot = np.where(steps > 0, decode / np.where(steps > 0, steps, 1.0), np.nan)
-            rate = batch * values.output_length[:, None] / e2e
-        prefill_rate = batch * length / ttft if s.phase != "decode" else nan
-    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s": rate,
-            "tokens_per_s_per_device": rate / s.device_count, "prefill_tokens_per_s": prefill_rate}
+    """engine/estimate.py's metrics (report.latency_metrics) for every point and variant."""
+    column = lambda array: array[:, None]   # noqa: E731
+    return latency_metrics(s.phase, phase_time[:, 0], phase_time[:, 1], column(values.batch),
+                           column(values.input_length), column(values.output_length), s.dp, s.device_count)
 
 
 def _energy_metrics(rows: RowTimes, count, point, device_time, values: PointValues, s: Scenario,
@@ -203,13 +191,7 @@ def _energy_metrics(rows: RowTimes, count, point, device_time, values: PointValu
     tdp = np.array([v.get("tdp_w") for v in variants], dtype=float)[None, :]
     dynamic = sum_by(point, count * rows.dynamic, shape[0])[:, rows.dynamic_of]
     device_energy = dynamic + device_time * rows.static_w[None, :]
-    if s.phase == "prefill":
-        tokens = values.batch * values.input_length
-    elif s.phase == "decode":
-        tokens = values.batch.astype(float)
-    else:
-        tokens = values.batch * values.output_length
-    tokens = (s.dp * tokens)[:, None]
+    tokens = energy_tokens(s.phase, values.batch, values.input_length, values.output_length, s.dp)[:, None]
     energy = device_energy * s.device_count
     with np.errstate(divide="ignore", invalid="ignore"):
         power = np.where(device_time > 0, device_energy / device_time, np.nan)

@@ -76,6 +76,30 @@ def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels
 
 
+def latency_metrics(phase: str, prefill_s, decode_s, batch, input_length, output_length, dp: int,
+                    devices: int) -> dict:
+    """TTFT, TPOT, end-to-end time and throughputs from a phase's times (scalars or numpy arrays; NaN where
+    the phase does not define one). Latency is per replica; throughput counts every dp replica, each
+    running its own `batch`. `decode_s` of a request is all its decode steps (0 with one output token)."""
+    nan = np.full(np.shape(prefill_s), np.nan) if np.ndim(prefill_s) else np.nan
+    tokens = np.multiply(batch, dp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if phase == "prefill":
+            ttft, tpot, e2e, rate = prefill_s, nan, nan, nan
+        elif phase == "decode":
+            ttft, tpot, e2e, rate = nan, decode_s, nan, tokens / decode_s
+        elif phase == "request":
+            steps = np.subtract(output_length, 1.0)
+            ttft, e2e = prefill_s, prefill_s + decode_s
+            tpot = np.where(steps > 0, decode_s / np.where(steps > 0, steps, 1.0), np.nan)
+            rate = tokens * output_length / e2e
+        else:
+            ttft = tpot = e2e = rate = nan
+        prefill_rate = tokens * input_length / ttft if phase in ("prefill", "request") else nan
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s": rate,
+            "tokens_per_s_per_device": rate / devices, "prefill_tokens_per_s": prefill_rate}
+
+
 def bound_times(columns: dict) -> dict[tuple[str, str], float]:
     """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
     combined: the time during which each bound holds, step by step (a kernel compute bound over a short
