@@ -25,6 +25,7 @@ from dashboard.state import (
 from dashboard.views.explore_design import render_inverse, render_sensitivity
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
 from engine.hardware import WORKBOOK_FIELD_BY_KEY, Hardware
+from engine.sensitivity import base_value as hardware_base_value, is_integer
 
 VIEW_TITLES = {"line": "Line", "heatmap": "Heatmap", "pareto": "Pareto fronts", "sensitivity": "Sensitivity",
                "inverse": "Inverse design"}
@@ -35,8 +36,7 @@ WIDGETS = {"x": ("X values", "ex.xv", "w_ex_xv"), "y": ("Y values", "ex.yv", "w_
 
 # ----------------------------------------------------------------------------------- base and ranges
 def is_integer_field(field: str) -> bool:
-    return field in EXPLORE_SCENARIO_FIELDS or (field in WORKBOOK_FIELD_BY_KEY
-                                                and WORKBOOK_FIELD_BY_KEY[field].unit == "count")
+    return field in EXPLORE_SCENARIO_FIELDS or is_integer(field)
 
 
 def base_value(field: str, hardware: Hardware, scenario) -> Optional[float | str]:
@@ -47,13 +47,7 @@ def base_value(field: str, hardware: Hardware, scenario) -> Optional[float | str
         return scenario.context_length if scenario.context_length is not None else scenario.decode_context
     if field in EXPLORE_SCENARIO_FIELDS:
         return getattr(scenario, field)
-    if field == "compute_scale":
-        return 1.0
-    if field == "matrix_tflops":
-        return hardware.matrix_flops_per_s("bf16") / 1e12
-    spec = WORKBOOK_FIELD_BY_KEY[field]
-    value = getattr(hardware, spec.attribute, None)
-    return None if value is None else value / spec.scale
+    return hardware_base_value(hardware, field)
 
 
 def auto_spec(field: str, hardware: Hardware, scenario, model, selected: list[str]) -> str:
