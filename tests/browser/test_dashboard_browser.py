@@ -62,13 +62,19 @@ def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
     assert page.console_errors == []
 
 
+def open_shared_link(browser, page, server_url: str, expected_charts: int, must_contain: tuple[str, ...]):
+    """The link in the sidebar's "Share this view" box, opened in a fresh browser context (its page)."""
+    link = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
+    assert all(text in link for text in must_contain), link
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    open_view(fresh, link.replace("http://localhost:8501", server_url), expected_charts)
+    return fresh
+
+
 def test_copied_link_reproduces_the_view_in_a_fresh_browser(browser, page, server_url):
     open_view(page, f"{server_url}/?hw=A100-80GB-SXM&model=Qwen/Qwen2.5-7B&phase=decode&batch=16&ctx=4096", 5)
     shown = metrics(page)
-    link = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
-    assert "batch=16" in link and "Qwen" in link
-    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    open_view(fresh, link.replace("http://localhost:8501", server_url), 5)
+    fresh = open_shared_link(browser, page, server_url, 5, ("batch=16", "Qwen"))
     assert metrics(fresh) == shown
     assert chart_data(fresh, 1) == chart_data(page, 1)
     fresh.context.close()

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.test_dashboard_browser import open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_shared_link, open_view, wait_idle
 
 pytestmark = pytest.mark.browser
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:20",
@@ -52,10 +52,7 @@ def test_heatmap_link_draws_the_heatmap_and_a_control_moves_url_and_chart(page, 
 def test_copied_explore_link_reproduces_the_view_in_a_fresh_browser(browser, page, server_url):
     open_view(page, f"{server_url}/?{urlencode({**HEATMAP, 'ex.metric': 'tokens_per_s', 'hw': 'MI300X'})}", 1)
     shown = first_chart(page)
-    link = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
-    assert "ex.view=heatmap" in link and "ex.metric=tokens_per_s" in link
-    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    open_view(fresh, link.replace("http://localhost:8501", server_url), 1)
+    fresh = open_shared_link(browser, page, server_url, 1, ("ex.view=heatmap", "ex.metric=tokens_per_s"))
     assert first_chart(fresh) == shown
     assert query_value(fresh, "ex.xv") == HEATMAP["ex.xv"]
     fresh.context.close()
