@@ -5,7 +5,10 @@
     summary(tidy)                                      # median / p90 absolute error and bias per group
 
 Data: vidur_llama2_ops.csv, per-operator kernel times measured with a profiler on A100-80GB and
-H100-SXM (github.com/microsoft/vidur profiling data; Llama-2-7B/70B shapes, 1..4096 tokens, TP 1..8).
+H100-SXM (github.com/microsoft/vidur profiling data; Llama-2-7B/70B shapes, 1..4096 tokens, TP 1..8),
+plus any ground truth measured with calibration/measure_gpu.py under calibration/measured/ (the same
+layout with `batch` and `context` columns; attention and whole decode steps are predicted through
+engine.estimate, see engine/calibration_scenarios.py).
 Each measurement becomes one kernel row built with the default decomposition's own formulas
 (engine.decompose.gemm_fields, norm_fields, ...), so bytes and FLOPs follow the same conventions.
 The measurements are device-side kernel durations, so the realistic methods are scored on
@@ -20,18 +23,23 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from engine.calibration_scenarios import SCENARIO_KINDS, check_rows, scenario_seconds
 from engine.decompose import gemm_fields, mlp_activation_fields, norm_fields, residual_fields
 from engine.dtypes import bytes_per_value
 from engine.kernels import KernelTableBuilder
 
 REPO = Path(__file__).resolve().parent.parent
+MEASURED_DIR = REPO / "calibration" / "measured"          # files written by calibration/measure_gpu.py
 SHARED_MEASUREMENTS = REPO.parent / "shared" / "calibration" / "vidur_llama2_ops.csv"
 BUNDLED_SAMPLE = Path(__file__).resolve().parent / "data" / "vidur_llama2_ops_sample.csv"
 DEVICE_NAMES = {"A100-80GB": "A100-80GB-SXM", "H100-SXM": "H100-SXM"}   # file name -> specs.xlsx name
-KINDS = ("gemm", "swiglu", "rmsnorm", "residual_add")
+KINDS = ("gemm", "swiglu", "rmsnorm", "residual_add")                 # kernels built from m, n, k
 ELEMENTWISE_KINDS = ("swiglu", "rmsnorm", "residual_add")
+ALL_KINDS = KINDS + SCENARIO_KINDS                                      # + attention and decode steps
 DEFAULT_METHODS = ("roofline", "hierarchical", "seed", "realistic")   # realistic-graph: same kernel times
-MEASUREMENT_COLUMNS = ("device", "model", "op", "kind", "tokens", "tp", "m", "n", "k", "dtype", "measured_s")
+MEASUREMENT_COLUMNS = ("device", "model", "op", "kind", "tokens", "tp", "m", "n", "k", "dtype", "batch", "context",
+                       "measured_s")
+OPTIONAL_COLUMNS = {"m": np.nan, "n": np.nan, "k": np.nan, "batch": np.nan, "context": np.nan}
 
 # Seed 000: torch.compile'd MLP (x @ w1, relu, x @ w2, multiply, @ wlinear) on A100 40GB PCIe,
 # batch 32, d_model 4096, hidden 8192, bf16: measured 191 us (%timeit), the seed's roofline 129.8 us.
@@ -43,19 +51,75 @@ def default_measurements_path() -> Path:
     return SHARED_MEASUREMENTS if SHARED_MEASUREMENTS.exists() else BUNDLED_SAMPLE
 
 
+def measured_paths(folder: Optional[Path] = None) -> list[Path]:
+    """Ground-truth files recorded in the repo (calibration/measured/*.csv), sorted by name."""
+    folder = MEASURED_DIR if folder is None else Path(folder)
+    return sorted(folder.glob("*.csv")) if folder.is_dir() else []
+
+
+def default_paths() -> list[Path]:
+    """Everything scored by default: the Vidur file (or its sample) and the repo's own GPU measurements."""
+    return [default_measurements_path(), *measured_paths()]
+
+
+def read_metadata(path) -> dict[str, str]:
+    """The `# key: value` header lines of a measurement file (hardware, software versions, timing method)."""
+    metadata = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                break
+            key, colon, value = line[1:].partition(":")
+            if colon and key.strip() and " " not in key.strip():
+                metadata[key.strip()] = value.strip()
+    return metadata
+
+
 def read_raw(path=None) -> pd.DataFrame:
     """The CSV as written (header comment skipped), columns as in the file."""
     return pd.read_csv(path or default_measurements_path(), comment="#")
 
 
 def load_measurements(path=None) -> pd.DataFrame:
-    """Measurements with our device names and seconds: MEASUREMENT_COLUMNS, one row each."""
+    """Measurements with our device names and seconds: MEASUREMENT_COLUMNS, one row each.
+
+    `path`: one file or a list of files (concatenated). Hardware is a Vidur name (A100-80GB, H100-SXM)
+    or a specs.xlsx device name; kinds are ALL_KINDS. Errors name the file, row and column.
+    """
+    if isinstance(path, (list, tuple)):
+        return pd.concat([load_measurements(p) for p in path], ignore_index=True)
+    where = Path(path or default_measurements_path()).name
     raw = read_raw(path)
-    unknown = sorted(set(raw["hardware"]) - set(DEVICE_NAMES))
+    missing = [c for c in ("hardware", "model", "op", "kind", "tokens", "tp", "dtype", "median_ms") if c not in raw]
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
+    raw = raw.assign(**{c: raw[c] if c in raw else default for c, default in OPTIONAL_COLUMNS.items()})
+    device = raw["hardware"].map(lambda name: DEVICE_NAMES.get(name, name))
+    unknown = sorted(set(device) - set(DEVICE_NAMES.values()) - _spec_names(set(device) - set(DEVICE_NAMES.values())))
     if unknown:
-        raise ValueError(f"unknown hardware {unknown} in measurements; known: {', '.join(DEVICE_NAMES)}")
-    frame = raw.assign(device=raw["hardware"].map(DEVICE_NAMES), measured_s=raw["median_ms"] * 1e-3)
+        raise ValueError(f"{where}: unknown hardware {unknown}; known: {', '.join(DEVICE_NAMES)} or a device of "
+                         "specs.xlsx")
+    bad_kind = ~raw["kind"].isin(ALL_KINDS)
+    if bad_kind.any():
+        row = int(np.flatnonzero(bad_kind)[0])
+        raise ValueError(f"{where} row {row + 1}: kind {raw['kind'].iloc[row]!r} is not one of {', '.join(ALL_KINDS)}")
+    times = pd.to_numeric(raw["median_ms"], errors="coerce")
+    if not (times > 0).all():
+        row = int(np.flatnonzero(~(times > 0))[0])
+        raise ValueError(f"{where} row {row + 1}: median_ms must be a positive number, got {raw['median_ms'].iloc[row]}")
+    frame = raw.assign(device=device, measured_s=times * 1e-3)
+    scenario = frame["kind"].isin(SCENARIO_KINDS)
+    if scenario.any():
+        check_rows(frame[scenario], where)
     return frame[list(MEASUREMENT_COLUMNS)].reset_index(drop=True)
+
+
+def _spec_names(candidates: set) -> set:
+    """Which of `candidates` are devices of the bundled specs.xlsx (read only when a name needs it)."""
+    if not candidates:
+        return set()
+    from engine.specs import load_specs
+    return candidates & set(load_specs())
 
 
 def kernel_table(measurements: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -134,20 +198,31 @@ def predict(measurements: Optional[pd.DataFrame] = None, devices: Optional[dict]
     measurements = load_measurements() if measurements is None else measurements
     devices = devices or load_specs()
     parts = []
-    for device, rows in measurements.groupby("device", sort=False):
+    for device, on_device in measurements.groupby("device", sort=False):
         if device not in devices:
             raise ValueError(f"device {device!r} of the measurements is not in the specs ({', '.join(devices)})")
-        table = kernel_table(rows)
+        hardware = devices[device]
+        scenario = on_device["kind"].isin(SCENARIO_KINDS)
+        kernels, scenarios = on_device[~scenario], on_device[scenario]
+        table = kernel_table(kernels) if len(kernels) else None
         for method in methods:
-            predicted = predicted_seconds(table, devices[device], method, realistic_constants)
-            parts.append(rows.assign(method=method, predicted_s=predicted,
-                                     error=predicted / rows["measured_s"].to_numpy() - 1.0))
+            if table is not None:
+                predicted = predicted_seconds(table, hardware, method, realistic_constants)
+                parts.append(_scored(kernels, method, predicted))
+            if len(scenarios):
+                parts.append(_scored(scenarios, method, scenario_seconds(scenarios, hardware, method)))
     return pd.concat(parts, ignore_index=True)
 
 
+def _scored(rows: pd.DataFrame, method: str, predicted: np.ndarray) -> pd.DataFrame:
+    return rows.assign(method=method, predicted_s=predicted, error=predicted / rows["measured_s"].to_numpy() - 1.0)
+
+
 def family(kind) -> np.ndarray:
-    """'gemm' or 'elementwise' per op kind (the accuracy targets are per family)."""
-    return np.where(np.asarray(kind) == "gemm", "gemm", "elementwise")
+    """'gemm', 'elementwise', 'attention' or 'step' per op kind (the accuracy targets are per family)."""
+    kind = np.asarray(kind)
+    return np.select([kind == "gemm", np.isin(kind, ELEMENTWISE_KINDS), np.char.startswith(kind.astype(str),
+                      "attention")], ["gemm", "elementwise", "attention"], "step")
 
 
 def summary(tidy: pd.DataFrame, by: tuple[str, ...] = ("method", "device", "kind")) -> pd.DataFrame:

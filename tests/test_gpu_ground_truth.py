@@ -1,0 +1,173 @@
+"""GPU ground truth: the measuring harness (calibration/measure_gpu.py, run here on the CPU) and how
+attention and whole decode steps are scored (engine/calibration_scenarios.py), against hand arithmetic."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import calibration
+
+torch = pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parent.parent
+HARNESS = REPO / "calibration" / "measure_gpu.py"
+LLAMA_8B_PARAMETERS = 8_030_261_248          # published parameter count of Llama-3.1-8B
+LLAMA_8B_EMBEDDING = 128_256 * 4096          # the embedding table: one row per token is read in a step
+
+
+def _load(name: str):
+    sys.path.insert(0, str(HARNESS.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(name, HARNESS.parent / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module                    # dataclasses look their module up
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(HARNESS.parent))
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gt") / "cpu.csv"
+    run = subprocess.run([sys.executable, str(HARNESS), "--device", "cpu", "--quick", "--hardware", "H200-SXM",
+                          "--kinds", "attention,gemm,elementwise", "--repeats", "2", "--warmup", "1", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    return out
+
+
+def test_harness_writes_a_file_the_engine_loads_with_its_provenance(quick_run):
+    metadata = calibration.read_metadata(quick_run)
+    assert metadata["hardware"] == "H200-SXM"
+    assert metadata["torch"] == torch.__version__
+    assert "perf_counter" in metadata["timing"] and "median of 2" in metadata["timing"]
+    assert float(metadata["copy_bandwidth_tb_s"].split()[0]) > 0
+    assert float(metadata["matmul_tflops"].split()[0]) > 0
+    measured = calibration.load_measurements(quick_run)
+    assert set(measured["kind"]) == {"gemm", "rmsnorm", "residual_add", "swiglu", "attention_prefill",
+                                     "attention_decode"}
+    assert (measured["measured_s"] > 0).all() and (measured["device"] == "H200-SXM").all()
+
+
+def test_harness_gemm_shapes_follow_the_model_config(quick_run):
+    """Llama-3.1-8B at tp 8: 32/8 query heads + 2 x 8/8 KV heads of 128; up+gate 2 x 14336 / 8; down 14336 / 8."""
+    gemm = calibration.load_measurements(quick_run).query("kind == 'gemm'").set_index(["op", "tokens"])
+    assert gemm.loc[("attn_qkv", 16), ["m", "n", "k"]].tolist() == [16, (4 + 2) * 128, 4096]
+    assert gemm.loc[("attn_o", 1), ["n", "k"]].tolist() == [4096, 4 * 128]
+    assert gemm.loc[("mlp_up_proj", 1), ["n", "k"]].tolist() == [2 * 14336 / 8, 4096]
+    assert gemm.loc[("mlp_down_proj", 16), ["n", "k"]].tolist() == [4096, 14336 / 8]
+
+
+def test_every_method_scores_the_harness_output(quick_run, devices):
+    tidy = calibration.predict(calibration.load_measurements(quick_run), devices)
+    scored = tidy[tidy["method"] != "seed"]
+    assert np.isfinite(scored["predicted_s"]).all() and (scored["predicted_s"] > 0).all()
+    seed = tidy[tidy["method"] == "seed"]
+    assert seed.loc[seed["kind"] == "gemm", "predicted_s"].notna().all()
+    assert set(calibration.family(tidy["kind"])) == {"gemm", "elementwise", "attention"}
+
+
+def _rows(**fields) -> pd.DataFrame:
+    base = dict(device="H200-SXM", model="meta-llama/Llama-3.1-8B", op="x", tokens=1, tp=1, m=np.nan, n=np.nan,
+                k=np.nan, dtype="bf16", measured_s=1e-3)
+    return pd.DataFrame([{**base, **fields}])
+
+
+def test_decode_step_roofline_is_weights_and_kv_over_bandwidth(devices):
+    """Batch 1 at 1023 cached tokens: every weight but the embedding table once, 1024 tokens of K and V per layer."""
+    hw = devices["H200-SXM"]
+    row = _rows(kind="decode_step", batch=1, context=1023)
+    predicted = calibration.predict(row, devices, ("roofline",))["predicted_s"].iloc[0]
+    weights = 2 * (LLAMA_8B_PARAMETERS - LLAMA_8B_EMBEDDING)
+    kv = 1024 * 32 * 2 * 8 * 128 * 2                       # tokens x layers x (K, V) x kv heads x head dim x 2 B
+    by_hand = (weights + kv) / hw.memory_bandwidth_bytes_per_s
+    assert by_hand <= predicted <= by_hand * 1.002          # activations add a few hundred kB
+
+
+def test_decode_attention_streams_the_kv_cache(devices):
+    """One layer, batch 8, 8191 cached tokens + the new one: 8 x 8192 tokens x (K, V) x 8 heads x 128 x 2 B
+    streamed, plus (roofline: unfused kernels) q.K and p.V, 8 x 32 heads x 8192 x 128 MACs each."""
+    hw = devices["H200-SXM"]
+    row = _rows(kind="attention_decode", batch=8, context=8191, tokens=8)
+    tidy = calibration.predict(row, devices, ("roofline", "realistic"))
+    stream = 8 * 8192 * 2 * 8 * 128 * 2 / hw.memory_bandwidth_bytes_per_s
+    products = 2 * 2 * (8 * 32 * 8192 * 128) / hw.matrix_flops_per_s("bf16")
+    roofline, realistic = tidy.set_index("method")["predicted_s"][["roofline", "realistic"]]
+    assert stream + products <= roofline <= (stream + products) * 1.005     # + the softmax
+    assert roofline < realistic <= stream / hw.achievable_memory_bandwidth_fraction * 1.2
+
+
+def test_prefill_attention_counts_causal_scores(devices):
+    """Batch 2 x 1024 tokens, 32 heads of 128: two products of b*h*s(s+1)/2*d MACs each, compute bound."""
+    hw = devices["H200-SXM"]
+    row = _rows(kind="attention_prefill", batch=2, context=1024, tokens=2048)
+    predicted = calibration.predict(row, devices, ("roofline",))["predicted_s"].iloc[0]
+    macs = 2 * 32 * (1024 * 1025 // 2) * 128
+    matrix = 2 * (2 * macs) / hw.matrix_flops_per_s("bf16")
+    assert matrix <= predicted <= matrix * 1.5              # + the softmax's vector work
+
+
+def test_scenario_rows_are_checked_with_the_place_named(tmp_path):
+    header = "hardware,model,op,kind,tokens,tp,m,n,k,dtype,batch,context,median_ms\n"
+    cases = {
+        "H200-SXM,meta-llama/Llama-3.1-8B,x,flash,1,1,,,,bf16,1,64,0.1\n": r"row 1: kind 'flash' is not one of",
+        "H200-SXM,acme/unknown,x,decode_step,1,1,,,,bf16,1,64,0.1\n": r"row 1 \(decode_step\): model 'acme/unknown'",
+        "H200-SXM,meta-llama/Llama-3.1-8B,x,decode_step,1,1,,,,bf16,,64,0.1\n": r"row 1 \(decode_step\): batch must",
+        "H200-SXM,meta-llama/Llama-3.1-8B,x,decode_step,1,1,,,,bf16,1,64,-2\n": r"row 1: median_ms must be a positive number, got -2",
+        "Z9,meta-llama/Llama-3.1-8B,x,decode_step,1,1,,,,bf16,1,64,1\n": r"unknown hardware \['Z9'\]",
+    }
+    for index, (line, message) in enumerate(cases.items()):
+        path = tmp_path / f"bad{index}.csv"
+        path.write_text(header + line)
+        with pytest.raises(ValueError, match=f"bad{index}.csv.*{message}" if "hardware" not in message else message):
+            calibration.load_measurements(path)
+
+
+def test_measured_files_in_the_repo_load_and_carry_their_provenance():
+    """Whatever ground truth is recorded under calibration/measured/ names its GPU, software and timing."""
+    for path in calibration.measured_paths():
+        metadata = calibration.read_metadata(path)
+        assert {"hardware", "gpu", "driver", "cuda", "torch", "timing", "date"} <= set(metadata), path.name
+        assert "none" not in metadata["gpu"], f"{path.name} was measured on a CPU"
+        assert len(calibration.load_measurements(path)) > 0
+
+
+def test_measured_paths_lists_csv_files_only(tmp_path):
+    (tmp_path / "b.csv").write_text("x")
+    (tmp_path / "a.csv").write_text("x")
+    (tmp_path / "notes.md").write_text("x")
+    assert [p.name for p in calibration.measured_paths(tmp_path)] == ["a.csv", "b.csv"]
+    assert calibration.measured_paths(tmp_path / "missing") == []
+
+
+def test_plan_shapes_of_llama_70b_by_hand():
+    plan = _load("measure_plan")
+    items = {(i.op, i.tp): i for i in plan.gemm_items("meta-llama/Llama-3.1-70B", (1, 8), (64,))}
+    assert (items[("attn_qkv", 8)].n, items[("attn_qkv", 8)].k) == ((64 // 8 + 2 * 1) * 128, 8192)
+    assert (items[("mlp_down_proj", 8)].n, items[("mlp_down_proj", 8)].k) == (8192, 28672 // 8)
+    assert (items[("lm_head", 1)].n, items[("lm_head", 1)].k) == (128256, 8192)
+    assert ("lm_head", 8) not in items
+    with pytest.raises(ValueError, match="unknown kind group"):
+        plan.build(["gemms"])
+
+
+def test_decode_step_callable_runs_a_whole_model_step_on_cpu():
+    """The harness's decode step (tiny config, CPU): one token per sequence, logits over the vocabulary."""
+    harness = _load("measure_gpu")
+    ops = harness.Ops("cpu", torch.float32, compile_elementwise=False)
+    tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 97, "rms_norm_eps": 1e-5}
+    step, implementation = ops.decode_step("tiny", tiny, batch=3, context=20)
+    logits = step()
+    assert logits.shape == (3, 1, 97) and torch.isfinite(logits).all()
+    assert "torch_llama" in implementation
+    timing = harness.Timer("cpu", repeats=3, warmup=1)(step)
+    assert 0 < timing.p10_ms <= timing.median_ms <= timing.p90_ms and timing.repeats == 3
