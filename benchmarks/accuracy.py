@@ -5,9 +5,11 @@ relative error, p90 absolute error and bias (median signed error; negative = pre
 Then refits the realistic method's free parameters (engine.calibration_fit) three ways and prints
   - in-sample: fitted on both devices (these are the values shipped in specs.xlsx / realistic.py),
   - cross-device: fitted on A100 rows only and scored on H100, and the reverse,
-and seed 000's measured 191 us (fused MLP on A100 40GB PCIe, a device the fit never saw).
+and seed 000's measured 191 us (fused MLP on A100 40GB PCIe, a device the fit never saw),
+and last the GPU ground truth recorded in the repo (calibration/measured/*.csv, written by
+calibration/measure_gpu.py: GEMMs, element-wise, attention and whole decode steps), with its provenance.
 
-Run: .venv/bin/python benchmarks/accuracy.py [--measurements PATH]
+Run: .venv/bin/python benchmarks/accuracy.py [--measurements PATH] [--ground-truth PATH ...]
 Data: ../shared/calibration/vidur_llama2_ops.csv when present, else engine/data's stratified sample.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -23,6 +26,7 @@ from engine import calibration
 from engine.calibration_fit import fit_realistic
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 
+GROUND_TRUTH_METHODS = ("roofline", "hierarchical", "seed", "realistic", "realistic-graph")  # steps are graph-captured
 TARGETS = {"gemm": (0.10, 0.25), "elementwise": (0.15, None)}   # median, p90 of |error|
 
 
@@ -53,7 +57,8 @@ def constants_table(fit, label: str) -> pd.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--measurements", help="CSV in the vidur_llama2_ops.csv layout")
+    parser.add_argument("--measurements", help="CSV in the vidur_llama2_ops.csv layout (the fit's data)")
+    parser.add_argument("--ground-truth", nargs="*", help="GPU ground-truth CSVs (default: calibration/measured/)")
     args = parser.parse_args()
     path = args.measurements or calibration.default_measurements_path()
     measurements = calibration.load_measurements(path)
@@ -111,12 +116,29 @@ def main() -> None:
         seconds = calibration.seed_000_prediction(a100_pcie, method)
         print(f"  {method:<16} {seconds * 1e6:7.1f} us   error {seconds / calibration.SEED_000['measured_s'] - 1:+.1%}")
 
+    ground_truth(args.ground_truth if args.ground_truth is not None else calibration.measured_paths(), devices)
+
     print("\n## Targets (realistic: GEMM median <= 10% and p90 <= 25%, element-wise median <= 15%)\n")
     realistic = by_family[by_family["method"] == "realistic"]
     lines = target_lines(realistic, "shipped (in-sample)")
     lines += target_lines(calibration.summary(cross, by=("device", "family")), "cross-device")
     print("\n".join(lines))
     print(f"\n({time.perf_counter() - started:.1f} s)")
+
+
+def ground_truth(paths, devices) -> None:
+    """Score every method on each recorded ground-truth file (devices and kernels the fit may never have seen)."""
+    print("\n## GPU ground truth recorded in the repo (calibration/measured/)\n")
+    if not paths:
+        print("  none recorded yet: run `python3 calibration/measure_gpu.py` on a GPU (calibration/README.md)")
+        return
+    for path in map(Path, paths):
+        metadata = calibration.read_metadata(path)
+        print(f"{path}: " + "; ".join(f"{key} {metadata.get(key, '?')}" for key in
+                                       ("gpu", "driver", "cuda", "torch", "date", "timing")))
+        tidy = calibration.predict(calibration.load_measurements(path), devices, GROUND_TRUTH_METHODS)
+        show(f"{path.name}: every method per device and kind",
+             calibration.summary(tidy, by=("method", "device", "kind")))
 
 
 if __name__ == "__main__":
