@@ -26,7 +26,6 @@ from engine import calibration
 from engine.calibration_fit import fit_realistic
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 
-GROUND_TRUTH_METHODS = ("roofline", "hierarchical", "seed", "realistic", "realistic-graph")  # steps are graph-captured
 TARGETS = {"gemm": (0.10, 0.25), "elementwise": (0.15, None)}   # median, p90 of |error|
 
 
@@ -136,7 +135,7 @@ def ground_truth(paths, devices) -> None:
         metadata = calibration.read_metadata(path)
         print(f"{path}: " + "; ".join(f"{key} {metadata.get(key, '?')}" for key in
                                        ("gpu", "driver", "cuda", "torch", "date", "timing")))
-        tidy = calibration.predict(calibration.load_measurements(path), devices, GROUND_TRUTH_METHODS)
+        tidy = calibration.predict(calibration.load_measurements(path), devices, calibration.GROUND_TRUTH_METHODS)
         show(f"{path.name}: every method per device and kind",
              calibration.summary(tidy, by=("method", "device", "kind")))
 

@@ -37,6 +37,7 @@ KINDS = ("gemm", "swiglu", "rmsnorm", "residual_add")                 # kernels 
 ELEMENTWISE_KINDS = ("swiglu", "rmsnorm", "residual_add")
 ALL_KINDS = KINDS + SCENARIO_KINDS                                      # + attention and decode steps
 DEFAULT_METHODS = ("roofline", "hierarchical", "seed", "realistic")   # realistic-graph: same kernel times
+GROUND_TRUTH_METHODS = DEFAULT_METHODS + ("realistic-graph",)          # decode steps are timed graph-captured
 MEASUREMENT_COLUMNS = ("device", "model", "op", "kind", "tokens", "tp", "m", "n", "k", "dtype", "batch", "context",
                        "measured_s")
 OPTIONAL_COLUMNS = {"m": np.nan, "n": np.nan, "k": np.nan, "batch": np.nan, "context": np.nan}
