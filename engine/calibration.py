@@ -112,6 +112,13 @@ def load_measurements(path=None) -> pd.DataFrame:
     scenario = frame["kind"].isin(SCENARIO_KINDS)
     if scenario.any():
         check_rows(frame[scenario], where)
+    for column, least in (("m", 1), ("n", 1), ("k", 0)):            # kernels are built from their shape
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = ~scenario & ~(values >= least)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{where} row {row + 1} ({frame['kind'].iloc[row]}): {column} must be a number >= {least}, "
+                             f"got {frame[column].iloc[row]}")
     return frame[list(MEASUREMENT_COLUMNS)].reset_index(drop=True)
 
 
@@ -193,7 +200,8 @@ def predict(measurements: Optional[pd.DataFrame] = None, devices: Optional[dict]
     """Tidy predictions: MEASUREMENT_COLUMNS + method, predicted_s, error (predicted / measured - 1).
 
     `devices`: {device name: Hardware} (default: the bundled specs.xlsx), e.g. with fitted values;
-    `realistic_constants`: kernel-class constants for the realistic methods (default: shipped).
+    `realistic_constants`: kernel-class constants for the realistic methods (default: shipped) on kernel
+    rows; attention and decode-step rows go through engine.estimate with the shipped constants.
     """
     from engine.specs import load_specs
     measurements = load_measurements() if measurements is None else measurements

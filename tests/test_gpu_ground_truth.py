@@ -123,6 +123,7 @@ def test_scenario_rows_are_checked_with_the_place_named(tmp_path):
         "H200-SXM,meta-llama/Llama-3.1-8B,x,decode_step,1,1,,,,bf16,,64,0.1\n": r"row 1 \(decode_step\): batch must",
         "H200-SXM,meta-llama/Llama-3.1-8B,x,decode_step,1,1,,,,bf16,1,64,-2\n": r"row 1: median_ms must be a positive number, got -2",
         "Z9,meta-llama/Llama-3.1-8B,x,decode_step,1,1,,,,bf16,1,64,1\n": r"unknown hardware \['Z9'\]",
+        "H200-SXM,meta-llama/Llama-3.1-8B,x,gemm,1,1,16,,4096,bf16,,,0.1\n": r"row 1 \(gemm\): n must be a number >= 1",
     }
     for index, (line, message) in enumerate(cases.items()):
         path = tmp_path / f"bad{index}.csv"
