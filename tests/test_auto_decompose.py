@@ -37,6 +37,11 @@ def _total(table, column: str, phase: str) -> float:
     return float((table[column][rows] * table["count"][rows]).sum())
 
 
+def _gap(traced, hand, column: str, phase: str) -> float:
+    """Relative difference of the traced total from the hand decomposition's."""
+    return _total(traced, column, phase) / _total(hand, column, phase) - 1
+
+
 # ------------------------------------------------------------------------------ without the extra
 
 def test_available_says_what_the_extra_adds():
@@ -106,9 +111,7 @@ def test_automatic_and_hand_decompositions_agree(model_id):
         scenario = _scenario_below_windows(config, phase)
         traced, hand = automatic.decompose(scenario), decompose(hand_model, scenario)
         assert list(traced.columns) == list(KERNEL_COLUMNS)
-        flops = _total(traced, "flops", phase) / _total(hand, "flops", phase) - 1
-        weights = _total(traced, "weight_bytes", phase) / _total(hand, "weight_bytes", phase) - 1
-        matrix = _total(traced, "matrix_flops", phase) / _total(hand, "matrix_flops", phase) - 1
+        flops, weights, matrix = (_gap(traced, hand, c, phase) for c in ("flops", "weight_bytes", "matrix_flops"))
         print(f"{model_id} {phase}: FLOPs {flops:+.2e} (matrix {matrix:+.2e}), weight bytes {weights:+.2e}")
         assert abs(flops) < 0.01, f"{model_id} {phase}: total FLOPs differ by {flops:+.3%}"
         assert abs(weights) < 0.005, f"{model_id} {phase}: weight bytes differ by {weights:+.3%}"
@@ -325,9 +328,7 @@ def test_automatic_and_hand_decompositions_agree_beyond_the_windows(model_id):
     for phase, scenario in (("prefill", Scenario(phase="prefill", batch=2, input_length=prompt)),
                             ("decode", Scenario(phase="decode", batch=2, context_length=context))):
         traced, hand = automatic.decompose(scenario), decompose(hand_model, scenario)
-        flops = _total(traced, "flops", phase) / _total(hand, "flops", phase) - 1
-        weights = _total(traced, "weight_bytes", phase) / _total(hand, "weight_bytes", phase) - 1
-        kv = _total(traced, "kv_bytes", phase) / _total(hand, "kv_bytes", phase) - 1
+        flops, weights, kv = (_gap(traced, hand, c, phase) for c in ("flops", "weight_bytes", "kv_bytes"))
         print(f"{model_id} {phase}: FLOPs {flops:+.2e}, weight bytes {weights:+.2e}, KV bytes {kv:+.2e}")
         assert abs(flops) < 0.01, f"{model_id} {phase}: total FLOPs differ by {flops:+.3%}"
         assert abs(weights) < 0.005, f"{model_id} {phase}: weight bytes differ by {weights:+.3%}"
@@ -360,8 +361,7 @@ def test_deepseek_v3_naive_decode_agrees_and_absorbed_differs_by_the_absorption(
         traced = automatic.decompose(Scenario(phase="decode", batch=batch, context_length=context))
         naive = decompose(hand_model, Scenario(phase="decode", batch=batch, context_length=context, mla_decode="naive"))
         absorbed = decompose(hand_model, Scenario(phase="decode", batch=batch, context_length=context))
-        flops = _total(traced, "flops", "decode") / _total(naive, "flops", "decode") - 1
-        weights = _total(traced, "weight_bytes", "decode") / _total(naive, "weight_bytes", "decode") - 1
+        flops, weights = (_gap(traced, naive, c, "decode") for c in ("flops", "weight_bytes"))
         print(f"{model_id} decode, {context} cached: FLOPs {flops:+.2e}, weight bytes {weights:+.2e}")
         assert abs(flops) < 0.01 and abs(weights) < 0.005
         assert _total(traced, "matrix_flops", "decode") == pytest.approx(_total(naive, "matrix_flops", "decode"),

@@ -143,12 +143,17 @@ def test_bad_config_upload_names_the_field():
     assert app.selectbox(key="w_model").value == "meta-llama/Llama-3.1-8B"
 
 
-def test_edit_a_field_marks_it_and_moves_the_numbers():
+def edit_h100_field(field: str, value: str) -> AppTest:
+    """The Hardware page of H100-SXM after typing `value` into `field`'s cell of the data editor."""
     app = run_app(page="hardware", hw="H100-SXM")
     editor = app.data_editor[0]
-    row = list(editor.value["field"]).index("memory_bandwidth")
-    app.session_state[editor.key] = {"edited_rows": {row: {"value": "6700"}}, "added_rows": [], "deleted_rows": []}
-    app.run()
+    row = list(editor.value["field"]).index(field)
+    app.session_state[editor.key] = {"edited_rows": {row: {"value": value}}, "added_rows": [], "deleted_rows": []}
+    return app.run()
+
+
+def test_edit_a_field_marks_it_and_moves_the_numbers():
+    app = edit_h100_field("memory_bandwidth", "6700")
     assert not app.exception
     state = url_state(app)
     assert state.edits == (("H100-SXM", (("memory_bandwidth", "6700"),)),)
@@ -162,11 +167,7 @@ def test_edit_a_field_marks_it_and_moves_the_numbers():
 
 
 def test_bad_edit_is_rejected_with_the_field_named():
-    app = run_app(page="hardware", hw="H100-SXM")
-    editor = app.data_editor[0]
-    row = list(editor.value["field"]).index("num_cores")
-    app.session_state[editor.key] = {"edited_rows": {row: {"value": "-3"}}, "added_rows": [], "deleted_rows": []}
-    app.run()
+    app = edit_h100_field("num_cores", "-3")
     assert "num_cores" in texts(app.error)
     assert url_state(app).edits == ()
 
