@@ -35,7 +35,7 @@ stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   install_torch
-  .venv/bin/python -m pip install --quiet -e ".[test,auto]"
+  .venv/bin/python -m pip install --quiet -e ".[test,auto,calibration]"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
