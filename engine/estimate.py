@@ -13,7 +13,7 @@ from engine.estimators import get_method
 from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
 from engine.memory import memory_footprint
-from engine.parallel import PER_PASS_KERNELS, add_pipeline_bubble, parallel_layout
+from engine.parallel import add_pipeline_bubble, parallel_layout
 from engine.report import (Estimate, add_presentation_columns, aggregate_steps, bound_times, latency_metrics,
                            phase_totals)
 from engine.workload import Scenario
@@ -159,15 +159,9 @@ def _chunked_schedule_tables(per_step: dict, s: Scenario) -> tuple[pd.DataFrame,
     iteration's time is the sum of count x time_s at that position; with a pipeline each iteration
     also waits (pp - 1) x its per-layer work (engine/parallel.py).
     """
-    from engine.schedule import chunked_schedule, request_latencies
+    from engine.schedule import chunked_schedule, pass_row_times, request_latencies
     plan = chunked_schedule(s.batch, s.input_length, s.output_length, s.chunk_size)
-    group = per_step["group"]
-    position = np.arange(len(group)) - np.searchsorted(group, group, side="left")
-    work = per_step["count"].astype(float) * per_step["time_s"].astype(float)
-    times = np.bincount(position, weights=work, minlength=plan.iterations)
-    if s.pp > 1:
-        stage = ~np.isin(np.asarray(per_step["name"]).astype(str), PER_PASS_KERNELS)
-        times += (s.pp - 1) * np.bincount(position[stage], weights=work[stage], minlength=plan.iterations)
+    times = pass_row_times(per_step, plan.iterations, s.pp)
     latencies = request_latencies(plan, times)
     requests = pd.DataFrame({"request": np.arange(plan.batch), "first_token_iteration": plan.first_token_iteration,
                              **latencies})

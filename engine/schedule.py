@@ -188,6 +188,21 @@ def _attention_parts(plan: ChunkedSchedule, window: int | None) -> tuple:
     return decode, prefill
 
 
+def pass_row_times(per_step: dict, rows: int, pp: int = 1) -> np.ndarray:
+    """Time of each row (iteration) of a pass whose kernels have one row per iteration, from the timed
+    columns: the sum of count x time_s at that position within each kernel's `group`. With a pipeline
+    an iteration also waits (pp - 1) x its per-layer work (engine/parallel.py)."""
+    from engine.parallel import PER_PASS_KERNELS
+    group = per_step["group"]
+    position = np.arange(len(group)) - np.searchsorted(group, group, side="left")
+    work = per_step["count"].astype(float) * per_step["time_s"].astype(float)
+    times = np.bincount(position, weights=work, minlength=rows)
+    if pp > 1:
+        stage = ~np.isin(np.asarray(per_step["name"]).astype(str), PER_PASS_KERNELS)
+        times += (pp - 1) * np.bincount(position[stage], weights=work[stage], minlength=rows)
+    return times
+
+
 def request_latencies(plan: ChunkedSchedule, iteration_times: np.ndarray) -> dict[str, np.ndarray]:
     """Per request: time to first token, finish time and time per output token (seconds)."""
     ends = np.cumsum(iteration_times)

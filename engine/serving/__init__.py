@@ -1,0 +1,14 @@
+"""Serving at a fixed concurrency: a closed-loop, continuous-batching simulation (docs/serving.md).
+
+    import engine
+    result = engine.serve(hw, model, concurrency=32, input_length=1024, output_length=1024, tp=4,
+                          weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8", method="realistic")
+    result.ttft_s, result.tpot_s, result.ttft_p90_s, result.tokens_per_s_per_device
+    result.requests, result.iterations
+"""
+
+from engine.serving.options import ServingOptions
+from engine.serving.scheduler import ServingCapacityError, schedule
+from engine.serving.simulate import ServingResult, serve
+
+__all__ = ["ServingCapacityError", "ServingOptions", "ServingResult", "schedule", "serve"]

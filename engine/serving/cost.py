@@ -1,0 +1,135 @@
+"""Iteration times of a serving schedule, from the kernel table, in two vectorized estimator calls.
+
+- Iterations with prompt chunks (`MixedIteration`) are timed exactly: one row each in a pass whose
+  rows are iterations (the decomposition of engine/decompose.py takes per-row arrays), with the decode
+  part and the prefill part built from the iteration's own requests and chunks.
+- Decode-only iterations are many (one per generated token) and alike: they are timed on a grid of
+  (decode batch n, mean cached tokens p) rows and interpolated, linearly in p (attention reads grow
+  with the context) and in n between grid batches. The grid takes every decode batch that occurs
+  when there are at most MAX_GRID_BATCHES of them (else the most frequent ones, the smallest and
+  the largest) and GRID_CONTEXTS contexts spanning the run.
+
+Both calls go through the chosen method's estimator, so every method (roofline, hierarchical,
+realistic) times serving the way it times a request. `graph_decode` times decode-only iterations
+with CUDA-graph launch (as vLLM, SGLang and TensorRT-LLM capture decode), iterations with prompt
+chunks with eager launch.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from engine.attention_window import causal_pairs, key_span
+from engine.decompose import AttentionPart, ForwardPass, add_forward_pass
+from engine.kernels import KernelTableBuilder
+from engine.schedule import pass_row_times
+from engine.serving.scheduler import Schedule
+
+MAX_GRID_BATCHES = 16
+GRID_CONTEXTS = 8
+
+
+def _part_totals(row: np.ndarray, rows: int, new: np.ndarray, prior: np.ndarray, window) -> dict:
+    """Per row: sequences, query tokens, context (mean keys), pairs, cache and fresh tokens of the
+    sequences (`new` tokens after `prior` cached ones; `row` says which row each belongs to)."""
+    def total(values):
+        return np.bincount(row, weights=values, minlength=rows)
+    context = key_span(new, prior, window)
+    from_cache = (new == 1) | (prior > 0)
+    sequences = total(np.ones_like(new))
+    return dict(sequences=sequences, query_tokens=total(new), context=total(context) / np.maximum(sequences, 1.0),
+                pairs=total(causal_pairs(new, prior, window)), cache_tokens=total(np.where(from_cache, context, 0.0)),
+                fresh_tokens=total(np.where(from_cache, 0.0, new)))
+
+
+def _part(prefix: str, matrix_type: str, row, rows, new, prior, window=None) -> AttentionPart:
+    return AttentionPart(prefix, matrix_type, **_part_totals(row, rows, new, prior, window), per_row_count=True,
+                         window=window, window_builder=partial(_part, prefix, matrix_type, row, rows, new, prior))
+
+
+def mixed_pass(schedule: Schedule) -> ForwardPass:
+    """One row per iteration with prompt chunks: its decode tokens and its chunks, exactly."""
+    mixed = schedule.mixed
+    rows = len(mixed)
+    decode_row = np.repeat(np.arange(rows), [len(it.decode_priors) for it in mixed])
+    chunk_row = np.repeat(np.arange(rows), [len(it.chunk_tokens) for it in mixed])
+    decode_priors = np.concatenate([it.decode_priors for it in mixed]).astype(float)
+    chunk_new = np.concatenate([it.chunk_tokens for it in mixed]).astype(float)
+    chunk_prior = np.concatenate([it.chunk_priors for it in mixed]).astype(float)
+    decode = _part("d", "Va_Mqa", decode_row, rows, np.ones_like(decode_priors), decode_priors)
+    prefill = _part("p", "Ma_Mqa", chunk_row, rows, chunk_new, chunk_prior)
+    tokens = decode.query_tokens + prefill.query_tokens
+    logit_rows = decode.query_tokens + np.array([it.completions for it in mixed], dtype=float)
+    return ForwardPass("serve", tokens, logit_rows, 1, (decode, prefill))
+
+
+def decode_iterations(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(iteration index, decode batch, mean cached tokens) of every decode-only iteration."""
+    segments = schedule.segments
+    lengths = np.array([seg.length for seg in segments], dtype=np.int64)
+    starts = np.repeat([seg.start for seg in segments], lengths)
+    offset = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    batch = np.repeat([len(seg.priors) for seg in segments], lengths).astype(float)
+    mean_prior = np.repeat([seg.priors.mean() for seg in segments], lengths) + offset
+    return starts + offset, batch, mean_prior
+
+
+def decode_grid(batch: np.ndarray, mean_prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grid's decode batches and contexts (module docstring)."""
+    values, counts = np.unique(batch, return_counts=True)
+    if len(values) > MAX_GRID_BATCHES:
+        frequent = values[np.argsort(counts)[::-1][:MAX_GRID_BATCHES - 2]]
+        values = np.unique(np.concatenate([frequent, values[[0, -1]]]))
+    low, high = float(mean_prior.min()), float(mean_prior.max())
+    contexts = np.unique(np.round(np.linspace(low, high, GRID_CONTEXTS)))
+    return values, contexts
+
+
+def grid_pass(batches: np.ndarray, contexts: np.ndarray) -> ForwardPass:
+    """Rows: every (batch, context) pair of the grid, batch-major."""
+    n = np.repeat(batches, len(contexts))
+    p = np.tile(contexts, len(batches))
+    rows = len(n)
+    per_sequence = np.repeat(np.arange(rows), n.astype(np.int64))
+    priors = np.repeat(p, n.astype(np.int64))
+    part = _part("", "Va_Mqa", per_sequence, rows, np.ones_like(priors), priors)
+    return ForwardPass("serve", n, n, 1, (part,))
+
+
+def time_pass(forward_pass: ForwardPass, rows: int, model, scenario, hardware, method, layout) -> np.ndarray:
+    """Seconds of each row of `forward_pass` on one device (with the pipeline's wait when pp > 1)."""
+    builder = KernelTableBuilder()
+    add_forward_pass(builder, model, scenario, forward_pass, layout)
+    timed = method.estimate(builder.build_columns(), hardware, scenario)
+    return pass_row_times(timed, rows, scenario.pp)
+
+
+def interpolate_grid(times: np.ndarray, batches: np.ndarray, contexts: np.ndarray, batch: np.ndarray,
+                     mean_prior: np.ndarray) -> np.ndarray:
+    """Bilinear interpolation of the grid's row times at (batch, mean_prior)."""
+    table = times.reshape(len(batches), len(contexts))
+    at_context = np.stack([np.interp(mean_prior, contexts, table[b]) for b in range(len(batches))])
+    upper = np.clip(np.searchsorted(batches, batch), 1, max(len(batches) - 1, 1))
+    if len(batches) == 1:
+        return at_context[0]
+    lower = upper - 1
+    weight = np.clip((batch - batches[lower]) / (batches[upper] - batches[lower]), 0.0, 1.0)
+    columns = np.arange(len(batch))
+    return (1 - weight) * at_context[lower, columns] + weight * at_context[upper, columns]
+
+
+def iteration_times(schedule: Schedule, model, scenario, hardware, method, layout, graph_method=None) -> np.ndarray:
+    """Seconds of every iteration of `schedule` (before per-iteration host overhead)."""
+    times = np.zeros(schedule.iterations)
+    if schedule.mixed:
+        index = np.array([it.index for it in schedule.mixed])
+        times[index] = time_pass(mixed_pass(schedule), len(index), model, scenario, hardware, method, layout)
+    if schedule.segments:
+        index, batch, mean_prior = decode_iterations(schedule)
+        batches, contexts = decode_grid(batch, mean_prior)
+        grid = time_pass(grid_pass(batches, contexts), len(batches) * len(contexts), model, scenario, hardware,
+                         graph_method or method, layout)
+        times[index] = interpolate_grid(grid, batches, contexts, batch, mean_prior)
+    return times

@@ -1,0 +1,93 @@
+"""What a serving benchmark sets: the clients, the request lengths and the server's scheduler limits."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ServingOptions(BaseModel):
+    """A closed-loop serving run (engine/serving/scheduler.py).
+
+    - `concurrency`: clients, each with one request in flight (spread over dp replicas: replica r of
+      d serves concurrency // d clients, plus one for the first concurrency % d replicas).
+    - `input_length`, `output_length`: tokens per request; with `length_spread` s > 0 each request draws
+      its lengths uniformly from [L(1 - s), L(1 + s)] (vLLM benchmark's `--random-range-ratio`), from `seed`.
+    - `token_budget`: tokens one iteration may run (vLLM `max_num_batched_tokens`, TensorRT-LLM
+      `max_num_tokens`, SGLang's chunked prefill size); `max_batch`: requests admitted at once
+      (`max_num_seqs`, `max_batch_size`; None: no limit beyond the KV cache).
+    - `requests_per_client`: requests each client sends. Left out of the statistics: each client's last
+      request (the run winds down around it), its first `warmup_requests` and, when there are warm-up
+      requests, those arriving before the last warm-up prompt has run. The default counts the others
+      from the start, as serving benchmarks do: all clients send at t = 0, so every round begins with a
+      burst of prompts (which the measured TTFTs of public benchmark runs show).
+    - `stagger_start`: the clients' first (warm-up) requests ask for 1/C, 2/C, ..., C/C of the output
+      length, so the clients are out of step when measurement starts: a desynchronized steady state in
+      which prompts arrive one by one and share iterations with decoding requests (as in a long run whose
+      timing jitter has spread the clients). In a deterministic simulation a lock-step start stays in
+      lock step. Needs warmup_requests >= 1.
+    - `iteration_overhead_s`: host/framework time per iteration (scheduling, sampling, output
+      processing) added to the kernels' time; None: the method's calibrated default
+      (engine/serving/simulate.py).
+    - `graph_decode`: decode-only iterations are CUDA-graph launched (no per-kernel host launch cost).
+    - `kv_cache_fraction`: share of the memory left after weights, activations and workspace that
+      holds the KV cache.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    concurrency: int = Field(1, ge=1, le=100_000)
+    input_length: int = Field(1024, ge=1, le=10_000_000)
+    output_length: int = Field(256, ge=1, le=10_000_000)
+    length_spread: float = Field(0.0, ge=0.0, lt=1.0)
+    seed: int = 0
+    token_budget: int = Field(8192, ge=1, le=10_000_000)
+    max_batch: Optional[int] = Field(None, ge=1, le=1_000_000)
+    requests_per_client: int = Field(4, ge=2, le=1000)
+    warmup_requests: int = Field(0, ge=0, le=100)
+    iteration_overhead_s: Optional[float] = Field(None, ge=0.0, le=10.0)
+    stagger_start: bool = False
+    graph_decode: bool = True
+    kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ServingOptions":
+        if self.warmup_requests + 1 >= self.requests_per_client:
+            raise ValueError(f"requests_per_client={self.requests_per_client} leaves no measured request after "
+                             f"warmup_requests={self.warmup_requests} and the last one: use at least "
+                             f"{self.warmup_requests + 2}")
+        if self.stagger_start and self.warmup_requests < 1:
+            raise ValueError("stagger_start needs warmup_requests >= 1 (the staggered first requests are warm-up)")
+        batch = self.max_batch if self.max_batch is not None else self.concurrency
+        if self.token_budget < min(batch, self.concurrency):
+            raise ValueError(f"token_budget={self.token_budget} must be at least the decode batch "
+                             f"({min(batch, self.concurrency)}): every running request decodes one token per iteration")
+        return self
+
+    def replica_concurrencies(self, dp: int) -> dict[int, int]:
+        """{clients of a replica: replicas with that many} over `dp` replicas (no replica without clients)."""
+        base, extra = divmod(self.concurrency, dp)
+        counts = {base + 1: extra, base: dp - extra}
+        return {clients: replicas for clients, replicas in counts.items() if clients > 0 and replicas > 0}
+
+    def lengths(self, clients: int) -> tuple[np.ndarray, np.ndarray]:
+        """(input, output) lengths of the requests of `clients` clients in arrival order (the first
+        `clients` are the clients' first requests)."""
+        requests = self.requests_per_client * clients
+        if self.length_spread == 0:
+            inputs = np.full(requests, self.input_length, dtype=np.int64)
+            outputs = np.full(requests, self.output_length, dtype=np.int64)
+        else:
+            rng = np.random.default_rng(self.seed)
+
+            def draw(length):
+                low = max(1, int(round(length * (1 - self.length_spread))))
+                high = max(low, int(round(length * (1 + self.length_spread))))
+                return rng.integers(low, high + 1, requests)
+            inputs, outputs = draw(self.input_length), draw(self.output_length)
+        if self.stagger_start:
+            share = np.arange(1, clients + 1) / clients
+            outputs[:clients] = np.maximum(1, np.round(share * outputs[:clients])).astype(np.int64)
+        return inputs, outputs

@@ -1,0 +1,178 @@
+"""The closed-loop continuous-batching scheduler, at iteration level, in tokens (no times yet).
+
+C clients each send a request, wait for its last token and send the next one at once (a closed loop,
+as serving benchmarks run at a fixed concurrency); all C send their first request together. The
+server runs iterations (one forward pass each):
+
+1. every running request (prompt done, tokens left to generate) decodes one token;
+2. waiting requests are admitted in arrival order while fewer than `max_batch` are admitted and the
+   KV cache can hold their whole sequence (prompt + output: the cache is reserved at admission, as
+   TensorRT-LLM's guaranteed-no-evict policy does, so no request is ever preempted);
+3. the rest of the `token_budget` goes to admitted prompts in arrival order (chunked prefill: a prompt
+   may be split over iterations; one iteration may finish one prompt and start the next).
+
+A prompt whose last chunk runs in iteration i yields its first token at the end of i (TTFT); the
+request then decodes one token per iteration and finishes with its last one. Its client's next
+request arrives at that moment and can be scheduled from the next iteration on.
+
+Nothing here depends on time: which tokens run in which iteration follows from token counts alone, so
+the schedule is computed first and timed afterwards in one vectorized call (engine/serving/cost.py).
+Iterations that only decode and admit nothing are fast-forwarded as one `DecodeSegment` (up to the
+next finish), so the loop runs about once per prompt chunk and once per finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class ServingCapacityError(ValueError):
+    """A request that can never run (its KV cache alone exceeds the cache's capacity)."""
+
+
+@dataclass
+class MixedIteration:
+    """An iteration with prompt chunks: its decoding requests' cached tokens, its chunks (new, prior)."""
+
+    index: int
+    decode_priors: np.ndarray      # tokens in the cache before each decode token (prompt + generated - 1)
+    chunk_tokens: np.ndarray       # prompt tokens of each chunk
+    chunk_priors: np.ndarray       # prompt tokens of the same request already prefilled
+    completions: int               # prompts that finish in this iteration (they sample their first token)
+
+
+@dataclass
+class DecodeSegment:
+    """`length` iterations from `start` in which the same requests decode and nothing else runs."""
+
+    start: int
+    length: int
+    priors: np.ndarray             # cached tokens of each decoding request in the first iteration
+
+
+@dataclass
+class Schedule:
+    """The whole run: every iteration either mixed (prompt chunks) or in a decode-only segment."""
+
+    iterations: int
+    mixed: list[MixedIteration]
+    segments: list[DecodeSegment]
+    requests: dict[str, np.ndarray]    # per request: client, sequence, input/output length, iterations
+    kv_capacity_bytes: float          # per device
+    peak_kv_bytes: float = 0.0        # the most the admitted requests reserved at once
+    notes: list[str] = field(default_factory=list)
+
+    def decode_tokens(self) -> np.ndarray:
+        """Decode tokens per iteration."""
+        counts = np.zeros(self.iterations)
+        for it in self.mixed:
+            counts[it.index] = len(it.decode_priors)
+        for seg in self.segments:
+            counts[seg.start:seg.start + seg.length] = len(seg.priors)
+        return counts
+
+    def prefill_tokens(self) -> np.ndarray:
+        tokens = np.zeros(self.iterations)
+        for it in self.mixed:
+            tokens[it.index] = it.chunk_tokens.sum()
+        return tokens
+
+
+@dataclass
+class _Running:
+    """Requests decoding (parallel numpy arrays)."""
+
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    produced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def add(self, requests: list[int]) -> None:
+        """Requests whose prompt just finished: they have their first token."""
+        self.ids = np.concatenate([self.ids, np.asarray(requests, dtype=np.int64)])
+        self.produced = np.concatenate([self.produced, np.ones(len(requests), dtype=np.int64)])
+
+    def keep(self, mask: np.ndarray) -> None:
+        self.ids, self.produced = self.ids[mask], self.produced[mask]
+
+
+def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
+             max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray) -> Schedule:
+    """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
+    `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request."""
+    isl = np.asarray(input_lengths, dtype=np.int64)
+    osl = np.asarray(output_lengths, dtype=np.int64)
+    reserve = np.asarray(kv_bytes_per_request, dtype=float)
+    total = len(isl)
+    if reserve.max() > kv_capacity_bytes:
+        worst = int(reserve.argmax())
+        raise ServingCapacityError(
+            f"one request of {isl[worst]} input + {osl[worst]} output tokens needs {reserve[worst] / 1e9:.3g} GB of KV "
+            f"cache per device, but the memory left for the KV cache is {kv_capacity_bytes / 1e9:.3g} GB: shorten the "
+            "request, use a smaller kv dtype or more devices (tp/pp)")
+    first_token = np.full(total, -1, dtype=np.int64)
+    finish = np.full(total, -1, dtype=np.int64)
+    arrival = np.full(total, -1, dtype=np.int64)
+    arrival[:min(concurrency, total)] = 0
+    client = np.full(total, -1, dtype=np.int64)
+    client[:min(concurrency, total)] = np.arange(min(concurrency, total))
+    waiting = list(range(min(concurrency, total)))   # arrived, not admitted (arrival order)
+    prefilling: list[list[int]] = []                 # admitted: [request, prompt tokens done]
+    running = _Running()
+    mixed, segments = [], []
+    next_request, used_kv, peak_kv, i, unfinished = min(concurrency, total), 0.0, 0.0, 0, total
+    while unfinished:
+        while waiting and len(running.ids) + len(prefilling) < max_batch and \
+                used_kv + reserve[waiting[0]] <= kv_capacity_bytes:
+            request = waiting.pop(0)
+            used_kv += reserve[request]
+            prefilling.append([request, 0])
+        peak_kv = max(peak_kv, used_kv)
+        priors = isl[running.ids] + running.produced - 1
+        if not prefilling:     # decode only until the next finish
+            length = int((osl[running.ids] - running.produced).min())
+            segments.append(DecodeSegment(i, length, priors))
+            running.produced += length
+            i += length
+        else:
+            budget = token_budget - len(running.ids)
+            chunks, completed = [], []
+            for entry in prefilling:
+                if budget <= 0:
+                    break
+                request, done = entry
+                take = min(int(isl[request]) - done, budget)
+                chunks.append((take, done))
+                entry[1] += take
+                budget -= take
+                if entry[1] == isl[request]:
+                    completed.append(request)
+            prefilling = [entry for entry in prefilling if entry[1] < isl[entry[0]]]
+            new, prior = np.array(chunks, dtype=float).reshape(-1, 2).T
+            mixed.append(MixedIteration(i, priors, new, prior, len(completed)))
+            running.produced += 1
+            first_token[completed] = i
+            if completed:
+                running.add(completed)
+            i += 1
+        done = running.produced >= osl[running.ids]
+        if not done.any():
+            continue
+        unfinished -= int(done.sum())
+        for request in running.ids[done]:
+            finish[request] = i - 1
+            used_kv -= reserve[request]
+            if next_request < total:          # the client sends its next request at once
+                arrival[next_request] = i
+                client[next_request] = client[request]
+                waiting.append(next_request)
+                next_request += 1
+        running.keep(~done)
+    order = np.argsort(client, kind="stable")      # each client's requests in arrival order: 0, 1, 2, ...
+    sorted_clients = client[order]
+    sequence = np.empty(total, dtype=np.int64)
+    sequence[order] = np.arange(total) - np.searchsorted(sorted_clients, sorted_clients, side="left")
+    requests = {"request": np.arange(total), "client": client, "sequence": sequence,
+                "input_length": isl, "output_length": osl,
+                "arrival_iteration": arrival, "first_token_iteration": first_token, "finish_iteration": finish}
+    return Schedule(i, mixed, segments, requests, kv_capacity_bytes, peak_kv)

@@ -1,0 +1,241 @@
+"""serve(): a model served on a device at a fixed concurrency, simulated iteration by iteration.
+
+The schedule (engine/serving/scheduler.py) says which prompt chunks and decode tokens run in each
+iteration; the kernel table and the chosen estimator time every iteration (engine/serving/cost.py);
+each iteration also pays `iteration_overhead_s` of host/framework time. Latencies per request follow
+from the iteration end times:
+
+    TTFT = end of the iteration with the prompt's last chunk - arrival
+    TPOT = (end of the last token's iteration - end of the first token's) / (output tokens - 1)
+    request latency (e2e) = end of the last token's iteration - arrival
+
+Which requests count (ServingOptions): by default every request but each client's last (the run winds
+down around it), as a benchmark counts them, all clients starting together at t = 0; with
+`warmup_requests` (and `stagger_start` for out-of-step clients) the first requests of each client and
+those queued behind them are left out too. Output tokens/s is
+counted over the measured window (the first measured arrival to the last measured finish), over
+all replicas; per device divides by tp x pp x dp; per user is 1 / mean TPOT (a user's streaming
+speed once the first token is out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from engine.estimate import ScenarioError, check_fits_model
+from engine.estimators import get_method
+from engine.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
+from engine.parallel import parallel_layout
+from engine.serving.cost import iteration_times
+from engine.serving.options import ServingOptions
+from engine.serving.scheduler import ServingCapacityError, schedule
+from engine.workload import Scenario
+
+# Host/framework time per iteration (scheduling, sampling, detokenization, Python) when the caller
+# gives none. The roofline-family methods are ideal (none); the realistic methods take the value
+# fitted on measured serving runs (docs/accuracy.md, "Serving").
+DEFAULT_ITERATION_OVERHEAD_S = {"roofline": 0.0, "hierarchical": 0.0, "realistic": 0.0, "realistic-graph": 0.0}
+SCENARIO_FIELDS = ("tp", "pp", "dp", "ep", "devices", "weight_dtype", "activation_dtype", "kv_dtype",
+                   "overlap_communication", "collective_algorithm", "routing_skew", "mla_decode")
+METRICS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p50_s", "tpot_p90_s", "e2e_s",
+           "e2e_p90_s", "tokens_per_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "requests_per_s")
+
+
+@dataclass
+class ServingResult:
+    """Steady-state serving metrics (seconds, tokens/s) and the simulated requests and iterations."""
+
+    hardware: str
+    model: str
+    method: str
+    options: ServingOptions
+    scenario: Scenario
+    metrics: dict[str, float]
+    requests: pd.DataFrame          # every simulated request (`measured` marks the steady-state ones)
+    iterations: pd.DataFrame        # every iteration of the first replica kind
+    kv_capacity_bytes: float        # per device, for the KV cache
+    iteration_overhead_s: float
+    notes: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name):
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(name)
+
+    @property
+    def devices(self) -> int:
+        return self.scenario.device_count
+
+    def to_dict(self) -> dict:
+        s = self.scenario
+        return {"hardware": self.hardware, "model": self.model, "method": self.method,
+                **{name: _clean(value) for name, value in self.metrics.items()},
+                "devices": self.devices, "tp": s.tp, "pp": s.pp, "dp": s.dp, "ep": s.ep,
+                "serving": self.options.model_dump(), "iteration_overhead_s": self.iteration_overhead_s,
+                "kv_capacity_bytes": self.kv_capacity_bytes, "iterations": int(len(self.iterations)),
+                "measured_requests": int(self.requests["measured"].sum()), "notes": list(self.notes)}
+
+
+def _clean(value):
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def split_fields(fields: dict) -> tuple[dict, dict]:
+    """Keyword fields of serve(): (Scenario fields, ServingOptions fields); unknown names are refused."""
+    scenario = {k: v for k, v in fields.items() if k in SCENARIO_FIELDS}
+    options = {k: v for k, v in fields.items() if k not in SCENARIO_FIELDS}
+    unknown = sorted(set(options) - set(ServingOptions.model_fields))
+    if unknown:
+        raise TypeError(f"serve() got unknown field(s) {', '.join(unknown)}; serving fields: "
+                        f"{', '.join(ServingOptions.model_fields)}; layout and dtype fields: {', '.join(SCENARIO_FIELDS)}")
+    return scenario, options
+
+
+def serve(hardware, model, options: ServingOptions | None = None, method: str = "realistic",
+          scenario: Scenario | None = None, **fields) -> ServingResult:
+    """Simulate `model` served on `hardware` (module docstring). Fields are ServingOptions fields
+    (concurrency, input_length, output_length, token_budget, ...) and the layout/dtype fields of a
+    Scenario (tp, pp, dp, ep, weight_dtype, activation_dtype, kv_dtype, ...)."""
+    scenario_fields, option_fields = split_fields(fields)
+    options = options.model_copy(update=option_fields) if options is not None else ServingOptions(**option_fields)
+    options = ServingOptions.model_validate(options.model_dump())
+    base = scenario.model_dump() if scenario is not None else {}
+    base.update(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
+    if any(name in scenario_fields for name in ("tp", "pp", "dp")) and "devices" not in scenario_fields:
+        base["devices"] = None
+    longest = options.lengths(options.concurrency)
+    base.update(input_length=int(longest[0].max()), output_length=int(longest[1].max()))
+    cost_scenario = Scenario.model_validate(base)
+    chosen = get_method(method)
+    _check_supported(model, cost_scenario, chosen.name)
+    check_fits_model(model, cost_scenario)
+    overhead = options.iteration_overhead_s
+    if overhead is None:
+        overhead = DEFAULT_ITERATION_OVERHEAD_S[chosen.name]
+    graph = get_method("realistic-graph") if chosen.name == "realistic" and options.graph_decode else chosen
+    replica = cost_scenario.model_copy(update={"dp": 1, "devices": None})
+    replica = Scenario.model_validate(replica.model_dump())
+    layout = parallel_layout(model, replica)
+    capacity, per_request = kv_budget(model, replica, hardware, options, layout)
+    runs = []
+    for clients, replicas in options.replica_concurrencies(cost_scenario.dp).items():
+        isl, osl = options.lengths(clients)
+        plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
+                        per_request(isl + osl))
+        times = iteration_times(plan, model, replica, hardware, chosen, layout, graph) + overhead
+        runs.append((replicas, plan, times))
+    return _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
+
+
+def _check_supported(model, scenario: Scenario, method: str) -> None:
+    if method == "seed":
+        raise ScenarioError("the seed method reproduces the notebook's single-device decomposition and has no "
+                            "serving schedule; use roofline, hierarchical, realistic or realistic-graph")
+    if getattr(model, "automatic", False):
+        raise ScenarioError(f"{model.name} is decomposed automatically (traced): serving simulation needs a hand "
+                            "model (its per-iteration kernel table); use estimate() for this model")
+
+
+def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layout):
+    """(bytes of one device's memory for the KV cache, bytes a request of L tokens reserves per device)."""
+    weights = weights_per_device(model, layout, replica.weight_dtype)[0]
+    peak_pass = replica.model_copy(update={"phase": "chunked", "chunk_size": options.token_budget,
+                                           "input_length": max(options.token_budget, replica.input_length)})
+    activations = peak_activation_bytes(model, peak_pass)
+    capacity = hardware.memory_capacity_bytes
+    room = (capacity - weights - activations - WORKSPACE_FRACTION * capacity) * options.kv_cache_fraction
+    if room <= 0:
+        raise ServingCapacityError(
+            f"{model.name} does not fit on {hardware.name} with tp={replica.tp}, pp={replica.pp}: weights "
+            f"{weights / 1e9:.3g} GB + activations {activations / 1e9:.3g} GB + workspace "
+            f"{WORKSPACE_FRACTION * capacity / 1e9:.3g} GB exceed {capacity / 1e9:.3g} GB per device; use more "
+            "devices (tp/pp) or narrower weights")
+    share = kv_share_per_device(model, layout)
+    per_token = model.kv_cache_bytes_per_token(replica.kv_dtype) * share
+
+    def per_request(tokens: np.ndarray) -> np.ndarray:
+        if not hasattr(model, "kv_cache_bytes"):
+            return np.asarray(tokens, dtype=float) * per_token
+        unique, inverse = np.unique(tokens, return_inverse=True)
+        held = np.array([model.kv_cache_bytes(int(t), replica.kv_dtype) for t in unique]) * share
+        return held[inverse]
+    return room, per_request
+
+
+def request_table(plan, times: np.ndarray, options: ServingOptions) -> pd.DataFrame:
+    """Per request: arrival, TTFT, TPOT, latency (seconds) and whether it is in the steady state."""
+    ends = np.cumsum(times)
+    starts = ends - times
+    r = plan.requests
+    arrival = starts[r["arrival_iteration"]]
+    first = ends[r["first_token_iteration"]]
+    finish = ends[r["finish_iteration"]]
+    osl = r["output_length"].astype(float)
+    tpot = np.where(osl > 1, (finish - first) / np.maximum(osl - 1, 1), np.nan)
+    warmup = r["sequence"] < options.warmup_requests
+    settled = r["arrival_iteration"] > (r["first_token_iteration"][warmup].max() if warmup.any() else -1)
+    measured = ~warmup & settled & (r["sequence"] < options.requests_per_client - 1)
+    return pd.DataFrame({**r, "arrival_s": arrival, "ttft_s": first - arrival, "tpot_s": tpot,
+                         "e2e_s": finish - arrival, "finish_s": finish, "measured": measured})
+
+
+def _window_tokens(plan, times: np.ndarray, start: float, stop: float) -> float:
+    """Output tokens produced by iterations ending in (start, stop]: decode tokens and first tokens."""
+    ends = np.cumsum(times)
+    produced = plan.decode_tokens()
+    first = np.bincount(plan.requests["first_token_iteration"], minlength=plan.iterations)
+    inside = (ends > start) & (ends <= stop)
+    return float((produced + first)[inside].sum())
+
+
+def _result(hardware, model, method, options, scenario, runs, capacity, overhead) -> ServingResult:
+    frames, tokens_per_s = [], 0.0
+    for replicas, plan, times in runs:
+        table = request_table(plan, times, options)
+        steady = table[table["measured"]]
+        start, stop = float(steady["arrival_s"].min()), float(steady["finish_s"].max())
+        tokens_per_s += replicas * _window_tokens(plan, times, start, stop) / (stop - start)
+        frames.append(table.assign(replicas=replicas))
+    requests = pd.concat(frames, ignore_index=True)
+    steady = requests[requests["measured"]]
+    weights = steady["replicas"].to_numpy(dtype=float)
+    ttft, tpot, e2e = (steady[c].to_numpy(dtype=float) for c in ("ttft_s", "tpot_s", "e2e_s"))
+    mean_tpot = _mean(tpot, weights)
+    metrics = {
+        "ttft_s": _mean(ttft, weights), "ttft_p50_s": _quantile(ttft, weights, 0.5),
+        "ttft_p90_s": _quantile(ttft, weights, 0.9), "ttft_p99_s": _quantile(ttft, weights, 0.99),
+        "tpot_s": mean_tpot, "tpot_p50_s": _quantile(tpot, weights, 0.5), "tpot_p90_s": _quantile(tpot, weights, 0.9),
+        "e2e_s": _mean(e2e, weights), "e2e_p90_s": _quantile(e2e, weights, 0.9),
+        "tokens_per_s": tokens_per_s, "tokens_per_s_per_device": tokens_per_s / scenario.device_count,
+        "tokens_per_s_per_user": 1.0 / mean_tpot if mean_tpot and np.isfinite(mean_tpot) else float("nan"),
+    }
+    metrics["requests_per_s"] = tokens_per_s / float(np.average(steady["output_length"], weights=weights))
+    plan, times = runs[0][1], runs[0][2]
+    ends = np.cumsum(times)
+    iterations = pd.DataFrame({"iteration": np.arange(plan.iterations), "prefill_tokens": plan.prefill_tokens(),
+                               "decode_tokens": plan.decode_tokens(), "time_s": times, "end_s": ends})
+    notes = []
+    if overhead:
+        notes.append(f"every iteration pays {overhead * 1e3:.3g} ms of host/framework time")
+    return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
+                         capacity, overhead, notes)
+
+
+def _mean(values: np.ndarray, weights: np.ndarray) -> float:
+    ok = np.isfinite(values)
+    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else float("nan")
+
+
+def _quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Weighted quantile (the replica count weighs each request), linear between order statistics."""
+    ok = np.isfinite(values)
+    if not ok.any():
+        return float("nan")
+    order = np.argsort(values[ok])
+    sorted_values, sorted_weights = values[ok][order], weights[ok][order]
+    cumulative = np.cumsum(sorted_weights) - 0.5 * sorted_weights
+    return float(np.interp(q * sorted_weights.sum(), cumulative, sorted_values))
