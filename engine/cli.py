@@ -195,6 +195,20 @@ def experts_line(result, model) -> str:
             f"(top-{model.experts_per_token}, {routing})")
 
 
+def cmd_serve(args) -> None:
+    from engine.cli_serve import print_serving, serving_fields
+    from engine.serving import serve
+    from engine.specs import load_hardware
+    result = serve(load_hardware(args.hardware, args.specs), _load_model(args), method=args.method,
+                   **serving_fields(args))
+    if args.requests_csv:
+        result.requests.to_csv(args.requests_csv, index=False)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print_serving(result)
+
+
 # ---- sweep ---------------------------------------------------------------------------------
 
 SWEEP_FORMATS = ("csv", "parquet")
@@ -382,6 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--json", action="store_true")
     _add_model_source(est)
     est.set_defaults(handler=cmd_estimate)
+
+    from engine.cli_serve import add_serve_parser
+    add_serve_parser(commands, _number, _dtype, DTYPE_HELP, METHODS, COLLECTIVE_ALGORITHMS, _add_model_source,
+                     cmd_serve)
 
     sweep = commands.add_parser("sweep", help="every point of a grid of scenario and hardware values, one row each",
                                 description="Sweep a grid of scenario and hardware fields (docs/sweeps.md); one "

@@ -12,10 +12,10 @@ from the iteration end times:
 Which requests count (ServingOptions): by default every request but each client's last (the run winds
 down around it), as a benchmark counts them, all clients starting together at t = 0; with
 `warmup_requests` (and `stagger_start` for out-of-step clients) the first requests of each client and
-those queued behind them are left out too. Output tokens/s is
-counted over the measured window (the first measured arrival to the last measured finish), over
-all replicas; per device divides by tp x pp x dp; per user is 1 / mean TPOT (a user's streaming
-speed once the first token is out).
+those queued behind them are left out too. Output tokens/s counts every token produced while all
+clients are busy (from the first measured arrival until the first client has finished its last
+request), over all replicas; per device divides by tp x pp x dp; per user is 1 / mean TPOT (a user's
+streaming speed once the first token is out).
 """
 
 from __future__ import annotations
@@ -197,7 +197,9 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
     for replicas, plan, times in runs:
         table = request_table(plan, times, options)
         steady = table[table["measured"]]
-        start, stop = float(steady["arrival_s"].min()), float(steady["finish_s"].max())
+        last = table.groupby("client")["sequence"].transform("max") == table["sequence"]
+        # every client is busy from the first measured arrival until the first client's last request ends
+        start, stop = float(steady["arrival_s"].min()), float(table.loc[last, "finish_s"].min())
         tokens_per_s += replicas * _window_tokens(plan, times, start, stop) / (stop - start)
         frames.append(table.assign(replicas=replicas))
     requests = pd.concat(frames, ignore_index=True)

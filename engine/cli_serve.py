@@ -1,0 +1,95 @@
+"""`llm-roofline serve`: a model served at a fixed concurrency (engine/serving, docs/serving.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+SUMMARY_KEYS = ("ttft_s", "tpot_s", "ttft_p90_s", "tpot_p90_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device",
+                "tokens_per_s_per_user")
+
+
+def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, add_model_source, handler) -> None:
+    """The `serve` subcommand: `number(kind, minimum)` makes bounded numeric argument types."""
+    positive, fraction = number(int, 1), number(float, 0)
+    serve = commands.add_parser(
+        "serve", help="simulate serving at a fixed concurrency (TTFT, TPOT, tokens/s)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Closed-loop serving simulation: --concurrency clients each send a request as soon as the "
+                    "previous one finished; continuous batching with chunked prefill (docs/serving.md).")
+    serve.add_argument("--hardware", required=True, help="device name in the specs workbook")
+    serve.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
+    serve.add_argument("--concurrency", type=positive, default=1, help="clients, one request in flight each")
+    serve.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=1024,
+                       help="prompt tokens per request")
+    serve.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=256,
+                       help="generated tokens per request")
+    serve.add_argument("--length-spread", type=fraction, default=0.0,
+                       help="draw lengths uniformly from L(1-s)..L(1+s) (vLLM --random-range-ratio)")
+    serve.add_argument("--token-budget", type=positive, default=8192,
+                       help="tokens per iteration (max_num_batched_tokens / max_num_tokens)")
+    serve.add_argument("--max-batch", type=positive, default=None,
+                       help="requests admitted at once (max_num_seqs; default: no limit beyond the KV cache)")
+    serve.add_argument("--requests-per-client", type=positive, default=4, help="requests each client sends")
+    serve.add_argument("--warmup-requests", type=number(int, 0), default=0,
+                       help="each client's first requests left out of the statistics")
+    serve.add_argument("--stagger-start", action="store_true",
+                       help="warm-up requests of 1/C..C/C of the output length: clients out of step")
+    serve.add_argument("--iteration-overhead-ms", type=fraction, default=None,
+                       help="host/framework time per iteration (default: the method's calibrated value)")
+    serve.add_argument("--eager-decode", action="store_true",
+                       help="decode iterations launch kernels one by one (default: CUDA-graph decode)")
+    serve.add_argument("--method", default="realistic", choices=[m for m in methods if m != "seed"])
+    serve.add_argument("--weight-dtype", default="bf16", type=dtype, help=dtype_help)
+    serve.add_argument("--act-dtype", default="bf16", type=dtype, help=dtype_help)
+    serve.add_argument("--kv-dtype", default="bf16", type=dtype, help=dtype_help)
+    serve.add_argument("--tp", type=positive, default=None, help="tensor-parallel ways (default 1)")
+    serve.add_argument("--pp", type=positive, default=None, help="pipeline stages (default 1)")
+    serve.add_argument("--dp", type=positive, default=None, help="data-parallel replicas sharing the clients")
+    serve.add_argument("--ep", type=positive, default=1, help="expert-parallel ways (MoE models)")
+    serve.add_argument("--devices", type=positive, default=None, help="tp x pp x dp")
+    serve.add_argument("--overlap-communication", action="store_true",
+                       help="hide each collective behind the kernel producing its input")
+    serve.add_argument("--collective-algorithm", default="ring", choices=algorithms)
+    serve.add_argument("--routing-skew", type=fraction, default=0.0, help="MoE routing Zipf exponent")
+    serve.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"), help="MLA decode form")
+    serve.add_argument("--requests-csv", metavar="PATH", help="write every simulated request as CSV")
+    serve.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
+    serve.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_model_source(serve)
+    serve.set_defaults(handler=handler)
+
+
+def serving_fields(args) -> dict:
+    """serve()'s keyword fields from the parsed arguments."""
+    overhead = None if args.iteration_overhead_ms is None else args.iteration_overhead_ms / 1e3
+    return dict(concurrency=args.concurrency, input_length=args.input_len, output_length=args.output_len,
+                length_spread=args.length_spread, token_budget=args.token_budget, max_batch=args.max_batch,
+                requests_per_client=args.requests_per_client, warmup_requests=args.warmup_requests,
+                stagger_start=args.stagger_start, iteration_overhead_s=overhead, graph_decode=not args.eager_decode,
+                weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
+                overlap_communication=args.overlap_communication, collective_algorithm=args.collective_algorithm,
+                routing_skew=args.routing_skew, mla_decode=args.mla_decode)
+
+
+def print_serving(result) -> None:
+    """The human-readable summary of a ServingResult."""
+    s, o = result.scenario, result.options
+    layout = ", ".join(f"{k}={getattr(s, k)}" for k in ("tp", "pp", "dp", "ep") if getattr(s, k) > 1) or "one device"
+    print(f"{result.model} served on {result.devices} x {result.hardware} ({layout}), method {result.method}: "
+          f"{o.concurrency} clients, {o.input_length} in / {o.output_length} out, token budget {o.token_budget}")
+    m = result.metrics
+    print(f"TTFT         mean {m['ttft_s'] * 1e3:.2f} ms, p50 {m['ttft_p50_s'] * 1e3:.2f}, p90 "
+          f"{m['ttft_p90_s'] * 1e3:.2f}, p99 {m['ttft_p99_s'] * 1e3:.2f} ms")
+    if m["tpot_s"] == m["tpot_s"]:
+        print(f"TPOT         mean {m['tpot_s'] * 1e3:.3f} ms, p50 {m['tpot_p50_s'] * 1e3:.3f}, p90 "
+              f"{m['tpot_p90_s'] * 1e3:.3f} ms")
+    print(f"latency      mean {m['e2e_s']:.3f} s, p90 {m['e2e_p90_s']:.3f} s per request")
+    print(f"tokens/s     {m['tokens_per_s']:.1f} output tokens/s in total, {m['tokens_per_s_per_device']:.1f} per "
+          f"device, {m['tokens_per_s_per_user']:.1f} per user; {m['requests_per_s']:.3f} requests/s")
+    measured = int(result.requests["measured"].sum())
+    print(f"simulated    {len(result.iterations)} iterations, {len(result.requests)} requests ({measured} measured); "
+          f"KV cache {result.kv_capacity_bytes / 1e9:.2f} GB per device; host overhead "
+          f"{result.iteration_overhead_s * 1e3:.3g} ms per iteration")
+    for note in result.notes:
+        print(f"note: {note}")

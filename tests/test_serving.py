@@ -1,0 +1,158 @@
+"""Serving at a fixed concurrency (engine/serving): the scheduler against hand-simulated cases, the timing
+against hand arithmetic and the chunked-prefill request schedule, Little's law, monotonicity, errors."""
+
+import numpy as np
+import pytest
+
+import engine
+from engine.serving import ServingCapacityError, ServingOptions, schedule, serve
+from engine.serving.simulate import request_table
+from engine.what_if import apply_edits
+
+BIG = 1e18   # a KV cache that never fills
+
+
+def test_two_clients_by_hand():
+    # 2 clients, prompts of 4 tokens, 3 output tokens, 6 tokens per iteration, 2 requests each
+    plan = schedule(np.full(4, 4), np.full(4, 3), concurrency=2, token_budget=6, max_batch=2,
+                    kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(4))
+    mixed = {it.index: it for it in plan.mixed}
+    # iteration 0: request 0's whole prompt (4 tokens) and the first 2 tokens of request 1's
+    assert list(mixed[0].chunk_tokens) == [4, 2] and list(mixed[0].chunk_priors) == [0, 0]
+    assert len(mixed[0].decode_priors) == 0 and mixed[0].completions == 1
+    # iteration 1: request 0 decodes (4 prompt tokens cached) while request 1 finishes its prompt
+    assert list(mixed[1].decode_priors) == [4] and list(mixed[1].chunk_tokens) == [2]
+    assert list(mixed[1].chunk_priors) == [2] and mixed[1].completions == 1
+    # iteration 2: both decode, nothing else: request 0 has 5 cached tokens, request 1 has 4
+    segment = plan.segments[0]
+    assert (segment.start, segment.length, list(segment.priors)) == (2, 1, [5, 4])
+    r = plan.requests
+    # request 0: first token in iteration 0, last (3rd) token in iteration 2; client 0 sends request 2 at once
+    assert list(r["first_token_iteration"][:3]) == [0, 1, 3]
+    assert list(r["finish_iteration"][:2]) == [2, 3]
+    assert list(r["arrival_iteration"]) == [0, 0, 3, 4]
+    assert list(r["client"]) == [0, 1, 0, 1] and list(r["sequence"]) == [0, 0, 1, 1]
+    # iteration 3: request 1 decodes its last token beside request 2's whole prompt
+    assert list(mixed[3].decode_priors) == [5] and list(mixed[3].chunk_tokens) == [4]
+    assert plan.iterations == int(r["finish_iteration"].max()) + 1
+
+
+def test_token_budget_splits_a_prompt():
+    plan = schedule(np.array([10, 10]), np.array([1, 1]), concurrency=1, token_budget=4, max_batch=1,
+                    kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(2))
+    chunks = [(list(it.chunk_tokens), list(it.chunk_priors)) for it in plan.mixed]
+    assert chunks[:3] == [([4], [0]), ([4], [4]), ([2], [8])]
+    assert list(plan.requests["first_token_iteration"]) == [2, 5]    # one output token: done at once
+    assert list(plan.requests["finish_iteration"]) == [2, 5]
+
+
+def test_full_kv_cache_makes_requests_wait():
+    # the cache holds one request at a time: the second client's prompt waits for the first request to end
+    plan = schedule(np.full(4, 8), np.full(4, 5), concurrency=2, token_budget=64, max_batch=8,
+                    kv_capacity_bytes=13.0, kv_bytes_per_request=np.full(4, 13.0))
+    r = plan.requests
+    assert r["first_token_iteration"][1] == r["finish_iteration"][0] + 1
+    assert plan.peak_kv_bytes == 13.0
+    with pytest.raises(ServingCapacityError, match="KV cache"):
+        schedule(np.full(2, 8), np.full(2, 5), 1, 64, 8, kv_capacity_bytes=12.0, kv_bytes_per_request=np.full(2, 13.0))
+
+
+def test_max_batch_limits_admission():
+    plan = schedule(np.full(6, 4), np.full(6, 10), concurrency=3, token_budget=64, max_batch=2,
+                    kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(6))
+    assert plan.decode_tokens().max() == 2
+    r = plan.requests
+    assert r["first_token_iteration"][2] == min(r["finish_iteration"][:2]) + 1
+
+
+def test_latencies_from_iteration_times():
+    plan = schedule(np.full(4, 4), np.full(4, 3), 2, 6, 2, BIG, np.ones(4))
+    times = np.arange(1.0, plan.iterations + 1.0)            # iteration k takes k + 1 seconds
+    table = request_table(plan, times, ServingOptions(concurrency=2, requests_per_client=2))
+    ends = np.cumsum(times)
+    # request 2 arrives at the start of iteration 3 (end of 2), first token at the end of 3, last at the end of 5
+    assert table.loc[2, "arrival_s"] == ends[2]
+    assert table.loc[2, "ttft_s"] == ends[3] - ends[2]
+    assert table.loc[2, "tpot_s"] == (ends[table.loc[2, "finish_iteration"]] - ends[3]) / 2
+    assert list(table["measured"]) == [True, True, False, False]   # each client's last request winds down
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return engine.load_hardware("H100-SXM")
+
+
+def test_one_client_decodes_at_the_memory_roofline(h100, llama8b):
+    # batch-1 decode streams every weight but the embedding table (a lookup) and the KV cache
+    isl, osl = 1000, 64
+    result = serve(h100, llama8b, concurrency=1, input_length=isl, output_length=osl, method="roofline")
+    weights = 2 * (8_030_261_248 - 128_256 * 4096)
+    kv_per_token = 32 * 2 * 8 * 128 * 2
+    mean_context = isl + np.arange(1, osl).mean()        # tokens attended by decode steps 1..osl-1
+    by_hand = (weights + mean_context * kv_per_token) / h100.memory_bandwidth_bytes_per_s
+    assert result.tpot_s == pytest.approx(by_hand, rel=0.005)
+    assert result.tokens_per_s_per_user == pytest.approx(1 / result.tpot_s)
+
+
+def test_first_round_matches_the_chunked_prefill_request_schedule(h100, llama8b):
+    # C clients starting together run, in their first round, exactly the chunked-prefill schedule of a batch of C
+    clients, isl, osl, budget = 6, 700, 40, 512
+    served = serve(h100, llama8b, concurrency=clients, input_length=isl, output_length=osl, token_budget=budget,
+                   method="roofline", requests_per_client=2)
+    batch = engine.estimate(h100, llama8b, engine.Scenario(phase="request", batch=clients, input_length=isl,
+                                                           output_length=osl, chunk_size=budget, chunked_prefill=True))
+    first = served.requests[served.requests["sequence"] == 0].sort_values("request")
+    np.testing.assert_allclose(first["ttft_s"], batch.requests["ttft_s"], rtol=1e-9)
+    # the first request to finish decodes before any second-round prompt arrives (decode-only iterations are
+    # interpolated on a grid: within 1%)
+    assert first["tpot_s"].iloc[0] == pytest.approx(batch.requests["tpot_s"].iloc[0], rel=0.01)
+
+
+@pytest.mark.parametrize("stagger", [False, True])
+def test_littles_law(h100, llama8b, stagger):
+    clients = 24
+    result = serve(h100, llama8b, concurrency=clients, input_length=2048, output_length=256, method="realistic",
+                   stagger_start=stagger, warmup_requests=1, requests_per_client=6)
+    # closed loop without think time, in steady state: requests/s = clients / mean request latency
+    assert result.requests_per_s == pytest.approx(clients / result.e2e_s, rel=0.03)
+    assert result.tokens_per_s_per_device == pytest.approx(result.tokens_per_s)
+
+
+def test_more_bandwidth_is_never_slower(h100, llama70b):
+    faster = apply_edits(h100, {"memory_bandwidth": 2 * h100.memory_bandwidth_bytes_per_s / 1e9})
+    fields = dict(concurrency=16, input_length=1024, output_length=128, tp=4, method="realistic")
+    slow, fast = serve(h100, llama70b, **fields), serve(faster, llama70b, **fields)
+    for metric in ("ttft_s", "tpot_s", "e2e_s"):
+        assert fast.metrics[metric] <= slow.metrics[metric]
+    assert fast.tokens_per_s > slow.tokens_per_s
+
+
+def test_queueing_shows_in_ttft_not_in_tpot(h100, llama8b):
+    # more clients than the token budget takes in one iteration: later prompts of a round wait
+    few = serve(h100, llama8b, concurrency=2, input_length=4096, output_length=64, method="roofline")
+    many = serve(h100, llama8b, concurrency=16, input_length=4096, output_length=64, method="roofline")
+    assert many.ttft_p90_s > 4 * few.ttft_p90_s
+    assert many.tokens_per_s > few.tokens_per_s
+
+
+def test_replicas_share_the_clients(h100, llama8b):
+    one = serve(h100, llama8b, concurrency=8, input_length=512, output_length=64, method="roofline")
+    two = serve(h100, llama8b, concurrency=16, input_length=512, output_length=64, dp=2, method="roofline")
+    assert two.tokens_per_s == pytest.approx(2 * one.tokens_per_s, rel=1e-9)
+    assert two.tokens_per_s_per_device == pytest.approx(one.tokens_per_s_per_device, rel=1e-9)
+    assert ServingOptions(concurrency=5).replica_concurrencies(2) == {3: 1, 2: 1}
+
+
+def test_bad_options_name_the_field(h100, llama8b, llama70b):
+    with pytest.raises(ValueError, match="token_budget"):
+        ServingOptions(concurrency=64, token_budget=32)
+    with pytest.raises(ValueError, match="concurrency"):
+        ServingOptions(concurrency=0)
+    with pytest.raises(TypeError, match="unknown field"):
+        serve(h100, llama8b, concurency=4)
+    with pytest.raises(ServingCapacityError, match="does not fit"):
+        serve(h100, llama70b, concurrency=1)
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        serve(h100, llama8b, input_length=200_000)
+    with pytest.raises(ValueError, match="seed method"):
+        serve(h100, llama8b, method="seed")
