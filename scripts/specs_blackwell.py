@@ -98,11 +98,11 @@ def static_power(tdp_w: float) -> tuple[dict, dict]:
     return {"static_power_w": values["static_power_w"]}, {"static_power": sources["static_power"]}
 
 
-def sm_sources(doc: str) -> dict:
+def sm_sources(doc: str, where: str) -> dict:
     """SRAM per SM and L2 capacity, the same on every Blackwell part here."""
     return {
         **cite(BLACKWELL_TUNING, "sram_per_core", note="256 KB combined L1/shared memory per SM (up to 228 KB shared)"),
-        **cite(doc, "llc_capacity", note="126 MB L2 (126 MiB, the way NVIDIA states cache sizes)"),
+        **cite(doc, "llc_capacity", note=f"126 MB L2 (126 MiB, the way NVIDIA states cache sizes); {where}"),
     }
 
 
@@ -121,7 +121,7 @@ B200 = Hardware(
     devices_per_node=8, inter_node_bandwidth_bytes_per_s=50e9, tdp_w=1000, **BLACKWELL_ENERGY, **B200_STATIC,
 )
 B200_SOURCES = {
-    **COMMON_SOURCES, **sm_sources(BLACKWELL_TUNING), **BLACKWELL_ENERGY_SOURCES, **B200_STATIC_SOURCES,
+    **COMMON_SOURCES, **sm_sources(BLACKWELL_TUNING, "B200"), **BLACKWELL_ENERGY_SOURCES, **B200_STATIC_SOURCES,
     **cite(HGX_PAGE, "kind"),
     **cite(B200_CNC, "num_cores", note="74 SMs enabled per die x 2 dies = 148"),
     **cite(HGX_PAGE, "clock", note="fitted: 2.25e15 / (2 x 148 x 4096) = 1.8557 GHz, rounded to 1.856 (third-party listings give ~1.86 GHz tensor clock)"),
@@ -156,7 +156,7 @@ GB200 = Hardware(
     devices_per_node=72, inter_node_bandwidth_bytes_per_s=50e9, tdp_w=1200, **BLACKWELL_ENERGY, **GB200_STATIC,
 )
 GB200_SOURCES = {
-    **COMMON_SOURCES, **sm_sources(BLACKWELL_TUNING), **BLACKWELL_ENERGY_SOURCES, **GB200_STATIC_SOURCES,
+    **COMMON_SOURCES, **sm_sources(BLACKWELL_TUNING, "the B200 die, as in GB200"), **BLACKWELL_ENERGY_SOURCES, **GB200_STATIC_SOURCES,
     **cite(GB200_NVL72, "kind"),
     **cite(B200_CNC, "num_cores", note="ASSUMPTION: the B200 silicon of HGX B200 (74 SMs per die x 2 = 148 enabled); "
                                       "NVIDIA publishes no SM count for GB200"),
@@ -209,7 +209,8 @@ GB300 = Hardware(
     devices_per_node=72, inter_node_bandwidth_bytes_per_s=100e9, tdp_w=1400, **ULTRA_ENERGY, **GB300_STATIC,
 )
 ULTRA_SOURCES = {
-    **COMMON_SOURCES, **sm_sources(QUICKRUN_B300), **ULTRA_ENERGY_SOURCES,
+    **COMMON_SOURCES, **sm_sources(QUICKRUN_B300, "measured on B300 (the GB300 carries the same die); NVIDIA's Blackwell Ultra "
+                                "blog names a shared L2 without its size"), **ULTRA_ENERGY_SOURCES,
     **cite(QUICKRUN_B300, "num_cores", note="148 SMs measured on B300 SXM6 AC; NVIDIA's blog gives 160 SMs for the full "
                                            "GPU, of which the product enables 148 (GB300 kernel notes also report 148)"),
 }
