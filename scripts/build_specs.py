@@ -17,25 +17,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.hardware import WORKBOOK_FIELDS, Hardware  # noqa: E402
 from engine.specs import write_specs  # noqa: E402
-
-KiB, MiB = 1024, 1024**2
-M = "matrix_macs_per_cycle_per_core_"
-TENSOR_FIELDS = [M + d for d in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")]
-
-
-def cite(source: str, *keys: str, note: str = "") -> dict[str, tuple[str, str]]:
-    return {key: (source, note) for key in keys}
+from scripts.specs_blackwell import BLACKWELL_DEVICES  # noqa: E402
+from scripts.specs_common import (  # noqa: E402
+    BUILD_SCRIPT, CUDA_GRAPHS, CUDA_GUIDE, CUDA_REGISTERS, LAUNCH_NOTE, TENSOR_FIELDS, KiB, M, MiB, cite, energy_values,
+)
 
 
 # ---- documents -----------------------------------------------------------------------------
 SEED_NOTEBOOK = "seed notebook 004 (shared/seeds/004_b4e401f7dba67652.txt), cell In[38] HW_SPEC_DF"
 SEED_T4 = "seed 001 (shared/seeds/001_922571c2c7fea974.txt): T4 host listing and profile"
-BUILD_SCRIPT = "scripts/build_specs.py (this project)"
-CUDA_GUIDE = ("CUDA C++ Programming Guide, Compute Capabilities: shared memory has 32 banks, each 32 bits "
-              "per clock (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html)")
-CUDA_GRAPHS = "NVIDIA Technical Blog, Getting Started with CUDA Graphs (https://developer.nvidia.com/blog/cuda-graphs/)"
-LAUNCH_NOTE = ("assumption: 4 us per kernel, between the ~1 us exposed per back-to-back launch and the "
-               "~6.7 us per launch with a sync after each kernel measured on V100 in the CUDA Graphs blog")
 A100_DATASHEET = ("NVIDIA A100 Tensor Core GPU datasheet (https://www.nvidia.com/content/dam/en-zz/Solutions/"
                   "Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)")
 AMPERE_WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (https://images.nvidia.com/aem-dam/en-zz/"
@@ -50,10 +40,6 @@ HOPPER_TUNING = "NVIDIA Hopper Tuning Guide (https://docs.nvidia.com/cuda/hopper
 DGX_H100 = ("NVIDIA DGX H100/H200 user guide: 8x single-port ConnectX-7 400 Gb/s for 8 GPUs "
             "(https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html)")
 H200_PAGE = "NVIDIA H200 Tensor Core GPU product page and datasheet (https://www.nvidia.com/en-us/data-center/h200/)"
-HGX_PAGE = "NVIDIA HGX platform specifications, HGX B200 column (https://www.nvidia.com/en-us/data-center/hgx/)"
-DGX_B200 = "NVIDIA DGX B200 datasheet (https://www.nvidia.com/en-us/data-center/dgx-b200/)"
-B200_CNC = "Chips and Cheese, Nvidia's B200: Keeping the CUDA Juggernaut Rolling (https://chipsandcheese.com/p/nvidias-b200-keeping-the-cuda-juggernaut)"
-B200_GLENN = "Glenn Lockwood, B200 notes citing NVIDIA specifications (https://glennklockwood.com/garden/processors/B200)"
 MI300X_PAGE = "AMD Instinct MI300X accelerator product page and data sheet (https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html)"
 CDNA3_WP = ("AMD CDNA 3 Architecture whitepaper (https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/"
             "white-papers/amd-cdna-3-white-paper.pdf)")
@@ -73,8 +59,6 @@ L4_TPU = "TechPowerUp GPU database, NVIDIA L4: 7,424 shading units = 58 SMs, 2,0
 GCP_GPUS = "Google Cloud, GPU machine types: g2-standard-96 has 8 L4 GPUs (https://cloud.google.com/compute/docs/gpus)"
 TPU_V5E_DOC = "Google Cloud TPU v5e documentation (https://cloud.google.com/tpu/docs/v5e)"
 SCALING_BOOK = "How to Scale Your Model, part 2: How to Think About TPUs (https://jax-ml.github.io/scaling-book/tpus/)"
-CUDA_REGISTERS = ("CUDA C++ Programming Guide, Compute Capabilities table: maximum number of 32-bit registers per "
-                  "multiprocessor 64 K for compute capability 7.0-10.0 (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html)")
 AMPERE_L2 = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, L2 cache section: 'The A100 L2 read bandwidth is "
              "5120 Bytes/clk, compared to V100 L2 cache read bandwidth of 2048 Bytes/clk' (https://images.nvidia.com/aem-dam/"
              "en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf)")
@@ -105,57 +89,16 @@ def transferred(device: str, reason: str) -> dict:
                 "kernel_latency", note=note)
 
 
-# ---- energy (engine/energy.py): estimates, not datasheet values ---------------------------------
-HOROWITZ = ("ESTIMATE from Horowitz, 'Computing's Energy Problem (and what we can do about it)', ISSCC 2014 "
-            "(45 nm, 0.9 V): 16b FP mult 1.1 pJ, 32b FP add 0.9 pJ, 32b FP mult 3.7 pJ, 8b int mult 0.2 pJ, "
-            "32b int add 0.1 pJ, 32 KB SRAM 64-bit read 20 pJ, 1 MB SRAM 64-bit read 100 pJ "
-            "(https://doi.org/10.1109/ISSCC.2014.6757323)")
-FGDRAM = ("ESTIMATE from O'Connor et al., 'Fine-Grained DRAM: Energy-Efficient DRAM for Extreme Bandwidth Systems', "
-          "MICRO 2017: HBM2 about 3.9 pJ/bit moved (https://doi.org/10.1145/3123939.3124545)")
-NVLINK_C2C = ("ESTIMATE from Wei et al., 'NVLink-C2C: A Coherent Off Package Chip-to-Chip Interconnect', ISSCC 2023 "
-              "paper 9.3: NVLink-C2C 1.3 pJ/bit against about 5.5 pJ/bit for a conventional 112G SerDes link")
-IDLE_POWER = ("ASSUMPTION (this project): static power = 15% of TDP, the order of the idle power of a data-centre "
-              "GPU holding a CUDA context (Vadari et al., arXiv 2605.23918: the context adds 26-50 W over bare "
-              "idle on A100/H100)")
-
-
-def energy_values(scale: float, node: str, tdp_w: float, fp8: bool) -> tuple[dict, dict]:
-    """Per-operation energies: Horowitz's 45 nm figures x `scale` (an assumed process factor for `node`),
-    HBM and link energies unscaled (I/O dominated), static power 15% of TDP."""
-    def pj(value: float) -> float:   # picojoules -> joules as the decimal shown (round-trips exactly)
-        return float(f"{round(value, 4)!r}e-12")
-
-    mac16, mac_int8, flop32 = (1.1 + 0.9) * scale, (0.2 + 0.1) * scale, (3.7 + 0.9) / 2 * scale
-    values = dict(
-        matrix_energy_j_per_mac_bf16=pj(mac16), matrix_energy_j_per_mac_fp16=pj(mac16),
-        matrix_energy_j_per_mac_tf32=pj(2 * mac16), matrix_energy_j_per_mac_int8=pj(mac_int8),
-        vector_energy_j_per_flop=pj(flop32), sram_energy_j_per_byte=pj(20 / 8 * scale),
-        llc_energy_j_per_byte=pj(100 / 8 * scale), memory_energy_j_per_byte=pj(31.2),
-        link_energy_j_per_bit=pj(5.5), static_power_w=0.15 * tdp_w,
-    )
-    factor = f"45 nm value x {scale} (assumed process-scaling factor for {node}; an estimate, not a measurement)"
-    sources = {
-        **cite(HOROWITZ, "matrix_energy_per_mac_bf16", "matrix_energy_per_mac_fp16",
-               note=f"16b FP mult 1.1 + 32b FP add 0.9 (fp32 accumulate) = 2.0 pJ; {factor}"),
-        **cite(HOROWITZ, "matrix_energy_per_mac_tf32", note=f"2x the bf16 MAC energy: half the bf16 rate at the same TDP; {factor}"),
-        **cite(HOROWITZ, "matrix_energy_per_mac_int8", note=f"8b int mult 0.2 + 32b int add 0.1 = 0.3 pJ; {factor}"),
-        **cite(HOROWITZ, "vector_energy_per_flop", note=f"32b FP FMA = mult 3.7 + add 0.9 = 4.6 pJ per 2 FLOP; {factor}; excludes instruction overhead"),
-        **cite(HOROWITZ, "sram_energy_per_byte", note=f"32 KB SRAM: 20 pJ per 8 B = 2.5 pJ/B; {factor}"),
-        **cite(HOROWITZ, "llc_energy_per_byte", note=f"1 MB SRAM: 100 pJ per 8 B = 12.5 pJ/B; {factor}"),
-        **cite(FGDRAM, "memory_energy_per_byte", note="3.9 pJ/bit x 8 = 31.2 pJ/B; the HBM2 figure used for every HBM generation (estimate)"),
-        **cite(NVLINK_C2C, "link_energy_per_bit", note="the ~5.5 pJ/bit SerDes figure taken for off-package NVLink (estimate)"),
-        **cite(IDLE_POWER, "static_power", note=f"0.15 x {tdp_w:g} W TDP = {0.15 * tdp_w:g} W (assumption)"),
-    }
-    if fp8:
-        values["matrix_energy_j_per_mac_fp8"] = pj(mac16 / 2)
-        sources.update(cite(HOROWITZ, "matrix_energy_per_mac_fp8",
-                            note=f"half the bf16 MAC energy: twice the bf16 rate at the same TDP; {factor}"))
-    return values, sources
-
-
-A100_SXM_ENERGY, A100_SXM_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 400, fp8=False)
-A100_PCIE_ENERGY, A100_PCIE_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 250, fp8=False)
-HOPPER_ENERGY, HOPPER_ENERGY_SOURCES = energy_values(0.2, "TSMC 4N (H100/H200)", 700, fp8=True)
+# ---- energy (engine/energy.py): estimates, not datasheet values (scripts/specs_common.py) ---------
+A100_SXM_ENERGY, A100_SXM_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 400)
+A100_PCIE_ENERGY, A100_PCIE_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 250)
+HOPPER_ENERGY, HOPPER_ENERGY_SOURCES = energy_values(0.2, "TSMC 4N (H100/H200)", 700, cheaper={"fp8": 2})
+MI300X_ENERGY, MI300X_ENERGY_SOURCES = energy_values(0.2, "TSMC N5 (MI300X compute dies)", 750, cheaper={"fp8": 2},
+                                                     fp32_matrix=True, link="Infinity Fabric")
+# Google publishes neither the process node nor a TDP for TPU v5e: the factor assumes a 7 nm-class node (TPU v4 is
+# 7 nm) and static power stays blank, so its energy needs a static_power edit; no per-core SRAM row either
+TPU_V5E_ENERGY, TPU_V5E_ENERGY_SOURCES = energy_values(0.25, "TPU v5e (node unpublished; assumed 7 nm class like TPU v4)",
+                                                       None, sram=False, link="ICI")
 
 A100_FIT, A100_FIT_SOURCES = fitted("A100-80GB-SXM", 0.72, 0.73, 5.5)
 H100_FIT, H100_FIT_SOURCES = fitted("H100-SXM", 0.70, 0.90, 7.25)
@@ -336,53 +279,13 @@ H200_SXM_SOURCES = {
     **HOPPER_ENERGY_SOURCES,
 }
 
-# ---- NVIDIA Blackwell ----------------------------------------------------------------------
-B200 = Hardware(
-    name="B200", vendor="NVIDIA", kind="gpu",
-    notes=("HGX/DGX B200 variant: 1,000 W, 180 GB HBM3e usable per GPU (1,440 GB per 8 GPUs) at 8 TB/s. 148 SMs "
-           "(2 dies x 74) from public measurements; per-SM tensor rates 2x Hopper (4096 dense bf16 MAC/clk) and "
-           "clock 1.856 GHz fitted so 148 SMs reproduce NVIDIA's dense headlines: 2.25 PFLOP/s bf16, 4.5 fp8 and "
-           "int8, 9 fp4, 1.125 tf32 (NVIDIA rounds to 1.1). Vector: 128 FP32 lanes/SM -> 256 FLOP/cycle/SM gives "
-           "70.3 TFLOP/s at 1.856 GHz, below NVIDIA's 80 TFLOP/s quoted at a higher clock; the architectural "
-           "integer is kept. L2 capacity is not published by NVIDIA, left blank. launch_overhead is an assumption."),
-    num_cores=148, clock_hz=1.856e9,
-    matrix_macs_per_cycle_per_core_tf32=2048, matrix_macs_per_cycle_per_core_bf16=4096,
-    matrix_macs_per_cycle_per_core_fp16=4096, matrix_macs_per_cycle_per_core_fp8=8192,
-    matrix_macs_per_cycle_per_core_int8=8192, matrix_macs_per_cycle_per_core_fp4=16384,
-    vector_flops_per_cycle_per_core=256, memory_capacity_bytes=180e9, memory_bandwidth_bytes_per_s=8000e9,
-    sram_per_core_bytes=256 * KiB, sram_bandwidth_bytes_per_cycle_per_core=128, register_file_per_core_bytes=256 * KiB,
-    link_bandwidth_bytes_per_s=50e9, num_links=18, devices_per_node=8, inter_node_bandwidth_bytes_per_s=50e9,
-    tdp_w=1000, launch_overhead_s=4e-6,
-)
-B200_SOURCES = {
-    **cite("NVIDIA", "vendor"), **cite(HGX_PAGE, "kind"), **cite(BUILD_SCRIPT, "notes"),
-    **cite(B200_CNC, "num_cores", note="74 SMs enabled per die x 2 dies = 148"),
-    **cite(HGX_PAGE, "clock", note="fitted: 2.25e15 / (2 x 148 x 4096) = 1.8557 GHz, rounded to 1.856 (third-party listings give ~1.86 GHz tensor clock)"),
-    **cite(B200_GLENN, M + "tf32", note="HGX B200 tf32 1.1 PFLOP/s dense (2.2 sparse); 2048/SM gives 1.125"),
-    **cite(HGX_PAGE, M + "bf16", note="HGX B200 8-GPU bf16 36 PFLOP/s sparse -> 2.25 PFLOP/s dense per GPU; 4096/SM at 1.856 GHz"),
-    **cite(HGX_PAGE, M + "fp16", note="same as bf16: 2.25 PFLOP/s dense per GPU"),
-    **cite(HGX_PAGE, M + "fp8", note="8-GPU fp8 72 PFLOP/s sparse -> 4.5 PFLOP/s dense per GPU; 8192/SM"),
-    **cite(HGX_PAGE, M + "int8", note="8-GPU int8 72 POPS sparse -> 4.5 POPS dense per GPU; 8192/SM"),
-    **cite(HGX_PAGE, M + "fp4", note="8-GPU fp4 144 PFLOP/s sparse -> 9 PFLOP/s dense per GPU; 16384/SM"),
-    **cite(B200_GLENN, "vector_flops_per_cycle_per_core", note="128 FP32 cores per SM x 2 = 256; NVIDIA quotes 80 TFLOP/s fp32 for HGX B200, above the 70.3 derived at the tensor clock"),
-    **cite(DGX_B200, "memory_capacity", note="1,440 GB total GPU memory / 8 GPUs = 180 GB (192 GB physical HBM3e)"),
-    **cite(DGX_B200, "memory_bandwidth", note="64 TB/s HBM3e bandwidth / 8 GPUs = 8 TB/s (third-party listings compute 7.7 TB/s from bus width x data rate)"),
-    **cite(B200_CNC, "sram_per_core", note="L1/shared memory capacity unchanged from H100: 256 KB per SM"),
-    **cite(CUDA_GUIDE, "sram_bandwidth_per_core", note="32 banks x 4 B = 128 B/clock/SM"),
-    **cite(CUDA_REGISTERS, "register_file_per_core", note="64 K x 4 B = 256 KiB per SM (compute capability 10.0)"),
-    **cite(HGX_PAGE, "link_bandwidth", "num_links", note="NVLink 5: 1.8 TB/s per GPU = 18 links x 50 GB/s x 2 directions"),
-    **cite(HGX_PAGE, "devices_per_node", note="8 GPUs per HGX B200 board on NVSwitch"),
-    **cite(DGX_B200, "inter_node_bandwidth", note="8x 400 Gb/s ConnectX-7 for 8 GPUs = 50 GB/s per direction per GPU"),
-    **cite(HGX_PAGE, "tdp", note="HGX B200: 1,000 W per GPU"),
-    **cite(CUDA_GRAPHS, "launch_overhead", note=LAUNCH_NOTE),
-}
-
 # ---- AMD -----------------------------------------------------------------------------------
 MI300X = Hardware(
     name="MI300X", vendor="AMD", kind="gpu",
     notes=("OAM module, 750 W, 8 per platform fully connected by Infinity Fabric (7 links each, 64 GB/s per "
            "direction per link). sram_per_core = 64 KiB LDS + 32 KiB L1 vector cache per CU. llc = 256 MiB "
-           "Infinity Cache (17 TB/s). HIP launch overhead assumed equal to CUDA's."),
+           "Infinity Cache (17 TB/s). HIP launch overhead assumed equal to CUDA's. Energies are estimates "
+           "(Horowitz x 0.2 for the TSMC N5 compute dies, static power 15% of 750 W)."),
     num_cores=304, clock_hz=2.1e9,
     matrix_macs_per_cycle_per_core_fp32=128, matrix_macs_per_cycle_per_core_tf32=512,
     matrix_macs_per_cycle_per_core_bf16=1024, matrix_macs_per_cycle_per_core_fp16=1024,
@@ -391,6 +294,7 @@ MI300X = Hardware(
     sram_per_core_bytes=96 * KiB, register_file_per_core_bytes=512 * KiB, llc_capacity_bytes=256 * MiB,
     llc_bandwidth_bytes_per_s=17000e9,
     link_bandwidth_bytes_per_s=64e9, num_links=7, devices_per_node=8, tdp_w=750, launch_overhead_s=4e-6,
+    **MI300X_ENERGY,
 )
 MI300X_SOURCES = {
     **cite("AMD", "vendor"), **cite(MI300X_PAGE, "kind"), **cite(BUILD_SCRIPT, "notes"),
@@ -412,6 +316,7 @@ MI300X_SOURCES = {
     **cite(MI300X_PAGE, "devices_per_node", note="8-GPU MI300X platform, every GPU linked directly to the other 7"),
     **cite(MI300X_PAGE, "tdp", note="750 W total board power"),
     **cite(CUDA_GRAPHS, "launch_overhead", note="assumption: HIP kernel launch taken equal to the CUDA figure; " + LAUNCH_NOTE),
+    **MI300X_ENERGY_SOURCES,
 }
 
 # ---- NVIDIA inference cards ----------------------------------------------------------------
@@ -487,12 +392,15 @@ TPU_V5E = Hardware(
            "links (2D torus), 50 GB/s per direction each (Google: 400 GB/s bidirectional per chip); seed 003 uses "
            "an older 4.5e10 B/s. devices_per_node 256 = one ICI-connected 16x16 pod (a host holds 8 chips). "
            "inter_node = data-center network, 6.4 Tbps per pod / 256 chips. No published TDP; launch overhead "
-           "not modelled (XLA runs whole programs)."),
+           "not modelled (XLA runs whole programs). Energies are estimates (Horowitz x 0.25, an assumed 7 nm-class "
+           "node: Google publishes none); static power is blank for want of a TDP, so energy needs a static_power "
+           "value (a what-if edit) before it is reported."),
     num_cores=1, clock_hz=1.5e9,
     matrix_macs_per_cycle_per_core_bf16=4 * 128 * 128, matrix_macs_per_cycle_per_core_int8=2 * 4 * 128 * 128,
     vector_flops_per_cycle_per_core=8 * 128 * 4, memory_capacity_bytes=16e9, memory_bandwidth_bytes_per_s=819e9,
     llc_capacity_bytes=128 * MiB, llc_bandwidth_bytes_per_s=22 * 819e9,
     link_bandwidth_bytes_per_s=50e9, num_links=4, devices_per_node=256, inter_node_bandwidth_bytes_per_s=3.125e9,
+    **TPU_V5E_ENERGY,
 )
 TPU_V5E_SOURCES = {
     **cite(TPU_V5E_DOC, "vendor", "kind"), **cite(BUILD_SCRIPT, "notes"),
@@ -508,6 +416,7 @@ TPU_V5E_SOURCES = {
     **cite(SCALING_BOOK, "num_links", note="v5e ICI connects the 4 nearest neighbours (2D torus)"),
     **cite(TPU_V5E_DOC, "devices_per_node", note="TPU pod size 256 chips, 2D torus"),
     **cite(TPU_V5E_DOC, "inter_node_bandwidth", note="data center network bandwidth per pod 6.4 Tbps / 256 chips = 3.125 GB/s per chip"),
+    **TPU_V5E_ENERGY_SOURCES,
 }
 
 # ---- NVIDIA Volta --------------------------------------------------------------------------
@@ -544,7 +453,7 @@ V100_SOURCES = {
 DEVICES: list[tuple[Hardware, dict]] = [
     (NVL_AX, NVL_AX_SOURCES), (JGS, JGS_SOURCES),
     (A100_40GB_PCIE, A100_40GB_PCIE_SOURCES), (A100_80GB_SXM, A100_80GB_SXM_SOURCES),
-    (H100_SXM, H100_SXM_SOURCES), (H200_SXM, H200_SXM_SOURCES), (B200, B200_SOURCES), (MI300X, MI300X_SOURCES),
+    (H100_SXM, H100_SXM_SOURCES), (H200_SXM, H200_SXM_SOURCES), *BLACKWELL_DEVICES, (MI300X, MI300X_SOURCES),
     (T4, T4_SOURCES), (L4, L4_SOURCES), (TPU_V5E, TPU_V5E_SOURCES), (V100_SXM2_32GB, V100_SOURCES),
 ]
 

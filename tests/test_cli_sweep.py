@@ -133,7 +133,7 @@ def test_none_context_text_fields_and_device_list(capsys):
     expected = engine.estimate(b200, LLAMA8, engine.Scenario(phase="decode", input_length=512, context_length=4096,
                                                              kv_dtype="fp8"))
     assert long_row["tpot_s"].item() == pytest.approx(expected.tpot_s, rel=1e-12)
-    assert frame[frame["device"] == "B200"]["energy_j"].isna().all()      # B200 lists no energy values
+    assert long_row["energy_j"].item() == pytest.approx(expected.energy["request_energy_j"], rel=1e-9)
 
 
 def test_grid_file(capsys, tmp_path):

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 
 LLAMA8 = engine.load_model("meta-llama/Llama-3.1-8B")
 DECODE = engine.Scenario(phase="decode", batch=4, input_length=512)
-# B200 and NVL-AX have no energy values (NaN energy columns); a 200,000-token context is too long for the
+# NVL-AX has no energy values (NaN energy columns); a 200,000-token context is too long for the
 # model (an error per point); 3 x 2 x 3 x 3 = 54 points
 MIXED = {"batch": [1, 3, 64], "memory_bandwidth": [2000, 3350.5], "device": ["H100-SXM", "B200", "NVL-AX"],
          "context_length": [None, 4096, 200_000]}
@@ -35,7 +35,7 @@ def client():
 def test_mixed_grid_on_two_workers_equals_one_process(client):
     expected = sweep_grid(LLAMA8, DECODE, MIXED)
     assert (expected["error"] != "").sum() == 18 and expected["error"].str.contains("max_position_embeddings").any()
-    assert expected["energy_j"].notna().sum() == 12          # H100-SXM points that run: 3 x 2 x 2
+    assert expected["energy_j"].notna().sum() == 24          # H100-SXM and B200 points that run: 2 x 3 x 2 x 2
     with get_task_stream(client) as stream:
         got = sweep_grid_dask(LLAMA8, DECODE, MIXED, client=client, chunk_points=7)
     chunks = [t for t in stream.data if str(t["key"]).startswith("llm-roofline-sweep-")]

@@ -28,8 +28,8 @@ from engine.specs_write import to_workbook_value
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "specs.xlsx"
-NAMES = ["NVL-AX", "JGS", "A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM", "B200", "MI300X",
-         "T4", "L4", "TPU-v5e", "V100-SXM2-32GB"]
+NAMES = ["NVL-AX", "JGS", "A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM", "B200", "GB200", "B300",
+         "GB300", "MI300X", "T4", "L4", "TPU-v5e", "V100-SXM2-32GB"]
 
 
 @pytest.fixture(autouse=True)
@@ -129,7 +129,8 @@ def test_dtypes_a_device_lacks_are_blank_and_fall_back(devices):
         assert hw.matrix_rate_dtype("bf16") == "fp16"
     assert devices["T4"].matrix_flops_per_s("bf16") == devices["T4"].matrix_flops_per_s("fp16")
     assert devices["A100-40GB-PCIe"].matrix_macs_per_cycle_per_core_fp8 is None
-    assert [n for n, d in devices.items() if d.matrix_macs_per_cycle_per_core_fp4 is not None] == ["B200"]
+    assert [n for n, d in devices.items() if d.matrix_macs_per_cycle_per_core_fp4 is not None] == [
+        "B200", "GB200", "B300", "GB300"]
     assert devices["TPU-v5e"].matrix_dtypes == ("bf16", "int8")
 
 
@@ -493,7 +494,8 @@ ENERGY_KEYS = [f.key for f in WORKBOOK_FIELDS if "energy" in f.key or f.key == "
 def test_energy_values_are_estimates_with_a_source(devices):
     """Every energy value has a source row marked as an estimate or assumption; devices without them stay blank."""
     sources = load_sources()
-    filled = {"A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM"}
+    filled = {"A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM", "B200", "GB200", "B300", "GB300", "MI300X"}
+    dynamic_only = {"TPU-v5e"}      # Google publishes no TDP: per-operation energies without static power
     for name, hw in devices.items():
         values = {f.key: getattr(hw, f.attribute) for f in WORKBOOK_FIELDS if f.key in ENERGY_KEYS}
         present = {key for key, value in values.items() if value is not None}
@@ -504,6 +506,10 @@ def test_energy_values_are_estimates_with_a_source(devices):
             assert {"matrix_energy_per_mac_bf16", "matrix_energy_per_mac_fp16", "matrix_energy_per_mac_int8",
                     "vector_energy_per_flop", "memory_energy_per_byte", "llc_energy_per_byte", "sram_energy_per_byte",
                     "link_energy_per_bit", "static_power"} <= present
+        elif name in dynamic_only:
+            assert {"matrix_energy_per_mac_bf16", "matrix_energy_per_mac_int8", "vector_energy_per_flop",
+                    "memory_energy_per_byte", "llc_energy_per_byte", "link_energy_per_bit"} <= present
+            assert "static_power" not in present and "TDP" in hw.notes
         else:
             assert not present, name
     assert devices["H100-SXM"].matrix_energy_j_per_mac_fp8 == 0.2e-12

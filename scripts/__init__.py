@@ -1,0 +1,1 @@
+"""Maintenance scripts (scripts/build_specs.py imports its per-family device modules from here)."""
