@@ -1,0 +1,65 @@
+"""Regenerate tests/data/aiconfigurator/ (a few hundred rows of aiconfigurator-core's measured tables).
+
+    PYTHONPATH=. python scripts/make_silicon_subset.py        # needs the `calibration` extra installed
+
+Keeps the package's layout (systems/<system>.yaml, systems/data/<system>/<family>/<framework>/<version>/
+<table>.csv with its collection_meta.yaml, systems/silicon_sample.csv) for two systems and one framework
+version each, rows picked with a fixed seed, values exactly as stored (columns and units unchanged;
+parquet written as CSV). See tests/data/aiconfigurator/NOTICE.md for what is cut.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from engine.silicon.package import package_root
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "aiconfigurator" / "systems"
+SYSTEMS = ("h100_sxm", "b200_sxm")
+# (family, framework, version or None for the newest, table, rows, filter)
+PICKS = (
+    ("gemm", "trtllm", "1.3.0rc20", "gemm_perf", 40,
+     lambda d: d[d.gemm_dtype.isin(["bfloat16", "fp8"]) & (d.n >= 1024) & (d.k >= 1024)]),
+    ("attention", "trtllm", "1.3.0rc20", "context_attention_perf", 25, lambda d: d[d.window_size == 0]),
+    ("attention", "trtllm", "1.3.0rc20", "generation_attention_perf", 25, lambda d: d[d.window_size == 0]),
+    ("mla", "trtllm", "1.3.0rc20", "context_mla_perf", 10, None),
+    ("mla", "trtllm", "1.3.0rc20", "generation_mla_perf", 10, None),
+    ("moe", "trtllm", "1.3.0rc20", "moe_perf", 15, None),
+    ("comm", "nccl", None, "nccl_perf", 20, None),
+    ("comm", "trtllm", "1.3.0rc20", "custom_allreduce_perf", 10, None),
+)
+SERVING_ROWS_PER_SYSTEM = 15
+
+
+def newest(folder: Path) -> Path:
+    return sorted(folder.iterdir(), key=lambda p: [int(x) if x.isdigit() else x for x in p.name.replace("-", ".").split(".")])[-1]
+
+
+def main() -> None:
+    source = package_root()
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    for system in SYSTEMS:
+        OUT.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source / f"{system}.yaml", OUT / f"{system}.yaml")
+        for family, framework, version, table, rows, keep in PICKS:
+            folder = source / "data" / system / family / framework
+            folder = folder / version if version else newest(folder)
+            frame = pd.read_parquet(folder / f"{table}.parquet")
+            frame = keep(frame) if keep else frame
+            frame = frame.sample(n=min(rows, len(frame)), random_state=0).sort_index()
+            target = OUT / "data" / system / family / framework / folder.name
+            target.mkdir(parents=True, exist_ok=True)
+            frame.to_csv(target / f"{table}.csv", index=False)
+            if (folder / "collection_meta.yaml").is_file():
+                shutil.copy(folder / "collection_meta.yaml", target / "collection_meta.yaml")
+    runs = pd.read_csv(source / "silicon_sample.csv", dtype=str, keep_default_na=False)
+    picked = [runs[runs.system == s].sample(n=SERVING_ROWS_PER_SYSTEM, random_state=0) for s in SYSTEMS]
+    pd.concat(picked).sort_index().to_csv(OUT / "silicon_sample.csv", index=False)
+
+
+if __name__ == "__main__":
+    main()
