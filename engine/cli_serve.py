@@ -34,8 +34,13 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
                        help="each client's first requests left out of the statistics")
     serve.add_argument("--stagger-start", action="store_true",
                        help="warm-up requests of 1/C..C/C of the output length: clients out of step")
+    serve.add_argument("--backend", default="generic", choices=("generic", "vllm", "sglang", "trtllm"),
+                       help="serving engine whose fitted host-side times apply (engine/serving/backends.py)")
     serve.add_argument("--iteration-overhead-ms", type=fraction, default=None,
-                       help="host/framework time per iteration (default: the method's calibrated value)")
+                       help="host/framework time per iteration (default: the backend's fitted value; 0 for "
+                            "roofline and hierarchical)")
+    serve.add_argument("--request-overhead-ms", type=fraction, default=None,
+                       help="client-side time per request, in TTFT and latency (default: the backend's fitted value)")
     serve.add_argument("--eager-decode", action="store_true",
                        help="decode iterations launch kernels one by one (default: CUDA-graph decode)")
     serve.add_argument("--method", default="realistic", choices=[m for m in methods if m != "seed"])
@@ -62,10 +67,12 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
 def serving_fields(args) -> dict:
     """serve()'s keyword fields from the parsed arguments."""
     overhead = None if args.iteration_overhead_ms is None else args.iteration_overhead_ms / 1e3
+    per_request = None if args.request_overhead_ms is None else args.request_overhead_ms / 1e3
     return dict(concurrency=args.concurrency, input_length=args.input_len, output_length=args.output_len,
                 length_spread=args.length_spread, token_budget=args.token_budget, max_batch=args.max_batch,
                 requests_per_client=args.requests_per_client, warmup_requests=args.warmup_requests,
-                stagger_start=args.stagger_start, iteration_overhead_s=overhead, graph_decode=not args.eager_decode,
+                stagger_start=args.stagger_start, backend=args.backend, iteration_overhead_s=overhead,
+                request_overhead_s=per_request, graph_decode=not args.eager_decode,
                 weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                 tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
                 overlap_communication=args.overlap_communication, collective_algorithm=args.collective_algorithm,
@@ -90,6 +97,6 @@ def print_serving(result) -> None:
     measured = int(result.requests["measured"].sum())
     print(f"simulated    {len(result.iterations)} iterations, {len(result.requests)} requests ({measured} measured); "
           f"KV cache {result.kv_capacity_bytes / 1e9:.2f} GB per device; host overhead "
-          f"{result.iteration_overhead_s * 1e3:.3g} ms per iteration")
+          f"{result.iteration_overhead_s * 1e3:.3g} ms per iteration, {o.request_overhead_s * 1e3:.3g} ms per request")
     for note in result.notes:
         print(f"note: {note}")

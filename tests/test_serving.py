@@ -156,3 +156,20 @@ def test_bad_options_name_the_field(h100, llama8b, llama70b):
         serve(h100, llama8b, input_length=200_000)
     with pytest.raises(ValueError, match="seed method"):
         serve(h100, llama8b, method="seed")
+
+
+def test_host_side_times(h100, llama8b):
+    fields = dict(concurrency=4, input_length=512, output_length=32, method="realistic")
+    bare = serve(h100, llama8b, iteration_overhead_s=0.0, request_overhead_s=0.0, **fields)
+    slow = serve(h100, llama8b, iteration_overhead_s=1e-3, request_overhead_s=0.1, **fields)
+    # every iteration between two tokens pays 1 ms more; the client sees 100 ms more per request
+    assert slow.tpot_s == pytest.approx(bare.tpot_s + 1e-3, rel=1e-9)
+    measured = bare.requests[bare.requests["measured"]]
+    iterations_to_first_token = (measured["first_token_iteration"] - measured["arrival_iteration"] + 1).mean()
+    assert slow.ttft_s == pytest.approx(bare.ttft_s + 0.1 + 1e-3 * iterations_to_first_token, rel=1e-9)
+    # the fitted profile applies to realistic methods only; roofline stays ideal
+    vllm = serve(h100, llama8b, backend="vllm", **fields)
+    assert vllm.iteration_overhead_s > 0 and vllm.options.request_overhead_s > 0
+    assert serve(h100, llama8b, backend="vllm", **{**fields, "method": "roofline"}).iteration_overhead_s == 0
+    with pytest.raises(ValueError, match="unknown serving backend 'tgi'"):
+        serve(h100, llama8b, backend="tgi")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class ServingOptions(BaseModel):
@@ -28,9 +28,10 @@ class ServingOptions(BaseModel):
       which prompts arrive one by one and share iterations with decoding requests (as in a long run whose
       timing jitter has spread the clients). In a deterministic simulation a lock-step start stays in
       lock step. Needs warmup_requests >= 1.
-    - `iteration_overhead_s`: host/framework time per iteration (scheduling, sampling, output
-      processing) added to the kernels' time; None: the method's calibrated default
-      (engine/serving/simulate.py).
+    - `backend`: the serving engine whose fitted host-side times apply (engine/serving/backends.py:
+      generic, vllm, sglang, trtllm); `iteration_overhead_s` (per iteration) and `request_overhead_s`
+      (per request, added to TTFT and latency) override them. Ideal methods (roofline, hierarchical)
+      add none unless given.
     - `graph_decode`: decode-only iterations are CUDA-graph launched (no per-kernel host launch cost).
     - `kv_cache_fraction`: share of the memory left after weights, activations and workspace that
       holds the KV cache.
@@ -47,10 +48,18 @@ class ServingOptions(BaseModel):
     max_batch: Optional[int] = Field(None, ge=1, le=1_000_000)
     requests_per_client: int = Field(4, ge=2, le=1000)
     warmup_requests: int = Field(0, ge=0, le=100)
+    backend: str = "generic"
     iteration_overhead_s: Optional[float] = Field(None, ge=0.0, le=10.0)
+    request_overhead_s: Optional[float] = Field(None, ge=0.0, le=100.0)
     stagger_start: bool = False
     graph_decode: bool = True
     kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from engine.serving.backends import backend_profile
+        return backend_profile(value).name
 
     @model_validator(mode="after")
     def _consistent(self) -> "ServingOptions":

@@ -2,12 +2,13 @@
 
 The schedule (engine/serving/scheduler.py) says which prompt chunks and decode tokens run in each
 iteration; the kernel table and the chosen estimator time every iteration (engine/serving/cost.py);
-each iteration also pays `iteration_overhead_s` of host/framework time. Latencies per request follow
+each iteration also pays `iteration_overhead_s` of host/framework time, and each request
+`request_overhead_s` on the client's clock (engine/serving/backends.py). Latencies per request follow
 from the iteration end times:
 
-    TTFT = end of the iteration with the prompt's last chunk - arrival
+    TTFT = end of the iteration with the prompt's last chunk - arrival + request overhead
     TPOT = (end of the last token's iteration - end of the first token's) / (output tokens - 1)
-    request latency (e2e) = end of the last token's iteration - arrival
+    request latency (e2e) = end of the last token's iteration - arrival + request overhead
 
 Which requests count (ServingOptions): by default every request but each client's last (the run winds
 down around it), as a benchmark counts them, all clients starting together at t = 0; with
@@ -29,15 +30,12 @@ from engine.estimate import ScenarioError, check_fits_model
 from engine.estimators import get_method
 from engine.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.parallel import parallel_layout
+from engine.serving.backends import overheads
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
 from engine.workload import Scenario
 
-# Host/framework time per iteration (scheduling, sampling, detokenization, Python) when the caller
-# gives none. The roofline-family methods are ideal (none); the realistic methods take the value
-# fitted on measured serving runs (docs/accuracy.md, "Serving").
-DEFAULT_ITERATION_OVERHEAD_S = {"roofline": 0.0, "hierarchical": 0.0, "realistic": 0.0, "realistic-graph": 0.0}
 SCENARIO_FIELDS = ("tp", "pp", "dp", "ep", "devices", "weight_dtype", "activation_dtype", "kv_dtype",
                    "overlap_communication", "collective_algorithm", "routing_skew", "mla_decode")
 METRICS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p50_s", "tpot_p90_s", "e2e_s",
@@ -113,19 +111,20 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     chosen = get_method(method)
     _check_supported(model, cost_scenario, chosen.name)
     check_fits_model(model, cost_scenario)
-    overhead = options.iteration_overhead_s
-    if overhead is None:
-        overhead = DEFAULT_ITERATION_OVERHEAD_S[chosen.name]
+    fitted = overheads(options.backend, chosen.name)
+    overhead = fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s
+    per_request = fitted[1] if options.request_overhead_s is None else options.request_overhead_s
+    options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request})
     graph = get_method("realistic-graph") if chosen.name == "realistic" and options.graph_decode else chosen
     replica = cost_scenario.model_copy(update={"dp": 1, "devices": None})
     replica = Scenario.model_validate(replica.model_dump())
     layout = parallel_layout(model, replica)
-    capacity, per_request = kv_budget(model, replica, hardware, options, layout)
+    capacity, kv_per_request = kv_budget(model, replica, hardware, options, layout)
     runs = []
     for clients, replicas in options.replica_concurrencies(cost_scenario.dp).items():
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
-                        per_request(isl + osl))
+                        kv_per_request(isl + osl))
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph) + overhead
         runs.append((replicas, plan, times))
     return _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
@@ -179,8 +178,9 @@ def request_table(plan, times: np.ndarray, options: ServingOptions) -> pd.DataFr
     warmup = r["sequence"] < options.warmup_requests
     settled = r["arrival_iteration"] > (r["first_token_iteration"][warmup].max() if warmup.any() else -1)
     measured = ~warmup & settled & (r["sequence"] < options.requests_per_client - 1)
-    return pd.DataFrame({**r, "arrival_s": arrival, "ttft_s": first - arrival, "tpot_s": tpot,
-                         "e2e_s": finish - arrival, "finish_s": finish, "measured": measured})
+    client = options.request_overhead_s or 0.0     # on the client's clock, outside the server's schedule
+    return pd.DataFrame({**r, "arrival_s": arrival, "ttft_s": first - arrival + client, "tpot_s": tpot,
+                         "e2e_s": finish - arrival + client, "finish_s": finish, "measured": measured})
 
 
 def _window_tokens(plan, times: np.ndarray, start: float, stop: float) -> float:
@@ -221,8 +221,9 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
     iterations = pd.DataFrame({"iteration": np.arange(plan.iterations), "prefill_tokens": plan.prefill_tokens(),
                                "decode_tokens": plan.decode_tokens(), "time_s": times, "end_s": ends})
     notes = []
-    if overhead:
-        notes.append(f"every iteration pays {overhead * 1e3:.3g} ms of host/framework time")
+    if overhead or options.request_overhead_s:
+        notes.append(f"host-side times ({options.backend} profile unless given): {overhead * 1e3:.3g} ms per "
+                     f"iteration, {options.request_overhead_s * 1e3:.3g} ms per request (in TTFT and latency)")
     return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
                          capacity, overhead, notes)
 

@@ -1,0 +1,50 @@
+"""Serving-engine profiles: the host-side times a serving engine adds to the kernels' time.
+
+Two terms, each a software property, not a device's:
+- `iteration_overhead_s`: per iteration (scheduling, sampling, output processing between forward passes);
+- `request_overhead_s`: per request, on the client's clock (HTTP, tokenization, the first scheduling
+  pass, detokenization of the first token): added to TTFT and to the request latency.
+
+They are fitted on the measured serving runs of aiconfigurator-core 0.12.0 (`systems/silicon_sample.csv`,
+the aggregated runs the workbook and catalog can express) by `benchmarks/serving_accuracy.py`, with the
+`realistic` method: one pair per backend over all systems (H100-SXM, H200-SXM, B200 runs), and `generic`
+over every backend. The benchmark prints, beside the values below, the leave-one-system-out scores (fit
+without system X, score X), which are the accuracy to expect on a device without measurements. The
+roofline-family methods are ideal and add none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BackendProfile:
+    name: str
+    iteration_overhead_s: float
+    request_overhead_s: float
+    description: str
+
+
+BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
+    BackendProfile("generic", 0.3e-3, 0.050, "fitted over the vLLM, SGLang and TensorRT-LLM runs together"),
+    BackendProfile("vllm", 0.5e-3, 0.035, "vLLM (runs of 0.12 - 0.19)"),
+    BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prompts wait longer than the kernels explain"),
+    BackendProfile("trtllm", 0.0, 0.090, "TensorRT-LLM (runs of 1.0 - 1.3)"),
+)}
+IDEAL_METHODS = ("roofline", "hierarchical")
+
+
+def backend_profile(name: str) -> BackendProfile:
+    key = str(name).strip().lower()
+    if key not in BACKENDS:
+        raise ValueError(f"unknown serving backend {name!r}; expected one of {', '.join(BACKENDS)}")
+    return BACKENDS[key]
+
+
+def overheads(backend: str, method: str) -> tuple[float, float]:
+    """(iteration, request) overhead in seconds for `backend` under `method` (none for ideal methods)."""
+    if method in IDEAL_METHODS:
+        return 0.0, 0.0
+    profile = backend_profile(backend)
+    return profile.iteration_overhead_s, profile.request_overhead_s
