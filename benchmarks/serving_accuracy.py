@@ -1,0 +1,82 @@
+"""Serving accuracy: `serve` against the measured aggregated runs of aiconfigurator-core (silicon_sample.csv).
+
+    python benchmarks/serving_accuracy.py [--method realistic] [--limit N] [--out scored.csv]
+
+Needs the `calibration` extra (aiconfigurator-core). Prints, for TTFT and TPOT: median and p90 of
+|predicted / measured - 1| and the median signed error (bias), per system, model family, backend and
+concurrency bucket; the host-side times fitted on all runs (engine/serving/backends.py holds them);
+and the headline, leave-one-system-out (host-side times fitted without the scored system).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.serving import validation  # noqa: E402
+from engine.silicon.package import installed_version, resolve_root  # noqa: E402
+from engine.silicon.serving import read_serving_runs  # noqa: E402
+from engine.specs import load_specs  # noqa: E402
+
+TARGETS = {"tpot_median": 0.12, "tpot_p90": 0.35, "ttft_median": 0.30, "ttft_p90": 0.80}
+
+
+def show(title: str, frame: pd.DataFrame) -> None:
+    print(f"\n{title}")
+    print(frame.to_string(float_format=lambda v: f"{v:.3f}"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--method", default="realistic")
+    parser.add_argument("--limit", type=int, default=None, help="score every k-th run only, k = runs / limit")
+    parser.add_argument("--out", help="write the scored runs as CSV")
+    args = parser.parse_args(argv)
+    root = resolve_root()
+    runs = read_serving_runs(root)
+    agg = runs[runs["mode"] == "agg"]
+    if args.limit and len(agg) > args.limit:
+        agg = agg.iloc[:: max(1, len(agg) // args.limit)]
+    print(f"aiconfigurator-core {installed_version()} ({root}): {len(runs)} runs, {len(agg)} aggregated scored "
+          f"with method {args.method}")
+    started = time.perf_counter()
+    scored = validation.score_runs(agg, load_specs(), root, method=args.method)
+    elapsed = time.perf_counter() - started
+    expressed = scored[scored["reason"] == ""]
+    print(f"{len(expressed)} runs expressed, {len(scored) - len(expressed)} not, in {elapsed:.1f} s "
+          f"({elapsed / max(len(scored), 1) * 1e3:.1f} ms per run)")
+    show("not expressed (reason: runs)", scored.loc[scored["reason"] != "", "reason"].value_counts().head(12).to_frame())
+    if args.out:
+        scored.to_csv(args.out, index=False)
+
+    errors = validation.errors(scored)
+    show("in-sample, with the backends' fitted host-side times", validation.summary(errors))
+    for by in (["system"], ["family"], ["backend"], ["concurrency_bucket"], ["system", "family", "backend"]):
+        show(f"by {' x '.join(by)}", validation.summary(errors, by))
+
+    print("\nhost-side times fitted on all runs (iteration ms, request ms):")
+    for backend, group in expressed.groupby("backend"):
+        iteration, request = validation.fit_overheads(group)
+        print(f"  {backend:<8} {iteration * 1e3:6.2f} {request * 1e3:7.1f}")
+    iteration, request = validation.fit_overheads(expressed)
+    print(f"  {'generic':<8} {iteration * 1e3:6.2f} {request * 1e3:7.1f}")
+
+    held_out = validation.errors(validation.leave_one_system_out(scored))
+    show("HEADLINE leave-one-system-out (host-side times fitted without the scored system, per backend)",
+         validation.summary(held_out))
+    show("leave-one-system-out by system", validation.summary(held_out, ["system"]))
+    headline = validation.summary(held_out).iloc[0]
+    print("\ntargets: " + ", ".join(f"{name} {headline[name]:.3f} (target <= {limit:.2f}: "
+                                    f"{'met' if headline[name] <= limit else 'missed by ' + format(headline[name] - limit, '.3f')})"
+                                    for name, limit in TARGETS.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Score `serve` against measured serving runs (aiconfigurator-core's silicon_sample.csv).
+
+`express(run)` turns one measured run (a row of engine.silicon.serving.read_serving_runs) into what
+serve() takes (device, model, lengths, concurrency, layout, dtypes), or a reason it cannot be expressed:
+a system without a workbook device, a model neither in the catalog nor among the package's model
+configs, an architecture the hand models do not cover, attention data parallelism (not modelled yet).
+
+Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
+fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
+activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
+Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
+The whole model takes one weight dtype (a run that quantizes only its experts is approximated).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CATALOG_MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
+    "openai/gpt-oss-120b": "openai/gpt-oss-120b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-V3",
+}
+QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
+                "int4_wo": ("int4", "bf16", "bf16")}
+CONCURRENCY_BUCKETS = (0, 4, 16, 64, 256, np.inf)
+
+
+def model_configs_dir(root) -> Path:
+    """aiconfigurator's model_configs/ beside its systems/ directory."""
+    return Path(root).parent / "model_configs"
+
+
+class ModelSource:
+    """Models of the measured runs, loaded once: the catalog, else the package's shipped config.json."""
+
+    def __init__(self, root):
+        self.directory = model_configs_dir(root)
+        self.loaded: dict[str, object] = {}
+
+    def get(self, model_path: str):
+        """(model, None) or (None, reason)."""
+        if model_path not in self.loaded:
+            self.loaded[model_path] = self._load(model_path)
+        found = self.loaded[model_path]
+        return (None, found) if isinstance(found, str) else (found, None)
+
+    def _load(self, model_path: str):
+        from engine.models import load_model
+        source = CATALOG_MODELS.get(model_path)
+        if source is None:
+            path = self.directory / f"{model_path.replace('/', '--')}_config.json"
+            if not path.is_file():
+                return f"no config for {model_path} in the catalog or the package's model_configs"
+            source = str(path)
+        try:
+            return load_model(source)
+        except (ValueError, OSError) as error:
+            return f"{model_path}: {str(error).splitlines()[0][:120]}"
+
+
+def dtypes_of(quant, hardware) -> tuple[str, str, str] | None:
+    """(weight, activation, kv) dtypes for a run's gemm_quant_mode, None when unknown."""
+    key = "" if quant is None or (isinstance(quant, float) and np.isnan(quant)) or pd.isna(quant) else str(quant)
+    if key == "nvfp4":
+        activation = "nvfp4" if hardware.matrix_rate_dtype("fp4") == "fp4" else "bf16"
+        return "nvfp4", activation, "fp8"
+    return QUANTIZATION.get(key)
+
+
+def express(run, devices: dict, models: ModelSource):
+    """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed."""
+    hardware = devices.get(run.device) if isinstance(run.device, str) else None
+    if hardware is None:
+        return f"system {run.system} has no workbook device"
+    if run.mode != "agg":
+        return "disaggregated run (scored with disaggregated serving)"
+    if pd.notna(run.attention_dp) and int(run.attention_dp) > 1:
+        return "attention data parallelism (not modelled yet)"
+    model, reason = models.get(run.model_path)
+    if model is None:
+        return reason
+    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
+    if dtypes is None:
+        return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
+    moe = getattr(model, "is_moe", False)
+    ep = int(run.moe_ep) if moe and pd.notna(run.moe_ep) else 1
+    fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
+                  output_length=int(run.output_length), tp=int(run.tp), pp=int(run.pp) if pd.notna(run.pp) else 1,
+                  ep=ep, weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    return hardware, model, fields
+
+
+def concurrency_of(run) -> int:
+    """The run's client concurrency (from its source note), else its batch size (19 runs of 0.12.0 say no more)."""
+    return int(run.concurrency if pd.notna(run.concurrency) else run.max_batch)
+
+
+def family_of(model_path: str) -> str:
+    name = model_path.lower()
+    for family in ("llama", "qwen3", "deepseek", "gpt-oss", "minimax", "kimi", "glm"):
+        if family in name:
+            return family
+    return "other"
+
+
+def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic", **serve_fields) -> pd.DataFrame:
+    """One row per run: measured and predicted TTFT/TPOT (seconds), the iterations a measured request waits
+    for its first token (for refitting host-side times), or `reason` where the run is not expressed."""
+    from engine.serving.simulate import serve
+    models = ModelSource(root)
+    rows = []
+    for run in runs.itertuples(index=False):
+        base = dict(system=run.system, device=run.device, backend=run.backend, model_path=run.model_path,
+                    family=family_of(run.model_path), concurrency=concurrency_of(run), input_length=run.input_length,
+                    output_length=run.output_length, tp=run.tp, quant=run.gemm_quant_mode,
+                    measured_ttft_s=run.ttft_s, measured_tpot_s=run.tpot_s)
+        expressed = express(run, devices, models)
+        if isinstance(expressed, str):
+            rows.append({**base, "reason": expressed})
+            continue
+        hardware, model, fields = expressed
+        try:
+            result = serve(hardware, model, method=method, **fields, **serve_fields)
+        except ValueError as error:
+            reason = str(error).splitlines()[0].replace(str(model.name), run.model_path)
+            rows.append({**base, "reason": reason[:160]})
+            continue
+        measured = result.requests[result.requests["measured"]]
+        rows.append({**base, "reason": "", "ttft_s": result.ttft_s, "tpot_s": result.tpot_s,
+                     "first_token_iterations": float((measured["first_token_iteration"]
+                                                      - measured["arrival_iteration"] + 1).mean()),
+                     "iteration_overhead_s": result.iteration_overhead_s,
+                     "request_overhead_s": result.options.request_overhead_s})
+    return pd.DataFrame(rows)
+
+
+def with_overheads(scored: pd.DataFrame, iteration_s, request_s) -> pd.DataFrame:
+    """`scored` re-timed with other host-side times (per row or scalars): TPOT moves by the iteration
+    overhead, TTFT by the request overhead plus the iteration overhead of each iteration before the first token."""
+    out = scored.copy()
+    d_iter = np.asarray(iteration_s, dtype=float) - out["iteration_overhead_s"]
+    d_request = np.asarray(request_s, dtype=float) - out["request_overhead_s"]
+    out["tpot_s"] = out["tpot_s"] + d_iter
+    out["ttft_s"] = out["ttft_s"] + d_request + d_iter * out["first_token_iterations"]
+    out["iteration_overhead_s"], out["request_overhead_s"] = iteration_s, request_s
+    return out
+
+
+def errors(scored: pd.DataFrame) -> pd.DataFrame:
+    """Expressed runs with relative errors (predicted / measured - 1) of TTFT and TPOT."""
+    ok = scored[scored["reason"] == ""].copy()
+    ok["ttft_error"] = ok["ttft_s"] / ok["measured_ttft_s"] - 1
+    ok["tpot_error"] = ok["tpot_s"] / ok["measured_tpot_s"] - 1
+    ok["concurrency_bucket"] = pd.cut(ok["concurrency"].astype(float), CONCURRENCY_BUCKETS,
+                                      labels=["1-4", "5-16", "17-64", "65-256", ">256"])
+    return ok
+
+
+def summary(errors_frame: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Median and p90 of |error| and the median (bias) for TTFT and TPOT, with counts."""
+    def stats(group):
+        return pd.Series({"runs": len(group),
+                          "tpot_median": group["tpot_error"].abs().median(),
+                          "tpot_p90": group["tpot_error"].abs().quantile(0.9),
+                          "tpot_bias": group["tpot_error"].median(),
+                          "ttft_median": group["ttft_error"].abs().median(),
+                          "ttft_p90": group["ttft_error"].abs().quantile(0.9),
+                          "ttft_bias": group["ttft_error"].median()})
+    if not by:
+        return stats(errors_frame).to_frame().T
+    return errors_frame.groupby(by, observed=True).apply(stats, include_groups=False)
+
+
+ITERATION_GRID_S = np.arange(0.0, 3.01e-3, 1e-4)
+REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
+
+
+def fit_overheads(scored: pd.DataFrame) -> tuple[float, float]:
+    """The (iteration, request) overheads that minimise median |log(pred / meas)| of TPOT plus TTFT over
+    `scored`'s expressed runs (a grid search: 0-3 ms per iteration, 0-400 ms per request)."""
+    ok = scored[scored["reason"] == ""]
+    tpot, ttft = ok["tpot_s"].to_numpy(), ok["ttft_s"].to_numpy()
+    it0, rq0 = ok["iteration_overhead_s"].to_numpy(), ok["request_overhead_s"].to_numpy()
+    first = ok["first_token_iterations"].to_numpy()
+    meas_tpot, meas_ttft = ok["measured_tpot_s"].to_numpy(), ok["measured_ttft_s"].to_numpy()
+    best = (np.inf, 0.0, 0.0)
+    for iteration in ITERATION_GRID_S:
+        tpot_loss = np.median(np.abs(np.log((tpot + iteration - it0) / meas_tpot)))
+        base = ttft + (iteration - it0) * first - rq0
+        ttft_losses = [np.median(np.abs(np.log((base + request) / meas_ttft))) for request in REQUEST_GRID_S]
+        k = int(np.argmin(ttft_losses))
+        if tpot_loss + ttft_losses[k] < best[0]:
+            best = (tpot_loss + ttft_losses[k], float(iteration), float(REQUEST_GRID_S[k]))
+    return best[1], best[2]
+
+
+def leave_one_system_out(scored: pd.DataFrame, by_backend: bool = True) -> pd.DataFrame:
+    """Every expressed run re-timed with host-side times fitted WITHOUT its system (per backend when
+    `by_backend`): the scores to expect on a device with no serving measurements."""
+    parts = []
+    ok = scored[scored["reason"] == ""]
+    for system in ok["system"].unique():
+        held = ok[ok["system"] == system]
+        groups = held.groupby("backend") if by_backend else [(None, held)]
+        for backend, test in groups:
+            train = ok[(ok["system"] != system) & ((ok["backend"] == backend) if by_backend else True)]
+            if train.empty:
+                train = ok[ok["system"] != system]
+            iteration, request = fit_overheads(train)
+            parts.append(with_overheads(test, iteration, request))
+    return pd.concat(parts) if parts else ok.iloc[:0]
