@@ -17,7 +17,7 @@ if __package__ in (None, ""):  # `streamlit run dashboard/app.py` runs this file
 
 from dashboard import data, session, sidebar  # noqa: E402
 from dashboard.context import PageContext  # noqa: E402
-from dashboard.views import accuracy, compare, explore, hardware, overview, sweeps  # noqa: E402
+from dashboard.views import accuracy, compare, explore, hardware, overview, serving, sweeps  # noqa: E402
 from dashboard.resolve import resolve_devices, resolve_model, resolve_scenario  # noqa: E402
 
 
@@ -47,6 +47,8 @@ def main() -> None:
         sweeps.render(context)
     elif state.page == "explore":
         explore.render(context)
+    elif state.page == "serving":
+        serving.render(context)
     elif state.page == "accuracy":
         accuracy.render(state.method, devices)
     else:

@@ -156,3 +156,16 @@ def least_value(hardware: Hardware, model, scenario: Scenario, field: str, metri
     """engine.inverse.least_value: the smallest value of `field` at which `metric` meets `target` (SI units)."""
     return _least_value(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), field, metric,
                         float(target), method, model)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _serving_curve(hardware_json: str, model_json: str, concurrencies: tuple, method: str, fields_json: str, _model):
+    from engine.serving import serving_curve
+    return serving_curve(Hardware.model_validate_json(hardware_json), _model, list(concurrencies), method=method,
+                         **json.loads(fields_json))
+
+
+def serving_curve_frame(hardware: Hardware, model, concurrencies, method: str, **fields) -> pd.DataFrame:
+    """engine.serving.serving_curve on `hardware`: one row per concurrency (cached on every input)."""
+    return _serving_curve(hardware.model_dump_json(), model_key(model), tuple(int(c) for c in concurrencies), method,
+                          json.dumps(fields, sort_keys=True), model)

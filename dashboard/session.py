@@ -23,6 +23,8 @@ WIDGET_ATTRIBUTES = {
     "w_ex_view": "explore_view", "w_ex_x": "explore_x", "w_ex_xv": "explore_x_values", "w_ex_y": "explore_y",
     "w_ex_yv": "explore_y_values", "w_ex_metric": "explore_metric", "w_ex_change": "explore_change",
     "w_ex_ifield": "explore_inverse_field", "w_ex_target": "explore_target",
+    "w_sv_c": "serving_concurrency", "w_sv_cmax": "serving_max_concurrency", "w_sv_budget": "serving_token_budget",
+    "w_sv_backend": "serving_backend",
 }
 
 

@@ -25,6 +25,9 @@ Explore page keys (written on the Explore page, and on other pages only when not
   INVERSE_METRICS there).
 - ex.target: the inverse design's target for ex.metric, in the metric's display unit (ms for
   TPOT/TTFT, tokens/s, mJ per token, ...); absent = twice as good as the base point.
+
+Serving page keys (likewise): sv.c (the concurrency shown), sv.cmax (the curve's largest concurrency),
+sv.budget (tokens per iteration), sv.backend (generic, vllm, sglang, trtllm: fitted host-side times).
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from engine.estimators import METHODS
 from engine.grid import HARDWARE_FIELDS
 from engine.workload import PHASES
 
-PAGES = ("overview", "compare", "sweeps", "explore", "hardware", "accuracy")
+PAGES = ("overview", "compare", "sweeps", "explore", "serving", "hardware", "accuracy")
 PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "explore": "Explore",
-               "hardware": "Hardware", "accuracy": "Accuracy"}
+               "serving": "Serving", "hardware": "Hardware", "accuracy": "Accuracy"}
+SERVING_BACKENDS = ("generic", "vllm", "sglang", "trtllm")
 STACK_BY = ("name", "family")
 SWEEP_FIELDS = ("batch", "input_length", "tp")
 DEFAULT_DEVICE = "H100-SXM"
@@ -98,6 +102,10 @@ class ViewState:
     explore_change: int = 20                                          # percent
     explore_inverse_field: str = "memory_bandwidth"
     explore_target: Optional[float] = None                           # display unit of the metric; None = automatic
+    serving_concurrency: int = 16
+    serving_max_concurrency: int = 256
+    serving_token_budget: int = 8192
+    serving_backend: str = "generic"
     clones: tuple[tuple[str, str], ...] = ()                          # (new name, base device)
     edits: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()   # (device, ((field, value), ...))
 
@@ -284,8 +292,14 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "ex.change": ("explore_change", _whole(1, 90), str),
     "ex.ifield": ("explore_inverse_field", _choice(INVERSE_FIELDS), str),
     "ex.target": ("explore_target", _positive, _format_value),
+    "sv.c": ("serving_concurrency", _whole(1, 4096), str),
+    "sv.cmax": ("serving_max_concurrency", _whole(1, 4096), str),
+    "sv.budget": ("serving_token_budget", _whole(1, 1_000_000), str),
+    "sv.backend": ("serving_backend", _choice(SERVING_BACKENDS), str),
 }
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
+SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
+PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
 
 
 def _single(value: Any) -> str:
@@ -344,8 +358,9 @@ def to_query(state: ViewState) -> dict[str, str]:
     default = ViewState()
     for key, (attribute, _, formatter) in SCALAR_PARAMETERS.items():
         value = getattr(state, attribute)
-        if key in EXPLORE_KEYS and state.page != "explore" and value == getattr(default, attribute):
-            continue              # the Explore controls stay out of other pages' links unless changed
+        page = next((name for name, keys in PAGE_KEYS.items() if key in keys), None)
+        if page and state.page != page and value == getattr(default, attribute):
+            continue              # a page's own controls stay out of other pages' links unless changed
         if value is not None and (value != "" or key not in EXPLORE_KEYS):
             query[key] = formatter(value)
     for new_name, base in state.clones:

@@ -23,6 +23,9 @@
     sensitivity(model, scenario, hw, change=0.2)                              # +/-20% on each hardware field
     engine.least_value(model, scenario, hw, "memory_bandwidth", "tpot_s", 0.020)  # least bandwidth for TPOT <= 20 ms
 
+    # serving at a fixed concurrency: closed-loop clients, continuous batching (docs/serving.md)
+    engine.serve(hw, model, concurrency=32, input_length=1024, output_length=1024, method="realistic")
+
 The engine never imports streamlit or plotly.
 """
 
@@ -47,6 +50,7 @@ __all__ = [
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
     "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
     "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError", "least_value",
+    "serve", "serving_curve", "ServingOptions",
 ]
 
 
@@ -57,6 +61,9 @@ def __getattr__(name):  # specs and models load lazily (openpyxl, huggingface_hu
     if name in ("load_model", "ModelConfig", "catalog_ids"):
         from engine import models
         return getattr(models, name)
+    if name in ("serve", "serving_curve", "ServingOptions"):   # engine/serving (docs/serving.md)
+        from engine import serving
+        return getattr(serving, name)
     if name == "sweep_grid_dask":   # Dask itself is imported only when a Dask sweep runs
         from engine.grid_dask import sweep_grid_dask
         return sweep_grid_dask

@@ -5,10 +5,13 @@
                           weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8", method="realistic")
     result.ttft_s, result.tpot_s, result.ttft_p90_s, result.tokens_per_s_per_device
     result.requests, result.iterations
+    engine.serving.serving_curve(hw, model, [1, 2, 4, 8, 16, 32], input_length=1024)  # one row per concurrency
 """
 
+from engine.serving.curve import doubling_concurrencies, serving_curve
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
 from engine.serving.simulate import ServingResult, serve
 
-__all__ = ["ServingCapacityError", "ServingOptions", "ServingResult", "schedule", "serve"]
+__all__ = ["ServingCapacityError", "ServingOptions", "ServingResult", "doubling_concurrencies", "schedule", "serve",
+           "serving_curve"]

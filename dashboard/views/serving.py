@@ -1,0 +1,90 @@
+"""Serving: the model served at a fixed concurrency (engine/serving), and the curve architects compare chips
+with: output tokens/s per device against tokens/s per user as the concurrency grows."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data
+from dashboard.charts.serving import serving_curve_figure, serving_latency_figure
+from dashboard.context import PageContext
+from dashboard.state import SERVING_BACKENDS
+from dashboard.widgets import chart, deck_button, table_downloads
+from engine.serving import doubling_concurrencies
+
+LARGEST = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+TABLE_COLUMNS = {"device": "device", "concurrency": "clients", "ttft_s": "TTFT mean (ms)", "ttft_p90_s": "TTFT p90 (ms)",
+                 "tpot_s": "TPOT mean (ms)", "tpot_p90_s": "TPOT p90 (ms)", "e2e_s": "request latency (s)",
+                 "tokens_per_s": "output tokens/s", "tokens_per_s_per_device": "output tokens/s per device",
+                 "tokens_per_s_per_user": "output tokens/s per user", "error": "why it cannot run"}
+
+
+def controls() -> None:
+    first, second, third, fourth = st.columns(4)
+    first.number_input("Concurrency (clients)", min_value=1, max_value=4096, step=1, key="w_sv_c",
+                       help="Clients in a closed loop: each sends its next request as soon as the last one finished.")
+    options = list(LARGEST) + ([st.session_state["w_sv_cmax"]] if st.session_state.get("w_sv_cmax") not in LARGEST
+                               else [])
+    second.selectbox("Curve up to (clients)", options, key="w_sv_cmax", help="The curve doubles the concurrency "
+                     "from 1 up to this value.")
+    third.number_input("Tokens per iteration", min_value=1, max_value=1_000_000, step=512, key="w_sv_budget",
+                       help="The scheduler's token budget (vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens): "
+                            "prompt chunks and decode tokens of one forward pass.")
+    fourth.selectbox("Serving engine", SERVING_BACKENDS, key="w_sv_backend",
+                     help="Whose fitted host-side times apply (per iteration and per request; realistic methods "
+                          "only): engine/serving/backends.py.")
+
+
+def serving_fields(ctx: PageContext) -> dict:
+    s, state = ctx.scenario, ctx.state
+    return dict(input_length=s.input_length, output_length=s.output_length, token_budget=state.serving_token_budget,
+                backend=state.serving_backend, weight_dtype=s.weight_dtype, activation_dtype=s.activation_dtype,
+                kv_dtype=s.kv_dtype, tp=s.tp, pp=s.pp, dp=s.dp, ep=s.ep,
+                overlap_communication=s.overlap_communication)
+
+
+def headline(curve: pd.DataFrame, device: str, concurrency: int) -> None:
+    row = curve[(curve["device"] == device) & (curve["concurrency"] == concurrency)].iloc[0]
+    if row["error"]:
+        st.error(f"{device} at {concurrency} clients: {row['error']}")
+        return
+    cards = st.columns(5)
+    cards[0].metric("TTFT mean / p90", f"{row['ttft_s'] * 1e3:.1f} / {row['ttft_p90_s'] * 1e3:.1f} ms")
+    cards[1].metric("TPOT mean / p90", f"{row['tpot_s'] * 1e3:.2f} / {row['tpot_p90_s'] * 1e3:.2f} ms")
+    cards[2].metric("Tokens/s per device", f"{row['tokens_per_s_per_device']:,.0f}")
+    cards[3].metric("Tokens/s per user", f"{row['tokens_per_s_per_user']:,.1f}")
+    cards[4].metric("Request latency", f"{row['e2e_s']:.2f} s")
+
+
+def render(ctx: PageContext) -> None:
+    state = ctx.state
+    if state.method == "seed":
+        st.error("The seed method has no serving schedule: pick roofline, hierarchical, realistic or realistic-graph "
+                 "in the sidebar.")
+        return
+    controls()
+    st.caption(f"{ctx.model.name}: {state.serving_concurrency} clients in a closed loop, {ctx.scenario.input_length} "
+               f"in / {ctx.scenario.output_length} out per request, {state.serving_token_budget} tokens per iteration, "
+               f"{state.serving_backend} host-side times, method {state.method}, TP {ctx.scenario.tp} x PP "
+               f"{ctx.scenario.pp} x DP {ctx.scenario.dp} (the sidebar's batch and phase do not apply here)")
+    concurrencies = doubling_concurrencies(state.serving_max_concurrency, state.serving_concurrency)
+    fields = serving_fields(ctx)
+    curve = pd.concat([data.serving_curve_frame(hw, ctx.model, concurrencies, state.method, **fields)
+                       for hw in ctx.selected], ignore_index=True)
+    headline(curve, ctx.selected[0].name, state.serving_concurrency)
+    failed = curve[curve["error"] != ""]
+    for device, rows in failed.groupby("device", sort=False):
+        st.warning(f"{device}: {len(rows)} concurrency point(s) cannot run ({', '.join(map(str, rows['concurrency']))} "
+                   f"clients): {rows['error'].iloc[0]}")
+    curve_figure = serving_curve_figure(curve, state.serving_concurrency)
+    latency_figure = serving_latency_figure(curve)
+    chart(curve_figure, "serving throughput per device vs per user", key="serving-curve")
+    chart(latency_figure, "serving latencies", key="serving-latency")
+    table = curve[list(TABLE_COLUMNS)].copy()
+    for column in ("ttft_s", "ttft_p90_s", "tpot_s", "tpot_p90_s"):
+        table[column] = table[column] * 1e3
+    st.dataframe(table.rename(columns=TABLE_COLUMNS), hide_index=True, width="stretch")
+    table_downloads(curve, "serving-curve", key="serving")
+    deck_button([("Serving: throughput per device vs per user", curve_figure),
+                 ("Serving latencies", latency_figure)], ctx.summary(), key="serving")
