@@ -1,7 +1,8 @@
 """Iteration times of a serving schedule, from the kernel table, in two vectorized estimator calls.
 
-- Iterations with prompt chunks (`MixedIteration`) are timed exactly: one row each in a pass whose
-  rows are iterations (the decomposition of engine/decompose.py takes per-row arrays), with the decode
+- Iterations with prompt chunks (`MixedIteration`) are timed exactly: one row per distinct iteration
+  (identical decode contexts and chunks, as the rounds of a lock-step run repeat, are timed once) in a
+  pass whose rows are iterations (the decomposition of engine/decompose.py takes per-row arrays), with the decode
   part and the prefill part built from the iteration's own requests and chunks.
 - Decode-only iterations are many (one per generated token) and alike: they are timed on a grid of
   (decode batch n, mean cached tokens p) rows and interpolated, linearly in p (attention reads grow
@@ -49,9 +50,23 @@ def _part(prefix: str, matrix_type: str, row, rows, new, prior, window=None) -> 
                          window=window, window_builder=partial(_part, prefix, matrix_type, row, rows, new, prior))
 
 
-def mixed_pass(schedule: Schedule) -> ForwardPass:
+def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:
+    """The mixed iterations with distinct contents (the same decode contexts and the same chunks take the same
+    time: rounds of a lock-step run repeat), and for every mixed iteration the index of its distinct one."""
+    seen: dict[bytes, int] = {}
+    distinct, which = [], np.empty(len(schedule.mixed), dtype=np.int64)
+    for position, it in enumerate(schedule.mixed):
+        key = b"|".join((np.sort(it.decode_priors).tobytes(), it.chunk_tokens.tobytes(), it.chunk_priors.tobytes(),
+                         bytes([min(it.completions, 255)])))
+        if key not in seen:
+            seen[key] = len(distinct)
+            distinct.append(it)
+        which[position] = seen[key]
+    return distinct, which
+
+
+def mixed_pass(mixed: list) -> ForwardPass:
     """One row per iteration with prompt chunks: its decode tokens and its chunks, exactly."""
-    mixed = schedule.mixed
     rows = len(mixed)
     decode_row = np.repeat(np.arange(rows), [len(it.decode_priors) for it in mixed])
     chunk_row = np.repeat(np.arange(rows), [len(it.chunk_tokens) for it in mixed])
@@ -125,7 +140,8 @@ def iteration_times(schedule: Schedule, model, scenario, hardware, method, layou
     times = np.zeros(schedule.iterations)
     if schedule.mixed:
         index = np.array([it.index for it in schedule.mixed])
-        times[index] = time_pass(mixed_pass(schedule), len(index), model, scenario, hardware, method, layout)
+        distinct, which = distinct_mixed(schedule)
+        times[index] = time_pass(mixed_pass(distinct), len(distinct), model, scenario, hardware, method, layout)[which]
     if schedule.segments:
         index, batch, mean_prior = decode_iterations(schedule)
         batches, contexts = decode_grid(batch, mean_prior)

@@ -23,6 +23,7 @@ next finish), so the loop runs about once per prompt chunk and once per finish.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,18 +83,24 @@ class Schedule:
 
 @dataclass
 class _Running:
-    """Requests decoding (parallel numpy arrays)."""
+    """Requests decoding, as parallel numpy arrays: id, cached tokens before the next decode step, tokens left."""
 
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    produced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    priors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    left: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    def add(self, requests: list[int]) -> None:
-        """Requests whose prompt just finished: they have their first token."""
-        self.ids = np.concatenate([self.ids, np.asarray(requests, dtype=np.int64)])
-        self.produced = np.concatenate([self.produced, np.ones(len(requests), dtype=np.int64)])
+    def add(self, requests: list[int], prompts: np.ndarray, outputs: np.ndarray) -> None:
+        """Requests whose prompt just finished: their first token is out, its K/V not yet cached."""
+        self.ids = np.concatenate([self.ids, requests])
+        self.priors = np.concatenate([self.priors, prompts[requests]])
+        self.left = np.concatenate([self.left, outputs[requests] - 1])
+
+    def step(self, iterations: int = 1) -> None:
+        self.priors += iterations
+        self.left -= iterations
 
     def keep(self, mask: np.ndarray) -> None:
-        self.ids, self.produced = self.ids[mask], self.produced[mask]
+        self.ids, self.priors, self.left = self.ids[mask], self.priors[mask], self.left[mask]
 
 
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
@@ -116,7 +123,7 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     arrival[:min(concurrency, total)] = 0
     client = np.full(total, -1, dtype=np.int64)
     client[:min(concurrency, total)] = np.arange(min(concurrency, total))
-    waiting = list(range(min(concurrency, total)))   # arrived, not admitted (arrival order)
+    waiting = deque(range(min(concurrency, total)))  # arrived, not admitted (arrival order)
     prefilling: list[list[int]] = []                 # admitted: [request, prompt tokens done]
     running = _Running()
     mixed, segments = [], []
@@ -124,38 +131,38 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     while unfinished:
         while waiting and len(running.ids) + len(prefilling) < max_batch and \
                 used_kv + reserve[waiting[0]] <= kv_capacity_bytes:
-            request = waiting.pop(0)
+            request = waiting.popleft()
             used_kv += reserve[request]
             prefilling.append([request, 0])
         peak_kv = max(peak_kv, used_kv)
-        priors = isl[running.ids] + running.produced - 1
         if not prefilling:     # decode only until the next finish
-            length = int((osl[running.ids] - running.produced).min())
-            segments.append(DecodeSegment(i, length, priors))
-            running.produced += length
+            length = int(running.left.min())
+            segments.append(DecodeSegment(i, length, running.priors.copy()))
+            running.step(length)
             i += length
         else:
             budget = token_budget - len(running.ids)
-            chunks, completed = [], []
+            new, prior, completed = [], [], []
             for entry in prefilling:
                 if budget <= 0:
                     break
                 request, done = entry
                 take = min(int(isl[request]) - done, budget)
-                chunks.append((take, done))
+                new.append(take)
+                prior.append(done)
                 entry[1] += take
                 budget -= take
                 if entry[1] == isl[request]:
                     completed.append(request)
-            prefilling = [entry for entry in prefilling if entry[1] < isl[entry[0]]]
-            new, prior = np.array(chunks, dtype=float).reshape(-1, 2).T
-            mixed.append(MixedIteration(i, priors, new, prior, len(completed)))
-            running.produced += 1
-            first_token[completed] = i
+            del prefilling[:len(completed)]    # prompts finish in order: the finished ones lead the list
+            mixed.append(MixedIteration(i, running.priors.copy(), np.array(new, dtype=float),
+                                        np.array(prior, dtype=float), len(completed)))
+            running.step()
             if completed:
-                running.add(completed)
+                first_token[completed] = i
+                running.add(np.array(completed, dtype=np.int64), isl, osl)
             i += 1
-        done = running.produced >= osl[running.ids]
+        done = running.left <= 0
         if not done.any():
             continue
         unfinished -= int(done.sum())

@@ -1,0 +1,70 @@
+"""Serving simulation speed (engine/serving): one concurrency point, and a concurrency sweep (the curve).
+
+Target (issue 12): one concurrency point in at most 50 ms, so a concurrency sweep is interactive.
+Each point is cold (a different input length every call: no cache can help). Prints the median over
+repeats, the iterations simulated and the ratio to the target.
+Run: .venv/bin/python benchmarks/serve_speed.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import engine  # noqa: E402
+from engine.serving import doubling_concurrencies, serve, serving_curve  # noqa: E402
+
+TARGET_S = 0.050
+POINTS = (  # (label, model, serve fields)
+    ("Llama-3.1-8B, 1 client, 1024/1024", "meta-llama/Llama-3.1-8B", dict(concurrency=1)),
+    ("Llama-3.1-8B, 32 clients, 1024/1024", "meta-llama/Llama-3.1-8B", dict(concurrency=32)),
+    ("Llama-3.1-8B, 128 clients, 1024/1024", "meta-llama/Llama-3.1-8B", dict(concurrency=128)),
+    ("Llama-3.1-70B tp4 fp8, 32 clients, 1024/1024", "meta-llama/Llama-3.1-70B",
+     dict(concurrency=32, tp=4, weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8")),
+    ("Llama-3.1-70B tp4 fp8, 128 clients, 8192/1024", "meta-llama/Llama-3.1-70B",
+     dict(concurrency=128, tp=4, weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8", input_length=8192)),
+    ("Llama-3.1-8B, 64 clients, staggered steady state", "meta-llama/Llama-3.1-8B",
+     dict(concurrency=64, stagger_start=True, warmup_requests=1)),
+    ("DeepSeek-V3 tp8 ep8 fp8, 64 clients, 1024/1024", "deepseek-ai/DeepSeek-V3",
+     dict(concurrency=64, tp=8, ep=8, weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8")),
+)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+    hardware = {name: engine.load_hardware(name) for name in ("H100-SXM", "H200-SXM")}
+    print(f"one concurrency point (median of {args.repeats}, cold; target {TARGET_S * 1e3:.0f} ms):")
+    for method in ("roofline", "realistic"):
+        for label, model_id, fields in POINTS:
+            model = engine.load_model(model_id)
+            device = hardware["H200-SXM" if "DeepSeek" in model_id else "H100-SXM"]
+            times = []
+            for repeat in range(args.repeats):
+                lengths = dict(input_length=fields.get("input_length", 1024) + repeat, output_length=1024)
+                start = time.perf_counter()
+                result = serve(device, model, method=method, **{**fields, **lengths})
+                times.append(time.perf_counter() - start)
+            median = statistics.median(times)
+            print(f"  {method:<9} {label:<52} {median * 1e3:7.1f} ms  ({len(result.iterations)} iterations, "
+                  f"{median / TARGET_S:.2f} x target)")
+    model = engine.load_model("meta-llama/Llama-3.1-8B")
+    concurrencies = doubling_concurrencies(256)
+    times = []
+    for repeat in range(3):
+        start = time.perf_counter()
+        serving_curve(hardware["H100-SXM"], model, concurrencies, input_length=1024 + repeat, output_length=1024)
+        times.append(time.perf_counter() - start)
+    print(f"concurrency sweep 1..256 ({len(concurrencies)} points, realistic, Llama-3.1-8B on H100-SXM): "
+          f"{statistics.median(times):.2f} s median of 3")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
