@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from engine.serving.backends import BACKENDS
+
 CATALOG_MODELS = {
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "nvidia/Llama-3.1-8B-Instruct-FP8": "meta-llama/Llama-3.1-8B",
@@ -111,7 +113,8 @@ def family_of(model_path: str) -> str:
 
 def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic", **serve_fields) -> pd.DataFrame:
     """One row per run: measured and predicted TTFT/TPOT (seconds), the iterations a measured request waits
-    for its first token (for refitting host-side times), or `reason` where the run is not expressed."""
+    for its first token (for refitting host-side times), or `reason` where the run is not expressed.
+    Each run takes its own backend's host-side times (engine/serving/backends.py) unless `serve_fields` say."""
     from engine.serving.simulate import serve
     models = ModelSource(root)
     rows = []
@@ -125,8 +128,9 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
             rows.append({**base, "reason": expressed})
             continue
         hardware, model, fields = expressed
+        backend = run.backend if run.backend in BACKENDS else "generic"
         try:
-            result = serve(hardware, model, method=method, **fields, **serve_fields)
+            result = serve(hardware, model, method=method, **{"backend": backend, **fields, **serve_fields})
         except ValueError as error:
             reason = str(error).splitlines()[0].replace(str(model.name), run.model_path)
             rows.append({**base, "reason": reason[:160]})
