@@ -27,7 +27,7 @@ def scored(runs):
 
 def run_row(**fields):
     base = dict(device="H100-SXM", system="h100_sxm", mode="agg", attention_dp=pd.NA, model_path="openai/gpt-oss-120b",
-                gemm_quant_mode="nvfp4", concurrency=16, max_batch=16, moe_ep=pd.NA, input_length=1024,
+                gemm_quant_mode="nvfp4", concurrency=16, max_batch=16, moe_ep=pd.NA, moe_tp=pd.NA, input_length=1024,
                 output_length=512, tp=2, pp=1, backend="vllm")
     return next(pd.DataFrame([{**base, **fields}]).itertuples(index=False))   # as score_runs reads runs
 
@@ -46,6 +46,9 @@ def test_express_maps_precision_layout_and_refusals():
     assert (llama["weight_dtype"], llama["concurrency"]) == ("bf16", 24)     # no concurrency note: the batch size
     assert "no workbook device" in validation.express(run_row(device=None, system="l40s"), devices, models)
     assert "attention data parallelism" in validation.express(run_row(attention_dp=4), devices, models)
+    # attention data parallelism over 4 replicas, experts over 2 x 2 devices: one expert-parallel group of 4
+    _, _, wide = validation.express(run_row(tp=1, attention_dp=4, moe_tp=2, moe_ep=2), devices, models)
+    assert (wide["tp"], wide["dp"], wide["ep"]) == (1, 4, 4)
     assert "no config" in validation.express(run_row(model_path="zhipuai/GLM-5"), devices, models)
 
 

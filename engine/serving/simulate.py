@@ -116,8 +116,11 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     per_request = fitted[1] if options.request_overhead_s is None else options.request_overhead_s
     options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request})
     graph = get_method("realistic-graph") if chosen.name == "realistic" and options.graph_decode else chosen
-    replica = cost_scenario.model_copy(update={"dp": 1, "devices": None})
-    replica = Scenario.model_validate(replica.model_dump())
+    replica = cost_scenario
+    if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
+        replica = Scenario.model_validate({**cost_scenario.model_dump(), "dp": 1, "devices": None})
+        # spans replicas (attention data parallelism): they step together with equal loads, so one device's
+        # table is the same with dp kept, and one replica's schedule stands for all
     layout = parallel_layout(model, replica)
     capacity, kv_per_request = kv_budget(model, replica, hardware, options, layout)
     runs = []

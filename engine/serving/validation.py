@@ -3,7 +3,11 @@
 `express(run)` turns one measured run (a row of engine.silicon.serving.read_serving_runs) into what
 serve() takes (device, model, lengths, concurrency, layout, dtypes), or a reason it cannot be expressed:
 a system without a workbook device, a model neither in the catalog nor among the package's model
-configs, an architecture the hand models do not cover, attention data parallelism (not modelled yet).
+configs, an architecture the hand models do not cover, a layout the parallelism rules reject.
+
+Layout: tp, pp as given; attention data parallelism (attention_dp replicas) is dp, with the experts over
+moe_tp x moe_ep devices taken as one expert-parallel group of that many devices (whole experts each; the
+expert tensor split is not modelled), which spans the replicas.
 
 Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
@@ -82,8 +86,6 @@ def express(run, devices: dict, models: ModelSource):
         return f"system {run.system} has no workbook device"
     if run.mode != "agg":
         return "disaggregated run (scored with disaggregated serving)"
-    if pd.notna(run.attention_dp) and int(run.attention_dp) > 1:
-        return "attention data parallelism (not modelled yet)"
     model, reason = models.get(run.model_path)
     if model is None:
         return reason
@@ -91,11 +93,19 @@ def express(run, devices: dict, models: ModelSource):
     if dtypes is None:
         return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
     moe = getattr(model, "is_moe", False)
-    ep = int(run.moe_ep) if moe and pd.notna(run.moe_ep) else 1
+    ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
+    dp = _whole(run.attention_dp)
+    if dp > 1 and ep <= int(run.tp):
+        return "attention data parallelism without an expert-parallel group spanning the replicas"
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
-                  output_length=int(run.output_length), tp=int(run.tp), pp=int(run.pp) if pd.notna(run.pp) else 1,
-                  ep=ep, weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+                  output_length=int(run.output_length), tp=int(run.tp), pp=_whole(run.pp), dp=dp, ep=ep,
+                  weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
     return hardware, model, fields
+
+
+def _whole(value) -> int:
+    """A layout field of a run (1 where the file leaves it empty)."""
+    return int(value) if pd.notna(value) else 1
 
 
 def concurrency_of(run) -> int:
