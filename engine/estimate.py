@@ -10,6 +10,7 @@ from engine.collectives import check_interconnect
 from engine.energy import add_energy, energy_summary, tdp_note
 from engine.dtypes import bytes_per_value, check_dtype, compute_dtype, compute_format, number_format
 from engine.estimators import get_method
+from engine.estimators.validity import realistic_validation, validation_notes
 from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
 from engine.memory import memory_footprint
@@ -84,6 +85,8 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
         result.notes.append(automatic_note(model))
     result.notes.extend(_fallback_notes(kernels, hardware))
     result.notes.extend(precision_notes(scenario))
+    result.validation = realistic_validation(hardware, chosen.name)
+    result.notes.extend(validation_notes(hardware, chosen.name))
     result.notes.extend(notes)
     result.notes.extend(energy_notes)
     return result

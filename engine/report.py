@@ -186,6 +186,8 @@ class Estimate:
     experts_touched: dict = field(default_factory=dict)  # MoE: {phase: routed experts read per MoE layer per step
                                                          # on one device}; empty for dense models
     energy: Optional[dict] = None                      # engine/energy.py energy_summary; None: energy unavailable
+    validation: Optional[dict] = None                  # realistic methods: validated on measurements or not
+                                                       # (engine/estimators/validity.py)
 
     @property
     def total_time_s(self) -> float:
@@ -223,6 +225,7 @@ class Estimate:
             "notes": list(self.notes),
             "experts_touched": {phase: _clean(value) for phase, value in self.experts_touched.items()},
             "energy": self.energy,
+            "realistic_validation": self.validation,
         }
         summary = self.schedule_summary()
         if summary is not None:

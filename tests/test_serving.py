@@ -173,3 +173,18 @@ def test_host_side_times(h100, llama8b):
     assert serve(h100, llama8b, backend="vllm", **{**fields, "method": "roofline"}).iteration_overhead_s == 0
     with pytest.raises(ValueError, match="unknown serving backend 'tgi'"):
         serve(h100, llama8b, backend="tgi")
+
+
+def test_realistic_says_where_it_is_unvalidated(h100, llama8b):
+    tpu = engine.load_hardware("TPU-v5e")
+    fields = dict(concurrency=2, input_length=256, output_length=16)
+    on_tpu = serve(tpu, llama8b, method="realistic", weight_dtype="int8", **fields)     # 16 GB: 8-bit weights fit
+    assert on_tpu.validation["validated"] is False and any("unvalidated on TPU-v5e" in n for n in on_tpu.notes)
+    assert on_tpu.to_dict()["realistic_validation"]["validated"] is False
+    assert serve(h100, llama8b, method="realistic", **fields).validation["validated"] is True
+    assert serve(tpu, llama8b, method="roofline", weight_dtype="int8", **fields).validation is None
+    mi300x = engine.estimate(engine.load_hardware("MI300X"), llama8b, engine.Scenario(phase="decode"), method="realistic")
+    assert mi300x.to_dict(include_kernels=False)["realistic_validation"]["validated"] is False
+    assert any("unvalidated on MI300X" in note for note in mi300x.notes)
+    clone = h100.model_copy(update={"name": "My-NPU", "vendor": "Acme", "kind": "npu"})
+    assert engine.estimate(clone, llama8b, engine.Scenario(phase="decode"), method="realistic").validation["validated"] is False

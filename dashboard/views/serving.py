@@ -11,6 +11,7 @@ from dashboard.charts.serving import serving_curve_figure, serving_latency_figur
 from dashboard.context import PageContext
 from dashboard.state import SERVING_BACKENDS
 from dashboard.widgets import chart, deck_button, table_downloads
+from engine.estimators.validity import validation_notes
 from engine.serving import doubling_concurrencies
 
 LARGEST = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -73,6 +74,9 @@ def render(ctx: PageContext) -> None:
     curve = pd.concat([data.serving_curve_frame(hw, ctx.model, concurrencies, state.method, **fields)
                        for hw in ctx.selected], ignore_index=True)
     headline(curve, ctx.selected[0].name, state.serving_concurrency)
+    for hardware in ctx.selected:
+        for note in validation_notes(hardware, state.method):
+            st.info(note)
     failed = curve[curve["error"] != ""]
     for device, rows in failed.groupby("device", sort=False):
         st.warning(f"{device}: {len(rows)} concurrency point(s) cannot run ({', '.join(map(str, rows['concurrency']))} "

@@ -28,6 +28,7 @@ import pandas as pd
 
 from engine.estimate import ScenarioError, check_fits_model
 from engine.estimators import get_method
+from engine.estimators.validity import realistic_validation, validation_notes
 from engine.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.parallel import parallel_layout
 from engine.serving.backends import overheads
@@ -57,6 +58,7 @@ class ServingResult:
     kv_capacity_bytes: float        # per device, for the KV cache
     iteration_overhead_s: float
     notes: list[str] = field(default_factory=list)
+    validation: dict | None = None  # realistic methods: validated on measurements or not (estimators/validity.py)
 
     def __getattr__(self, name):
         metrics = self.__dict__.get("metrics", {})
@@ -75,7 +77,8 @@ class ServingResult:
                 "devices": self.devices, "tp": s.tp, "pp": s.pp, "dp": s.dp, "ep": s.ep,
                 "serving": self.options.model_dump(), "iteration_overhead_s": self.iteration_overhead_s,
                 "kv_capacity_bytes": self.kv_capacity_bytes, "iterations": int(len(self.iterations)),
-                "measured_requests": int(self.requests["measured"].sum()), "notes": list(self.notes)}
+                "measured_requests": int(self.requests["measured"].sum()), "notes": list(self.notes),
+                "realistic_validation": self.validation}
 
 
 def _clean(value):
@@ -227,8 +230,9 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
     if overhead or options.request_overhead_s:
         notes.append(f"host-side times ({options.backend} profile unless given): {overhead * 1e3:.3g} ms per "
                      f"iteration, {options.request_overhead_s * 1e3:.3g} ms per request (in TTFT and latency)")
+    notes.extend(validation_notes(hardware, method))
     return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
-                         capacity, overhead, notes)
+                         capacity, overhead, notes, realistic_validation(hardware, method))
 
 
 def _mean(values: np.ndarray, weights: np.ndarray) -> float:
