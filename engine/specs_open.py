@@ -25,6 +25,7 @@ from xml.etree import ElementTree
 
 import openpyxl
 from openpyxl.utils import range_boundaries
+from openpyxl.utils.datetime import from_ISO8601
 
 from engine.specs_read import SpecsError
 
@@ -165,6 +166,11 @@ def _cell_problem(kind: Optional[str], text: Optional[str], style: Optional[str]
             return f"shared-string index {text!r} is out of range (the workbook has {strings} shared strings)"
     elif kind == "b" and text.strip() not in ("0", "1"):
         return f"TRUE/FALSE value stored as {text!r}"
+    elif kind == "d":
+        try:
+            from_ISO8601(text)
+        except (ValueError, TypeError, OverflowError):
+            return f"date stored as {text!r}, which is not an ISO 8601 date"
     return None
 
 
@@ -194,7 +200,8 @@ def locate_damage(data: bytes, label: str, cause: BaseException) -> SpecsError:
     except (zipfile.BadZipFile, ValueError):
         return fallback
     with archive:
-        strings = _count(archive, "xl/sharedStrings.xml", "si")
+        has_strings = "xl/sharedStrings.xml" in archive.namelist()
+        strings = _count(archive, "xl/sharedStrings.xml", "si") if has_strings else 0
         styles = _count(archive, "xl/styles.xml", "xf", parent="cellXfs")
         for title, path in _sheet_paths(archive).items():
             try:

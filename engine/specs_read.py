@@ -70,6 +70,11 @@ def is_integer_field(field: WorkbookField) -> bool:
     return annotation is int or int in typing.get_args(annotation)
 
 
+def in_workbook_unit(si: float, scale: float) -> float:
+    """si / scale as the decimal quotient (1e-9 J in pJ is 1000, not 1000.0000000000001)."""
+    return float(decimal.Decimal(repr(float(si))) / decimal.Decimal(repr(float(scale))))
+
+
 def expectation(field: WorkbookField) -> str:
     """What a valid cell holds, in the workbook's unit, from Hardware's Field limits."""
     if field.text:
@@ -78,7 +83,7 @@ def expectation(field: WorkbookField) -> str:
     for limit in Hardware.model_fields[field.attribute].metadata:
         for attr, symbol in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
             if hasattr(limit, attr):
-                bounds.append(f"{symbol} {format_number(getattr(limit, attr) / field.scale)}")
+                bounds.append(f"{symbol} {format_number(in_workbook_unit(getattr(limit, attr), field.scale))}")
     kind = "a whole number" if is_integer_field(field) else "a number"
     return f"{kind} {' and '.join(bounds)}{_unit_suffix(field)}".replace("  ", " ")
 
