@@ -15,7 +15,7 @@ from engine.dtypes import DTYPES, check_dtype
 from engine.errors import one_line
 from engine.estimators import METHODS
 from engine.grid_spec import GridArgumentError, sweep_grid_arguments
-from engine.table_safety import neutralise_table
+from engine.table_safety import to_safe_csv
 from engine.workload import COLLECTIVE_ALGORITHMS, PHASES
 
 
@@ -135,7 +135,7 @@ def cmd_estimate(args) -> None:
     result = estimate(hw, model, scenario, method=args.method)
     fewest = None if result.memory.fits else fewest_devices(hw, model, scenario)
     if args.csv:
-        neutralise_table(result.kernels).to_csv(args.csv, index=False)
+        to_safe_csv(result.kernels, args.csv)
     if args.json:
         data = result.to_dict()
         if not result.memory.fits:
@@ -250,9 +250,9 @@ def cmd_sweep(args) -> None:
     if args.out and output_format == "parquet":
         frame.to_parquet(args.out, index=False)
     elif args.out:
-        neutralise_table(frame).to_csv(args.out, index=False)
+        to_safe_csv(frame, args.out)
     else:
-        neutralise_table(frame).to_csv(sys.stdout, index=False)
+        to_safe_csv(frame, sys.stdout)
     failed = frame["error"] != ""
     first = f"; first error: {frame['error'][failed].iloc[0]}" if failed.any() else ""
     where = f", written to {args.out}" if args.out else ""

@@ -7,12 +7,17 @@ with a single quote, which spreadsheets show as text. Only text is touched; numb
 included, stay numbers.
 
     neutralise_text("=1+1")          -> "'=1+1"
-    neutralise_table(frame)          -> a copy safe to write with to_csv / to_excel
+    neutralise_table(frame)          -> a copy safe to write with to_excel
+    to_safe_csv(frame, path)         -> neutralised CSV, every carriage return inside a quoted cell
+
+A carriage return inside a cell must be quoted, or a spreadsheet starts a new row there (and a
+formula after it would run). Python's csv module quotes only the characters of its line ending, so
+when some text holds a CR the CSV gets RFC 4180's CRLF line endings (which quote it); else LF.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import pandas as pd
 
@@ -46,3 +51,16 @@ def neutralise_table(frame: pd.DataFrame) -> pd.DataFrame:
             out.isetitem(position, texts)
     out.columns = [neutralise_text(name) for name in out.columns]
     return out
+
+
+def _holds_carriage_return(frame: pd.DataFrame) -> bool:
+    texts = [frame.iloc[:, i] for i in range(frame.shape[1]) if _is_text_column(frame.iloc[:, i])]
+    return any(isinstance(name, str) and "\r" in name for name in frame.columns) or any(
+        column.map(lambda value: isinstance(value, str) and "\r" in value).any() for column in texts)
+
+
+def to_safe_csv(frame: pd.DataFrame, target: Optional[Any] = None, index: bool = False) -> Optional[str]:
+    """frame.to_csv(target) with formula-like text neutralised and carriage returns quoted."""
+    safe = neutralise_table(frame)
+    line_end = "\r\n" if _holds_carriage_return(safe) else "\n"
+    return safe.to_csv(target, index=index, lineterminator=line_end)
