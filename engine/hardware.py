@@ -67,7 +67,8 @@ class Hardware(BaseModel):
     num_links: Optional[int] = Field(None, ge=1, le=1024)
     devices_per_node: Optional[int] = Field(None, ge=1, le=100_000)  # 10x the largest TPU pod (9,216 chips)
     link_latency_s: PositiveRate = Field(None, ge=1e-9, le=0.01)
-    inter_node_bandwidth_bytes_per_s: PositiveRate = Field(None, ge=1e6, le=1e13, description="per device, per direction")
+    inter_node_bandwidth_bytes_per_s: PositiveRate = Field(None, ge=1e6, le=1e13,
+                                                           description="per device, per direction")
     inter_node_latency_s: PositiveRate = Field(None, ge=1e-9, le=0.1)
 
     tdp_w: PositiveRate = Field(None, ge=1e-3, le=1e5)  # 1 mW (a microcontroller NPU) .. 100 kW (4x a CS-3 system)

@@ -90,7 +90,8 @@ def _sheet_paths(archive: zipfile.ZipFile) -> dict[str, str]:
             return paths
     except (KeyError, ElementTree.ParseError):
         pass
-    return {posixpath.basename(n): n for n in archive.namelist() if n.startswith("xl/worksheets/") and n.endswith(".xml")}
+    return {posixpath.basename(n): n for n in archive.namelist()
+            if n.startswith("xl/worksheets/") and n.endswith(".xml")}
 
 
 def _check_sizes(archive: zipfile.ZipFile, label: str) -> None:

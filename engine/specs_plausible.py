@@ -23,7 +23,8 @@ from engine.hardware import WORKBOOK_FIELD_BY_KEY
 USUAL_RANGES: dict[str, tuple[float, float]] = {
     "num_cores": (1, 4096),                # SMs / CUs / TensorCores; 304 on MI300X, 192 on large CPUs
     "clock": (0.3, 5.0),                   # GHz
-    **{f"matrix_macs_per_cycle_per_core_{d}": (16, 2**22) for d in MATRIX_DTYPES},  # 128 (MI300X fp32) .. 131,072 (TPU int8)
+    # MAC/cycle/core: 128 (MI300X fp32) .. 131,072 (TPU-v5e int8)
+    **{f"matrix_macs_per_cycle_per_core_{d}": (16, 2**22) for d in MATRIX_DTYPES},
     "vector_flops_per_cycle_per_core": (8, 65536),  # 128 (GPU SM) .. 4096 (TPU VPU)
     "memory_capacity": (1, 4096),          # GB: 16 (T4) .. 288 (B300)
     "memory_bandwidth": (50, 50_000),      # GB/s: 300 (L4) .. 32,985 (seed JGS)
