@@ -28,6 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.theme import FIGURE_SIZE
+from engine.table_safety import neutralise_table, to_safe_csv
 
 FORMATS = ("png", "svg", "pdf")
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -211,8 +212,10 @@ def toolbar_config(filename: str, fmt: str = "png") -> dict:
 
 
 def table_csv(df: pd.DataFrame) -> bytes:
-    """The table as UTF-8 CSV (no index column)."""
-    return df.to_csv(index=False).encode("utf-8")
+    """The table as UTF-8 CSV (no index column); text a spreadsheet would run as a formula (`=`, `+`,
+    `-`, `@`, tab, CR first) gets a leading `'` and a CR inside text is quoted (engine.table_safety,
+    OWASP's CSV-injection advice)."""
+    return to_safe_csv(df).encode("utf-8")
 
 
 def _sheet_name(name: str) -> str:
@@ -223,11 +226,11 @@ def table_xlsx(df: pd.DataFrame, sheet_name: str = "kernels") -> bytes:
     """The table as an .xlsx workbook (header row frozen, columns sized to their header).
 
     Excel has no infinity: infinite values (e.g. the intensity of a kernel that moves no bytes)
-    are written as the text "inf".
+    are written as the text "inf". Text that would run as a formula is neutralised as in table_csv.
     """
     from openpyxl.utils import get_column_letter
 
-    out = df.copy()
+    out = neutralise_table(df)
     for column in out.columns:
         if pd.api.types.is_float_dtype(out[column]) and np.isinf(out[column].to_numpy(dtype=float)).any():
             out[column] = out[column].astype(object).where(~np.isinf(out[column].to_numpy(dtype=float)), "inf")

@@ -178,7 +178,10 @@ def draw(devices: dict, model) -> None:
         if st.session_state.get("specs_error"):
             st.error(st.session_state["specs_error"] + " — keeping the previous workbook")
         elif "specs_upload" in st.session_state:
-            st.caption(f"Using {st.session_state['specs_upload'][0]}")
+            name, specs = st.session_state["specs_upload"]
+            st.caption(f"Using {name}")
+            for warning in getattr(specs, "warnings", []):   # unusual values: likely unit slips
+                st.warning(f"{name}: {warning}", icon=":material/straighten:")
         st.subheader("Model")
         model_controls()
         if model is not None:

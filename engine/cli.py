@@ -15,6 +15,7 @@ from engine.dtypes import DTYPES, check_dtype
 from engine.errors import one_line
 from engine.estimators import METHODS
 from engine.grid_spec import GridArgumentError, sweep_grid_arguments
+from engine.table_safety import to_safe_csv
 from engine.workload import COLLECTIVE_ALGORITHMS, PHASES
 
 
@@ -134,7 +135,7 @@ def cmd_estimate(args) -> None:
     result = estimate(hw, model, scenario, method=args.method)
     fewest = None if result.memory.fits else fewest_devices(hw, model, scenario)
     if args.csv:
-        result.kernels.to_csv(args.csv, index=False)
+        to_safe_csv(result.kernels, args.csv)
     if args.json:
         data = result.to_dict()
         if not result.memory.fits:
@@ -263,9 +264,9 @@ def cmd_sweep(args) -> None:
     if args.out and output_format == "parquet":
         frame.to_parquet(args.out, index=False)
     elif args.out:
-        frame.to_csv(args.out, index=False)
+        to_safe_csv(frame, args.out)
     else:
-        frame.to_csv(sys.stdout, index=False)
+        to_safe_csv(frame, sys.stdout)
     failed = frame["error"] != ""
     first = f"; first error: {frame['error'][failed].iloc[0]}" if failed.any() else ""
     where = f", written to {args.out}" if args.out else ""
@@ -431,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "specs", None):   # unusual values of a user's workbook (likely unit slips)
+            from engine.specs import load_specs
+            for warning in load_specs(args.specs).warnings:
+                print(f"llm-roofline: warning: {warning}", file=sys.stderr)
         args.handler(args)
     except BrokenPipeError:  # output piped into `head` and closed early
         return 0

@@ -28,57 +28,75 @@ class Hardware(BaseModel):
     kind: str = Field(min_length=1, description="gpu, tpu, npu, cpu or hypothetical")
     notes: str = ""
 
-    num_cores: int = Field(gt=0, le=1_000_000, description="SMs / compute units / cores")
-    clock_hz: float = Field(gt=0, le=1e10)
+    # Limits are physical: a value outside them describes no chip that could exist, so the workbook refuses
+    # it naming the cell (a merely unusual value is warned about instead: engine/specs_plausible.py). Lower
+    # bounds are positive because every rate, size and energy here is something a real device has (zero
+    # would divide by zero or mean "infinitely fast"); upper bounds sit far beyond the largest chip ever
+    # built, Cerebras' wafer-scale WSE-3 (900,000 cores, 44 GB SRAM at 21 PB/s, 23 kW system).
+    num_cores: int = Field(ge=1, le=10_000_000, description="SMs / compute units / cores")  # 11x WSE-3's cores
+    clock_hz: float = Field(ge=1e6, le=1e10)  # 1 MHz (slower than any microcontroller) .. 10 GHz (above any CMOS logic)
 
-    matrix_macs_per_cycle_per_core_fp32: PositiveRate = Field(None, gt=0, le=1e6)
-    matrix_macs_per_cycle_per_core_tf32: PositiveRate = Field(None, gt=0, le=1e6)
-    matrix_macs_per_cycle_per_core_bf16: PositiveRate = Field(None, gt=0, le=1e6)
-    matrix_macs_per_cycle_per_core_fp16: PositiveRate = Field(None, gt=0, le=1e6)
-    matrix_macs_per_cycle_per_core_fp8: PositiveRate = Field(None, gt=0, le=1e6)
-    matrix_macs_per_cycle_per_core_int8: PositiveRate = Field(None, gt=0, le=1e6)
-    matrix_macs_per_cycle_per_core_fp4: PositiveRate = Field(None, gt=0, le=1e6)
-    vector_flops_per_cycle_per_core: float = Field(gt=0, le=1e6, description="fp32, FMA = 2 FLOP")
+    # MAC/cycle/core: below 1/100 a core's matrix unit would be slower than its own scalar FMA pipe; 1e8 per
+    # core is a 10,000 x 10,000 systolic array, 760x a TPU v5e core's 131,072 int8 MACs per clock
+    matrix_macs_per_cycle_per_core_fp32: PositiveRate = Field(None, ge=0.01, le=1e8)
+    matrix_macs_per_cycle_per_core_tf32: PositiveRate = Field(None, ge=0.01, le=1e8)
+    matrix_macs_per_cycle_per_core_bf16: PositiveRate = Field(None, ge=0.01, le=1e8)
+    matrix_macs_per_cycle_per_core_fp16: PositiveRate = Field(None, ge=0.01, le=1e8)
+    matrix_macs_per_cycle_per_core_fp8: PositiveRate = Field(None, ge=0.01, le=1e8)
+    matrix_macs_per_cycle_per_core_int8: PositiveRate = Field(None, ge=0.01, le=1e8)
+    matrix_macs_per_cycle_per_core_fp4: PositiveRate = Field(None, ge=0.01, le=1e8)
+    # any vector unit does an op per cycle or so; 1e7 is 2,400x a TPU v5e core's VPU (4096 FLOP/cycle)
+    vector_flops_per_cycle_per_core: float = Field(ge=0.01, le=1e7, description="fp32, FMA = 2 FLOP")
 
-    memory_capacity_bytes: float = Field(gt=0, le=1e14)
-    memory_bandwidth_bytes_per_s: float = Field(gt=0, le=1e15)
+    # 1 MB holds not one layer of any LLM; 100 TB is 350x a B300's 288 GB (a whole GB200 NVL72 rack has 13.5 TB)
+    memory_capacity_bytes: float = Field(ge=1e6, le=1e14)
+    # 10 MB/s is slower than a 1990s PC's memory bus; 1 PB/s is 125x a B200's 8 TB/s (an HBM stack gives ~2 TB/s)
+    memory_bandwidth_bytes_per_s: float = Field(ge=1e7, le=1e15)
 
-    sram_per_core_bytes: PositiveRate = Field(None, gt=0, le=2**30)
-    sram_bandwidth_bytes_per_cycle_per_core: PositiveRate = Field(None, gt=0, le=1e5)
-    register_file_per_core_bytes: PositiveRate = Field(None, gt=0, le=2**30)
-    llc_capacity_bytes: PositiveRate = Field(None, gt=0, le=1e11)
-    llc_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e16)
+    # on-chip: at least 1 KiB of L1 and 64 B of registers (a handful of vector registers) per core; at most
+    # 1 GiB per core, 100 GB of last-level cache (2x WSE-3's whole SRAM) at 1e17 B/s (5x WSE-3's 21 PB/s)
+    sram_per_core_bytes: PositiveRate = Field(None, ge=1024, le=2**30)
+    sram_bandwidth_bytes_per_cycle_per_core: PositiveRate = Field(None, ge=1, le=1e6)
+    register_file_per_core_bytes: PositiveRate = Field(None, ge=64, le=2**30)
+    llc_capacity_bytes: PositiveRate = Field(None, ge=1024, le=1e11)
+    llc_bandwidth_bytes_per_s: PositiveRate = Field(None, ge=1e7, le=1e17)
 
-    link_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e13, description="per link, per direction")
-    num_links: Optional[int] = Field(None, gt=0, le=1024)
-    devices_per_node: Optional[int] = Field(None, gt=0, le=100_000)
-    link_latency_s: PositiveRate = Field(None, gt=0, le=1.0)
-    inter_node_bandwidth_bytes_per_s: PositiveRate = Field(None, gt=0, le=1e13, description="per device, per direction")
-    inter_node_latency_s: PositiveRate = Field(None, gt=0, le=1.0)
+    # links: 1 MB/s (slower than USB 1.1) .. 10 TB/s per link (200x NVLink 5's 50 GB/s per link and
+    # direction); latency 1 ns (light crosses 30 cm) .. 10 ms scale-up / 100 ms scale-out (around the globe)
+    link_bandwidth_bytes_per_s: PositiveRate = Field(None, ge=1e6, le=1e13, description="per link, per direction")
+    num_links: Optional[int] = Field(None, ge=1, le=1024)
+    devices_per_node: Optional[int] = Field(None, ge=1, le=100_000)  # 10x the largest TPU pod (9,216 chips)
+    link_latency_s: PositiveRate = Field(None, ge=1e-9, le=0.01)
+    inter_node_bandwidth_bytes_per_s: PositiveRate = Field(None, ge=1e6, le=1e13,
+                                                           description="per device, per direction")
+    inter_node_latency_s: PositiveRate = Field(None, ge=1e-9, le=0.1)
 
-    tdp_w: PositiveRate = Field(None, gt=0, le=1e5)
-    launch_overhead_s: PositiveRate = Field(None, gt=0, le=0.1)
+    tdp_w: PositiveRate = Field(None, ge=1e-3, le=1e5)  # 1 mW (a microcontroller NPU) .. 100 kW (4x a CS-3 system)
+    launch_overhead_s: PositiveRate = Field(None, ge=1e-9, le=0.01)  # 1 ns (a few cycles) .. 10 ms
 
     # realistic method (engine/estimators/realistic.py); blank values fall back to documented defaults
-    kernel_latency_s: PositiveRate = Field(None, gt=0, le=0.1, description="device time of a GEMM beyond its work")
+    kernel_latency_s: PositiveRate = Field(None, ge=1e-9, le=0.01, description="device time of a GEMM beyond its work")
     gemm_tile_shapes: Optional[str] = Field(None, description="CTA tiles 'MxN,MxN,...' the GEMM kernels use")
-    achievable_matrix_fraction: PositiveRate = Field(None, gt=0, le=1)
-    achievable_memory_bandwidth_fraction: PositiveRate = Field(None, gt=0, le=1)
+    # a kernel reaching under 1% of peak is not what the realistic method models; above 1 is beyond peak
+    achievable_matrix_fraction: PositiveRate = Field(None, ge=0.01, le=1)
+    achievable_memory_bandwidth_fraction: PositiveRate = Field(None, ge=0.01, le=1)
 
-    # energy (engine/energy.py): per-operation energies and static power; blank = energy unavailable
-    matrix_energy_j_per_mac_fp32: PositiveRate = Field(None, gt=0, le=1e-9)
-    matrix_energy_j_per_mac_tf32: PositiveRate = Field(None, gt=0, le=1e-9)
-    matrix_energy_j_per_mac_bf16: PositiveRate = Field(None, gt=0, le=1e-9)
-    matrix_energy_j_per_mac_fp16: PositiveRate = Field(None, gt=0, le=1e-9)
-    matrix_energy_j_per_mac_fp8: PositiveRate = Field(None, gt=0, le=1e-9)
-    matrix_energy_j_per_mac_int8: PositiveRate = Field(None, gt=0, le=1e-9)
-    matrix_energy_j_per_mac_fp4: PositiveRate = Field(None, gt=0, le=1e-9)
-    vector_energy_j_per_flop: PositiveRate = Field(None, gt=0, le=1e-9)
-    memory_energy_j_per_byte: PositiveRate = Field(None, gt=0, le=1e-8)
-    llc_energy_j_per_byte: PositiveRate = Field(None, gt=0, le=1e-8)
-    sram_energy_j_per_byte: PositiveRate = Field(None, gt=0, le=1e-8)
-    link_energy_j_per_bit: PositiveRate = Field(None, gt=0, le=1e-9)
-    static_power_w: PositiveRate = Field(None, gt=0, le=1e5)
+    # energy (engine/energy.py): per-operation energies and static power; blank = energy unavailable.
+    # Lower bounds: 1e-17 J per MAC/FLOP and 1e-16 J per byte/bit are ~1000x below today's best (int8 MAC
+    # ~0.05 pJ, SRAM ~0.1 pJ/B) and within a few thousand times the Landauer limit (3e-21 J per bit at 300 K)
+    matrix_energy_j_per_mac_fp32: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    matrix_energy_j_per_mac_tf32: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    matrix_energy_j_per_mac_bf16: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    matrix_energy_j_per_mac_fp16: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    matrix_energy_j_per_mac_fp8: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    matrix_energy_j_per_mac_int8: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    matrix_energy_j_per_mac_fp4: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    vector_energy_j_per_flop: PositiveRate = Field(None, ge=1e-17, le=1e-9)
+    memory_energy_j_per_byte: PositiveRate = Field(None, ge=1e-16, le=1e-8)
+    llc_energy_j_per_byte: PositiveRate = Field(None, ge=1e-16, le=1e-8)
+    sram_energy_j_per_byte: PositiveRate = Field(None, ge=1e-16, le=1e-8)
+    link_energy_j_per_bit: PositiveRate = Field(None, ge=1e-16, le=1e-9)
+    static_power_w: PositiveRate = Field(None, ge=1e-3, le=1e5)
 
     @field_validator("gemm_tile_shapes")
     @classmethod

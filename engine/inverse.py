@@ -36,8 +36,8 @@ from engine.grid import field_unit, sweep_points
 from engine.grid_points import can_stack
 from engine.hardware import Hardware
 from engine.parallel import parallel_layout
-from engine.sensitivity import (base_value, field_label, field_limit, format_metric, format_number, hardware_with,
-                                is_integer, metric_label)
+from engine.sensitivity import (base_value, field_floor, field_label, field_limit, format_metric, format_number,
+                                hardware_with, is_integer, metric_label)
 from engine.workload import Scenario
 
 LATENCY_METRICS = ("ttft_s", "tpot_s", "e2e_s")
@@ -211,7 +211,10 @@ class _Search:
         if not math.isfinite(self.base) and (low is None or high is None):
             raise ValueError(f"field {self.field!r}: {self.hardware.name} leaves it blank; give low and high "
                              "to search a range anyway")
-        floor = 1.0 if self.integer else 0.0
+        floor = max(1.0 if self.integer else 0.0, field_floor(self.hardware, self.field))
+        if low is not None and low < floor:
+            raise ValueError(f"low = {low!r}: below the smallest valid {self.field} "
+                             f"({format_number(floor)} {field_unit(self.field)})")
         lo = low if low is not None else max(floor, self.base / BRACKET_FACTOR)
         hi = min(high if high is not None else self.base * BRACKET_FACTOR, limit)
         if high is not None and high > limit:

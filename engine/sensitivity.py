@@ -129,6 +129,29 @@ def _upper_bound(attribute: str) -> float:
     return math.inf
 
 
+def _lower_bound(attribute: str) -> float:
+    """The `ge` limit Hardware validates `attribute` against (0 when none)."""
+    for limit in Hardware.model_fields[attribute].metadata:
+        if getattr(limit, "ge", None) is not None:
+            return float(limit.ge)
+        if getattr(limit, "gt", None) is not None:
+            return math.nextafter(float(limit.gt), math.inf)
+    return 0.0
+
+
+def field_floor(hardware: Hardware, field: str) -> float:
+    """The smallest value of `field` (workbook units) a valid Hardware can hold."""
+    if field in PSEUDO_HARDWARE_FIELDS:
+        attributes = _matrix_attributes(hardware)
+        if field == "compute_scale":
+            attributes.append("vector_flops_per_cycle_per_core")
+        factor = max(_lower_bound(a) / getattr(hardware, a) for a in attributes)
+        return factor if field == "compute_scale" else factor * base_value(hardware, "matrix_tflops")
+    spec = WORKBOOK_FIELD_BY_KEY[field]
+    floor = _lower_bound(spec.attribute) / spec.scale
+    return float(math.ceil(floor)) if is_integer(field) else floor
+
+
 def field_limit(hardware: Hardware, field: str) -> float:
     """The largest value of `field` (workbook units) a valid Hardware can hold."""
     if field in PSEUDO_HARDWARE_FIELDS:
@@ -157,7 +180,8 @@ def hardware_with(hardware: Hardware, field: str, value: Any, new_name: Optional
     try:
         return hardware.with_changes(**changes)
     except ValueError:
-        raise EditError(field, value, f"at most {format_number(field_limit(hardware, field))}") from None
+        raise EditError(field, value, f"at least {format_number(field_floor(hardware, field))} and at most "
+                                      f"{format_number(field_limit(hardware, field))}") from None
 
 
 def check_value(hardware: Hardware, field: str, value: Any) -> str:

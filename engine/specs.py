@@ -3,13 +3,16 @@
     devices = load_specs()                      # the bundled specs.xlsx: {name: Hardware}
     h100 = load_hardware("H100-SXM")
     mine = load_specs("my_specs.xlsx")          # or bytes, or a binary file object (an upload)
+    mine.warnings                               # unusual values (likely unit slips) that still loaded
+    mine.sources                                # its `sources` sheet, as load_sources gives it
     write_specs(devices.values(), "copy.xlsx", sources=load_sources())
     write_template("blank.xlsx")
 
 Layout (sheet `hardware`): A1 `field`, B1 `unit`, C1 `description`, device names from D1 on;
 one row per `engine.hardware.WORKBOOK_FIELDS` entry. Sheet `sources` says where every number
 comes from; sheet `README` explains units and how peaks are derived. Any problem raises a
-`SpecsError` naming sheet!cell, field, device, the bad value and what was expected.
+`SpecsError` naming sheet!cell, field, device, the bad value and what was expected; a value outside
+the usual range of its field loads with a `SpecsWarning` (the likely unit slip) in `Specs.warnings`.
 
 The bundled workbook is parsed once per file modification time. The returned dict is new on
 every call, and so are the Hardware objects in it; still, make what-if edits with
@@ -22,17 +25,18 @@ import functools
 import io
 import os
 from pathlib import Path
-from typing import Union
-
-import openpyxl
+from typing import Iterable, Mapping, Optional, Union
 
 from engine.hardware import Hardware
-from engine.specs_read import SpecsError, read_hardware_sheet, read_sources_sheet
+from engine.specs_open import open_workbook
+from engine.specs_plausible import SpecsWarning
+from engine.specs_read import SpecsError
+from engine.specs_sheets import read_hardware_sheet, read_sources_sheet
 from engine.specs_write import TEMPLATE_DEVICE, specs_to_frame, to_workbook_value, write_specs, write_template
 
 __all__ = [
-    "SpecsError", "TEMPLATE_DEVICE", "default_specs_path", "load_hardware", "load_sources", "load_specs",
-    "specs_to_frame", "to_workbook_value", "write_specs", "write_template",
+    "Specs", "SpecsError", "SpecsWarning", "TEMPLATE_DEVICE", "default_specs_path", "load_hardware", "load_sources",
+    "load_specs", "specs_to_frame", "to_workbook_value", "write_specs", "write_template",
 ]
 
 SPECS_PATH_ENV = "LLM_ROOFLINE_SPECS"
@@ -47,12 +51,25 @@ def default_specs_path() -> Path:
     return Path(__file__).resolve().parent.parent / "specs.xlsx"
 
 
-def _open_workbook(data: bytes, label: str):
-    try:
-        return openpyxl.load_workbook(io.BytesIO(data), data_only=True)
-    except Exception as exc:  # zipfile.BadZipFile, InvalidFileException, KeyError from broken xlsx
-        raise SpecsError(f"could not read {label} as a workbook ({type(exc).__name__}: {exc})",
-                         expected="an .xlsx file written by Excel, LibreOffice or write_specs") from exc
+class Specs(dict):
+    """{device name: Hardware} in column order, with what else the workbook said.
+
+    warnings: SpecsWarning for each value outside its field's usual range (it loaded; str() names the
+    cell, the value, the usual range and the likely unit slip). sources: {device: {field key:
+    (source, note)}} from the `sources` sheet, so a workbook written back keeps the user's citations.
+    """
+
+    def __init__(self, devices: Mapping[str, Hardware] = (), warnings: Iterable[SpecsWarning] = (),
+                 sources: Optional[Mapping[str, Mapping[str, tuple[str, str]]]] = None):
+        super().__init__(devices)
+        self.warnings: list[SpecsWarning] = list(warnings)
+        self.sources = {device: dict(fields) for device, fields in (sources or {}).items()}
+
+
+def _read(data: bytes, label: str) -> tuple[dict[str, Hardware], list[SpecsWarning], dict]:
+    sheets = open_workbook(data, label)
+    devices, warnings = read_hardware_sheet(sheets)
+    return devices, warnings, read_sources_sheet(sheets)
 
 
 def _read_bytes(source: SpecsSource) -> tuple[bytes, str]:
@@ -68,13 +85,16 @@ def _read_bytes(source: SpecsSource) -> tuple[bytes, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _parse_file(path: str, modified_ns: int, size: int) -> tuple[dict[str, Hardware], dict]:
-    data = Path(path).read_bytes()
-    workbook = _open_workbook(data, path)
-    return read_hardware_sheet(workbook), read_sources_sheet(workbook)
+def _parse_file(path: str, modified_ns: int, size: int) -> tuple[dict[str, Hardware], list[SpecsWarning], dict]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SpecsError(f"cannot read workbook {path!r} ({exc.strerror or exc})",
+                         expected="a readable .xlsx file") from exc
+    return _read(data, path)
 
 
-def _parse(source: SpecsSource) -> tuple[dict[str, Hardware], dict]:
+def _parse(source: SpecsSource) -> tuple[dict[str, Hardware], list[SpecsWarning], dict]:
     if source is None or isinstance(source, (str, os.PathLike)):
         path = Path(source).expanduser() if source is not None else default_specs_path()
         try:
@@ -84,22 +104,22 @@ def _parse(source: SpecsSource) -> tuple[dict[str, Hardware], dict]:
                              expected="an existing .xlsx file") from exc
         return _parse_file(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     data, label = _read_bytes(source)
-    workbook = _open_workbook(data, label)
-    return read_hardware_sheet(workbook), read_sources_sheet(workbook)
+    return _read(data, label)
 
 
-def load_specs(source: SpecsSource = None) -> dict[str, Hardware]:
-    """{device name: Hardware} in column order, from the bundled workbook or `source`.
+def load_specs(source: SpecsSource = None) -> Specs:
+    """{device name: Hardware} in column order, from the bundled workbook or `source`, as a `Specs`
+    dict whose `warnings` list unusual values and `sources` holds the sources sheet.
 
     source: None (bundled specs.xlsx), a path, raw bytes, or a binary file-like object.
     """
-    devices, _ = _parse(source)
-    return {name: device.model_copy() for name, device in devices.items()}
+    devices, warnings, sources = _parse(source)
+    return Specs({name: device.model_copy() for name, device in devices.items()}, warnings, sources)
 
 
 def load_sources(source: SpecsSource = None) -> dict[str, dict[str, tuple[str, str]]]:
     """{device name: {field key: (source, note)}} from the `sources` sheet."""
-    _, sources = _parse(source)
+    _, _, sources = _parse(source)
     return {device: dict(fields) for device, fields in sources.items()}
 
 

@@ -3,6 +3,8 @@
 SI values are written in the unit of their workbook row: value_in_workbook = si / scale, picked so
 that the reader's `to_si` (value_in_workbook * scale, computed on the decimal the cell shows)
 gives back exactly the same float, so load_specs(write_specs(devices)) == devices.
+Text is always stored as text: a device name or note beginning with `=` is never written as a
+formula (and carries Excel's quote prefix, so editing the cell keeps it text).
 """
 
 from __future__ import annotations
@@ -117,10 +119,24 @@ def _device_list(devices: Union[Iterable[Hardware], Mapping[str, Hardware]]) -> 
     return items
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")
+
+
+def _store_text_as_text(sheet) -> None:
+    """Every string cell is written as text (openpyxl would write '=...' as a live formula)."""
+    for row in sheet.iter_rows():
+        for cell in row:
+            if isinstance(cell.value, str):
+                cell.data_type = "s"
+                if cell.value.startswith(FORMULA_STARTS):
+                    cell.quotePrefix = True
+
+
 def _write_hardware(sheet, devices: list[Hardware], names: list[str]) -> None:
     sheet.append(["field", "unit", "description", *names])
     for field in WORKBOOK_FIELDS:
         sheet.append([field.key, field.unit, field.description, *(_cell_value(d, field) for d in devices)])
+    _store_text_as_text(sheet)
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     sheet.freeze_panes = "D2"
@@ -134,6 +150,7 @@ def _write_sources(sheet, rows: list[tuple[str, str, str, str]]) -> None:
     sheet.append(["device", "field", "source", "note"])
     for row in rows:
         sheet.append(list(row))
+    _store_text_as_text(sheet)
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     sheet.freeze_panes = "A2"

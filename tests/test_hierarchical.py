@@ -48,7 +48,7 @@ def test_bound_names_the_level(devices):
     a100 = devices["A100-80GB-SXM"]
     slow_llc = a100.with_changes(llc_bandwidth_bytes_per_s=50e9)            # hypothetical: L2 at 50 GB/s
     assert engine.estimate_gemm(slow_llc, 4096, 4096, 4096, method="hierarchical")["bound"] == "llc"
-    slow_sram = a100.with_changes(sram_bandwidth_bytes_per_cycle_per_core=0.01)
+    slow_sram = a100.with_changes(sram_bandwidth_bytes_per_cycle_per_core=1.0)     # 1 B/cycle: the physical floor
     assert engine.estimate_gemm(slow_sram, 4096, 4096, 4096, method="hierarchical")["bound"] == "sram"
     assert engine.estimate_gemm(a100, 1, 8192, 8192, method="hierarchical")["bound"] == "memory"   # GEMV: HBM
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import session
 from dashboard.context import PageContext
-from engine.hardware import WORKBOOK_FIELDS
+from engine.hardware import WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS
 from engine.specs import load_sources, write_specs
 from engine.what_if import EditError, apply_edits, workbook_values
 
@@ -84,9 +84,18 @@ def unedited(device: str, base_devices: dict, clones: dict):
     return unedited(clones[device], base_devices, clones).with_changes(name=device, kind="hypothetical")
 
 
-def workbook_bytes(devices: dict, state) -> bytes:
-    """All devices as a workbook; edited and cloned values say so in the sources sheet."""
-    sources = {name: dict(fields) for name, fields in load_sources().items() if name in devices}
+def workbook_sources(base_devices) -> dict:
+    """The sources sheet of the workbook in use (an upload's own citations, else the bundled ones)."""
+    sources = getattr(base_devices, "sources", None)
+    return load_sources() if sources is None else sources
+
+
+def workbook_bytes(devices: dict, state, sources: dict | None = None) -> bytes:
+    """All devices as a workbook, keeping `sources` (the loaded workbook's sources sheet; default the
+    bundled one); edited and cloned values say so in the sources sheet."""
+    sources = load_sources() if sources is None else sources
+    sources = {name: {key: entry for key, entry in fields.items() if key in WORKBOOK_FIELD_BY_KEY}
+               for name, fields in sources.items() if name in devices}
     for new_name, base in state.clones:
         sources[new_name] = {key: (f"clone of {base}", "what-if device made in the llm-roofline dashboard")
                              for key in workbook_values(devices[new_name])}
@@ -124,6 +133,7 @@ def render(ctx: PageContext, base_devices: dict) -> None:
         st.button("Clone", on_click=_clone, args=(device, names))
         if st.session_state.get("clone_error"):
             st.error(st.session_state["clone_error"])
-    right.download_button("Download workbook with edits (.xlsx)", data=workbook_bytes(ctx.devices, ctx.state),
+    right.download_button("Download workbook with edits (.xlsx)", data=workbook_bytes(ctx.devices, ctx.state,
+                                                                      workbook_sources(base_devices)),
                           file_name="specs-edited.xlsx", on_click="ignore", icon=":material/download:",
                           mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")

@@ -123,6 +123,20 @@ def test_invalid_workbook_upload_names_the_cell_and_keeps_the_previous_choice():
     assert {m.label: m.value for m in app.metric} == before
 
 
+def test_hardware_workbook_with_a_unit_slip_loads_and_warns_naming_the_cell():
+    expected_cell = {}
+
+    def bandwidth_in_tb_per_s(sheet):
+        expected_cell["cell"] = cell_of(sheet, "H100-SXM", "memory_bandwidth")
+        sheet[expected_cell["cell"]] = 3.35
+    app = run_app()
+    app.file_uploader(key="w_specs_file").set_value(("slip.xlsx", edited_workbook(bandwidth_in_tb_per_s), XLSX)).run()
+    assert not app.exception and not app.error
+    warning = next(w.value for w in app.sidebar.warning if "slip.xlsx" in w.value)
+    assert f"hardware!{expected_cell['cell']}: memory_bandwidth of 'H100-SXM' is 3.35 GB/s" in warning
+    assert "TB/s" in warning and "3350 GB/s" in warning
+
+
 def test_config_upload_becomes_the_model():
     app = run_app(**{"in": "512"})       # GPT-2 has 1024 positions
     app.radio(key="w_model_source").set_value("Upload config.json").run()

@@ -132,3 +132,82 @@ def test_tables_download_as_csv_and_xlsx(result):
     softmax = [r for r in rows[1:] if r[list(table.columns).index("Kernel")] == "Softmax"][0]
     assert softmax[intensity] == "inf"  # Excel has no infinity
     assert load_workbook(io.BytesIO(export.table_xlsx(table, sheet_name="a/b:c")))  # bad sheet characters replaced
+
+
+# ---- formula injection (OWASP): text a spreadsheet would run is neutralised; numbers stay numbers -------------
+NAMES = ['=HYPERLINK("http://example.com","click")', "+1", "-chip", "@SUM(A1)", "\tTAB", "\rCR", "plain", "a=b"]
+
+
+def injection_frame() -> pd.DataFrame:
+    return pd.DataFrame({"device": NAMES, "delta (s)": [-1.5, -2.0, 0.0, 3.25, -0.001, 1e-9, 7.0, -8.0],
+                         "count": [-1, 2, -3, 4, -5, 6, -7, 8], "=kind": ["=x"] * len(NAMES)})
+
+
+def test_csv_export_prefixes_formula_text_and_keeps_numbers():
+    import csv
+
+    rows = list(csv.reader(io.StringIO(export.table_csv(injection_frame()).decode("utf-8"), newline="")))
+    assert rows[0] == ["device", "delta (s)", "count", "'=kind"]
+    assert [r[0] for r in rows[1:]] == ["'" + n for n in NAMES[:6]] + ["plain", "a=b"]
+    assert [float(r[1]) for r in rows[1:]] == [-1.5, -2.0, 0.0, 3.25, -0.001, 1e-9, 7.0, -8.0]
+    assert [r[2] for r in rows[1:]] == ["-1", "2", "-3", "4", "-5", "6", "-7", "8"]     # negative numbers unquoted
+    assert {r[3] for r in rows[1:]} == {"'=x"}
+
+
+def test_a_carriage_return_inside_text_cannot_start_a_row():
+    """Unquoted, 'x<CR>=1+1' would end the row at the CR and start the next with a live formula."""
+    import csv
+
+    data = export.table_csv(pd.DataFrame({"device": ["x\r=1+1", "H100-SXM"], "n": [1, -2]})).decode("utf-8")
+    rows = list(csv.reader(io.StringIO(data, newline="")))
+    assert rows == [["device", "n"], ["x\r=1+1", "1"], ["H100-SXM", "-2"]]
+
+
+def test_xlsx_export_holds_no_formula_and_numbers_stay_numbers():
+    from openpyxl import load_workbook
+
+    sheet = load_workbook(io.BytesIO(export.table_xlsx(injection_frame())))["kernels"]   # formulas kept as such
+    cells = [cell for row in sheet.iter_rows() for cell in row]
+    assert not [c.coordinate for c in cells if c.data_type == "f"]
+    assert [c.value for c in sheet["A"][1:]] == ["'" + n for n in NAMES[:6]] + ["plain", "a=b"]
+    assert [c.value for c in sheet["B"][1:]] == [-1.5, -2.0, 0.0, 3.25, -0.001, 1e-9, 7.0, -8.0]
+    assert all(c.data_type == "n" for c in sheet["B"][1:] + sheet["C"][1:])
+    assert sheet["D1"].value == "'=kind"
+
+
+def test_cli_sweep_csv_is_neutralised(tmp_path, devices):
+    from engine.cli import main
+    from engine.specs import write_specs
+
+    specs = tmp_path / "specs.xlsx"
+    write_specs([devices["H100-SXM"], devices["H100-SXM"].with_changes(name="@EVIL")], specs)
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", "--specs", str(specs), "--model", "meta-llama/Llama-3.1-8B", "--grid",
+                 "device=@EVIL,H100-SXM", "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert frame["device"].tolist() == ["'@EVIL", "H100-SXM"]
+    assert frame["tpot_s"].dtype == float and (frame["tpot_s"] > 0).all()
+
+
+def test_hardware_page_workbook_keeps_uploaded_sources_and_formula_like_names(devices):
+    """Upload a workbook with a device named '=...' and its own citations; download it from the Hardware
+    page and upload that again: the name and the citations come back unchanged."""
+    from openpyxl import load_workbook
+
+    from dashboard.state import ViewState
+    from dashboard.views.hardware import workbook_bytes
+    from engine.specs import load_specs, write_specs
+
+    name = '=HYPERLINK("http://example.com","x")'
+    mine = devices["T4"].with_changes(name=name)
+    upload = io.BytesIO()
+    write_specs([devices["L4"], mine], upload, sources={name: {"clock": ("my lab's measurement", "at 1.59 GHz")},
+                                                        "L4": {"tdp": ("L4 datasheet", "")}})
+    uploaded = load_specs(upload.getvalue())
+    downloaded = workbook_bytes(dict(uploaded), ViewState(), uploaded.sources)
+    again = load_specs(downloaded)
+    assert list(again) == ["L4", name] and again[name] == mine
+    assert again.sources[name]["clock"] == ("my lab's measurement", "at 1.59 GHz")
+    assert again.sources["L4"]["tdp"] == ("L4 datasheet", "")
+    header = load_workbook(io.BytesIO(downloaded))["hardware"]["E1"]
+    assert header.value == name and header.data_type == "s"           # text, not a live formula
