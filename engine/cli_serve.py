@@ -29,7 +29,7 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
                        help="tokens per iteration (max_num_batched_tokens / max_num_tokens)")
     serve.add_argument("--max-batch", type=positive, default=None,
                        help="requests admitted at once (max_num_seqs; default: no limit beyond the KV cache)")
-    serve.add_argument("--requests-per-client", type=positive, default=4, help="requests each client sends")
+    serve.add_argument("--requests-per-client", type=positive, default=8, help="requests each client sends")
     serve.add_argument("--warmup-requests", type=number(int, 0), default=0,
                        help="each client's first requests left out of the statistics")
     serve.add_argument("--stagger-start", action="store_true",

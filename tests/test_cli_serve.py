@@ -35,7 +35,7 @@ def test_text_output_and_requests_csv(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "TTFT" in text and "TPOT" in text and "1.5 ms per iteration" in text
     assert out.read_text().splitlines()[0].startswith("request,client,sequence")
-    assert len(out.read_text().splitlines()) == 1 + 4 * 4
+    assert len(out.read_text().splitlines()) == 1 + 4 * 8     # 4 clients x 8 requests each (the default)
 
 
 def _run(arguments):

@@ -46,7 +46,7 @@ class ServingOptions(BaseModel):
     seed: int = 0
     token_budget: int = Field(8192, ge=1, le=10_000_000)
     max_batch: Optional[int] = Field(None, ge=1, le=1_000_000)
-    requests_per_client: int = Field(4, ge=2, le=1000)
+    requests_per_client: int = Field(8, ge=2, le=1000)
     warmup_requests: int = Field(0, ge=0, le=100)
     backend: str = "generic"
     iteration_overhead_s: Optional[float] = Field(None, ge=0.0, le=10.0)
