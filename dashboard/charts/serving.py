@@ -44,14 +44,14 @@ def serving_curve_figure(curve: pd.DataFrame, concurrency: int | None = None) ->
             data.append(dict(type="scatter", mode="markers", x=chosen["tokens_per_s_per_user"].tolist(),
                              y=chosen["tokens_per_s_per_device"].tolist(), showlegend=False, hoverinfo="skip",
                              marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(color=INK, width=2.5))))
+    note = "point labels: concurrency (clients)" + (f"; ringed: {concurrency} clients" if concurrency is not None else "")
     layout = dict(xaxis=dict(title=dict(text="Output tokens/s per user (1 / TPOT)"), rangemode="tozero"),
                   yaxis=dict(title=dict(text="Output tokens/s per device"), rangemode="tozero"),
                   legend=dict(x=1.0, xanchor="right", y=1.0, yanchor="top"),
-                  annotations=[dict(text="labels: concurrency (clients)" + (f"; ringed: {concurrency} clients"
-                                                                             if concurrency is not None else ""),
-                                    x=0, y=-0.14, xref="paper", yref="paper", showarrow=False, xanchor="left")],
-                  margin=dict(b=110))
-    return house_figure(data, layout, title="Serving: throughput per device against speed per user")
+                  title=dict(text="Serving: throughput per device against speed per user",
+                             subtitle=dict(text=note, font=dict(size=15))),
+                  margin=dict(t=100))
+    return house_figure(data, layout)
 
 
 def serving_latency_figure(curve: pd.DataFrame) -> go.Figure:

@@ -50,12 +50,13 @@ def headline(curve: pd.DataFrame, device: str, concurrency: int) -> None:
     if row["error"]:
         st.error(f"{device} at {concurrency} clients: {row['error']}")
         return
-    cards = st.columns(5)
-    cards[0].metric("TTFT mean / p90", f"{row['ttft_s'] * 1e3:.1f} / {row['ttft_p90_s'] * 1e3:.1f} ms")
-    cards[1].metric("TPOT mean / p90", f"{row['tpot_s'] * 1e3:.2f} / {row['tpot_p90_s'] * 1e3:.2f} ms")
-    cards[2].metric("Tokens/s per device", f"{row['tokens_per_s_per_device']:,.0f}")
-    cards[3].metric("Tokens/s per user", f"{row['tokens_per_s_per_user']:,.1f}")
-    cards[4].metric("Request latency", f"{row['e2e_s']:.2f} s")
+    top, bottom = st.columns(3), st.columns(3)
+    top[0].metric("TTFT mean", f"{row['ttft_s'] * 1e3:,.1f} ms")
+    top[1].metric("TTFT p90", f"{row['ttft_p90_s'] * 1e3:,.1f} ms")
+    top[2].metric("Request latency", f"{row['e2e_s']:,.2f} s")
+    bottom[0].metric("TPOT mean", f"{row['tpot_s'] * 1e3:.2f} ms")
+    bottom[1].metric("Tokens/s per device", f"{row['tokens_per_s_per_device']:,.0f}")
+    bottom[2].metric("Tokens/s per user", f"{row['tokens_per_s_per_user']:,.1f}")
 
 
 def render(ctx: PageContext) -> None:

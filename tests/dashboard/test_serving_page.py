@@ -70,6 +70,7 @@ def test_serving_page_shows_engine_numbers():
                      input_length=512, output_length=64, method="realistic")
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Tokens/s per device"] == f"{expected.tokens_per_s_per_device:,.0f}"
-    assert metrics["TPOT mean / p90"].startswith(f"{expected.tpot_s * 1e3:.2f} / ")
+    assert metrics["TPOT mean"] == f"{expected.tpot_s * 1e3:.2f} ms"
+    assert metrics["TTFT p90"] == f"{expected.ttft_p90_s * 1e3:,.1f} ms"
     state = url_state(app)
     assert (state.page, state.serving_concurrency, state.serving_max_concurrency) == ("serving", 8, 32)
