@@ -148,3 +148,21 @@ def collection_meta(folder: Path) -> dict:
     except yaml.YAMLError as error:
         raise SiliconFileError(f"{path}: not valid YAML ({error})") from error
     return meta if isinstance(meta, dict) else {}
+
+
+def _version_key(version: str) -> tuple:
+    import re
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.\-+]|(?<=\d)(?=[a-z])", str(version)) if p)
+
+
+def one_version_each(frame: pd.DataFrame) -> pd.DataFrame:
+    """Only the rows of one version folder per system and framework (one measurement per shape): the one with
+    the most rows (a later folder may hold a partial re-collection, e.g. moe trtllm 1.3.0rc23), newest on a tie."""
+    if frame.empty:
+        return frame
+    keys = ["system", "framework", "version"]
+    versions = frame.groupby(keys).size().rename("rows").reset_index()
+    versions["key"] = versions["version"].map(_version_key)
+    chosen = versions.sort_values(["rows", "key"]).groupby(["system", "framework"]).tail(1)
+    keep = frame.set_index(keys).index.isin(chosen.set_index(keys).index)
+    return frame[keep].reset_index(drop=True)
