@@ -6,7 +6,10 @@ prints per device x family x precision (dtypes; collectives: op and implementati
 p90 of |predicted / measured - 1|, and bias (median signed error; negative = predicts too fast). Then the
 same per family x precision and per family over all devices.
 
-Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR]
+Last, the realistic GEMM constants per dtype (engine/silicon/fit.py) leave-one-device-out: for each device,
+fitted on the others and scored on it, against the uncalibrated model and the shipped (all-device) values.
+
+Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
 Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
 """
 
@@ -17,7 +20,7 @@ import time
 
 import pandas as pd
 
-from engine.silicon import SYSTEM_DEVICES, installed_version, score
+from engine.silicon import SYSTEM_DEVICES, fit, installed_version, score
 from engine.specs import load_specs
 
 
@@ -50,6 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", default="trtllm", help="framework whose tables are scored (default trtllm)")
     parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
+    parser.add_argument("--no-fit", action="store_true", help="skip the leave-one-device-out GEMM fit (~40 s)")
     args = parser.parse_args()
     started = time.perf_counter()
     devices = load_specs()
@@ -69,7 +73,24 @@ def main() -> None:
         print(f"\nNot scored (no device in this workbook): {', '.join(missing)}")
     unmapped = sorted(system for system, device in SYSTEM_DEVICES.items() if device is None)
     print(f"Systems the workbook has no device for: {', '.join(unmapped)}")
+    if not args.no_fit:
+        print_leave_one_device_out(args.root, devices)
     print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+def print_leave_one_device_out(root, devices: dict) -> None:
+    rows = fit.fit_rows(devices, root)
+    table = fit.leave_one_device_out(rows, devices)
+    print("\n## Realistic GEMM constants per dtype, leave-one-device-out (fit on the others, score the device)\n")
+    print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
+          f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
+    out = table[["device", "dtype", "count", "efficiency", "extra_latency_us"]].copy()
+    for label in ("before", "lodo", "shipped"):
+        out[label] = [f"{100 * a:.1f}% / {100 * b:.1f}%, {100 * c:+.1f}%" for a, b, c in
+                      zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
+    print(out.to_string(index=False))
+    print("before: efficiency 1, no extra latency; lodo: the efficiency / extra latency shown, fitted without the "
+          "device; shipped: RealisticConstants (fitted on all devices; bf16 not shipped)")
 
 
 if __name__ == "__main__":

@@ -80,12 +80,19 @@ def _concat(parts: list) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=int)
 
 
-def method_seconds(columns: dict, index: np.ndarray, count: int, hardware, method: str) -> np.ndarray:
-    """Per measurement: the sum of its rows' device time under `method` (kernel_time_s where reported)."""
+def method_seconds(columns: dict, index: np.ndarray, count: int, hardware, method: str,
+                   constants=None) -> np.ndarray:
+    """Per measurement: the sum of its rows' device time under `method` (kernel_time_s where reported);
+    `constants`: RealisticConstants for the realistic methods (default: the shipped ones)."""
     from engine.estimators import get_method
+    from engine.estimators.realistic import estimate_realistic
     if count == 0:
         return np.zeros(0)
-    result = get_method(method).estimate(columns, hardware, None)
+    if method.startswith("realistic") and constants is not None:
+        launch = "graph" if method == "realistic-graph" else "eager"
+        result = estimate_realistic(columns, hardware, None, launch=launch, constants=constants)
+    else:
+        result = get_method(method).estimate(columns, hardware, None)
     seconds = np.asarray(result.get("kernel_time_s", result["time_s"]), dtype=float)
     return np.bincount(index, weights=seconds, minlength=count)
 
@@ -106,7 +113,7 @@ def collective_seconds(frame: pd.DataFrame, hardware) -> np.ndarray:
     return result
 
 
-def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str) -> np.ndarray:
+def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, constants=None) -> np.ndarray:
     """The method's predicted seconds per measurement of one device (frame index is reset)."""
     if family == "collective":
         return collective_seconds(frame, hardware)
@@ -116,13 +123,15 @@ def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str) -
         columns, index = attention_kernels(frame, decode=family == "decode_attention")
     else:
         raise ValueError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
-    return method_seconds(columns, index, len(frame), hardware, method)
+    return method_seconds(columns, index, len(frame), hardware, method, constants)
 
 
-def score_family(frame: pd.DataFrame, family: str, methods=DEFAULT_METHODS, devices: dict | None = None) -> pd.DataFrame:
+def score_family(frame: pd.DataFrame, family: str, methods=DEFAULT_METHODS, devices: dict | None = None,
+                 constants=None) -> pd.DataFrame:
     """Tidy: the measurement rows + family, precision, method, predicted_s, error (predicted / measured - 1).
 
-    `devices`: {workbook name: Hardware} (default: the bundled specs.xlsx); rows of other devices dropped.
+    `devices`: {workbook name: Hardware} (default: the bundled specs.xlsx); rows of other devices dropped;
+    `constants`: RealisticConstants for the realistic methods (default: the shipped ones).
     """
     if devices is None:
         from engine.specs import load_specs
@@ -132,7 +141,7 @@ def score_family(frame: pd.DataFrame, family: str, methods=DEFAULT_METHODS, devi
     for device, rows in known.groupby("device", sort=False):
         rows = rows.reset_index(drop=True)
         for method in methods:
-            predicted = predicted_seconds(rows, family, devices[device], method)
+            predicted = predicted_seconds(rows, family, devices[device], method, constants)
             parts.append(rows.assign(family=family, precision=precision_label(rows, family), method=method,
                                      predicted_s=predicted,
                                      error=predicted / rows["time_s"].to_numpy() - 1.0))
