@@ -52,7 +52,8 @@ def wide(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", default="trtllm", help="framework whose tables are scored (default trtllm)")
-    parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
+    parser.add_argument("--root", default=None,
+                        help="an aiconfigurator systems folder (default: the installed package)")
     parser.add_argument("--no-fit", action="store_true", help="skip the leave-one-device-out GEMM fit (~40 s)")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -66,7 +67,8 @@ def main() -> None:
           "collectives op (implementation))\n")
     print(wide(summary, ["device", "family", "precision"]).to_string(index=False))
     print("\n## All devices, per family x precision\n")
-    print(wide(score.summary(tidy, by=("method", "family", "precision")), ["family", "precision"]).to_string(index=False))
+    per_precision = score.summary(tidy, by=("method", "family", "precision"))
+    print(wide(per_precision, ["family", "precision"]).to_string(index=False))
     print("\n## All devices, per family\n")
     print(wide(score.summary(tidy, by=("method", "family")), ["family"]).to_string(index=False))
     if missing:

@@ -90,7 +90,8 @@ def read_table_file(path, spec: TableSpec, root=None) -> pd.DataFrame:
     raw = read_raw(path)
     missing = [c for c in (*spec.columns, "latency") if c not in raw.columns]
     if missing:
-        raise SiliconFileError(f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(map(str, raw.columns))})")
+        raise SiliconFileError(f"{path}: missing column(s) {', '.join(missing)} "
+                               f"(has: {', '.join(map(str, raw.columns))})")
     out = pd.DataFrame({ours: raw[theirs].to_numpy() for theirs, ours in spec.columns.items()})
     for theirs, (ours, default) in spec.optional.items():
         out[ours] = raw[theirs].to_numpy() if theirs in raw.columns else default
@@ -152,7 +153,8 @@ def collection_meta(folder: Path) -> dict:
 
 def _version_key(version: str) -> tuple:
     import re
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.\-+]|(?<=\d)(?=[a-z])", str(version)) if p)
+    parts = re.split(r"[.\-+]|(?<=\d)(?=[a-z])", str(version))
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
 
 
 def one_version_each(frame: pd.DataFrame) -> pd.DataFrame:

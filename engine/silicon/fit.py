@@ -35,7 +35,8 @@ LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sw
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
 
 
-def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500, seed: int = 0) -> pd.DataFrame:
+def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
+             seed: int = 0) -> pd.DataFrame:
     """GEMM measurements of FIT_DTYPES (weights and activations alike) on workbook devices, n and k >= LEAST_N_K,
     without the EXCLUDED (framework, dtype) tables, at most `rows_per_group` per device x dtype x framework
     (a fixed random sample)."""

@@ -52,7 +52,7 @@ def gemm_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
 
 def attention_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarray]:
     """The attention rows of each measurement (one fused group each); returns (columns, measurement index)."""
-    builder, index = KernelTableBuilder(), []
+    builder, positions = KernelTableBuilder(), []
     for number, (key, rows) in enumerate(frame.groupby(ATTENTION_KEYS, sort=False)):
         heads, kv_heads, head_dim, dtype, kv_dtype, window = key
         window = int(window) if window and window > 0 else None
@@ -64,12 +64,15 @@ def attention_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarr
             part = AttentionPart.uniform("", batch, rows["input_length"].to_numpy(dtype=float), np.zeros(len(rows)),
                                          "Ma_Mqa", window=window, per_row_count=True)
         pass_ = ForwardPass(f"measured {number}", batch, batch, 1, (part,))   # own phase: one fused group per row
-        attention_dtype = compute_dtype(dtype, kv_dtype)
-        adds_before = len(builder._rows)
         AttentionRows(builder, pass_, bytes_per_value(dtype), bytes_per_value(dtype), bytes_per_value(kv_dtype),
-                      attention_dtype, dtype, dtype).add_mha(part, 1.0, "", int(heads), int(kv_heads), int(head_dim))
-        index += [_positions(frame, rows)] * (len(builder._rows) - adds_before)
-    return builder.build_columns(), _concat(index)
+                      compute_dtype(dtype, kv_dtype), dtype, dtype).add_mha(part, 1.0, "", int(heads), int(kv_heads),
+                                                                           int(head_dim))
+        positions.append(_positions(frame, rows))
+    columns = builder.build_columns()
+    # every kernel added for attention `number` (phase "measured <number>") has one row per measurement, in order
+    _, first = np.unique(columns["group"], return_index=True)
+    numbers = [int(str(phase).rsplit(" ", 1)[1]) for phase in columns["phase"][first]]
+    return columns, _concat([positions[number] for number in numbers])
 
 
 def _positions(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
@@ -180,8 +183,8 @@ def summary(tidy: pd.DataFrame, by=("method", "device", "family", "precision")) 
 
 
 def measured_kernels(family: str, root=None, framework: str = "trtllm", systems=None) -> pd.DataFrame:
-    """The measurements a family is scored on: one version of `framework` per system (files.one_version_each; collectives:
-    NCCL and the framework's custom all-reduce); full-attention rows only."""
+    """The measurements a family is scored on: one version of `framework` per system (files.one_version_each;
+    collectives: NCCL and the framework's custom all-reduce); full-attention rows only."""
     from engine.silicon import tables
     from engine.silicon.files import one_version_each
     if family == "collective":
