@@ -95,3 +95,23 @@ def test_summary_counts_medians_and_bias():
     assert row["median_abs_error"] == pytest.approx(0.25)        # |e| = 0.1, 0.2, 0.3, 0.5
     assert row["bias"] == pytest.approx(0.05)                    # median of -0.5, -0.1, 0.2, 0.3
     assert row["p90_abs_error"] == pytest.approx(0.44)           # linear interpolation between 0.3 and 0.5
+
+
+def test_moe_roofline_is_the_hand_sum_of_expert_gemms_activation_and_combine(devices):
+    frame = tables.moe_table(SUBSET, ["h100_sxm"])
+    row = frame[(frame["distribution"] == "balanced") & (frame["file_dtype"] == "bfloat16")
+                & (frame["kernel_source"] == "moe_torch_flow_cutlass")].iloc[[0]].reset_index(drop=True)
+    tidy = score.score_family(row, "moe", methods=("roofline",), devices=devices)
+    tokens, hidden, inner, topk, experts, moe_tp, moe_ep = (float(row[c].iloc[0]) for c in (
+        "tokens", "hidden", "intermediate", "topk", "experts", "moe_tp", "moe_ep"))
+    inner /= moe_tp
+    pairs = tokens * topk / moe_ep                                   # (token, expert) pairs on this device
+    active = experts / moe_ep * (1 - (1 - topk / experts) ** tokens)  # local experts at least one token reaches
+    matrix_peak, vector_peak, bandwidth = 132 * 1.83e9 * 2048 * 2, 132 * 1.83e9 * 256, 3.35e12
+    expected = 0.0
+    for k, n in ((hidden, inner), (hidden, inner), (inner, hidden)):     # up, gate, down (bf16: 2 B per value)
+        expected += max(2 * pairs * k * n / matrix_peak, (active * k * n + pairs * (k + n)) * 2 / bandwidth)
+    expected += max(5 * pairs * inner / vector_peak, 3 * pairs * inner * 2 / bandwidth)   # silu(gate) * up
+    expected += max(2 * pairs * hidden / vector_peak, (pairs + tokens) * hidden * 2 / bandwidth)   # combine
+    assert tidy["predicted_s"].iloc[0] == pytest.approx(expected, rel=1e-9)
+    assert tidy["precision"].iloc[0] == "bf16"

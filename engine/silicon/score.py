@@ -12,6 +12,11 @@ measurements of one device in ONE table timed by the method in one call:
                         (no prior context, causal): Q*gK, Softmax, Q*gK*gV (realistic: one fused kernel)
   decode_attention      the same for one new token after `prior_tokens` cached ones: KVCache_Read, Q*gK, Softmax,
                         Q*gK*gV (the measurement's context_length = prior_tokens + 1 keys)
+  moe                   the routed experts of one MoE layer as engine/decompose_moe.py builds them: per device
+                        E / moe_ep experts of intermediate / moe_tp, tokens x topk / moe_ep (token, expert) pairs
+                        (balanced routing rows only) over the experts they reach (expected_active_experts):
+                        grouped GEMMs Expert_up [, Expert_gate], the activation, Expert_down, the weighted combine
+                        (gated unless the kernel_source says nongated; no router GEMM, no all-to-all)
   collective            engine.collectives: factor x message bytes / link bandwidth + hops x hop latency,
                         the same for every method (ring algorithm; the group's link from the workbook)
 Measured times are device-side per call, so realistic is scored on `kernel_time_s` (no host launch), the
@@ -28,10 +33,11 @@ import pandas as pd
 
 from engine.decompose import AttentionPart, AttentionRows, ForwardPass
 from engine.dtypes import bytes_per_value, compute_dtype
-from engine.kernel_fields import gemm_fields
+from engine.decompose_moe import expected_active_experts
+from engine.kernel_fields import gemm_fields, mlp_activation_fields
 from engine.kernels import KernelTableBuilder
 
-FAMILIES = ("gemm", "prefill_attention", "decode_attention", "collective")
+FAMILIES = ("gemm", "prefill_attention", "decode_attention", "moe", "collective")
 DEFAULT_METHODS = ("roofline", "realistic")
 COLLECTIVE_NAMES = {"all_reduce": "AllReduce_measured", "all_gather": "AllGather_measured",
                     "reduce_scatter": "ReduceScatter_measured", "all_to_all": "AllToAll_measured"}
@@ -73,6 +79,35 @@ def attention_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarr
     _, first = np.unique(columns["group"], return_index=True)
     numbers = [int(str(phase).rsplit(" ", 1)[1]) for phase in columns["phase"][first]]
     return columns, _concat([positions[number] for number in numbers])
+
+
+def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
+    """The routed-expert rows of each measurement (see the module docstring); returns (columns, index)."""
+    builder, index = KernelTableBuilder(), []
+    gated_rows = ~frame["kernel_source"].astype(str).str.endswith("nongated")
+    for (weight, activation, gated), rows in frame.groupby(["weight_dtype", "activation_dtype", gated_rows],
+                                                           sort=False):
+        tokens, hidden, inner, topk, experts, moe_tp, moe_ep = (
+            rows[c].to_numpy(dtype=float) for c in ("tokens", "hidden", "intermediate", "topk", "experts", "moe_tp",
+                                                     "moe_ep"))
+        inner = inner / moe_tp
+        pairs = tokens * topk / moe_ep
+        active = np.maximum(expected_active_experts(experts / moe_ep, experts, topk, tokens), 1e-9)
+        wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), compute_dtype(weight, activation)
+        common = dict(phase="measured", type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
+        grouped = [("Expert_up", hidden, inner)] + ([("Expert_gate", hidden, inner)] if gated else []) + \
+            [("Expert_down", inner, hidden)]
+        for name, k_dim, n_dim in grouped:
+            builder.add(name=name, m=pairs / active, k=k_dim, n=n_dim, batch=active, macs=pairs * k_dim * n_dim,
+                        weight_bytes=active * k_dim * n_dim * wgt, activation_bytes=pairs * (k_dim + n_dim) * act,
+                        **common)
+        builder.add(phase="measured", name="Expert_act", type="Elementwise", op="activation", unit="vector",
+                    dtype=activation, **mlp_activation_fields(pairs, inner, "silu" if gated else "relu", gated, act))
+        builder.add(phase="measured", name="MoE_combine", type="Elementwise", op="residual", unit="vector",
+                    dtype=activation, m=tokens, n=hidden, vector_flops=2.0 * pairs * hidden,
+                    activation_bytes=(pairs + tokens) * hidden * act)
+        index += [_positions(frame, rows)] * (len(grouped) + 2)
+    return builder.build_columns(), _concat(index)
 
 
 def _positions(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
@@ -122,6 +157,8 @@ def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, c
         return collective_seconds(frame, hardware)
     if family == "gemm":
         columns, index = gemm_kernels(frame)
+    elif family == "moe":
+        columns, index = moe_kernels(frame)
     elif family in ("prefill_attention", "decode_attention"):
         columns, index = attention_kernels(frame, decode=family == "decode_attention")
     else:
@@ -164,9 +201,10 @@ def precision_label(frame: pd.DataFrame, family: str) -> pd.Series:
     KV-cache dtype when they differ, collectives their op and implementation (all_reduce (nccl))."""
     if family == "collective":
         return frame["op"].astype(str) + " (" + frame["implementation"].astype(str) + ")"
-    first, second = ("weight_dtype", "activation_dtype") if family == "gemm" else ("dtype", "kv_dtype")
+    matrix = family in ("gemm", "moe")
+    first, second = ("weight_dtype", "activation_dtype") if matrix else ("dtype", "kv_dtype")
     same = frame[first] == frame[second]
-    joiner = "/" if family == "gemm" else ", kv "
+    joiner = "/" if matrix else ", kv "
     return frame[first].where(same, frame[first].astype(str) + joiner + frame[second].astype(str))
 
 
@@ -184,15 +222,17 @@ def summary(tidy: pd.DataFrame, by=("method", "device", "family", "precision")) 
 
 def measured_kernels(family: str, root=None, framework: str = "trtllm", systems=None) -> pd.DataFrame:
     """The measurements a family is scored on: one version of `framework` per system (files.one_version_each;
-    collectives: NCCL and the framework's custom all-reduce); full-attention rows only."""
+    collectives: NCCL and the framework's custom all-reduce); full-attention rows only; MoE: balanced routing only."""
     from engine.silicon import tables
     from engine.silicon.files import one_version_each
     if family == "collective":
         frame = one_version_each(tables.collective_table(root, systems))
         return frame[frame["framework"].isin(["nccl", framework])].reset_index(drop=True)
     reader = {"gemm": tables.gemm_table, "prefill_attention": tables.context_attention_table,
-              "decode_attention": tables.generation_attention_table}[family]
+              "decode_attention": tables.generation_attention_table, "moe": tables.moe_table}[family]
     frame = one_version_each(reader(root, systems, [framework]))
+    if family == "moe":
+        frame = frame[frame["distribution"] == "balanced"].reset_index(drop=True)
     if "window_size" in frame:
         frame = frame[frame["window_size"] == 0].reset_index(drop=True)
     return frame
