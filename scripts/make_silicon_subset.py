@@ -35,7 +35,9 @@ SERVING_ROWS_PER_SYSTEM = 15
 
 
 def newest(folder: Path) -> Path:
-    return sorted(folder.iterdir(), key=lambda p: [int(x) if x.isdigit() else x for x in p.name.replace("-", ".").split(".")])[-1]
+    def key(path: Path) -> list:
+        return [int(x) if x.isdigit() else x for x in path.name.replace("-", ".").split(".")]
+    return sorted(folder.iterdir(), key=key)[-1]
 
 
 def main() -> None:

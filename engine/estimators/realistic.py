@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.dtypes import bytes_per_value
+from engine.dtypes import bytes_per_value, compute_dtype
 from engine.estimators.fused_attention import attention_groups, fused_times, is_scores_row
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
-from engine.estimators.tiling import GemmRates, choose_tilings
+from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware import Hardware
 
 # Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
@@ -89,6 +89,15 @@ class RealisticConstants:
     # 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%; not calibrated, no attention data)
     attention_matrix_efficiency: float = 0.85
     gemv_max_rows: int = 1
+    # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
+    # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
+    # absent), and each GEMM adds gemm_format_latency_s to the device's kernel_latency (0 where absent; the sum
+    # at least 0). Fitted on NVIDIA
+    # AIConfigurator's measured GEMM tables, leave-one-device-out (engine/silicon/fit.py, docs/accuracy.md).
+    # Shipped: fp8 (per-tensor scaled) and fp8_g128 (block-scaled) fitted on H100-SXM, H200-SXM and B200, three
+    # frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with the Vidur-fitted kernel_latency, see the doc).
+    gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
+    gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
@@ -144,7 +153,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     value_bytes = row_groups.map("dtype", bytes_per_value)
     fused = attention_groups(out, row_groups)
     is_gemm = (op == "gemm") & (fused < 0)
-    _time_gemms(out, is_gemm, rates, hardware, per_core_macs, value_bytes, constants, chain, compute, memory)
+    _time_gemms(out, is_gemm, rates, hardware, per_core_macs, value_bytes, constants, chain, compute, memory, latency)
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
     _time_elementwise(out, (~is_gemm) & (fused < 0), kind, rates, constants, chain, compute, memory, latency, floor)
 
@@ -179,15 +188,48 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
     return launches
 
 
+def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray]:
+    """Per GEMM row: the matrix efficiency of its compute format and the extra latency (see RealisticConstants)."""
+    if not (constants.gemm_matrix_efficiency or constants.gemm_format_latency_s):
+        return np.ones(rows.sum()), np.zeros(rows.sum())
+    dtypes, inverse = np.unique(np.asarray(out["dtype"])[rows].astype(str), return_inverse=True)
+    def lookup(table: dict, dtype: str, default: float) -> float:     # the dtype's own entry, else its format's
+        return table.get(dtype, table.get(compute_dtype(dtype), default))
+    efficiency = np.array([lookup(constants.gemm_matrix_efficiency, d, 1.0) for d in dtypes], dtype=float)
+    extra = np.array([lookup(constants.gemm_format_latency_s, d, 0.0) for d in dtypes], dtype=float)
+    return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
+
+
+def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates, per_core, value_bytes, efficiency):
+    """choose_tilings once per distinct format efficiency (usually one or two), merged back per row."""
+    parts = {}
+    for value in np.unique(efficiency):
+        mine = efficiency == value
+        gemm_rates = GemmRates(per_core[mine], value_bytes[mine], rates.matrix_fraction * value, rates.bandwidth,
+                               rates.memory_fraction, rates.kernel_latency_s)
+        parts[value] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
+                                             gemm_rates))
+    if len(parts) == 1:
+        return next(iter(parts.values()))[1]
+    merged = {}
+    for name in Tiling.__dataclass_fields__:
+        column = np.empty(m.size)
+        for mine, tiling in parts.values():
+            column[mine] = getattr(tiling, name)
+        merged[name] = column
+    return Tiling(**merged)
+
+
 def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_bytes, constants, chain, compute,
-                memory) -> None:
+                memory, latency) -> None:
     if not rows.any():
         return
     m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
     nbytes = out["bytes"][rows].astype(float)
-    gemm_rates = GemmRates(per_core_macs[rows], value_bytes[rows], rates.matrix_fraction, rates.bandwidth,
-                           rates.memory_fraction, rates.kernel_latency_s)
-    tiling = choose_tilings(m, n, k, batch, nbytes, hardware, gemm_rates)
+    efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
+    tiling = _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates, per_core_macs[rows], value_bytes[rows],
+                                    efficiency)
+    latency[rows] = np.maximum(latency[rows] + extra_latency, 0.0)
     ideal = chain["t1"][rows]
     t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
     t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))

@@ -90,7 +90,8 @@ def read_table_file(path, spec: TableSpec, root=None) -> pd.DataFrame:
     raw = read_raw(path)
     missing = [c for c in (*spec.columns, "latency") if c not in raw.columns]
     if missing:
-        raise SiliconFileError(f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(map(str, raw.columns))})")
+        raise SiliconFileError(f"{path}: missing column(s) {', '.join(missing)} "
+                               f"(has: {', '.join(map(str, raw.columns))})")
     out = pd.DataFrame({ours: raw[theirs].to_numpy() for theirs, ours in spec.columns.items()})
     for theirs, (ours, default) in spec.optional.items():
         out[ours] = raw[theirs].to_numpy() if theirs in raw.columns else default
@@ -148,3 +149,22 @@ def collection_meta(folder: Path) -> dict:
     except yaml.YAMLError as error:
         raise SiliconFileError(f"{path}: not valid YAML ({error})") from error
     return meta if isinstance(meta, dict) else {}
+
+
+def _version_key(version: str) -> tuple:
+    import re
+    parts = re.split(r"[.\-+]|(?<=\d)(?=[a-z])", str(version))
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+
+
+def one_version_each(frame: pd.DataFrame) -> pd.DataFrame:
+    """Only the rows of one version folder per system and framework (one measurement per shape): the one with
+    the most rows (a later folder may hold a partial re-collection, e.g. moe trtllm 1.3.0rc23), newest on a tie."""
+    if frame.empty:
+        return frame
+    keys = ["system", "framework", "version"]
+    versions = frame.groupby(keys).size().rename("rows").reset_index()
+    versions["key"] = versions["version"].map(_version_key)
+    chosen = versions.sort_values(["rows", "key"]).groupby(["system", "framework"]).tail(1)
+    keep = frame.set_index(keys).index.isin(chosen.set_index(keys).index)
+    return frame[keep].reset_index(drop=True)

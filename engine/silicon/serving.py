@@ -5,7 +5,8 @@ One row per benchmark run at a fixed client concurrency. File column -> ours:
     id -> run_id; system -> system (+ device: the workbook name, None where it has none); backend;
     backend_version; model_path; precision; mode (agg | disagg); isl -> input_length; osl -> output_length;
     silicon_data_source -> source, and its `silicon_concurrency=<C>` -> concurrency (<NA> where the source
-    does not say: 19 of the 5,221 rows of 0.12.0), `measured=<date>` -> measured_at, `config_id=<id>` -> config_id; gemm_quant_mode, moe_quant_mode;
+    does not say: 19 of the 5,221 rows of 0.12.0), `measured=<date>` -> measured_at, `config_id=<id>` -> config_id;
+    gemm_quant_mode, moe_quant_mode;
     batch_size -> max_batch; tp_size -> tp; pp_size -> pp; attention_dp_size -> attention_dp;
     moe_tp_size -> moe_tp; moe_ep_size -> moe_ep;
     prefill_* and decode_* (batch_size, num_workers, tp_size, pp_size, attention_dp_size, moe_tp_size,
@@ -57,7 +58,8 @@ def read_serving_runs(root=None, path=None) -> pd.DataFrame:
     bad_mode = ~out["mode"].isin(MODES)
     if bad_mode.any():
         row = int(np.flatnonzero(bad_mode)[0])
-        raise SiliconFileError(f"{path} row {row + 1}, column 'mode': expected agg or disagg, got {raw['mode'].iloc[row]!r}")
+        raise SiliconFileError(f"{path} row {row + 1}, column 'mode': expected agg or disagg, "
+                               f"got {raw['mode'].iloc[row]!r}")
     out.insert(1, "device", out["system"].map(SYSTEM_DEVICES).astype(object))
     concurrency = out["source"].map(lambda s: _source_field(s, "silicon_concurrency"))
     out["concurrency"] = _numbers(raw.assign(silicon_data_source=concurrency), "silicon_data_source", path,

@@ -1,0 +1,99 @@
+"""Kernel-level accuracy on public silicon measurements (NVIDIA AIConfigurator's tables, engine/silicon).
+
+For every system whose GPU the workbook has, scores `roofline` and `realistic` (engine/silicon/score.py)
+on GEMMs per dtype, prefill (context) attention, decode (generation) attention and collectives, and
+prints per device x family x precision (dtypes; collectives: op and implementation): count, median and
+p90 of |predicted / measured - 1|, and bias (median signed error; negative = predicts too fast). Then the
+same per family x precision and per family over all devices.
+
+Last, the realistic GEMM constants per dtype (engine/silicon/fit.py) leave-one-device-out: for each device,
+fitted on the others and scored on it, against the uncalibrated model and the shipped (all-device) values.
+
+Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
+Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+
+from engine.silicon import SYSTEM_DEVICES, fit, installed_version, score
+from engine.specs import load_specs
+
+
+def score_all(root, framework: str, devices: dict) -> tuple[pd.DataFrame, list[str]]:
+    parts, missing = [], set()
+    for family in score.FAMILIES:
+        frame = score.measured_kernels(family, root, framework)
+        missing |= set(score.devices_missing(frame, devices))
+        started = time.perf_counter()
+        tidy = score.score_family(frame, family, devices=devices)
+        print(f"{family}: {len(frame):,} measurements scored in {time.perf_counter() - started:.1f} s")
+        parts.append(tidy)
+    return pd.concat(parts, ignore_index=True), sorted(missing)
+
+
+def wide(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One line per group, roofline and realistic side by side, errors in percent."""
+    table = summary.pivot_table(index=keys, columns="method", values=["count", "median_abs_error", "p90_abs_error",
+                                                                      "bias"], aggfunc="first")
+    out = pd.DataFrame(index=table.index)
+    out["count"] = table[("count", "realistic")].astype(int)
+    for method in ("roofline", "realistic"):
+        out[f"{method} median"] = (100 * table[("median_abs_error", method)]).map("{:.1f}%".format)
+        out[f"{method} p90"] = (100 * table[("p90_abs_error", method)]).map("{:.1f}%".format)
+        out[f"{method} bias"] = (100 * table[("bias", method)]).map("{:+.1f}%".format)
+    return out.reset_index()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--framework", default="trtllm", help="framework whose tables are scored (default trtllm)")
+    parser.add_argument("--root", default=None,
+                        help="an aiconfigurator systems folder (default: the installed package)")
+    parser.add_argument("--no-fit", action="store_true", help="skip the leave-one-device-out GEMM fit (~40 s)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    devices = load_specs()
+    print(f"# Kernel accuracy on aiconfigurator-core {installed_version() if args.root is None else args.root} "
+          f"tables, framework {args.framework}")
+    tidy, missing = score_all(args.root, args.framework, devices)
+    summary = score.summary(tidy)
+    pd.set_option("display.width", 250)
+    print("\n## Per device x family x precision (GEMM weight/activation dtypes; attention dtype, kv dtype; "
+          "collectives op (implementation))\n")
+    print(wide(summary, ["device", "family", "precision"]).to_string(index=False))
+    print("\n## All devices, per family x precision\n")
+    per_precision = score.summary(tidy, by=("method", "family", "precision"))
+    print(wide(per_precision, ["family", "precision"]).to_string(index=False))
+    print("\n## All devices, per family\n")
+    print(wide(score.summary(tidy, by=("method", "family")), ["family"]).to_string(index=False))
+    if missing:
+        print(f"\nNot scored (no device in this workbook): {', '.join(missing)}")
+    unmapped = sorted(system for system, device in SYSTEM_DEVICES.items() if device is None)
+    print(f"Systems the workbook has no device for: {', '.join(unmapped)}")
+    if not args.no_fit:
+        print_leave_one_device_out(args.root, devices)
+    print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+def print_leave_one_device_out(root, devices: dict) -> None:
+    rows = fit.fit_rows(devices, root)
+    table = fit.leave_one_device_out(rows, devices)
+    print("\n## Realistic GEMM constants per dtype, leave-one-device-out (fit on the others, score the device)\n")
+    print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
+          f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
+    out = table[["device", "dtype", "count", "efficiency", "extra_latency_us"]].copy()
+    for label in ("before", "lodo", "shipped"):
+        out[label] = [f"{100 * a:.1f}% / {100 * b:.1f}%, {100 * c:+.1f}%" for a, b, c in
+                      zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
+    print(out.to_string(index=False))
+    print("before: efficiency 1, no extra latency; lodo: the efficiency / extra latency shown, fitted without the "
+          "device; shipped: RealisticConstants (fitted on all devices; bf16 not shipped)")
+
+
+if __name__ == "__main__":
+    main()

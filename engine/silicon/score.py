@@ -1,0 +1,238 @@
+"""Score the engine's methods against aiconfigurator's measured kernels (vectorized: one call per device).
+
+    from engine.silicon import score, tables
+    tidy = score.score_family(tables.gemm_table(systems=["h100_sxm"]), "gemm", methods=("roofline", "realistic"))
+    score.summary(tidy)       # count, median / p90 of |predicted / measured - 1|, bias per method x device x family
+                              # x precision (precision_label: dtypes, or a collective's op and implementation)
+
+Each measurement becomes kernel-table rows built with the default decomposition's own formulas, all
+measurements of one device in ONE table timed by the method in one call:
+  gemm                  one Ma_Mw row, engine.kernel_fields.gemm_fields (weights, A read once, C written once)
+  prefill_attention     engine.decompose.AttentionRows.add_mha for `batch` sequences of `input_length` new tokens
+                        (no prior context, causal): Q*gK, Softmax, Q*gK*gV (realistic: one fused kernel)
+  decode_attention      the same for one new token after `prior_tokens` cached ones: KVCache_Read, Q*gK, Softmax,
+                        Q*gK*gV (the measurement's context_length = prior_tokens + 1 keys)
+  moe                   the routed experts of one MoE layer as engine/decompose_moe.py builds them: per device
+                        E / moe_ep experts of intermediate / moe_tp, tokens x topk / moe_ep (token, expert) pairs
+                        (balanced routing rows only) over the experts they reach (expected_active_experts):
+                        grouped GEMMs Expert_up [, Expert_gate], the activation, Expert_down, the weighted combine
+                        (gated unless the kernel_source says nongated; no router GEMM, no all-to-all)
+  collective            engine.collectives: factor x message bytes / link bandwidth + hops x hop latency,
+                        the same for every method (ring algorithm; the group's link from the workbook)
+Measured times are device-side per call, so realistic is scored on `kernel_time_s` (no host launch), the
+other methods on `time_s`, as engine.calibration does for the Vidur kernels. Rows of a device the workbook
+lacks are dropped (`devices_missing` says which).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from engine.decompose import AttentionPart, AttentionRows, ForwardPass
+from engine.dtypes import bytes_per_value, compute_dtype
+from engine.decompose_moe import expected_active_experts
+from engine.kernel_fields import gemm_fields, mlp_activation_fields
+from engine.kernels import KernelTableBuilder
+
+FAMILIES = ("gemm", "prefill_attention", "decode_attention", "moe", "collective")
+DEFAULT_METHODS = ("roofline", "realistic")
+COLLECTIVE_NAMES = {"all_reduce": "AllReduce_measured", "all_gather": "AllGather_measured",
+                    "reduce_scatter": "ReduceScatter_measured", "all_to_all": "AllToAll_measured"}
+ATTENTION_KEYS = ["heads", "kv_heads", "head_dim", "dtype", "kv_dtype", "window_size"]
+
+
+def gemm_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
+    """One GEMM row per measurement; returns (columns, measurement index of each row)."""
+    builder, index = KernelTableBuilder(), []
+    for (weight, activation), rows in frame.groupby(["weight_dtype", "activation_dtype"], sort=False):
+        m, n, k = (rows[c].to_numpy(dtype=float) for c in ("m", "n", "k"))
+        fields = gemm_fields(m, k, n, bytes_per_value(weight), bytes_per_value(activation))
+        builder.add(phase="measured", name="GEMM", type="Ma_Mw", op="gemm", unit="matrix",
+                    dtype=compute_dtype(weight, activation), **fields)
+        index.append(_positions(frame, rows))
+    return builder.build_columns(), _concat(index)
+
+
+def attention_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarray]:
+    """The attention rows of each measurement (one fused group each); returns (columns, measurement index)."""
+    builder, positions = KernelTableBuilder(), []
+    for number, (key, rows) in enumerate(frame.groupby(ATTENTION_KEYS, sort=False)):
+        heads, kv_heads, head_dim, dtype, kv_dtype, window = key
+        window = int(window) if window and window > 0 else None
+        batch = rows["batch"].to_numpy(dtype=float)
+        if decode:
+            part = AttentionPart.uniform("", batch, 1.0, rows["prior_tokens"].to_numpy(dtype=float), "Va_Mqa",
+                                         window=window, per_row_count=True)
+        else:
+            part = AttentionPart.uniform("", batch, rows["input_length"].to_numpy(dtype=float), np.zeros(len(rows)),
+                                         "Ma_Mqa", window=window, per_row_count=True)
+        pass_ = ForwardPass(f"measured {number}", batch, batch, 1, (part,))   # own phase: one fused group per row
+        AttentionRows(builder, pass_, bytes_per_value(dtype), bytes_per_value(dtype), bytes_per_value(kv_dtype),
+                      compute_dtype(dtype, kv_dtype), dtype, dtype).add_mha(part, 1.0, "", int(heads), int(kv_heads),
+                                                                           int(head_dim))
+        positions.append(_positions(frame, rows))
+    columns = builder.build_columns()
+    # every kernel added for attention `number` (phase "measured <number>") has one row per measurement, in order
+    _, first = np.unique(columns["group"], return_index=True)
+    numbers = [int(str(phase).rsplit(" ", 1)[1]) for phase in columns["phase"][first]]
+    return columns, _concat([positions[number] for number in numbers])
+
+
+def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
+    """The routed-expert rows of each measurement (see the module docstring); returns (columns, index)."""
+    builder, index = KernelTableBuilder(), []
+    gated_rows = ~frame["kernel_source"].astype(str).str.endswith("nongated")
+    for (weight, activation, gated), rows in frame.groupby(["weight_dtype", "activation_dtype", gated_rows],
+                                                           sort=False):
+        tokens, hidden, inner, topk, experts, moe_tp, moe_ep = (
+            rows[c].to_numpy(dtype=float) for c in ("tokens", "hidden", "intermediate", "topk", "experts", "moe_tp",
+                                                     "moe_ep"))
+        inner = inner / moe_tp
+        pairs = tokens * topk / moe_ep
+        active = np.maximum(expected_active_experts(experts / moe_ep, experts, topk, tokens), 1e-9)
+        wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), compute_dtype(weight, activation)
+        common = dict(phase="measured", type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
+        grouped = [("Expert_up", hidden, inner)] + ([("Expert_gate", hidden, inner)] if gated else []) + \
+            [("Expert_down", inner, hidden)]
+        for name, k_dim, n_dim in grouped:
+            builder.add(name=name, m=pairs / active, k=k_dim, n=n_dim, batch=active, macs=pairs * k_dim * n_dim,
+                        weight_bytes=active * k_dim * n_dim * wgt, activation_bytes=pairs * (k_dim + n_dim) * act,
+                        **common)
+        builder.add(phase="measured", name="Expert_act", type="Elementwise", op="activation", unit="vector",
+                    dtype=activation, **mlp_activation_fields(pairs, inner, "silu" if gated else "relu", gated, act))
+        builder.add(phase="measured", name="MoE_combine", type="Elementwise", op="residual", unit="vector",
+                    dtype=activation, m=tokens, n=hidden, vector_flops=2.0 * pairs * hidden,
+                    activation_bytes=(pairs + tokens) * hidden * act)
+        index += [_positions(frame, rows)] * (len(grouped) + 2)
+    return builder.build_columns(), _concat(index)
+
+
+def _positions(frame: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    return frame.index.get_indexer(rows.index)
+
+
+def _concat(parts: list) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=int)
+
+
+def method_seconds(columns: dict, index: np.ndarray, count: int, hardware, method: str,
+                   constants=None) -> np.ndarray:
+    """Per measurement: the sum of its rows' device time under `method` (kernel_time_s where reported);
+    `constants`: RealisticConstants for the realistic methods (default: the shipped ones)."""
+    from engine.estimators import get_method
+    from engine.estimators.realistic import estimate_realistic
+    if count == 0:
+        return np.zeros(0)
+    if method.startswith("realistic") and constants is not None:
+        launch = "graph" if method == "realistic-graph" else "eager"
+        result = estimate_realistic(columns, hardware, None, launch=launch, constants=constants)
+    else:
+        result = get_method(method).estimate(columns, hardware, None)
+    seconds = np.asarray(result.get("kernel_time_s", result["time_s"]), dtype=float)
+    return np.bincount(index, weights=seconds, minlength=count)
+
+
+def collective_seconds(frame: pd.DataFrame, hardware) -> np.ndarray:
+    """Per measurement: engine.collectives' time (NaN where the device lacks an interconnect field)."""
+    from engine.collectives import InterconnectError, bandwidth_factor, collective_coefficients
+    result = np.full(len(frame), np.nan)
+    ring = SimpleNamespace(collective_algorithm="ring", tp=1, pp=1)
+    for (op, size), rows in frame.groupby(["op", "group_size"], sort=False):
+        where = _positions(frame, rows)
+        try:
+            per_byte, latency = collective_coefficients([COLLECTIVE_NAMES[op]], [size], hardware, ring)
+        except InterconnectError:
+            continue
+        link_bytes = bandwidth_factor(op, int(size)) * rows["message_bytes"].to_numpy(dtype=float)
+        result[where] = link_bytes * per_byte[0] + latency[0]
+    return result
+
+
+def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, constants=None) -> np.ndarray:
+    """The method's predicted seconds per measurement of one device (frame index is reset)."""
+    if family == "collective":
+        return collective_seconds(frame, hardware)
+    if family == "gemm":
+        columns, index = gemm_kernels(frame)
+    elif family == "moe":
+        columns, index = moe_kernels(frame)
+    elif family in ("prefill_attention", "decode_attention"):
+        columns, index = attention_kernels(frame, decode=family == "decode_attention")
+    else:
+        raise ValueError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
+    return method_seconds(columns, index, len(frame), hardware, method, constants)
+
+
+def score_family(frame: pd.DataFrame, family: str, methods=DEFAULT_METHODS, devices: dict | None = None,
+                 constants=None) -> pd.DataFrame:
+    """Tidy: the measurement rows + family, precision, method, predicted_s, error (predicted / measured - 1).
+
+    `devices`: {workbook name: Hardware} (default: the bundled specs.xlsx); rows of other devices dropped;
+    `constants`: RealisticConstants for the realistic methods (default: the shipped ones).
+    """
+    if devices is None:
+        from engine.specs import load_specs
+        devices = load_specs()
+    parts = []
+    known = frame[frame["device"].isin(list(devices))]
+    for device, rows in known.groupby("device", sort=False):
+        rows = rows.reset_index(drop=True)
+        for method in methods:
+            predicted = predicted_seconds(rows, family, devices[device], method, constants)
+            parts.append(rows.assign(family=family, precision=precision_label(rows, family), method=method,
+                                     predicted_s=predicted,
+                                     error=predicted / rows["time_s"].to_numpy() - 1.0))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def devices_missing(frame: pd.DataFrame, devices: dict) -> list[str]:
+    """Systems of `frame` without a device in `devices` (named system -> device, or system alone)."""
+    pairs = frame[["system", "device"]].drop_duplicates()
+    return sorted(f"{s} ({d if isinstance(d, str) else 'no workbook device'})"
+                  for s, d in pairs.itertuples(index=False) if d not in devices)
+
+
+def precision_label(frame: pd.DataFrame, family: str) -> pd.Series:
+    """What the accuracy is grouped by besides device and family: GEMMs their weight / activation dtypes
+    (one name when alike: bf16, fp8, fp8_g128, nvfp4; int4_g128/bf16 is weight-only), attention its dtype and
+    KV-cache dtype when they differ, collectives their op and implementation (all_reduce (nccl))."""
+    if family == "collective":
+        return frame["op"].astype(str) + " (" + frame["implementation"].astype(str) + ")"
+    matrix = family in ("gemm", "moe")
+    first, second = ("weight_dtype", "activation_dtype") if matrix else ("dtype", "kv_dtype")
+    same = frame[first] == frame[second]
+    joiner = "/" if matrix else ", kv "
+    return frame[first].where(same, frame[first].astype(str) + joiner + frame[second].astype(str))
+
+
+def summary(tidy: pd.DataFrame, by=("method", "device", "family", "precision")) -> pd.DataFrame:
+    """Per group: count, median and p90 of |error|, bias (median signed error)."""
+    frame = tidy.dropna(subset=["error"])
+    grouped = frame.groupby(list(by), sort=True)["error"]
+    return pd.DataFrame({
+        "count": grouped.size(),
+        "median_abs_error": grouped.apply(lambda e: float(np.median(np.abs(e)))),
+        "p90_abs_error": grouped.apply(lambda e: float(np.quantile(np.abs(e), 0.9))),
+        "bias": grouped.median(),
+    }).reset_index()
+
+
+def measured_kernels(family: str, root=None, framework: str = "trtllm", systems=None) -> pd.DataFrame:
+    """The measurements a family is scored on: one version of `framework` per system (files.one_version_each;
+    collectives: NCCL and the framework's custom all-reduce); full-attention rows only; MoE: balanced routing only."""
+    from engine.silicon import tables
+    from engine.silicon.files import one_version_each
+    if family == "collective":
+        frame = one_version_each(tables.collective_table(root, systems))
+        return frame[frame["framework"].isin(["nccl", framework])].reset_index(drop=True)
+    reader = {"gemm": tables.gemm_table, "prefill_attention": tables.context_attention_table,
+              "decode_attention": tables.generation_attention_table, "moe": tables.moe_table}[family]
+    frame = one_version_each(reader(root, systems, [framework]))
+    if family == "moe":
+        frame = frame[frame["distribution"] == "balanced"].reset_index(drop=True)
+    if "window_size" in frame:
+        frame = frame[frame["window_size"] == 0].reset_index(drop=True)
+    return frame

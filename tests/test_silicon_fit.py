@@ -1,0 +1,99 @@
+"""Per-dtype GEMM constants of the realistic method: applied as documented, and recoverable by the fit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import estimate_gemm
+from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
+from engine.kernels import KernelTableBuilder
+from engine.silicon import fit, tables
+from engine.specs import load_specs
+
+SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
+UNCALIBRATED = replace(DEFAULT_CONSTANTS, gemm_matrix_efficiency={}, gemm_format_latency_s={})
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_specs()["H100-SXM"]
+
+
+def one_gemm(m, n, k, dtype, value_bytes):
+    builder = KernelTableBuilder()
+    builder.add(phase="gemm", name="GEMM", type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype, m=m, k=k, n=n,
+                macs=float(m) * n * k, weight_bytes=k * n * value_bytes, activation_bytes=(m * k + m * n) * value_bytes)
+    return builder.build_columns()
+
+
+def test_fp8_compute_bound_gemm_runs_at_the_fitted_fraction_of_the_device_rate(h100):
+    table = one_gemm(8192, 8192, 8192, "fp8", 1.0)          # 64 x 32 tiles of 128 x 256: whole waves
+    before = estimate_realistic(table, h100, constants=UNCALIBRATED)
+    after = estimate_realistic(table, h100)
+    efficiency = DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"]
+    extra = DEFAULT_CONSTANTS.gemm_format_latency_s["fp8"]
+    assert before["bound"][0] == after["bound"][0] == "compute"
+    work_before = before["kernel_time_s"][0] - h100.kernel_latency_s
+    work_after = after["kernel_time_s"][0] - h100.kernel_latency_s - extra
+    assert work_after == pytest.approx(work_before / efficiency, rel=1e-3)    # the tiling may change a little
+    # against the datasheet: 2 m n k FLOP at 132 SMs x 1.83 GHz x 4096 fp8 MAC x 2, times the two fractions
+    peak_s = 2 * 8192.0 ** 3 / (132 * 1.83e9 * 4096 * 2)
+    assert work_after == pytest.approx(peak_s / (h100.achievable_matrix_fraction * efficiency), rel=0.02)
+
+
+def test_extra_latency_is_added_once_and_bf16_is_unchanged(h100):
+    tiny = one_gemm(16, 128, 128, "fp8", 1.0)
+    before = estimate_realistic(tiny, h100, constants=UNCALIBRATED)["kernel_time_s"][0]
+    after = estimate_realistic(tiny, h100)["kernel_time_s"][0]
+    # a memory-bound tiny GEMM: the difference is the extra latency (the efficiency barely matters)
+    assert after - before == pytest.approx(DEFAULT_CONSTANTS.gemm_format_latency_s["fp8"], rel=0.01)
+    bf16 = one_gemm(4096, 4096, 4096, "bf16", 2.0)
+    np.testing.assert_array_equal(estimate_realistic(bf16, h100)["kernel_time_s"],
+                                  estimate_realistic(bf16, h100, constants=UNCALIBRATED)["kernel_time_s"])
+    # the public one-GEMM call uses the shipped constants too
+    assert estimate_gemm(h100, 8192, 8192, 8192, "fp8", "realistic")["kernel_time_s"] > \
+        estimate_realistic(one_gemm(8192, 8192, 8192, "fp8", 1.0), h100, constants=UNCALIBRATED)["kernel_time_s"][0]
+
+
+@pytest.mark.parametrize("dtype, value_bytes", [("fp8_g128", 1.0 + 2 / 128), ("fp8_e4m3", 1.0)])
+def test_a_dtype_uses_its_own_entry_else_its_formats(h100, dtype, value_bytes):
+    """fp8_g128 (block-scaled) has its own efficiency; fp8_e4m3 has none and falls back to fp8's."""
+    table = one_gemm(8192, 8192, 8192, dtype, value_bytes)
+    before = estimate_realistic(table, h100, constants=UNCALIBRATED)["kernel_time_s"][0]
+    after = estimate_realistic(table, h100)["kernel_time_s"][0]
+    table_entry = DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"])
+    extra = DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, DEFAULT_CONSTANTS.gemm_format_latency_s["fp8"])
+    latency = h100.kernel_latency_s
+    assert after - latency - extra == pytest.approx((before - latency) / table_entry, rel=1e-3)
+
+
+def test_fit_recovers_known_constants_from_synthetic_times():
+    devices = load_specs()
+    rows = tables.gemm_table(SUBSET)
+    rows = rows[rows["dtype"] == "fp8"].reset_index(drop=True)
+    groups = []
+    for device, part in rows.groupby("device"):
+        group = fit.DeviceGemms(part, devices[device])
+        group.measured = group.predicted(0.80, 1.5e-6)          # times from known constants
+        groups.append(group)
+    efficiency, extra = fit.fit_dtype(groups)
+    assert efficiency == pytest.approx(0.80, abs=0.011) and extra == pytest.approx(1.5e-6, abs=0.26e-6)
+    # a 15% change of the efficiency is visible in the objective the fit minimises
+    assert fit.pooled_objective(groups, 0.80 * 1.15, 1.5e-6) > fit.pooled_objective(groups, 0.80, 1.5e-6) + 0.05
+
+
+def test_leave_one_device_out_scores_each_device_with_the_others_fit():
+    devices = load_specs()
+    rows = tables.gemm_table(SUBSET)
+    rows = rows[(rows["n"] >= fit.LEAST_N_K) & (rows["k"] >= fit.LEAST_N_K)].reset_index(drop=True)
+    table = fit.leave_one_device_out(rows, devices)
+    assert set(zip(table["device"], table["dtype"])) == {("H100-SXM", "bf16"), ("H100-SXM", "fp8"),
+                                                         ("B200", "bf16"), ("B200", "fp8")}
+    for column in ("before median_abs_error", "lodo median_abs_error", "shipped median_abs_error"):
+        assert (table[column] >= 0).all()
+    assert (table["count"] == rows.groupby(["device", "dtype"]).size().loc[list(zip(table["device"],
+                                                                                     table["dtype"]))].to_numpy()).all()
