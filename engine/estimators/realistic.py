@@ -69,6 +69,10 @@ class KernelClass:
 
 
 ROW_CTAS_PER_CORE = 2   # 1024-thread CTAs, 2048 resident threads per SM (A100, H100)
+# Devices whose parallel units are SIMT cores that run a row-wise kernel as one CTA per token (GPUs, and the
+# hypothetical GPU-like parts of the workbook). A TPU or NPU core streams a whole tensor through its vector
+# unit from bulk DMA: no per-token CTAs, so its element-wise kernels stream at the achievable bandwidth.
+ROW_WAVE_KINDS = ("gpu", "hypothetical")
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class DeviceRates:
     memory_fraction: float
     kernel_latency_s: float
     launch_overhead_s: float
+    row_waves: bool = True     # row-wise kernels run one CTA per token in waves over the cores (SIMT devices)
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -125,6 +130,7 @@ class DeviceRates:
             memory_fraction=hw.achievable_memory_bandwidth_fraction or DEFAULT_MEMORY_FRACTION,
             kernel_latency_s=hw.kernel_latency_s if hw.kernel_latency_s is not None else DEFAULT_KERNEL_LATENCY_S,
             launch_overhead_s=hw.launch_overhead_s or 0.0,
+            row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
         )
 
 
@@ -263,7 +269,7 @@ def _time_elementwise(out, rows, kind, rates: DeviceRates, constants, chain, com
         mine = kind[rows] == name
         efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
         least[mine] = kernel_class.floor_s
-        if kernel_class.row_bytes_per_cycle:
+        if kernel_class.row_bytes_per_cycle and rates.row_waves:
             row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
