@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
 from engine.silicon.package import installed_version, resolve_root  # noqa: E402
+from engine.silicon.results import write_results  # noqa: E402
 from engine.silicon.serving import read_serving_runs  # noqa: E402
 from engine.specs import load_specs  # noqa: E402
 
@@ -37,6 +38,8 @@ def main(argv=None) -> int:
     parser.add_argument("--method", default="realistic")
     parser.add_argument("--limit", type=int, default=None, help="score every k-th run only, k = runs / limit")
     parser.add_argument("--out", help="write the scored runs as CSV")
+    parser.add_argument("--write", action="store_true",
+                        help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
     root = resolve_root()
     runs = read_serving_runs(root)
@@ -72,6 +75,12 @@ def main(argv=None) -> int:
          validation.summary(held_out))
     show("leave-one-system-out by system", validation.summary(held_out, ["system"]))
     headline = validation.summary(held_out).iloc[0]
+    if args.write:
+        rows = pd.concat([validation.result_rows(held_out, "leave-one-system-out"),
+                          validation.result_rows(held_out, "leave-one-system-out", "system"),
+                          validation.result_rows(errors, "in-sample", "backend")], ignore_index=True)
+        path = write_results(rows, "serving", "benchmarks/serving_accuracy.py", installed_version())
+        print(f"recorded in {path}")
     print("\ntargets: " + ", ".join(f"{name} {headline[name]:.3f} (target <= {limit:.2f}: "
                                     f"{'met' if headline[name] <= limit else 'missed by ' + format(headline[name] - limit, '.3f')})"
                                     for name, limit in TARGETS.items()))

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.charts.accuracy import accuracy_figure
+from dashboard.views import accuracy_silicon
 from dashboard.widgets import chart, table_downloads
 from engine import calibration
 from engine.estimators import METHODS
@@ -123,3 +124,4 @@ def render(method: str, devices: dict) -> None:
         st.dataframe(seed, hide_index=True, width="content",
                      column_config={c: st.column_config.NumberColumn(format="%.1f") for c in seed.columns[1:]})
     st.caption("Methods: " + " · ".join(f"**{m}** — {METHODS[m].description}" for m in SCORED_METHODS))
+    accuracy_silicon.render()

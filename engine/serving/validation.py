@@ -229,3 +229,18 @@ def leave_one_system_out(scored: pd.DataFrame, by_backend: bool = True) -> pd.Da
             iteration, request = fit_overheads(train)
             parts.append(with_overheads(test, iteration, request))
     return pd.concat(parts) if parts else ok.iloc[:0]
+
+
+def result_rows(errors_frame: pd.DataFrame, split: str, by: str | None = None) -> pd.DataFrame:
+    """TPOT and TTFT rows in engine.silicon.results' format: one per value of `by` (system, backend, ...),
+    or one for all runs."""
+    groups = [("all", errors_frame)] if by is None else list(errors_frame.groupby(by, observed=True))
+    rows = []
+    for subject, group in groups:
+        for metric in ("tpot", "ttft"):
+            error = group[f"{metric}_error"]
+            rows.append({"scope": "serving", "family": metric, "subject": str(subject),
+                         "variant": "all backends" if by != "backend" else "all systems", "split": split,
+                         "count": len(group), "median_abs_error": error.abs().median(),
+                         "p90_abs_error": error.abs().quantile(0.9), "bias": error.median()})
+    return pd.DataFrame(rows)
