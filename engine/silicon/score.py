@@ -209,15 +209,9 @@ def precision_label(frame: pd.DataFrame, family: str) -> pd.Series:
 
 
 def summary(tidy: pd.DataFrame, by=("method", "device", "family", "precision")) -> pd.DataFrame:
-    """Per group: count, median and p90 of |error|, bias (median signed error)."""
-    frame = tidy.dropna(subset=["error"])
-    grouped = frame.groupby(list(by), sort=True)["error"]
-    return pd.DataFrame({
-        "count": grouped.size(),
-        "median_abs_error": grouped.apply(lambda e: float(np.median(np.abs(e)))),
-        "p90_abs_error": grouped.apply(lambda e: float(np.quantile(np.abs(e), 0.9))),
-        "bias": grouped.median(),
-    }).reset_index()
+    """Per group: count, median and p90 of |error|, bias (median signed error), groups sorted."""
+    from engine.calibration import summary as error_summary
+    return error_summary(tidy, by=by).sort_values(list(by), ignore_index=True)
 
 
 def measured_kernels(family: str, root=None, framework: str = "trtllm", systems=None) -> pd.DataFrame:
