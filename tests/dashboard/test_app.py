@@ -66,6 +66,32 @@ def test_metric_cards_scale_their_units():
         direct.tpot_s * 1e3, rel=5e-3)
 
 
+def test_loading_from_an_unreachable_hub_fails_at_once_and_says_so(tmp_path, monkeypatch):
+    """The Hub endpoint is a closed loopback port (no network): the Load button answers within seconds
+    (huggingface_hub alone retries for ~25 s) with what to do instead."""
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setattr(constants, "ENDPOINT", closed)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    app = run_app()
+    app.radio(key="w_model_source").set_value("Hugging Face Hub").run()
+    app.text_input(key="w_hub_id").input("some-org/not-cached")
+    started = time.perf_counter()
+    next(b for b in app.button if b.label == "Load from the Hub").click().run()
+    elapsed = time.perf_counter() - started
+    message = texts(app.sidebar.error)
+    assert "the Hugging Face Hub cannot be reached from this machine" in message and "some-org/not-cached" in message
+    assert "HF_HUB_OFFLINE=1" in message and not app.exception
+    assert elapsed < 10, f"{elapsed:.1f} s"
+
+
 def test_query_parameters_round_trip():
     state = ViewState(page="compare", devices=("MI300X", "H100-SXM"), model="Qwen/Qwen2.5-7B", phase="decode",
                       batch=32, input_length=2048, output_length=128, context_length=3000, weight_dtype="fp8",
