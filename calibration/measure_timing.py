@@ -113,9 +113,15 @@ def ceilings(device: str, timer: Timer, dtype=torch.bfloat16) -> dict[str, str]:
     size, n = (1 << 30, 8192) if device.startswith("cuda") else (1 << 24, 512)
     copy = _copy_timing(device, timer, size)
     matmul = _matmul_timing(device, timer, n, dtype)
-    return {"copy_bandwidth_tb_s": f"{2 * size / (copy.median_ms * 1e-3) / 1e12:.3f} (read + write of a "
-                                   f"{size / 2**20:.0f} MiB copy)",
-            "matmul_tflops": f"{2 * n**3 / (matmul.median_ms * 1e-3) / 1e12:.1f} ({n}^3 {str(dtype)[6:]}, random data)"}
+    return ceiling_fields(size, copy.median_ms * 1e-3, n, matmul.median_ms * 1e-3, str(dtype)[6:])
+
+
+def ceiling_fields(copy_bytes: int, copy_s: float, n: int, matmul_s: float, dtype_name: str) -> dict[str, str]:
+    """The header lines of the two ceilings, to four significant digits whatever their size (a CPU's bf16
+    matmul, 0.02 TFLOP/s, must not print as 0.0)."""
+    return {"copy_bandwidth_tb_s": f"{2 * copy_bytes / copy_s / 1e12:.4g} (read + write of a "
+                                   f"{copy_bytes / 2**20:.0f} MiB copy)",
+            "matmul_tflops": f"{2 * n**3 / matmul_s / 1e12:.4g} ({n}^3 {dtype_name}, random data)"}
 
 
 def _copy_timing(device: str, timer: Timer, size: int) -> Timing:

@@ -11,6 +11,7 @@ import math
 import sys
 from typing import Sequence
 
+from engine.cli_help import HelpFormatter, describe
 from engine.dtypes import DTYPES, check_dtype
 from engine.errors import one_line
 from engine.estimators import METHODS
@@ -54,11 +55,13 @@ def cmd_hardware_list(args) -> None:
     if args.json:
         _print_json([{"name": hw.name, "vendor": hw.vendor, "kind": hw.kind} for hw in devices.values()])
         return
+    row = "{:<18} {:<14} {:<13} {:<20} {:>16} {:>16} {:>10}"
+    print(row.format("device", "vendor", "kind", "matrix dtype", "matrix TFLOP/s", "memory GB/s", "memory GB"))
     for hw in devices.values():
         rate = hw.matrix_rate_dtype("bf16")
         label = "bf16" if rate == "bf16" else f"bf16 (at {rate} rate)"
-        print(f"{hw.name:<18} {hw.vendor:<14} {hw.kind:<13} {label:<20} {hw.matrix_flops_per_s('bf16') / 1e12:9.1f} TFLOP/s"
-              f"  {hw.memory_bandwidth_bytes_per_s / 1e9:9.1f} GB/s  {hw.memory_capacity_bytes / 1e9:6.1f} GB")
+        print(row.format(hw.name, hw.vendor, hw.kind, label, f"{hw.matrix_flops_per_s('bf16') / 1e12:,.1f}",
+                         f"{hw.memory_bandwidth_bytes_per_s / 1e9:,.1f}", f"{hw.memory_capacity_bytes / 1e9:,.1f}"))
 
 
 def hardware_summary(hw) -> dict:
@@ -171,10 +174,7 @@ def cmd_estimate(args) -> None:
               f"{energy['tokens_per_j'] or 0:.4g} tokens/J; average power {energy['average_power_w'] or 0:.0f} W"
               + (f" of {energy['tdp_w']:.0f} W TDP" if energy["tdp_w"] else "")
               + (" (EXCEEDS TDP)" if energy["exceeds_tdp"] else ""))
-    print(f"memory       {memory.total_bytes / 1e9:.2f} GB of {memory.capacity_bytes / 1e9:.1f} GB per device "
-          f"({'fits' if memory.fits else 'DOES NOT FIT'}; largest batch that fits: {memory.max_batch}); "
-          f"{memory.total_all_devices_bytes / 1e9:.1f} GB over {result.devices} device(s)")
-    print(f"memory note  {memory.message}")
+    print(memory_line(memory, result.devices))
     if not memory.fits:
         if getattr(model, "automatic", False):
             print("fewest devices that fit: not searched (an automatically decomposed model runs on one device)")
@@ -183,6 +183,16 @@ def cmd_estimate(args) -> None:
                                                 f"{fewest.devices} (tp={fewest.tp}, pp={fewest.pp})"))
     for note in result.notes:
         print(f"note: {note}")
+
+
+def memory_line(memory, devices: int) -> str:
+    """One line: per-device use against capacity, whether it fits, the largest batch that does, and when it
+    does not fit, why (the footprint's own sentence, which names what is too big)."""
+    largest = "no batch fits" if memory.max_batch < 1 else f"largest batch that fits: {memory.max_batch:,}"
+    verdict = "fits" if memory.fits else "DOES NOT FIT"
+    line = (f"memory       {memory.total_bytes / 1e9:,.2f} GB of {memory.capacity_bytes / 1e9:,.1f} GB per device, "
+            f"{verdict} ({largest}); {memory.total_all_devices_bytes / 1e9:,.1f} GB over {devices} device(s)")
+    return line if memory.fits else f"{line}\nwhy          {memory.message}"
 
 
 def experts_line(result, model) -> str:
@@ -307,9 +317,10 @@ DTYPE_HELP = f"one of {', '.join(DTYPES)}, or <int4|int8|fp4|fp8>_g<group> (one 
 
 
 def _add_model_source(parser) -> None:
-    parser.add_argument("--revision", help="Hub revision (branch, tag or commit)")
-    parser.add_argument("--token", help="Hugging Face token for gated repos")
-    parser.add_argument("--cache-dir", help="Hugging Face cache directory")
+    parser.add_argument("--revision", help="Hub revision: branch, tag or commit (default: main; bypasses the "
+                                           "bundled catalog)")
+    parser.add_argument("--token", help="Hugging Face token for gated repos (default: HF_TOKEN or the saved login)")
+    parser.add_argument("--cache-dir", metavar="DIR", help="Hugging Face cache directory (default: HF_HUB_CACHE)")
     parser.add_argument("--offline", action="store_true", help="never reach the Hub; use catalog, files and cache")
 
 
@@ -320,12 +331,12 @@ def _add_scenario_arguments(parser) -> None:
     parser.add_argument("--input-len", "--input-length", dest="input_len", type=_positive_int, default=1024)
     parser.add_argument("--output-len", "--output-length", dest="output_len", type=_positive_int, default=256)
     parser.add_argument("--context", "--context-length", dest="context", type=_non_negative_int, default=None,
-                        help="decode: tokens already cached")
+                        help="decode: tokens already in the KV cache (default: --input-len)")
     parser.add_argument("--chunk-size", type=_positive_int, default=256)
     parser.add_argument("--method", default="roofline", choices=list(METHODS))
-    parser.add_argument("--weight-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
-    parser.add_argument("--act-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
-    parser.add_argument("--kv-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    parser.add_argument("--weight-dtype", default="bf16", type=_dtype, help=f"weights: {DTYPE_HELP}")
+    parser.add_argument("--act-dtype", default="bf16", type=_dtype, help=f"activations: {DTYPE_HELP}")
+    parser.add_argument("--kv-dtype", default="bf16", type=_dtype, help=f"KV cache: {DTYPE_HELP}")
     parser.add_argument("--tp", type=_positive_int, default=None, help="tensor-parallel ways (default 1)")
     parser.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages (default 1)")
     parser.add_argument("--dp", type=_positive_int, default=None, help="data-parallel replicas (default 1)")
@@ -348,6 +359,10 @@ def _add_scenario_arguments(parser) -> None:
 
 class OneLineParser(argparse.ArgumentParser):
     """Usage mistakes print one line (not the usage block) and exit 2, like every other error."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)  # every option with its default
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -373,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     model = commands.add_parser("model", help="model configs").add_subparsers(dest="action", required=True)
     model_show = model.add_parser("show", help="parameters, layers, heads, KV bytes per token")
     model_show.add_argument("model", metavar="ID_OR_PATH")
-    model_show.add_argument("--kv-dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    model_show.add_argument("--kv-dtype", default="bf16", type=_dtype, help=f"KV cache: {DTYPE_HELP}")
     model_show.add_argument("--json", action="store_true")
     _add_model_source(model_show)
     model_show.set_defaults(handler=cmd_model_show)
@@ -382,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     gemm.add_argument("--hardware", required=True)
     for dim in ("m", "n", "k"):
         gemm.add_argument(f"--{dim}", type=_positive_int, required=True)
-    gemm.add_argument("--dtype", default="bf16", type=_dtype, help=DTYPE_HELP)
+    gemm.add_argument("--dtype", default="bf16", type=_dtype, help=f"A and B: {DTYPE_HELP}")
     gemm.add_argument("--method", default="roofline", choices=list(METHODS))
     gemm.add_argument("--specs")
     gemm.add_argument("--json", action="store_true")
@@ -426,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
     _add_model_source(sweep)
     sweep.set_defaults(handler=cmd_sweep)
+    describe(parser)
     return parser
 
 

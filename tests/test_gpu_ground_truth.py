@@ -132,13 +132,56 @@ def test_scenario_rows_are_checked_with_the_place_named(tmp_path):
             calibration.load_measurements(path)
 
 
+PROVENANCE = ("hardware", "gpu", "driver", "cuda", "torch", "timing", "date")
+
+
+def provenance_problems(path: Path) -> list[str]:
+    """What keeps a file from counting as GPU ground truth: missing provenance, a CPU run, no rows."""
+    metadata = calibration.read_metadata(path)
+    problems = [f"no '{key}' line" for key in PROVENANCE if key not in metadata]
+    if "none" in metadata.get("gpu", "none"):
+        problems.append("measured on a CPU")
+    if len(calibration.load_measurements(path)) == 0:
+        problems.append("no measurements")
+    return problems
+
+
+def as_if_measured_on_a_gpu(cpu_file: Path, out: Path, drop: tuple[str, ...] = ()) -> Path:
+    """The harness's CPU file with the header lines a GPU run writes (environment() on CUDA)."""
+    gpu = {"gpu": "NVIDIA H200 (132 SMs, 60 MiB L2, 139.8 GiB)", "cuda": "12.8", "driver": "570.124.06"}
+    lines = []
+    for line in cpu_file.read_text(encoding="utf-8").splitlines(keepends=True):
+        key = line[2:].split(":", 1)[0] if line.startswith("# ") else None
+        if key in drop:
+            continue
+        lines.append(f"# gpu: {gpu['gpu']}\n# cuda: {gpu['cuda']}\n# driver: {gpu['driver']}\n" if key == "gpu"
+                     else line)
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
+def test_provenance_check_accepts_a_gpu_file_and_names_what_a_file_lacks(quick_run, tmp_path):
+    assert provenance_problems(as_if_measured_on_a_gpu(quick_run, tmp_path / "gpu.csv")) == []
+    assert provenance_problems(quick_run) == ["no 'driver' line", "no 'cuda' line", "measured on a CPU"]
+    undated = as_if_measured_on_a_gpu(quick_run, tmp_path / "undated.csv", drop=("date", "torch"))
+    assert provenance_problems(undated) == ["no 'torch' line", "no 'date' line"]
+
+
 def test_measured_files_in_the_repo_load_and_carry_their_provenance():
-    """Whatever ground truth is recorded under calibration/measured/ names its GPU, software and timing."""
-    for path in calibration.measured_paths():
-        metadata = calibration.read_metadata(path)
-        assert {"hardware", "gpu", "driver", "cuda", "torch", "timing", "date"} <= set(metadata), path.name
-        assert "none" not in metadata["gpu"], f"{path.name} was measured on a CPU"
-        assert len(calibration.load_measurements(path)) > 0
+    """Whatever ground truth is recorded under calibration/measured/ names its GPU, software and timing
+    (the check itself is tested on generated files above)."""
+    paths = calibration.measured_paths()
+    if not paths:
+        pytest.skip(f"no ground truth recorded under {calibration.MEASURED_DIR} yet")
+    assert {path.name: provenance_problems(path) for path in paths} == {path.name: [] for path in paths}
+
+
+def test_ceilings_keep_four_significant_digits_however_small():
+    """A CPU's bf16 matmul: 2 x 512^3 FLOP in 10 s is 2.684e-5 TFLOP/s, not "0.0"; an H200's copy of
+    1 GiB read and written in 0.5 ms is 4.295 TB/s."""
+    fields = _load("measure_timing").ceiling_fields(1 << 30, 0.5e-3, 512, 10.0, "bfloat16")
+    assert fields["matmul_tflops"] == "2.684e-05 (512^3 bfloat16, random data)"
+    assert float(fields["copy_bandwidth_tb_s"].split()[0]) == pytest.approx(2 * 2**30 / 0.5e-3 / 1e12, rel=1e-3)
 
 
 def test_measured_paths_lists_csv_files_only(tmp_path):

@@ -351,6 +351,62 @@ def test_invalid_json_downloaded(tmp_path, hub):
         load_model("some-org/bad-json", cache_dir=tmp_path, endpoint=hub.url)
 
 
+# ------------------------------------------------------------------ no route to the Hub: answer at once
+
+@pytest.fixture
+def closed_endpoint():
+    """A loopback URL nothing listens on: a connection is refused at once, as with no network."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_unreachable_hub_fails_within_seconds_with_what_to_do(tmp_path, closed_endpoint):
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError) as caught:
+        load_model("some-org/not-downloaded", cache_dir=tmp_path, endpoint=closed_endpoint)
+    elapsed = time.perf_counter() - started
+    message = str(caught.value)
+    assert elapsed < 5, f"took {elapsed:.1f} s (huggingface_hub alone retries for ~25 s)"
+    assert message.startswith("the Hugging Face Hub cannot be reached from this machine: no connection to "
+                              f"127.0.0.1:{closed_endpoint.rsplit(':', 1)[1]}")
+    assert "'some-org/not-downloaded'" in message and "not in the local cache" in message
+    assert "catalog id" in message and "local config.json" in message and "HF_HUB_OFFLINE=1" in message
+    assert "\n" not in message
+
+
+def test_unreachable_hub_still_reads_the_cache(tmp_path, closed_endpoint):
+    import time
+
+    put_in_cache(tmp_path, "some-org/some-model", TINY_LLAMA)
+    started = time.perf_counter()
+    model = load_model("some-org/some-model", cache_dir=tmp_path, endpoint=closed_endpoint)
+    assert model.num_layers == 3 and time.perf_counter() - started < 5
+
+
+def test_reachability_check(hub, closed_endpoint):
+    from engine.models.loading import hub_unreachable_reason
+
+    assert hub_unreachable_reason(hub.url) is None
+    assert "no connection to 127.0.0.1" in hub_unreachable_reason(closed_endpoint)
+
+
+def test_reachability_check_goes_through_the_proxy(hub, closed_endpoint, monkeypatch):
+    from engine.models.loading import hub_unreachable_reason
+
+    monkeypatch.setenv("HTTPS_PROXY", hub.url)  # the Hub host itself does not resolve; the proxy answers
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert hub_unreachable_reason("https://no-such-host.invalid") is None
+    monkeypatch.setenv("HTTPS_PROXY", closed_endpoint)
+    assert "no connection to 127.0.0.1" in hub_unreachable_reason("https://no-such-host.invalid")
+
+
 # ------------------------------------------------------------------ error wording for failures we cannot provoke here
 
 def test_network_error_message():
@@ -361,7 +417,8 @@ def test_network_error_message():
     error = LocalEntryNotFoundError("An error happened while trying to locate the file on the Hub ...")
     error.__cause__ = cause
     message = hub_error_message(error, "some-org/some-model")
-    assert "cannot reach the Hugging Face Hub" in message and "not cached" in message
+    assert "the Hugging Face Hub cannot be reached from this machine" in message
+    assert "not in the local cache" in message and "HF_HUB_OFFLINE=1" in message
     assert "Connection refused" in message
 
 

@@ -8,9 +8,10 @@ from typing import Optional
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.frames import duration, with_device, with_phase_column
+from dashboard.charts.frames import with_device, with_phase_column
 from dashboard.charts.stacked import phase_stacked_bars
 from dashboard.charts.theme import bound_color, bound_sort_key
+from dashboard.units import duration
 
 BOUND_COLUMN = re.compile(r"^(?P<bound>.+)_bound_time_s$")
 

@@ -19,6 +19,7 @@ from dashboard.charts.stacked import phase_stacked_bars
 from dashboard.charts.theme import (
     BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, SKY_BLUE, TEXT, VERMILLION, house_figure,
 )
+from dashboard.units import energy
 
 # engine/energy.py's per-occurrence component columns, in stacking order (bottom first), with their labels
 ENERGY_COMPONENTS = {
@@ -42,17 +43,6 @@ COMPONENT_COLORS = {
 }
 # (factor from joules, unit): the first whose factor brings the largest bar to 1 or more is used
 ENERGY_UNITS = ((1.0, "J"), (1e3, "mJ"), (1e6, "µJ"), (1e9, "nJ"))
-
-
-def energy(joules: float) -> str:
-    """Joules as the friendliest of kJ / J / mJ / µJ / nJ."""
-    magnitude = abs(joules)
-    if magnitude >= 1e3:
-        return f"{joules / 1e3:.3g} kJ"
-    for factor, unit in ENERGY_UNITS:
-        if magnitude * factor >= 1:
-            return f"{joules * factor:.3g} {unit}"
-    return f"{joules * 1e9:.3g} nJ"
 
 
 def energy_unit(largest_joules: float) -> tuple[float, str]:

@@ -51,15 +51,6 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}".strip()
 
 
-def duration(seconds: float) -> str:
-    """Seconds as the friendliest of s / ms / µs."""
-    if seconds >= 1:
-        return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
-
-
 def shape_text(row) -> str:
     """'m=1024 k=4096 n=14336 batch=1' from a kernel row (missing parts left out)."""
     parts = []

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts.facets import axis_ids, panels_layout
 from dashboard.charts.theme import BLUE, GREY, ORANGE, REDDISH_PURPLE, SKY_BLUE, house_figure
+from dashboard.units import duration
 
 GAP_CAUSES = (  # column, legend label, colour
     ("ideal_time_s", "ideal roofline", BLUE),
@@ -26,7 +27,7 @@ def gap_totals(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def _duration(ms: float) -> str:
-    return f"{ms / 1e3:.3g} s" if ms >= 1e3 else f"{ms:.3g} ms"
+    return duration(ms / 1e3)
 
 
 def ideal_vs_realistic_figure(kernels: pd.DataFrame) -> go.Figure:

@@ -7,11 +7,12 @@ from typing import Optional
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.frames import duration, in_order, with_device
+from dashboard.charts.frames import in_order, with_device
 from dashboard.charts.stacked import phase_stacked_bars
 from dashboard.charts.theme import (
     BLACK, BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, SERIES_COLORS, SKY_BLUE, VERMILLION,
 )
+from dashboard.units import duration
 
 FAMILY_COLORS = {
     "MLP": BLUE,

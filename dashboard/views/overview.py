@@ -9,6 +9,7 @@ from dashboard import charts, data
 from dashboard.charts.gaps import ideal_vs_realistic_figure
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
 from dashboard.state import STACK_BY
+from dashboard.units import duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
@@ -20,24 +21,32 @@ def is_energy_note(note: str) -> bool:
 
 
 def fewest_devices_hint(ctx: PageContext, device: str) -> str:
+    """One sentence: the smallest layout that fits, or that none tried does."""
     fit = data.fewest_devices_fit(ctx.devices[device], ctx.model, ctx.scenario)
     if fit is None:
-        return " No layout up to TP 8 x PP 64 fits this workload."
-    return (f" Fewest devices that fit: {fit.devices} (TP {fit.tp} x PP {fit.pp}, "
-            f"{fit.memory.total_bytes / 1e9:.1f} GB on the most loaded device) — set them under Devices and parallelism.")
+        return "No layout up to TP 8 x PP 64 fits this workload."
+    return (f"The fewest devices that fit it are {fit.devices} (TP {fit.tp} x PP {fit.pp}, "
+            f"{fit.memory.total_bytes / 1e9:.1f} GB on the most loaded device); set them under Devices and "
+            "parallelism.")
+
+
+def as_sentences(*parts: str) -> str:
+    """Messages joined as sentences: each ends with a full stop, one space between them."""
+    ended = [part.strip() if part.strip()[-1:] in ".!?" else part.strip() + "." for part in parts if part.strip()]
+    return " ".join(ended)
 
 
 def headline(result, hint=lambda: "") -> None:
     devices = getattr(result, "devices", 1) or 1
     columns = st.columns(5 if devices > 1 else 4)
     ttft, tpot, rate, memory = columns[:4]
-    ttft.metric("TTFT", "—" if result.ttft_s is None else f"{result.ttft_s * 1e3:.2f} ms")
-    tpot.metric("TPOT", "—" if result.tpot_s is None else f"{result.tpot_s * 1e3:.2f} ms")
+    ttft.metric("TTFT", duration(result.ttft_s), help="time to first token: the prefill")
+    tpot.metric("TPOT", duration(result.tpot_s), help="time per output token: one decode step")
     rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else f"{result.tokens_per_s:,.0f}")
     fit = result.memory
-    memory.metric("Memory per device" if devices > 1 else "Memory",
-                  f"{fit.total_bytes / 1e9:.1f} / {fit.capacity_bytes / 1e9:.0f} GB",
-                  "fits" if fit.fits else "does not fit", delta_color="normal" if fit.fits else "inverse")
+    used, verdict = memory_card(fit.total_bytes, fit.capacity_bytes, fit.fits)
+    memory.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
+                  delta_color="normal" if fit.fits else "inverse", help=getattr(fit, "message", None) or None)
     if devices > 1:
         per_device = getattr(result, "tokens_per_s_per_device", None)
         columns[4].metric(f"Tokens/s per device ({devices} devices)", "—" if per_device is None else f"{per_device:,.0f}")
@@ -47,7 +56,7 @@ def headline(result, hint=lambda: "") -> None:
             f"{phase} {count:.2f}" for phase, count in touched.items()))
     message = getattr(fit, "message", "")
     if not fit.fits:
-        st.error((message or f"{result.model_name} does not fit on {result.hardware_name}") + hint())
+        st.error(as_sentences(message or f"{result.model_name} does not fit on {result.hardware_name}", hint()))
     for note in result.notes:
         if not is_energy_note(note):
             st.info(note)
@@ -69,7 +78,7 @@ def energy_headline(result) -> None:
     per_token, tokens_per_j = summary["energy_per_token_j"], summary["tokens_per_j"]
     power, tdp = summary["average_power_w"], summary["tdp_w"]
     token, rate, watts = st.columns(3)
-    token.metric("Energy per token", "—" if per_token is None else f"{number(per_token * 1e3)} mJ")
+    token.metric("Energy per token", energy(per_token))
     rate.metric("Tokens per joule", "—" if tokens_per_j is None else number(tokens_per_j))
     if power is None:
         watts.metric("Average power", "—")
@@ -82,7 +91,7 @@ def energy_headline(result) -> None:
     if summary["exceeds_tdp"]:
         st.warning(f"Average power {power:,.0f} W exceeds the {tdp:,.0f} W TDP of {result.hardware_name}: "
                    "the chip would throttle, so the times above are optimistic.")
-    st.caption(f"Per device and request: {summary['energy_per_device_j']:.3g} J. Dynamic energy (MACs, FLOPs and "
+    st.caption(f"Per device and request: {energy(summary['energy_per_device_j'])}. Dynamic energy (MACs, FLOPs and "
                "bytes at the workbook's per-operation energies) plus static power x time; tokens are output "
                "tokens (prefill only: input tokens). The kernel bars follow the Stack by and Percent controls above.")
     for note in notes:

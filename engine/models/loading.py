@@ -26,6 +26,9 @@ from engine.models.config import ModelConfig
 CATALOG_DIR = Path(__file__).parent / "catalog"  # files named <org>--<name>.json
 CONFIG_FILENAME = "config.json"
 HUB_URL = "https://huggingface.co"
+HUB_PROBE_TIMEOUT_S = 1.5  # the connection check before a download; a reachable Hub answers in far less
+_NO_HUB_ADVICE = ("use a catalog id (e.g. meta-llama/Llama-3.1-8B), a local config.json, "
+                  "or set HF_HUB_OFFLINE=1 with a populated cache")
 
 
 class ModelLoadError(ValueError):
@@ -146,15 +149,50 @@ def _check_repo_id(text: str) -> str:
 
 def _download_config(repo_id: str, *, revision: str | None, token: str | None, cache_dir: str | Path | None,
                      offline: bool, endpoint: str | None) -> str:
-    """Path of config.json in the local Hugging Face cache, downloading it unless offline."""
+    """Path of config.json in the local Hugging Face cache, downloading it unless offline.
+
+    Online, a short connection check comes first: huggingface_hub retries a failed request with backoff
+    for ~25 s before giving up, so with no route to the Hub we read only the cache and, on a miss, say
+    at once that the Hub cannot be reached."""
     from huggingface_hub import hf_hub_download
 
+    unreachable = None if offline else hub_unreachable_reason(endpoint)
     try:
         return hf_hub_download(repo_id, CONFIG_FILENAME, revision=revision, token=token, cache_dir=cache_dir,
-                               local_files_only=offline, endpoint=endpoint)
+                               local_files_only=offline or unreachable is not None, endpoint=endpoint)
     except Exception as error:  # noqa: BLE001 - every Hub failure becomes one clear line
+        if unreachable is not None:
+            raise ModelLoadError(_unreachable_message(unreachable, repo_id, revision)) from error
         raise ModelLoadError(hub_error_message(error, repo_id, revision=revision, offline=offline,
                                                endpoint=endpoint)) from error
+
+
+def hub_unreachable_reason(endpoint: str | None = None, timeout_s: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """None when a TCP connection to the Hub endpoint (or to the proxy the environment names for it)
+    opens within timeout_s, else why not, in words."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(endpoint or constants.ENDPOINT or HUB_URL)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
+        url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    host, default_port = url.hostname or "", 443 if url.scheme == "https" else 80
+    try:
+        port = url.port or default_port
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except (OSError, ValueError) as error:
+        return f"no connection to {host}:{url.port or default_port} within {timeout_s:g} s ({_first_line(error)})"
+
+
+def _unreachable_message(reason: str, repo_id: str, revision: str | None) -> str:
+    where = f"{repo_id!r}" + (f" at revision {revision!r}" if revision else "")
+    return (f"the Hugging Face Hub cannot be reached from this machine: {reason}, and {CONFIG_FILENAME} of "
+            f"{where} is not in the local cache; {_NO_HUB_ADVICE}")
 
 
 def hub_error_message(error: BaseException, repo_id: str, *, revision: str | None = None,
@@ -192,9 +230,9 @@ def hub_error_message(error: BaseException, repo_id: str, *, revision: str | Non
         status = getattr(getattr(refusal, "response", None), "status_code", "?")
         return f"the Hugging Face Hub refused {CONFIG_FILENAME} of {where} (HTTP {status}): {_first_line(refusal)}"
     if isinstance(error, LocalEntryNotFoundError) or any(isinstance(c, _network_error_types()) for c in causes):
-        return (f"cannot reach the Hugging Face Hub and {CONFIG_FILENAME} of {where} is not cached "
-                f"({_first_line(causes[-1])}): check your connection or proxy, or use a bundled id "
-                "or a local config.json")
+        return (f"the Hugging Face Hub cannot be reached from this machine ({_first_line(causes[-1])}), and "
+                f"{CONFIG_FILENAME} of {where} is not in the local cache; check your connection or proxy, or "
+                f"{_NO_HUB_ADVICE}")
     return f"could not fetch {CONFIG_FILENAME} of {where}: {_first_line(error)}"
 
 

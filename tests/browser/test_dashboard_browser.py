@@ -23,11 +23,23 @@ def open_view(page, url: str, expected_charts: int):
     wait_idle(page)
 
 
+# Streamlit's app root says whether a script run is under way (data-test-script-state: initial before the first
+# run, running, rerunRequested, notRunning); elements a run has not yet redrawn carry data-stale="true".
+# Idle must hold on two polls in a row, so that the hand-over between two runs (st.rerun) does not count.
+IDLE = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const idle = app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
+        && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]');
+    window.__idlePolls = idle ? (window.__idlePolls || 0) + 1 : 0;
+    return window.__idlePolls >= 2;
+}"""
+
+
 def wait_idle(page):
-    """Until Streamlit has finished the current run (no 'Running...' status widget)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
-    page.wait_for_timeout(300)
+    """Until Streamlit has finished the current run: the app reports no run under way and nothing stale."""
+    page.evaluate("window.__idlePolls = 0")
+    page.wait_for_function(IDLE, polling=100, timeout=60_000)
 
 
 def metrics(page) -> dict:

@@ -51,6 +51,47 @@ def test_default_overview_shows_a_real_estimate():
     assert url_state(app) == ViewState()                    # the default view is written to the URL
 
 
+def test_metric_cards_scale_their_units():
+    """A 100k-token prompt at batch 64: the TTFT card in minutes, not "298448.68 ms"."""
+    import engine
+    from engine.workload import Scenario
+
+    app = run_app(batch="64", **{"in": "100000"})
+    metrics = {m.label: m.value for m in app.metric}
+    direct = engine.estimate(engine.load_hardware("H100-SXM"), engine.load_model("meta-llama/Llama-3.1-8B"),
+                             Scenario(phase="request", batch=64, input_length=100_000, output_length=256))
+    assert metrics["TTFT"].endswith(" min") and float(metrics["TTFT"].split()[0]) == pytest.approx(
+        direct.ttft_s / 60, rel=5e-3)
+    assert metrics["TPOT"].endswith(" ms") and float(metrics["TPOT"].split()[0]) == pytest.approx(
+        direct.tpot_s * 1e3, rel=5e-3)
+
+
+def test_loading_from_an_unreachable_hub_fails_at_once_and_says_so(tmp_path, monkeypatch):
+    """The Hub endpoint is a closed loopback port (no network): the Load button answers within seconds
+    (huggingface_hub alone retries for ~25 s) with what to do instead."""
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setattr(constants, "ENDPOINT", closed)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    app = run_app()
+    app.radio(key="w_model_source").set_value("Hugging Face Hub").run()
+    app.text_input(key="w_hub_id").input("some-org/not-cached")
+    started = time.perf_counter()
+    next(b for b in app.button if b.label == "Load from the Hub").click().run()
+    elapsed = time.perf_counter() - started
+    message = texts(app.sidebar.error)
+    assert "the Hugging Face Hub cannot be reached from this machine" in message and "some-org/not-cached" in message
+    assert "HF_HUB_OFFLINE=1" in message and not app.exception
+    assert elapsed < 10, f"{elapsed:.1f} s"
+
+
 def test_query_parameters_round_trip():
     state = ViewState(page="compare", devices=("MI300X", "H100-SXM"), model="Qwen/Qwen2.5-7B", phase="decode",
                       batch=32, input_length=2048, output_length=128, context_length=3000, weight_dtype="fp8",
@@ -199,7 +240,9 @@ def test_parallelism_controls_reach_the_estimate_and_the_url():
     app = run_app(model="meta-llama/Llama-3.1-70B", tp="4")
     assert not app.exception and not app.error
     metrics = {m.label: m.value for m in app.metric}
-    assert "Tokens/s per device (4 devices)" in metrics and metrics["Memory per device"].endswith("/ 80 GB")
+    assert "Tokens/s per device (4 devices)" in metrics and metrics["Memory per device"].endswith(" GB")
+    memory = next(m for m in app.metric if m.label == "Memory per device")
+    assert memory.delta == "fits in 80 GB"          # the capacity beside the verdict, not cut off in the value
     app.selectbox(key="w_tp").set_value(8).run()
     assert url_state(app).tp == 8
     assert "Tokens/s per device (8 devices)" in {m.label for m in app.metric}
@@ -236,12 +279,15 @@ def test_uploaded_config_of_an_unmodelled_architecture_is_decomposed_automatical
     assert not app.exception and not app.error
     assert app.selectbox(key="w_model").value == "uploaded/phi.json"
     assert "automatic decomposition" in texts(app.sidebar.caption)
-    assert any(m.label == "TPOT" and m.value.endswith("ms") for m in app.metric)
+    tpot = next(m.value for m in app.metric if m.label == "TPOT")       # a 2-layer model: microseconds
+    assert tpot.endswith((" µs", " ms")) and float(tpot.split()[0]) > 0
 
 
 def test_a_model_that_does_not_fit_says_so_and_names_the_fewest_devices():
     app = run_app(model="meta-llama/Llama-3.1-405B")
     assert not app.exception
     message = texts(app.error)
-    assert "needs 812 GB of weights; one H100-SXM holds 80 GB: does not fit" in message
-    assert "Fewest devices that fit: 16 (TP 8 x PP 2" in message
+    assert "needs 812 GB of weights; one H100-SXM holds 80 GB: does not fit. " in message   # sentences
+    assert "The fewest devices that fit it are 16 (TP 8 x PP 2" in message and message.endswith("parallelism.")
+    memory = next(m for m in app.metric if m.label == "Memory")
+    assert memory.delta == "exceeds 80 GB" and memory.value.endswith(" GB") and len(memory.value) <= 8

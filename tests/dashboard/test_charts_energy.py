@@ -7,7 +7,8 @@ import pytest
 
 import engine
 from dashboard.charts import energy_by_component_figure, energy_by_kernel_figure, energy_headline_frame
-from dashboard.charts.energy import COMPONENT_COLORS, energy, energy_unit
+from dashboard.charts.energy import COMPONENT_COLORS, energy_unit
+from dashboard.units import energy
 
 REQUEST = engine.Scenario(phase="request", batch=1, input_length=1024, output_length=256)
 COMPONENTS = {"compute (matrix)": "matrix_energy_j", "compute (vector)": "vector_energy_j", "HBM": "hbm_energy_j",
