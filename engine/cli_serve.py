@@ -43,7 +43,10 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
                        help="client-side time per request, in TTFT and latency (default: the backend's fitted value)")
     serve.add_argument("--eager-decode", action="store_true",
                        help="decode iterations launch kernels one by one (default: CUDA-graph decode)")
-    serve.add_argument("--method", default="realistic", choices=[m for m in methods if m != "seed"])
+    serve.add_argument("--method", default="realistic", choices=[m for m in methods if m != "seed"],
+                       help="how each iteration's kernels are timed: roofline (ideal peaks), hierarchical (cache "
+                            "levels), realistic (calibrated on measured kernels), realistic-graph (CUDA-graph launch "
+                            "everywhere); docs/methods.md")
     serve.add_argument("--weight-dtype", default="bf16", type=dtype, help=dtype_help)
     serve.add_argument("--act-dtype", default="bf16", type=dtype, help=dtype_help)
     serve.add_argument("--kv-dtype", default="bf16", type=dtype, help=dtype_help)
