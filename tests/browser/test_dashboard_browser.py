@@ -10,8 +10,8 @@ from pptx import Presentation
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-PAGES = ("overview", "compare", "sweeps", "hardware", "accuracy")
-CHART_COUNTS = {"overview": 5, "compare": 5, "sweeps": 1, "hardware": 0, "accuracy": 1}
+PAGES = ("overview", "compare", "sweeps", "serving", "hardware", "accuracy")
+CHART_COUNTS = {"overview": 5, "compare": 5, "sweeps": 1, "serving": 2, "hardware": 0, "accuracy": 1}
 
 
 def open_view(page, url: str, expected_charts: int):
