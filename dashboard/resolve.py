@@ -59,7 +59,9 @@ def resolve_scenario(state: ViewState) -> tuple[Scenario, list[str]]:
     try:
         return Scenario(**state.scenario_fields), []
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])),
+                                                     str(e["msg"]).removeprefix("Value error, "))))
+                             for e in error.errors())
         keys = [key for attribute, key in URL_KEY_OF.items()
                 if attribute in state.scenario_fields and attribute in problems]
         named = f" (URL parameters {', '.join(keys)})" if keys else ""
