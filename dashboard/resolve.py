@@ -6,6 +6,7 @@ field, and the view falls back for that item only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Mapping
 
@@ -63,7 +64,7 @@ def resolve_scenario(state: ViewState) -> tuple[Scenario, list[str]]:
                                                      str(e["msg"]).removeprefix("Value error, "))))
                              for e in error.errors())
         keys = [key for attribute, key in URL_KEY_OF.items()
-                if attribute in state.scenario_fields and attribute in problems]
+                if attribute in state.scenario_fields and re.search(rf"\b{attribute}\b", problems)]
         named = f" (URL parameters {', '.join(keys)})" if keys else ""
         return Scenario(), [f"workload not valid{named}: {problems}; showing the default workload"]
 

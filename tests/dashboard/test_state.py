@@ -250,3 +250,9 @@ def test_a_chunk_smaller_than_the_batch_names_the_parameters():
     state, _ = parse_query({"cpf": "1", "chunk": "4", "batch": "8"})
     _, [warning] = resolve_scenario(state)
     assert "URL parameters" in warning and "chunk" in warning and "batch" in warning
+
+
+def test_an_invalid_workload_names_only_the_parameters_involved():
+    state, _ = parse_query({"phase": "decode", "cpf": "1"})
+    _, [warning] = resolve_scenario(state)
+    assert "(URL parameters phase, cpf)" in warning
