@@ -344,6 +344,14 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse reads `--m=--` as an empty list, past the option's type: refuse it like any bad value."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if action.type is not None and action.nargs is None and isinstance(getattr(parsed, action.dest, None), list):
+                self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got '--'")
+        return parsed, extras
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="llm-roofline", description="How fast would this LLM run on that chip, and why.")

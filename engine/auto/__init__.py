@@ -148,9 +148,10 @@ class AutoModel:
         except ModelConfigError:
             raise
         except trace.TraceError as error:
-            raise AutoDecompositionError(str(error)) from None
+            raise AutoDecompositionError(f"{error}{_sizes_in(self.config_dict)}") from None
         except Exception as error:   # transformers raises many kinds on a bad config
-            raise AutoDecompositionError(f"cannot build {self.name!r} with transformers: {_one_line(error)}") from None
+            raise AutoDecompositionError(f"cannot build {self.name!r} with transformers: {_one_line(error)}"
+                                         f"{_sizes_in(self.config_dict)}") from None
         try:
             self._describe()
         except (AutoDecompositionError, ModelConfigError):
@@ -186,9 +187,10 @@ class AutoModel:
         try:
             return trace.trace_forward(self._prepared, batch, new_tokens, prior, keep)
         except trace.TraceError as error:
-            raise AutoDecompositionError(str(error)) from None
+            raise AutoDecompositionError(f"{error}{_sizes_in(self.config_dict)}") from None
         except Exception as error:   # noqa: BLE001 - transformers failing on an unusual config, as one line
-            raise AutoDecompositionError(f"cannot trace {self.name!r} with transformers: {_one_line(error)}") from None
+            raise AutoDecompositionError(f"cannot trace {self.name!r} with transformers: {_one_line(error)}"
+                                         f"{_sizes_in(self.config_dict)}") from None
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -264,6 +266,13 @@ class AutoModel:
 
     def __repr__(self) -> str:
         return f"AutoModel({self.name!r}, model_type={self.model_type!r}, params_total={self.params_total:,})"
+
+
+def _sizes_in(config_dict: dict) -> str:
+    """The size fields a shape mismatch comes from, as config.json states them (the places to look)."""
+    from engine.models.validation import SIZE_LIMITS
+    sizes = [f"{name}={value}" for name, value in config_dict.items() if name in SIZE_LIMITS and value is not None]
+    return f" (the sizes in config.json: {', '.join(sizes)})" if sizes else ""
 
 
 def _one_line(error: BaseException) -> str:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
 from engine.dtypes import bytes_per_value
+from engine.errors import one_line
 from engine.models.config_reader import ModelConfigError
 from engine.models.families import ARCHITECTURE_TO_MODEL_TYPE, MOE_AND_MLA_FIELDS, SUPPORTED_MODEL_TYPES, \
     parse_hf_config
@@ -425,4 +426,4 @@ class ModelConfig(BaseModel):
         try:
             return cls(name=str(name), model_type=model_type, architectures=tuple(architectures), **fields)
         except ValueError as error:  # pydantic's ValidationError is a ValueError
-            raise ModelConfigError(f"config.json for {name!r} is inconsistent: {error}") from None
+            raise ModelConfigError(f"config.json for {name!r} is inconsistent: {one_line(error)}") from None

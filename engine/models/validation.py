@@ -128,10 +128,17 @@ def check_heads(heads: int, kv_heads: int, hidden: int | None, head_width_given:
     if hidden is not None and not head_width_given and hidden % heads:
         raise field_error(where + heads_name, heads, f"does not divide {where + hidden_name} ({hidden}) "
                                                      "and no head_dim is given")
+    if hidden is not None and not head_width_given and hidden // heads > _HEAD_WIDTH.high:
+        raise field_error(where + heads_name, heads, f"{where + hidden_name} / {heads_name} = {hidden // heads:,} "
+                                                     f"channels per head, more than {_HEAD_WIDTH.high:,} "
+                                                     f"({_HEAD_WIDTH.why})")
 
 
 def check_experts(experts: int, top_k: int, names: tuple[str, str], where: str = "") -> None:
-    if experts and top_k > experts:
+    if not experts and top_k:
+        raise field_error(where + names[0], experts, f"{where + names[1]} = {top_k} routes each token to experts, "
+                                                     "so at least one is needed")
+    if top_k > experts:
         raise field_error(where + names[1], top_k, f"more than the {experts} routed experts "
                                                    f"({where + names[0]})")
 
@@ -173,11 +180,24 @@ def check_consistency(data: Mapping, where: str = "") -> None:
     _check_layer_types(data, where)
 
 
+def _check_names(data: Mapping, where: str) -> None:
+    """model_type a non-empty string, architectures a list of class names (both pick the code that runs)."""
+    model_type = data.get("model_type")
+    if model_type is not None and (not isinstance(model_type, str) or not model_type.strip()):
+        raise field_error(where + "model_type", model_type, "expected a model type name such as 'llama'")
+    architectures = data.get("architectures")
+    if architectures is not None and (not isinstance(architectures, list)
+                                      or not all(isinstance(name, str) for name in architectures)):
+        raise field_error(where + "architectures", architectures,
+                          "expected a list of class names such as ['LlamaForCausalLM']")
+
+
 def check_config_fields(data: Any, where: str = "", _depth: int = 0) -> None:
     """The checks every config.json passes before either decomposition reads it (module docstring)."""
     if not isinstance(data, dict):
         raise ModelConfigError(f"config.json{' field ' + repr(where.rstrip('.')) if where else ''} must be a "
                                f"JSON object, got {_kind(data)}")
+    _check_names(data, where)
     for name, value in data.items():
         if name in SIZE_LIMITS and value is not None:
             check_size(name, value, where)
