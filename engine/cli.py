@@ -266,7 +266,7 @@ def _number(kind: type, minimum: float, maximum: float):
     """An argparse type: a finite `kind` (int or float) from minimum to maximum, else a one-line usage error
     (a 400-digit number is refused before it is converted)."""
     noun = "a whole number" if kind is int else "a number"
-    expected = f"{noun} from {minimum:,} to {maximum:,}"
+    expected = f"{noun} from {minimum:,} to {int(maximum):,}"
 
     def parse(text: str):
         if len(text.strip()) > 32:
@@ -275,7 +275,9 @@ def _number(kind: type, minimum: float, maximum: float):
             value = kind(text)
         except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
-        if not math.isfinite(value) or not minimum <= value <= maximum:
+        if math.isfinite(value) and value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {noun} >= {minimum}, got {text}")
+        if not math.isfinite(value) or value > maximum:
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
         return value
     return parse

@@ -136,8 +136,8 @@ def check_heads(heads: int, kv_heads: int, hidden: int | None, head_width_given:
 
 def check_experts(experts: int, top_k: int, names: tuple[str, str], where: str = "") -> None:
     if not experts and top_k:
-        raise field_error(where + names[0], experts, f"{where + names[1]} = {top_k} routes each token to experts, "
-                                                     "so at least one is needed")
+        raise field_error(where + names[0], experts, f"expected a positive integer: {where + names[1]} = {top_k} "
+                                                     "routes each token to experts")
     if top_k > experts:
         raise field_error(where + names[1], top_k, f"more than the {experts} routed experts "
                                                    f"({where + names[0]})")
