@@ -18,7 +18,7 @@ if __package__ in (None, ""):  # `streamlit run dashboard/app.py` runs this file
 from dashboard import data, session, sidebar  # noqa: E402
 from dashboard.context import PageContext  # noqa: E402
 from dashboard.views import accuracy, compare, explore, hardware, overview, serving, sweeps  # noqa: E402
-from dashboard.resolve import resolve_devices, resolve_model, resolve_scenario  # noqa: E402
+from dashboard.resolve import resolve_devices, resolve_lengths, resolve_model, resolve_scenario  # noqa: E402
 
 
 def main() -> None:
@@ -27,9 +27,12 @@ def main() -> None:
     base_devices = sidebar.workbook_specs()
     devices, state, device_warnings = resolve_devices(state, base_devices)
     model, state, model_warnings = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
+    length_warnings = []
+    if first_run:          # a shared link's lengths against its model (later edits: the pages say what fails)
+        state, length_warnings = resolve_lengths(state, model)
     scenario, scenario_warnings = resolve_scenario(state)
     if first_run:
-        st.session_state["url_warnings"] += device_warnings + model_warnings + scenario_warnings
+        st.session_state["url_warnings"] += device_warnings + model_warnings + length_warnings + scenario_warnings
     session.set_view(state)
     session.load_widgets(state)  # corrections (dropped devices, fallback model) reach the widgets
     sidebar.draw(devices, model)

@@ -31,14 +31,16 @@ def bundled_specs() -> dict[str, Hardware]:
 
 @st.cache_resource(show_spinner=False)
 def offline_model(model_id: str):
-    """Catalog, local path or local Hugging Face cache (hand model, else automatic when the `auto`
-    extra is installed); never the network, so shared links open fast."""
-    return load_any_model(model_id, offline=True)
+    """Catalog or local Hugging Face cache (hand model, else automatic when the `auto` extra is installed);
+    never the network, so shared links open fast, and never a path on the server (a hosted dashboard
+    reads no one's files: dashboard.state.check_model_id)."""
+    return load_any_model(model_id, offline=True, local_files=False)
 
 
 def hub_model(model_id: str, token: str | None):
-    """An explicit Hub download (the user pressed Load)."""
-    return load_any_model(model_id, token=token or None)
+    """An explicit Hub download (the user pressed Load); a repo id only, never a path on the server."""
+    from dashboard.state import check_model_id
+    return load_any_model(check_model_id(model_id), token=token or None, local_files=False)
 
 
 def model_key(model) -> str:

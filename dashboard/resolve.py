@@ -6,12 +6,13 @@ field, and the view falls back for that item only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Mapping
 
 from pydantic import ValidationError
 
-from dashboard.state import DEFAULT_DEVICE, DEFAULT_MODEL, ViewState
+from dashboard.state import DEFAULT_DEVICE, DEFAULT_MODEL, UPLOAD_PREFIX, URL_KEY_OF, ViewState, check_model_id
 from engine.hardware import Hardware
 from engine.what_if import EditError, apply_edits
 from engine.workload import Scenario
@@ -54,12 +55,58 @@ def resolve_devices(state: ViewState, base: Mapping[str, Hardware]) -> tuple[dic
 
 
 def resolve_scenario(state: ViewState) -> tuple[Scenario, list[str]]:
-    """The Scenario; a combination pydantic rejects falls back to the defaults with a warning."""
+    """The Scenario; a combination pydantic rejects falls back to the defaults with a warning naming the URL
+    parameters involved."""
     try:
         return Scenario(**state.scenario_fields), []
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        return Scenario(), [f"workload not valid ({problems}); showing the default workload"]
+        problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])),
+                                                     str(e["msg"]).removeprefix("Value error, "))))
+                             for e in error.errors())
+        keys = [key for attribute, key in URL_KEY_OF.items()
+                if attribute in state.scenario_fields and re.search(rf"\b{attribute}\b", problems)]
+        named = f" (URL parameters {', '.join(keys)})" if keys else ""
+        return Scenario(), [f"workload not valid{named}: {problems}; showing the default workload"]
+
+
+SERVING_CHUNKS = "serving engines run chunks of 256 to 8,192 tokens"
+
+
+def resolve_lengths(state: ViewState, model) -> tuple[ViewState, list[str]]:
+    """A shared link's lengths checked against the model: `ctx`, `in` and `out` beyond its positions
+    (max_position_embeddings) fall back with a warning naming the parameter; a chunked-prefill chunk of a few
+    tokens is kept but warned about (`chunk` with `cpf=1`)."""
+    positions = getattr(model, "max_position_embeddings", None)
+    warnings: list[str] = []
+    if isinstance(positions, int) and positions > 1:
+        state = _fit_lengths(state, model.name, positions, warnings)
+    if state.chunked_prefill and state.phase == "request" and state.chunk_size < 64:
+        iterations = -(-state.batch * state.input_length // state.chunk_size)
+        warnings.append(f"URL parameters chunk={state.chunk_size} and cpf=1: each chunked-prefill iteration runs only "
+                        f"{state.chunk_size} token(s), so the prompts take about {iterations:,} iterations; "
+                        f"{SERVING_CHUNKS} (kept as given)")
+    return state, warnings
+
+
+def _fit_lengths(state: ViewState, name: str, positions: int, warnings: list[str]) -> ViewState:
+    holds = f"{name} holds {positions:,} positions (max_position_embeddings)"
+    if state.phase == "decode" and state.context_length is not None and state.context_length + 1 > positions:
+        warnings.append(f"URL parameter ctx={state.context_length}: a decode step after {state.context_length:,} "
+                        f"cached tokens needs {state.context_length + 1:,} positions but {holds}; using none "
+                        "(the prompt length)")
+        state = replace(state, context_length=None)
+    extra = 1 if state.phase == "decode" and state.context_length is None else 0
+    if state.input_length + extra > positions:
+        fallback = min(ViewState().input_length, positions // 2)
+        warnings.append(f"URL parameter in={state.input_length}: the prompt is longer than the model can hold "
+                        f"({holds}); using {fallback}")
+        state = replace(state, input_length=fallback)
+    if state.phase in ("request", "chunked") and state.input_length + state.output_length > positions:
+        fallback = max(1, min(ViewState().output_length, positions - state.input_length))
+        warnings.append(f"URL parameter out={state.output_length}: in + out = "
+                        f"{state.input_length + state.output_length:,} tokens but {holds}; using {fallback}")
+        state = replace(state, output_length=fallback)
+    return state
 
 
 def resolve_model(state: ViewState, load, uploaded: Mapping[str, object]) -> tuple[object, ViewState, list[str]]:
@@ -67,7 +114,10 @@ def resolve_model(state: ViewState, load, uploaded: Mapping[str, object]) -> tup
     if state.model in uploaded:
         return uploaded[state.model], state, []
     try:
+        if check_model_id(state.model).startswith(UPLOAD_PREFIX):
+            raise ValueError("a config.json uploaded in another browser session (uploads are not shared: "
+                             "upload it here)")
         return load(state.model), state, []
-    except (ValueError, OSError) as error:
-        warning = f"URL parameter model={state.model!r}: {error}; showing {DEFAULT_MODEL}"
+    except (ValueError, OSError, ImportError) as error:
+        warning = f"URL parameter model={state.model[:100]!r}: {error}; showing {DEFAULT_MODEL}"
         return load(DEFAULT_MODEL), replace(state, model=DEFAULT_MODEL), [warning]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from dashboard import data, session
@@ -13,6 +11,7 @@ from engine.estimators import METHODS
 from engine.auto import AutoModel, is_automatic
 from engine.auto import available as auto_available
 from engine.models import SUPPORTED_MODEL_TYPES, ModelConfig, ModelConfigError, catalog_ids, load_catalog_config
+from engine.models.validation import parse_config_json
 from engine.specs import load_specs
 from engine.workload import PHASES
 
@@ -60,10 +59,10 @@ def _load_upload() -> None:
     if upload is None:
         return
     name = f"uploaded/{upload.name}"
-    try:
-        config = json.loads(upload.getvalue())
-    except json.JSONDecodeError as error:
-        st.session_state["model_error"] = f"{upload.name} is not valid JSON (line {error.lineno}: {error.msg})"
+    try:      # size and nesting capped, as for a config.json on disk
+        config = parse_config_json(upload.getvalue(), repr(upload.name))
+    except ModelConfigError as error:
+        st.session_state["model_error"] = str(error)
         return
     try:
         model = model_from_config(config, name)

@@ -33,6 +33,7 @@ sv.budget (tokens per iteration), sv.backend (generic, vllm, sglang, trtllm: fit
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
@@ -140,6 +141,7 @@ def _whole(low: int, high: int) -> Callable[[str], int]:
             raise ValueError
         return value
     parse.expected = f"a whole number from {low} to {high}"
+    parse.bounds = (low, high)
     return parse
 
 
@@ -169,6 +171,36 @@ def _name(text: str) -> str:
 
 
 _name.expected = "a name without , ; : ="
+
+
+UPLOAD_PREFIX = "uploaded/"          # the name a config.json uploaded in this browser session goes by
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
+MODEL_EXPECTED = ("a catalog id, a Hugging Face repo id (owner/name) or a config.json uploaded in this browser "
+                  "session; the dashboard reads no paths")
+
+
+def check_model_id(text: str) -> str:
+    """`text` when it is a catalog or Hub repo id (owner/name) or an upload's name; ValueError otherwise.
+
+    Decided from the text alone, never by looking at the server's disk, so the answer (and its message,
+    MODEL_EXPECTED) is the same whether or not a file of that name exists: `/etc/passwd`, `~root/.bashrc`,
+    `../x`, `a/b/c`, `C:\\x` are refused."""
+    text = str(text).strip()
+    if text.startswith(UPLOAD_PREFIX):
+        name = text[len(UPLOAD_PREFIX):]
+        if name and len(name) <= 200 and not (set(name) & set("/\\")) and ".." not in name \
+                and name.isprintable():
+            return text
+    elif _REPO_ID.fullmatch(text) and ".." not in text and "--" not in text and not text.endswith((".", "-")):
+        return text
+    raise ValueError(f"model {text[:100]!r}: expected {MODEL_EXPECTED}")
+
+
+def _model_id(text: str) -> str:
+    return check_model_id(text)
+
+
+_model_id.expected = MODEL_EXPECTED
 
 
 def _dtype(text: str) -> str:
@@ -263,7 +295,7 @@ def _field(allow_none: bool) -> Callable[[str], str]:
 SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "page": ("page", _choice(PAGES), str),
     "hw": ("devices", _devices, ",".join),
-    "model": ("model", _name, str),
+    "model": ("model", _model_id, str),
     "phase": ("phase", _choice(PHASES), str),
     "batch": ("batch", _whole(1, 1_000_000), str),
     "in": ("input_length", _whole(1, 10_000_000), str),
@@ -300,6 +332,13 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
 PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
+URL_KEY_OF = {attribute: key for key, (attribute, _, _) in SCALAR_PARAMETERS.items()}   # ViewState field -> URL key
+
+
+def field_bounds(attribute: str) -> tuple[int, int] | None:
+    """(lowest, highest) the URL accepts for a whole-number ViewState field (batch, input_length, tp, ...)."""
+    key = URL_KEY_OF.get(attribute)
+    return getattr(SCALAR_PARAMETERS[key][1], "bounds", None) if key else None
 
 
 def _single(value: Any) -> str:

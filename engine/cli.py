@@ -15,7 +15,7 @@ from engine.cli_help import HelpFormatter, describe
 from engine.dtypes import DTYPES, check_dtype
 from engine.errors import one_line
 from engine.estimators import METHODS
-from engine.grid_spec import GridArgumentError, sweep_grid_arguments
+from engine.grid_spec import DEFAULT_MAX_POINTS, GridArgumentError, sweep_grid_arguments
 from engine.table_safety import to_safe_csv
 from engine.workload import COLLECTIVE_ALGORITHMS, PHASES
 
@@ -244,7 +244,7 @@ def cmd_sweep(args) -> None:
     from engine.specs import load_hardware, load_specs
     started = time.perf_counter()
     output_format = _sweep_format(args)
-    grid = sweep_grid_arguments(args.grid, args.grid_file)
+    grid = sweep_grid_arguments(args.grid, args.grid_file, args.max_points)
     if not grid:
         raise GridArgumentError("sweep: give at least one --grid FIELD=VALUES or a --grid-file")
     if args.chunk_points is not None and args.chunk_points < 1:
@@ -265,12 +265,13 @@ def cmd_sweep(args) -> None:
         except ImportError:
             raise GridArgumentError('--dask needs dask.distributed: pip install "dask[distributed]"') from None
         frame = sweep_grid_dask(model, scenario, grid, hardware, args.method, devices, address=args.dask,
-                                chunk_points=args.chunk_points or DEFAULT_CHUNK_POINTS)
+                                chunk_points=args.chunk_points or DEFAULT_CHUNK_POINTS,
+                                connect_timeout=args.dask_timeout)
     else:
-        from engine.grid_dask import sweep_points_chunked
+        from engine.grid_dask import DEFAULT_CHUNK_POINTS, sweep_points_chunked
         points = expand_grid(grid)
         frame = sweep_points_chunked(model, scenario, points, hardware, args.method, devices,
-                                     chunk_points=args.chunk_points or max(len(points), 1))
+                                     chunk_points=args.chunk_points or DEFAULT_CHUNK_POINTS)
     if args.out and output_format == "parquet":
         frame.to_parquet(args.out, index=False)
     elif args.out:
@@ -286,24 +287,32 @@ def cmd_sweep(args) -> None:
 
 # ---- parser --------------------------------------------------------------------------------
 
-def _number(kind: type, minimum: float):
-    """An argparse type: a finite `kind` (int or float) >= minimum, else a one-line usage error."""
+def _number(kind: type, minimum: float, maximum: float):
+    """An argparse type: a finite `kind` (int or float) from minimum to maximum, else a one-line usage error
+    (a 400-digit number is refused before it is converted)."""
     noun = "a whole number" if kind is int else "a number"
+    expected = f"{noun} from {minimum:,} to {int(maximum):,}"
 
     def parse(text: str):
+        if len(text.strip()) > 32:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {len(text.strip())} characters")
         try:
             value = kind(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
-        if not math.isfinite(value) or value < minimum:
+        if math.isfinite(value) and value < minimum:
             raise argparse.ArgumentTypeError(f"expected {noun} >= {minimum}, got {text}")
+        if not math.isfinite(value) or value > maximum:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
         return value
     return parse
 
 
-_positive_int = _number(int, 1)
-_non_negative_int = _number(int, 0)
-_non_negative_float = _number(float, 0)
+MAX_WHOLE = 10**12          # beyond any batch, length, device count or GEMM dimension worth estimating
+_positive_int = _number(int, 1, MAX_WHOLE)
+_non_negative_int = _number(int, 0, MAX_WHOLE)
+_non_negative_float = _number(float, 0, 1e15)
+_timeout_seconds = _number(float, 0.1, 3600)
 
 
 def _dtype(text: str) -> str:
@@ -366,6 +375,14 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse reads `--m=--` as an empty list, past the option's type: refuse it like any bad value."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if action.type is not None and action.nargs is None and isinstance(getattr(parsed, action.dest, None), list):
+                self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got '--'")
+        return parsed, extras
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -437,12 +454,24 @@ def build_parser() -> argparse.ArgumentParser:
                             "on this machine)")
     sweep.add_argument("--chunk-points", type=_positive_int, default=None,
                        help="points per task with --dask (default 10000); without --dask, points per in-process "
-                            "chunk (bounds memory)")
+                            "chunk (default 10000; bounds memory)")
+    sweep.add_argument("--dask-timeout", type=_timeout_seconds, default=10.0, metavar="SECONDS",
+                       help="give up connecting to the --dask scheduler after this long (default 10)")
+    sweep.add_argument("--max-points", type=_positive_int, default=DEFAULT_MAX_POINTS, metavar="N",
+                       help=f"refuse grids of more points than this, before building them (default "
+                            f"{DEFAULT_MAX_POINTS:,})")
     sweep.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
     _add_model_source(sweep)
     sweep.set_defaults(handler=cmd_sweep)
     describe(parser)
     return parser
+
+
+def _os_error(error: OSError) -> str:
+    if error.filename is None:
+        return one_line(error)
+    return (f"cannot use {str(error.filename)[:200]!r}: {error.strerror or type(error).__name__} "
+            "(expected an existing, readable file, or a writable path for output)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -455,7 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.handler(args)
     except BrokenPipeError:  # output piped into `head` and closed early
         return 0
-    except (ValueError, KeyError, OSError) as error:
+    except OSError as error:            # name the path and what went wrong, not "[Errno 21] ..."
+        print(f"llm-roofline: error: {_os_error(error)}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError) as error:
         print(f"llm-roofline: error: {one_line(error)}", file=sys.stderr)
         return 2
     return 0

@@ -25,25 +25,29 @@ from engine.hardware import Hardware
 from engine.workload import Scenario
 
 DEFAULT_CHUNK_POINTS = 10_000
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
 LOCAL = "local"
 INSTALL_HINT = 'Dask sweeps need dask.distributed: pip install "dask[distributed]"'
 
 
 def sweep_grid_dask(model, scenario: Scenario, grid: Mapping[str, Sequence[Any]], hardware: Optional[Hardware] = None,
                     method: str = "roofline", devices: Optional[Mapping[str, Hardware]] = None, *, client=None,
-                    address: Optional[str] = None, chunk_points: int = DEFAULT_CHUNK_POINTS) -> pd.DataFrame:
+                    address: Optional[str] = None, chunk_points: int = DEFAULT_CHUNK_POINTS,
+                    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> pd.DataFrame:
     """engine.grid.sweep_grid on Dask workers, `chunk_points` points per task.
 
     The cluster: `client` (a dask.distributed.Client) when given, else a Client connected to `address`
-    (a scheduler address such as "tcp://host:8786"), else (address None or "local") a LocalCluster on
-    this machine (one single-threaded worker process per core), closed again when the sweep is done."""
+    (a scheduler address such as "tcp://host:8786"; GridError when none answers within `connect_timeout`
+    seconds), else (address None or "local") a LocalCluster on this machine (one single-threaded worker
+    process per core), closed again when the sweep is done."""
     return sweep_points_dask(model, scenario, expand_grid(grid), hardware, method, devices, client=client,
-                             address=address, chunk_points=chunk_points)
+                             address=address, chunk_points=chunk_points, connect_timeout=connect_timeout)
 
 
 def sweep_points_dask(model, scenario: Scenario, points: pd.DataFrame, hardware: Optional[Hardware] = None,
                       method: str = "roofline", devices: Optional[Mapping[str, Hardware]] = None, *, client=None,
-                      address: Optional[str] = None, chunk_points: int = DEFAULT_CHUNK_POINTS) -> pd.DataFrame:
+                      address: Optional[str] = None, chunk_points: int = DEFAULT_CHUNK_POINTS,
+                      connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> pd.DataFrame:
     """engine.grid.sweep_points on Dask workers (sweep_grid_dask for an explicit list of points)."""
     size = check_chunk_points(chunk_points)
     check_fields(list(points.columns))
@@ -53,7 +57,7 @@ def sweep_points_dask(model, scenario: Scenario, points: pd.DataFrame, hardware:
         raise GridError("no hardware: pass a device or sweep the 'device' field")
     devices = _resolve_devices(points, devices)
     chunks = [points.iloc[start:start + size] for start in range(0, len(points), size)] or [points]
-    with _client(client, address) as dask_client:
+    with _client(client, address, connect_timeout) as dask_client:
         [shared] = dask_client.scatter([(model, scenario, hardware, devices)], broadcast=True, hash=False)
         run = uuid.uuid4().hex
         futures = [dask_client.submit(_sweep_chunk, shared, chunk, method, key=f"llm-roofline-sweep-{run}-{i}")
@@ -100,7 +104,7 @@ def _resolve_devices(points: pd.DataFrame, devices: Optional[Mapping[str, Hardwa
 
 
 @contextlib.contextmanager
-def _client(client, address: Optional[str]):
+def _client(client, address: Optional[str], connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S):
     """The given client; else one on `address`; else one on a LocalCluster (both closed afterwards)."""
     if client is not None:
         yield client
@@ -110,10 +114,21 @@ def _client(client, address: Optional[str]):
     except ImportError as error:
         raise ImportError(f"{INSTALL_HINT} ({error})") from None
     if address is not None and address != LOCAL:
-        with Client(address) as connected:
+        with _connect(Client, address, connect_timeout) as connected:
             yield connected
         return
     # one single-threaded worker process per core: the work is numpy and Python under the GIL
     with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
                       dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as local:
         yield local
+
+
+def _connect(client_class, address: str, timeout: float):
+    """A Client on `address`, or GridError when no scheduler answers within `timeout` seconds."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
+        raise GridError(f"connect_timeout = {timeout!r}: expected seconds from 0 to 3600")
+    try:
+        return client_class(address, timeout=timeout)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise GridError(f"no Dask scheduler answered at {address!r} within {timeout:g} s ({error}); check the "
+                        "address and that the scheduler runs, or allow longer (--dask-timeout)") from None

@@ -16,10 +16,16 @@ import typing
 
 from engine.dtypes import check_dtype
 from engine.errors import one_line
+from engine.models.config_reader import shown
 
 
 NONE_WORDS = ("none", "null")
 TRUE_WORDS, FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+DEFAULT_MAX_POINTS = 1_000_000        # points one sweep evaluates (each row is kept in memory)
+MAX_GRID_FILE_BYTES = 16 * 2**20
+MAX_POINTS_HINT = "raise the limit with --max-points N (or sweep fewer values)"
 
 
 class GridArgumentError(ValueError):
@@ -115,8 +121,8 @@ def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool], max_count:
         raise ValueError(f"range {text!r}: start, stop and count must be finite")
     if not count.is_integer() or count < 1 or (count == 1 and start != stop):
         raise ValueError(f"range {text!r}: count must be a whole number >= 2 (1 only when start = stop)")
-    if max_count is not None and not 2 <= count <= max_count:
-        raise ValueError(f"range {text!r}: count must be from 2 to {max_count}")
+    if max_count is not None and count > max_count:
+        raise ValueError(f"range {text!r}: count must be from 2 to {max_count:,}, got {count:,.0f}")
     if geometric and (start <= 0 or stop <= 0):
         raise ValueError(f"range {text!r}: a log range needs start and stop > 0")
     values = (np.geomspace if geometric else np.linspace)(start, stop, int(count))
@@ -126,9 +132,10 @@ def _grid_range(field: str, text: str, kind: tuple[str, tuple, bool], max_count:
     return [float(f"{v:.12g}") for v in values]
 
 
-def parse_grid_values(field: str, text: str) -> list:
-    """VALUES of `--grid FIELD=VALUES`: comma-separated values and ranges (docs/sweeps.md)."""
-    return _parse_values(field, text, value_kind(field))
+def parse_grid_values(field: str, text: str, max_count: int | None = None) -> list:
+    """VALUES of `--grid FIELD=VALUES`: comma-separated values and ranges (docs/sweeps.md); a range has at
+    most `max_count` values (checked before any is made)."""
+    return _parse_values(field, text, value_kind(field), max_count)
 
 
 def parse_numbers(text: str, max_count: int | None = None) -> list[float]:
@@ -155,9 +162,10 @@ def _parse_values(field: str, text: str, kind: tuple[str, tuple, bool], max_coun
     return values
 
 
-def sweep_grid_arguments(grid_flags, grid_file) -> dict[str, list]:
+def sweep_grid_arguments(grid_flags, grid_file, max_points: int = DEFAULT_MAX_POINTS) -> dict[str, list]:
     """The grid of --grid-file (a JSON object: field -> list of values, or a VALUES string) and the
-    --grid FIELD=VALUES flags, in that order (the first field varies slowest)."""
+    --grid FIELD=VALUES flags, in that order (the first field varies slowest); at most `max_points` points,
+    checked before the grid is expanded (a range's count before its values are made)."""
     from engine.grid import GridError
     grid: dict[str, list] = {}
 
@@ -169,42 +177,74 @@ def sweep_grid_arguments(grid_flags, grid_file) -> dict[str, list]:
         except GridError as error:
             raise GridArgumentError(f"{flag}: {one_line(error)}") from None
         except ValueError as error:
-            raise GridArgumentError(f"{flag}: grid field {field!r}: {one_line(error)}") from None
+            hint = f"; {MAX_POINTS_HINT}" if "count must be from 2 to" in str(error) else ""
+            raise GridArgumentError(f"{flag}: grid field {field!r}: {one_line(error)}{hint}") from None
+        check_grid_size(grid, max_points, flag)
 
     if grid_file:
-        with open(grid_file, encoding="utf-8") as handle:
-            try:
-                data = json.load(handle)
-            except json.JSONDecodeError as error:
-                raise GridArgumentError(f"--grid-file {grid_file}: not JSON ({error})") from None
-        if not isinstance(data, dict) or not data:
-            raise GridArgumentError(f"--grid-file {grid_file}: expected a JSON object of field -> list of values")
-        for field, values in data.items():
-            flag = f"--grid-file {grid_file}"
+        flag = f"--grid-file {grid_file}"
+        for field, values in _read_grid_file(grid_file).items():
             if isinstance(values, str):
-                add(flag, field, lambda f=field, v=values: parse_grid_values(f, v))
+                add(flag, field, lambda f=field, v=values: parse_grid_values(f, v, max_points))
             elif isinstance(values, list) and values:
-                add(flag, field, lambda f=field, v=values: _json_values(f, v))
+                add(flag, field, lambda f=field, v=values: _json_values(f, v, max_points))
             else:
                 raise GridArgumentError(f"{flag}: grid field {field!r}: expected a non-empty list of values or a "
-                                        f"VALUES string, got {values!r}")
+                                        f"VALUES string, got {shown(values)}")
     for entry in grid_flags or ():
         field, equals, text = entry.partition("=")
         field = field.strip()
         if not equals or not field:
-            raise GridArgumentError(f"--grid {entry!r}: expected FIELD=VALUES (e.g. batch=1,8,64)")
-        add(f"--grid {entry}", field, lambda f=field, t=text: parse_grid_values(f, t))
+            raise GridArgumentError(f"--grid {shown(entry)}: expected FIELD=VALUES (e.g. batch=1,8,64)")
+        add(f"--grid {entry}", field, lambda f=field, t=text: parse_grid_values(f, t, max_points))
     return grid
 
 
-def _json_values(field: str, values: list) -> list:
+def check_grid_size(grid: dict, max_points: int, flag: str = "the grid") -> None:
+    """GridArgumentError when the grid's points (the product of its value counts) exceed `max_points`."""
+    total = math.prod(len(values) for values in grid.values())
+    if total > max_points:
+        sizes = " x ".join(f"{len(values):,} {field}" for field, values in grid.items())
+        raise GridArgumentError(f"{flag}: the grid has {total:,} points ({sizes}), more than the {max_points:,} "
+                                f"a sweep evaluates at once; {MAX_POINTS_HINT}")
+
+
+def _read_grid_file(grid_file) -> dict:
+    """The JSON object of a --grid-file: at most MAX_GRID_FILE_BYTES, nested at most MAX_JSON_DEPTH."""
+    from engine.models.validation import MAX_JSON_DEPTH, json_depth
+    flag = f"--grid-file {grid_file}"
+    try:
+        with open(grid_file, "rb") as handle:
+            content = handle.read(MAX_GRID_FILE_BYTES + 1)
+    except OSError as error:
+        raise GridArgumentError(f"{flag}: cannot read it ({error.strerror or type(error).__name__}); expected "
+                                "a JSON file of field -> list of values") from None
+    if len(content) > MAX_GRID_FILE_BYTES:
+        raise GridArgumentError(f"{flag}: larger than {MAX_GRID_FILE_BYTES:,} bytes; expected a small JSON object "
+                                "of field -> list of values (ranges as \"start:stop:count\")")
+    try:
+        data = json.loads(content)
+    except RecursionError:
+        raise GridArgumentError(f"{flag}: nested deeper than {MAX_JSON_DEPTH} levels; expected a JSON object "
+                                "of field -> list of values") from None
+    except ValueError as error:       # JSONDecodeError, bad UTF-8, an integer of thousands of digits
+        raise GridArgumentError(f"{flag}: not JSON ({shown(str(error))})") from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise GridArgumentError(f"{flag}: nested deeper than {MAX_JSON_DEPTH} levels; expected a JSON object "
+                                "of field -> list of values")
+    if not isinstance(data, dict) or not data:
+        raise GridArgumentError(f"{flag}: expected a JSON object of field -> list of values")
+    return data
+
+
+def _json_values(field: str, values: list, max_count: int | None = None) -> list:
     kind = value_kind(field)
     out: list = []
     for value in values:
         if isinstance(value, str) and ":" in value and kind[0] in ("int", "float"):
-            out.extend(_grid_range(field, value, kind))
+            out.extend(_grid_range(field, value, kind, max_count))
         elif isinstance(value, (list, dict)):
-            raise ValueError(f"expected {_expected(kind)}, got {value!r}")
+            raise ValueError(f"expected {_expected(kind)}, got {shown(value)}")
         else:
             out.append(_grid_value(field, value, kind))
     return out

@@ -20,7 +20,7 @@ from dashboard.charts.explore_fields import METRICS, field_title
 from dashboard.context import PageContext
 from dashboard.state import (
     DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, NO_FIELD, ValuesError,
-    parse_values,
+    field_bounds, parse_values,
 )
 from dashboard.views.explore_design import render_inverse, render_sensitivity
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
@@ -87,9 +87,25 @@ def axis_values(field: str, text: str, which: str, auto: str, devices: dict) -> 
             raise ValuesError(f"{label} (URL parameter {url_key}): unknown device {', '.join(map(repr, unknown))}; "
                               f"known: {', '.join(devices)}")
         return values, False
+    check_axis_bounds(field, values, f"{label} (URL parameter {url_key})")
     if is_integer_field(field):
         values = list(dict.fromkeys(int(round(v)) for v in values))
     return values, log if ":" in spec else None
+
+
+MAX_HARDWARE_VALUE = 1e12      # workbook units (GB/s, TFLOP/s, MiB, ...): beyond any conceivable chip
+
+
+def check_axis_bounds(field: str, values: list, where: str) -> None:
+    """ValuesError naming `where` when a value is outside what the field can take: a workload field's URL
+    range (batch 1..1,000,000, lengths up to 10,000,000, tp up to 4096), a hardware field > 0 and finite."""
+    bounds = field_bounds(field)
+    low, high = bounds if bounds else (0.0, MAX_HARDWARE_VALUE)
+    for value in values:
+        outside = not math.isfinite(value) or value < low or value > high or (not bounds and value <= 0)
+        if outside:
+            expected = f"from {low:,} to {high:,}" if bounds else f"above 0 and at most {high:g}"
+            raise ValuesError(f"{where}: {value:.6g} is outside what {field} can take ({expected})")
 
 
 # ------------------------------------------------------------------------------------------ controls
@@ -166,8 +182,15 @@ def run_sweep(ctx: PageContext, grid: dict) -> Optional[pd.DataFrame]:
         return data.grid_frame(ctx.model, ctx.scenario, grid, ctx.selected[0],
                                {name: ctx.devices[name] for name in names}, ctx.state.method)
     except ValueError as error:
-        st.error(str(error))
+        named = [f"{label} (URL parameter {url_key})" for which, (label, url_key, _) in WIDGETS.items()
+                 if _axis_field(ctx.state, which) in str(error)]
+        st.error(f"{', '.join(named)}: {error}" if named else str(error))
         return None
+
+
+def _axis_field(state, which: str) -> str:
+    field = state.explore_x if which == "x" else state.explore_y
+    return field if field != NO_FIELD else "\0"
 
 
 def sweep_figures(ctx: PageContext, view: str, frame: pd.DataFrame, x: str, y: Optional[str], logs: dict,

@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from engine.models.config_reader import ModelConfigError
+from engine.models.validation import check_config_fields
+
 EXTRA = "auto"
 INSTALL_HINT = 'pip install "llm-roofline[auto]"'
 WHAT_THE_EXTRA_ADDS = ("automatic decomposition of any Hugging Face causal-LM architecture (traced on PyTorch's "
@@ -92,9 +95,10 @@ def is_automatic(model) -> bool:
 
 # --------------------------------------------------------------------------------------- configs
 
-def load_config_dict(source, *, token: str | None = None, offline: bool | None = None) -> tuple[dict, str]:
-    """(config.json dict, name) from a dict, a transformers config, a catalog id, a local file or folder,
-    or a Hub repo id (config.json only, through huggingface_hub and its cache)."""
+def load_config_dict(source, *, token: str | None = None, offline: bool | None = None,
+                     local_files: bool = True) -> tuple[dict, str]:
+    """(config.json dict, name) from a dict, a transformers config, a catalog id, a local file or folder
+    (unless `local_files` is False), or a Hub repo id (config.json only, through huggingface_hub and its cache)."""
     if isinstance(source, dict):
         return dict(source), str(source.get("_name_or_path") or source.get("model_type") or "config")
     if hasattr(source, "to_dict") and hasattr(source, "model_type"):
@@ -102,26 +106,22 @@ def load_config_dict(source, *, token: str | None = None, offline: bool | None =
         return data, str(getattr(source, "name_or_path", "") or data.get("model_type"))
     if not isinstance(source, (str, os.PathLike)) or not str(source).strip():
         raise AutoDecompositionError(f"model source must be a config dict, a repo id or a path, got {source!r}")
-    from engine.models.loading import ModelLoadError, catalog_ids, load_catalog_config
+    from engine.models.loading import ModelLoadError, catalog_ids, load_catalog_config, local_path, read_config_json
 
     text = os.fspath(source).strip()
     if text.lower() in {model_id.lower() for model_id in catalog_ids()}:
         return load_catalog_config(text), next(m for m in catalog_ids() if m.lower() == text.lower())
-    path = Path(text).expanduser()
-    if path.exists():
-        file = path / "config.json" if path.is_dir() else path
-        try:
-            return json.loads(file.read_text(encoding="utf-8")), text
-        except (OSError, ValueError) as error:
-            raise AutoDecompositionError(f"cannot read {str(file)!r}: {error}") from None
+    path = local_path(text) if local_files else None
+    if path is not None:
+        return read_config_json(path / "config.json" if path.is_dir() else path), text
     try:
         from huggingface_hub import hf_hub_download
         if offline is None:
             offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
         file = hf_hub_download(text, "config.json", token=token, local_files_only=offline)
-        return json.loads(Path(file).read_text(encoding="utf-8")), text
     except Exception as error:   # any Hub failure becomes one line
         raise ModelLoadError(f"cannot load config.json of {text!r}: {type(error).__name__}: {error}") from None
+    return read_config_json(file), text
 
 
 # --------------------------------------------------------------------------------------- the model
@@ -142,16 +142,28 @@ class AutoModel:
         self.config_dict = dict(config_dict)
         self.name = name or str(config_dict.get("_name_or_path") or config_dict.get("model_type") or "model")
         self.traced_layers = traced_layers
+        check_config_fields(self.config_dict)        # the hand parser's checks, naming the field
         try:
             self._prepared = trace.prepare_model(self.config_dict, traced_layers)
+        except ModelConfigError:
+            raise
         except trace.TraceError as error:
-            raise AutoDecompositionError(str(error)) from None
+            raise AutoDecompositionError(f"{error}{_sizes_in(self.config_dict)}") from None
         except Exception as error:   # transformers raises many kinds on a bad config
-            raise AutoDecompositionError(f"cannot build {self.name!r} with transformers: "
-                                         f"{type(error).__name__}: {error}") from None
+            raise AutoDecompositionError(f"cannot build {self.name!r} with transformers: {_one_line(error)}"
+                                         f"{_sizes_in(self.config_dict)}") from None
+        try:
+            self._describe()
+        except (AutoDecompositionError, ModelConfigError):
+            raise
+        except Exception as error:   # noqa: BLE001 - a library's failure while tracing, as one line
+            raise AutoDecompositionError(f"cannot trace {self.name!r} with transformers: {_one_line(error)}") from None
+
+    def _describe(self) -> None:
+        """Sizes from the config and, by one traced decode step, the KV bytes per token and active weights."""
         config = self._prepared.model.config
         self.model_type = self._prepared.model_type
-        self.architectures = tuple(config_dict.get("architectures") or ())
+        self.architectures = tuple(self.config_dict.get("architectures") or ())
         self.num_layers = self._prepared.layers_total
         # informational, from the config (a model whose layers differ is described by its trace, not these)
         self.hidden_size = _int_or_none(getattr(config, "hidden_size", None))
@@ -175,7 +187,10 @@ class AutoModel:
         try:
             return trace.trace_forward(self._prepared, batch, new_tokens, prior, keep)
         except trace.TraceError as error:
-            raise AutoDecompositionError(str(error)) from None
+            raise AutoDecompositionError(f"{error}{_sizes_in(self.config_dict)}") from None
+        except Exception as error:   # noqa: BLE001 - transformers failing on an unusual config, as one line
+            raise AutoDecompositionError(f"cannot trace {self.name!r} with transformers: {_one_line(error)}"
+                                         f"{_sizes_in(self.config_dict)}") from None
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -206,6 +221,9 @@ class AutoModel:
                 add_pass(builder, traced, forward_pass, dtypes, traced.base_prefix, following)
             except ValueError as error:
                 raise AutoDecompositionError(f"{self.name}: {error}") from None
+            except ArithmeticError as error:     # a degenerate shape from an unusual config
+                raise AutoDecompositionError(f"{self.name}: cannot turn the trace into kernels: "
+                                             f"{_one_line(error)}") from None
         return builder.build_columns()
 
     def decompose(self, scenario) -> pd.DataFrame:
@@ -250,6 +268,19 @@ class AutoModel:
         return f"AutoModel({self.name!r}, model_type={self.model_type!r}, params_total={self.params_total:,})"
 
 
+def _sizes_in(config_dict: dict) -> str:
+    """The size fields a shape mismatch comes from, as config.json states them (the places to look)."""
+    from engine.models.validation import SIZE_LIMITS
+    sizes = [f"{name}={value}" for name, value in config_dict.items() if name in SIZE_LIMITS and value is not None]
+    return f" (the sizes in config.json: {', '.join(sizes)})" if sizes else ""
+
+
+def _one_line(error: BaseException) -> str:
+    """`Type: first line` of a library's exception, at most 300 characters."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
+
+
 def _int_or_none(value) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
@@ -283,13 +314,13 @@ def _auto_model_cached(config_json: str, name: str, traced_layers: int | None) -
 
 
 def load_auto_model(source, *, name: str | None = None, traced_layers: int | None = 2, token: str | None = None,
-                    offline: bool | None = None) -> AutoModel:
+                    offline: bool | None = None, local_files: bool = True) -> AutoModel:
     """An AutoModel from a config dict, a transformers config, a catalog id, a config.json path or a Hub id.
 
     traced_layers: layers traced per kind of layer (layers built alike run the same ops, so each kind is
     traced through this many and scaled to its layer count; see trace.PreparedModel); None traces all."""
     _require()
-    config_dict, found_name = load_config_dict(source, token=token, offline=offline)
+    config_dict, found_name = load_config_dict(source, token=token, offline=offline, local_files=local_files)
     return _auto_model_cached(json.dumps(config_dict, sort_keys=True), name or found_name, traced_layers)
 
 
@@ -313,8 +344,21 @@ def load_any_model(source, **options):
 
     Hand models (engine.models.load_model) win; a config the hand parser rejects (ModelConfigError:
     an unsupported family or feature) is decomposed automatically when the extra is installed, and
-    otherwise the hand error is raised with a hint naming the extra. `options` go to load_model
-    (revision, token, cache_dir, offline, endpoint); token and offline also to the automatic loader."""
+    otherwise the hand error is raised with a hint naming the extra. Both paths validate the config the
+    same way (engine/models/validation.py). `options` go to load_model (revision, token, cache_dir, offline,
+    endpoint, local_files); token, offline and local_files also to the automatic loader. Errors are the
+    project's own (ModelConfigError, ModelLoadError, AutoDecompositionError), never a library's."""
+    from engine.models import ModelLoadError
+
+    try:
+        return _load_any_model(source, **options)
+    except (ModelConfigError, ModelLoadError, AutoDecompositionError, AutoDecompositionUnavailable):
+        raise
+    except Exception as error:  # noqa: BLE001 - a library's failure becomes one line naming the source
+        raise ModelLoadError(f"cannot load model {source!r}: {_one_line(error)}") from None
+
+
+def _load_any_model(source, **options):
     from engine.models import ModelConfigError, load_model
 
     try:
@@ -323,7 +367,7 @@ def load_any_model(source, **options):
         ok, reason = available()
         if not ok:
             raise ModelConfigError(f"{error} (automatic decomposition could model it: {reason})") from None
-        extra = {key: options[key] for key in ("token", "offline") if key in options}
+        extra = {key: options[key] for key in ("token", "offline", "local_files") if key in options}
         return load_auto_model(source, **extra)
 
 

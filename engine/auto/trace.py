@@ -43,6 +43,8 @@ from torch.utils.weak import WeakIdKeyDictionary
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache
 
+from engine.models.config_reader import ModelConfigError
+from engine.models.validation import check_required_fields, has_sliding_layers
 from engine.auto.records import (AttentionRecord, ExpertsRecord, Gemm, KVStoreRecord, Operand, Output, Site, Trace,
                                  TracedOp, layer_of)
 
@@ -461,7 +463,36 @@ def hf_config(config_dict: dict):
         raise TraceError(f"transformers {transformers.__version__} does not know model_type {model_type!r}: "
                          f"{error}") from None
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return text if text is not None else config
+    text = text if text is not None else config
+    check_stated_fields(config_dict, config, text)
+    return text
+
+
+STATED_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads")
+
+
+def check_stated_fields(config_dict: dict, config, text) -> None:
+    """The width, depth and heads the architecture reads must be in config.json, not transformers' defaults;
+    sliding layers need a window (ModelConfigError naming the field, as the hand parser's)."""
+    raw, where = config_dict, ""
+    if text is not config:
+        for key, value in config_dict.items():
+            if isinstance(value, dict) and getattr(config, key, None) is text:
+                raw, where = value, f"{key}."
+                break
+    attribute_map = getattr(type(text), "attribute_map", None) or {}
+    reads = {}
+    for canonical in STATED_FIELDS:
+        try:
+            present = hasattr(text, canonical)
+        except Exception:   # noqa: BLE001 - a config property that fails is not a field it has
+            present = False
+        if present:
+            reads[canonical] = attribute_map.get(canonical, canonical)
+    check_required_fields(raw, reads, where)
+    if has_sliding_layers(raw) and getattr(text, "sliding_window", None) is None:
+        raise ModelConfigError(f"config.json field {where + 'sliding_window'!r} is missing: layer_types has "
+                               "sliding layers, which need a window size")
 
 
 def build_model(config) -> torch.nn.Module:

@@ -15,21 +15,29 @@ raises ModelConfigError naming the field.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
 from engine.dtypes import bytes_per_value
+from engine.errors import one_line
 from engine.models.config_reader import ModelConfigError
 from engine.models.families import ARCHITECTURE_TO_MODEL_TYPE, MOE_AND_MLA_FIELDS, SUPPORTED_MODEL_TYPES, \
     parse_hf_config
 from engine.models.layer_pattern import describe_layer_pattern
+from engine.models.validation import SIZE_LIMITS, check_config_fields
 
 __all__ = ["ARCHITECTURE_TO_MODEL_TYPE", "MOE_AND_MLA_FIELDS", "SUPPORTED_MODEL_TYPES", "ModelConfig",
            "ModelConfigError"]
 
 MlpKind = Literal["dense", "moe"]
 AttentionKind = Literal["full", "sliding"]
+
+
+def _bounded(field: str):
+    """An int field within the physical bounds of engine/models/validation.py (SIZE_LIMITS)."""
+    limit = SIZE_LIMITS[field]
+    return Annotated[int, Field(ge=limit.low, le=limit.high)]
 
 
 def _linear(n_in: int, n_out: int, bias: bool) -> int:
@@ -45,14 +53,14 @@ class ModelConfig(BaseModel):
     model_type: str  # Hugging Face model_type
     architectures: tuple[str, ...] = ()
 
-    hidden_size: PositiveInt
-    intermediate_size: PositiveInt  # dense MLP inner width (per projection); MoE layers use moe_intermediate_size
-    num_layers: PositiveInt
-    num_attention_heads: PositiveInt
-    num_key_value_heads: PositiveInt  # MLA: = num_attention_heads (K/V decompressed per head)
-    head_dim: PositiveInt  # query/key width per head; MLA: qk_nope_head_dim + qk_rope_head_dim
-    vocab_size: PositiveInt
-    max_position_embeddings: PositiveInt
+    hidden_size: _bounded("hidden_size")
+    intermediate_size: _bounded("intermediate_size")  # dense MLP inner width (per projection); MoE layers use moe_intermediate_size
+    num_layers: _bounded("num_hidden_layers")
+    num_attention_heads: _bounded("num_attention_heads")
+    num_key_value_heads: _bounded("num_key_value_heads")  # MLA: = num_attention_heads (K/V decompressed per head)
+    head_dim: _bounded("head_dim")  # query/key width per head; MLA: qk_nope_head_dim + qk_rope_head_dim
+    vocab_size: _bounded("vocab_size")
+    max_position_embeddings: _bounded("max_position_embeddings")
 
     gated_mlp: bool  # True: gate+up+down (SwiGLU/GeGLU); False: up+down (experts follow the same switch)
     hidden_act: str
@@ -73,7 +81,7 @@ class ModelConfig(BaseModel):
     sliding_window: PositiveInt | None = None  # tokens a sliding-window layer attends to (None: no such layer)
 
     # ---- mixture of experts (num_experts == 0: dense) ----
-    num_experts: NonNegativeInt = 0  # routed experts in each MoE layer
+    num_experts: _bounded("num_experts") = 0  # routed experts in each MoE layer
     experts_per_token: NonNegativeInt = 0  # routed experts each token uses (top-k)
     moe_intermediate_size: NonNegativeInt = 0  # inner width of one routed expert
     num_shared_experts: NonNegativeInt = 0  # experts every token uses, besides the routed ones
@@ -112,7 +120,7 @@ class ModelConfig(BaseModel):
             return data
         data = dict(data)
         layers = data.get("num_layers")
-        if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+        if isinstance(layers, int) and not isinstance(layers, bool) and 0 < layers <= SIZE_LIMITS["num_layers"].high:
             if not data.get("moe_layers"):
                 data["moe_layers"] = (bool(data.get("num_experts")),) * layers
             if not data.get("layer_attention"):
@@ -409,8 +417,7 @@ class ModelConfig(BaseModel):
     @classmethod
     def from_hf_config(cls, data: dict, name: str) -> ModelConfig:
         """Build from the dict of a Hugging Face config.json; raises ModelConfigError naming the field."""
-        if not isinstance(data, dict):
-            raise ModelConfigError(f"config.json must be a JSON object, got {type(data).__name__}")
+        check_config_fields(data)          # the same checks as the automatic decomposition's
         model_type, fields = parse_hf_config(data)
         architectures = data.get("architectures") or ()
         if not isinstance(architectures, (list, tuple)) or not all(isinstance(a, str) for a in architectures):
@@ -419,4 +426,4 @@ class ModelConfig(BaseModel):
         try:
             return cls(name=str(name), model_type=model_type, architectures=tuple(architectures), **fields)
         except ValueError as error:  # pydantic's ValidationError is a ValueError
-            raise ModelConfigError(f"config.json for {name!r} is inconsistent: {error}") from None
+            raise ModelConfigError(f"config.json for {name!r} is inconsistent: {one_line(error)}") from None

@@ -9,8 +9,16 @@ class ModelConfigError(ValueError):
     """A config.json this engine cannot model; the message names the field and its value."""
 
 
+def shown(value: Any) -> str:
+    """repr(value) short enough for one line (a 400-digit number, a long list), never raising."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"a {int(value.bit_length() * 0.30103) + 1}-digit number"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + f"... ({type(value).__name__} of {len(text):,} characters)"
+
+
 def field_error(field: str, value: Any, problem: str) -> ModelConfigError:
-    return ModelConfigError(f"config.json field {field!r} is {value!r}: {problem}")
+    return ModelConfigError(f"config.json field {field!r} is {shown(value)}: {problem}")
 
 
 MISSING = object()
@@ -55,7 +63,7 @@ class ConfigReader:
         value = self._get(field, default)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.error(field, value, "expected a positive integer")
-        return value
+        return self._bounded(field, value)
 
     def optional_positive_int(self, field: str) -> int | None:
         """A positive integer, or None when the field is absent or null."""
@@ -65,7 +73,12 @@ class ConfigReader:
         value = self._get(field, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise self.error(field, value, "expected a non-negative integer")
-        return value
+        return self._bounded(field, value)
+
+    def _bounded(self, field: str, value: int) -> int:
+        """Within the physical bounds of engine/models/validation.py when the field has them."""
+        from engine.models.validation import SIZE_LIMITS, check_size
+        return check_size(field, value, self.prefix) if field in SIZE_LIMITS else value
 
     def boolean(self, field: str, default: Any = MISSING) -> bool:
         value = self._get(field, default)
@@ -105,6 +118,8 @@ class ConfigReader:
         value = self._get(field, default)
         if not isinstance(value, (list, tuple)) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
             raise self.error(field, value, "expected a list of integers")
+        if len(value) > 10_000:
+            raise self.error(field, f"{len(value):,} entries", "expected at most one per layer")
         return list(value)
 
     def string_list(self, field: str) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.models.config_reader import MISSING, ConfigReader, ModelConfigError, field_error
+from engine.models.validation import check_experts, check_heads
 
 # Fields that mean "mixture of experts" or "multi-head latent attention". A family that does not model
 # them rejects a config that sets them, naming the field.
@@ -48,14 +49,10 @@ def _heads(r: ConfigReader, hidden: int, heads_field: str, kv_field: str | None)
     """Attention heads, K/V heads (GQA/MQA) and head_dim (explicit, else hidden // heads)."""
     heads = r.positive_int(heads_field)
     kv_heads = r.positive_int(kv_field, default=heads) if kv_field else heads
-    if kv_heads > heads or heads % kv_heads:
-        raise r.error(kv_field, kv_heads, f"{heads_field} ({heads}) must be a multiple of it")
-    if r.has("head_dim"):
-        head_dim = r.positive_int("head_dim")
-    elif hidden % heads:
-        raise r.error(heads_field, heads, f"does not divide hidden size {hidden} and no head_dim is given")
-    else:
-        head_dim = hidden // heads
+    hidden_field = "n_embd" if heads_field == "n_head" else "hidden_size"
+    check_heads(heads, kv_heads, hidden, r.has("head_dim"), (heads_field, kv_field or heads_field, hidden_field),
+                r.prefix)
+    head_dim = r.positive_int("head_dim") if r.has("head_dim") else hidden // heads
     return {"num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim}
 
 
@@ -131,8 +128,9 @@ def _even_layers(i: int) -> bool:
 
 def _experts_per_token(r: ConfigReader, experts: int, default: Any = MISSING) -> int:
     top_k = r.positive_int("num_experts_per_tok", default=default)
-    if top_k > experts:
-        raise r.error("num_experts_per_tok", top_k, f"more than the {experts} routed experts")
+    experts_field = next((name for name in ("num_local_experts", "num_experts", "n_routed_experts") if r.has(name)),
+                         "num_experts")
+    check_experts(experts, top_k, (experts_field, "num_experts_per_tok"), r.prefix)
     return top_k
 
 

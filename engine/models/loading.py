@@ -16,12 +16,13 @@ message; no library traceback reaches the caller.
 
 from __future__ import annotations
 
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
 
 from engine.models.config import ModelConfig
+from engine.models.config_reader import ModelConfigError, shown
+from engine.models.validation import MAX_CONFIG_BYTES, parse_config_json
 
 CATALOG_DIR = Path(__file__).parent / "catalog"  # files named <org>--<name>.json
 CONFIG_FILENAME = "config.json"
@@ -76,6 +77,7 @@ def load_model(
     cache_dir: str | Path | None = None,
     offline: bool | None = None,
     endpoint: str | None = None,
+    local_files: bool = True,
 ) -> ModelConfig:
     """A ModelConfig from a catalog id, a local config.json (or folder), or a Hub repo id.
 
@@ -84,15 +86,30 @@ def load_model(
     cache_dir: Hugging Face cache folder (default: HF_HUB_CACHE).
     offline: True reads only the cache; None follows HF_HUB_OFFLINE.
     endpoint: Hub URL for mirrors (default: HF_ENDPOINT or https://huggingface.co).
+    local_files: False never reads a path on this machine (a shared dashboard: only catalog and Hub ids).
+
+    Raises ModelConfigError (a bad field, named) or ModelLoadError (not found, unreadable); an exception
+    from a library underneath becomes a ModelLoadError naming the source, never a traceback.
     """
+    try:
+        return _load_model(source, revision=revision, token=token, cache_dir=cache_dir, offline=offline,
+                           endpoint=endpoint, local_files=local_files)
+    except (ModelConfigError, ModelLoadError):
+        raise
+    except Exception as error:  # noqa: BLE001 - a library's failure becomes one line naming the source
+        raise ModelLoadError(f"cannot load model {shown(source)}: {type(error).__name__}: "
+                             f"{shown(str(error))}") from None
+
+
+def _load_model(source, *, revision, token, cache_dir, offline, endpoint, local_files) -> ModelConfig:
     text = os.fspath(source).strip() if isinstance(source, (str, os.PathLike)) else ""
     if not text:
-        raise ModelLoadError(f"model source must be a repo id or a path, got {source!r}")
+        raise ModelLoadError(f"model source must be a repo id or a path, got {shown(source)}")
     if revision is None and text.lower() in _catalog_files():
         path = _catalog_files()[text.lower()]
         return ModelConfig.from_hf_config(_read_json(path), name=_catalog_id(path))
-    path = Path(text).expanduser()
-    if path.exists():
+    path = local_path(text) if local_files else None
+    if path is not None:
         return _load_local(path, name=text)
     repo_id = _check_repo_id(text)
     if offline is None:
@@ -100,6 +117,16 @@ def load_model(
     config_file = _download_config(repo_id, revision=revision, token=token, cache_dir=cache_dir,
                                    offline=offline, endpoint=endpoint)
     return ModelConfig.from_hf_config(_read_json(config_file), name=repo_id)
+
+
+def local_path(text: str) -> Path | None:
+    """The existing path `text` names on this machine, else None (also for names no file can have:
+    too long, a NUL byte, an unknown ~user)."""
+    try:
+        path = Path(text).expanduser()
+        return path if path.exists() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def _load_local(path: Path, name: str) -> ModelConfig:
@@ -110,19 +137,26 @@ def _load_local(path: Path, name: str) -> ModelConfig:
     return ModelConfig.from_hf_config(_read_json(path), name=name)
 
 
-def _read_json(path: str | Path) -> dict:
+def read_config_json(path: str | Path) -> dict:
+    """The JSON object of a config.json file: at most MAX_CONFIG_BYTES, nested at most MAX_JSON_DEPTH;
+    ModelLoadError naming the file and what was expected."""
+    where = repr(str(path))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ModelLoadError(f"cannot read {str(path)!r}: {error}") from None
+        size = Path(path).stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ModelLoadError(f"{where} is {size:,} bytes: a config.json is at most {MAX_CONFIG_BYTES:,} bytes "
+                                 "(real ones are a few kB)")
+        content = Path(path).read_bytes()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ModelLoadError(f"cannot read {where}: {reason}; expected a readable config.json file") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ModelLoadError(
-            f"{str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
-    if not isinstance(data, dict):
-        raise ModelLoadError(f"{str(path)!r} must hold a JSON object, not a {type(data).__name__}")
-    return data
+        return parse_config_json(content, where)
+    except ModelConfigError as error:
+        raise ModelLoadError(str(error)) from None
+
+
+_read_json = read_config_json
 
 
 # --------------------------------------------------------------------- Hugging Face Hub

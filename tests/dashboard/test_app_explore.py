@@ -176,3 +176,18 @@ def test_sensitivity_change_control_reaches_the_engine():
     assert {trace["name"] for trace in tornado["data"]} == {"field −10%", "field +10%"}
     table = app.dataframe[0].value
     assert np.allclose(table["high_value"] / table["base_value"], 1.1, rtol=1e-2)
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"ex.xv": "99999999999999999999"}, "1e+20 is outside what batch can take (from 1 to 1,000,000)"),
+    ({"ex.xv": "1:1e308:200"}, "outside what batch can take"),
+    ({"ex.x": "memory_bandwidth", "ex.xv": "1:1e308:200"}, "outside what memory_bandwidth can take"),
+    ({"ex.view": "heatmap", "ex.x": "batch", "ex.y": "input_length", "ex.yv": "1,1e12"},
+     "Y values (URL parameter ex.yv): 1e+12 is outside what input_length can take"),
+])
+def test_absurd_axis_values_name_the_url_parameter_instead_of_raising(params, fragment):
+    app = run_app(page="explore", **params)
+    assert not app.exception
+    message = texts(app.error)
+    assert fragment in message
+    assert "URL parameter ex." in message

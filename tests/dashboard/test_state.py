@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.resolve import resolve_devices, resolve_model, resolve_scenario
+from dashboard.resolve import resolve_devices, resolve_lengths, resolve_model, resolve_scenario
 from dashboard.state import ViewState, parse_query, to_query
 from engine.models import load_model
 
@@ -161,3 +161,98 @@ def test_parse_values_rejects_with_a_reason(text):
     with pytest.raises(ValuesError) as error:
         parse_values(text)
     assert str(error.value)
+
+
+# ------------------------------------------------------------------ a hosted app reads no one's files
+
+@pytest.mark.parametrize("text", ["/etc/passwd", "~root/.bashrc", "~/x.json", "../engine/models/catalog/x.json",
+                                  "a/b/c", "C:\\config.json", "a\\b", ".bashrc", "x/..", "uploaded/../x",
+                                  "engine/models/catalog/meta-llama--Llama-3.1-8B.json", "x" * 300])
+def test_model_parameter_refuses_paths_by_their_text(text):
+    state, warnings = parse_query({"model": text})
+    assert state.model == ViewState().model
+    [warning] = warnings
+    assert warning.startswith(f"URL parameter model={text!r} is not valid")
+    assert "reads no paths" in warning
+
+
+def test_a_path_is_refused_alike_whether_or_not_the_file_exists(tmp_path):
+    existing = tmp_path / "config.json"
+    existing.write_text("{}")
+    answers = [parse_query({"model": str(path)})[1][0].replace(repr(str(path)), "PATH")
+               for path in (existing, tmp_path / "missing.json")]
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("text", ["meta-llama/Llama-3.1-8B", "gpt2", "Qwen/Qwen2.5-7B", "org-x/model_v1.5",
+                                  "uploaded/my config (1).json"])
+def test_model_parameter_accepts_catalog_hub_and_upload_names(text):
+    state, warnings = parse_query({"model": text})
+    assert (state.model, warnings) == (text, [])
+
+
+def test_a_repo_shaped_name_that_is_also_a_local_folder_is_not_read(tmp_path, monkeypatch):
+    """`org/name` is a Hub id; the dashboard's loader never looks for it on the server's disk."""
+    from engine.auto import load_any_model
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    (tmp_path / "org" / "name").mkdir(parents=True)
+    (tmp_path / "org" / "name" / "config.json").write_text(
+        '{"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 3, '
+        '"num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 128}')
+    monkeypatch.chdir(tmp_path)
+
+    def dashboard_loader(model_id):
+        return load_any_model(model_id, offline=True, local_files=False)
+
+    state, _ = parse_query({"model": "org/name"})
+    model, state, warnings = resolve_model(state, dashboard_loader, {})
+    assert model.name == ViewState().model and state.model == ViewState().model
+    assert "not cached" in warnings[0] and "hidden_size" not in warnings[0]
+
+
+def test_an_upload_from_another_session_is_not_looked_up():
+    state, _ = parse_query({"model": "uploaded/config.json"})
+    _, state, warnings = resolve_model(state, lambda m: load_model(m), {})
+    assert state.model == ViewState().model
+    assert "uploaded in another browser session" in warnings[0]
+
+
+# ------------------------------------------------------------------ lengths against the model
+
+def test_lengths_beyond_the_models_positions_fall_back_naming_the_parameter(llama8b):
+    positions = llama8b.max_position_embeddings                       # 131,072 (Llama 3.1 config.json)
+    state, _ = parse_query({"phase": "decode", "ctx": "10000000"})
+    fixed, [warning] = resolve_lengths(state, llama8b)
+    assert fixed.context_length is None and warning.startswith("URL parameter ctx=10000000")
+    assert f"{positions:,} positions" in warning
+    state, _ = parse_query({"in": "200000"})
+    fixed, [warning] = resolve_lengths(state, llama8b)
+    assert fixed.input_length == 1024 and warning.startswith("URL parameter in=200000")
+    state, _ = parse_query({"in": "131000", "out": "500"})
+    fixed, [warning] = resolve_lengths(state, llama8b)
+    assert (fixed.input_length, fixed.output_length) == (131000, positions - 131000)
+    assert warning.startswith("URL parameter out=500") and "131,500 tokens" in warning
+
+
+def test_lengths_that_fit_pass_without_a_word(llama8b):
+    state, _ = parse_query({"phase": "decode", "ctx": str(llama8b.max_position_embeddings - 1)})
+    assert resolve_lengths(state, llama8b) == (state, [])
+
+
+def test_a_tiny_chunked_prefill_chunk_is_kept_but_named(llama8b):
+    state, _ = parse_query({"cpf": "1", "chunk": "1"})
+    fixed, [warning] = resolve_lengths(state, llama8b)
+    assert fixed == state
+    assert warning.startswith("URL parameters chunk=1 and cpf=1") and "1,024 iterations" in warning
+
+
+def test_a_chunk_smaller_than_the_batch_names_the_parameters():
+    state, _ = parse_query({"cpf": "1", "chunk": "4", "batch": "8"})
+    _, [warning] = resolve_scenario(state)
+    assert "URL parameters" in warning and "chunk" in warning and "batch" in warning
+
+
+def test_an_invalid_workload_names_only_the_parameters_involved():
+    state, _ = parse_query({"phase": "decode", "cpf": "1"})
+    _, [warning] = resolve_scenario(state)
+    assert "(URL parameters phase, cpf)" in warning
