@@ -9,8 +9,8 @@ SUMMARY_KEYS = ("ttft_s", "tpot_s", "ttft_p90_s", "tpot_p90_s", "e2e_s", "tokens
 
 
 def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, add_model_source, handler) -> None:
-    """The `serve` subcommand: `number(kind, minimum)` makes bounded numeric argument types."""
-    positive, fraction = number(int, 1), number(float, 0)
+    """The `serve` subcommand: `number(kind, minimum, maximum)` makes bounded numeric argument types."""
+    positive, milliseconds = number(int, 1, 10**12), number(float, 0, 1e7)
     serve = commands.add_parser(
         "serve", help="simulate serving at a fixed concurrency (TTFT, TPOT, tokens/s)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -18,28 +18,29 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
                     "previous one finished; continuous batching with chunked prefill (docs/serving.md).")
     serve.add_argument("--hardware", required=True, help="device name in the specs workbook")
     serve.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
-    serve.add_argument("--concurrency", type=positive, default=1, help="clients, one request in flight each")
+    serve.add_argument("--concurrency", type=number(int, 1, 100_000), default=1,
+                       help="clients, one request in flight each")
     serve.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=1024,
                        help="prompt tokens per request")
     serve.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=256,
                        help="generated tokens per request")
-    serve.add_argument("--length-spread", type=fraction, default=0.0,
+    serve.add_argument("--length-spread", type=number(float, 0, 0.99), default=0.0,
                        help="draw lengths uniformly from L(1-s)..L(1+s) (vLLM --random-range-ratio)")
     serve.add_argument("--token-budget", type=positive, default=8192,
                        help="tokens per iteration (max_num_batched_tokens / max_num_tokens)")
     serve.add_argument("--max-batch", type=positive, default=None,
                        help="requests admitted at once (max_num_seqs; default: no limit beyond the KV cache)")
     serve.add_argument("--requests-per-client", type=positive, default=8, help="requests each client sends")
-    serve.add_argument("--warmup-requests", type=number(int, 0), default=0,
+    serve.add_argument("--warmup-requests", type=number(int, 0, 100), default=0,
                        help="each client's first requests left out of the statistics")
     serve.add_argument("--stagger-start", action="store_true",
                        help="warm-up requests of 1/C..C/C of the output length: clients out of step")
     serve.add_argument("--backend", default="generic", choices=("generic", "vllm", "sglang", "trtllm"),
                        help="serving engine whose fitted host-side times apply (engine/serving/backends.py)")
-    serve.add_argument("--iteration-overhead-ms", type=fraction, default=None,
+    serve.add_argument("--iteration-overhead-ms", type=milliseconds, default=None,
                        help="host/framework time per iteration (default: the backend's fitted value; 0 for "
                             "roofline and hierarchical)")
-    serve.add_argument("--request-overhead-ms", type=fraction, default=None,
+    serve.add_argument("--request-overhead-ms", type=milliseconds, default=None,
                        help="client-side time per request, in TTFT and latency (default: the backend's fitted value)")
     serve.add_argument("--eager-decode", action="store_true",
                        help="decode iterations launch kernels one by one (default: CUDA-graph decode)")
@@ -58,7 +59,7 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
     serve.add_argument("--overlap-communication", action="store_true",
                        help="hide each collective behind the kernel producing its input")
     serve.add_argument("--collective-algorithm", default="ring", choices=algorithms)
-    serve.add_argument("--routing-skew", type=fraction, default=0.0, help="MoE routing Zipf exponent")
+    serve.add_argument("--routing-skew", type=number(float, 0, 10), default=0.0, help="MoE routing Zipf exponent")
     serve.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"), help="MLA decode form")
     serve.add_argument("--requests-csv", metavar="PATH", help="write every simulated request as CSV")
     serve.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
