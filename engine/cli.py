@@ -343,6 +343,15 @@ def _add_scenario_arguments(parser) -> None:
                         help="decode: tokens already in the KV cache (default: --input-len)")
     parser.add_argument("--chunk-size", type=_positive_int, default=256)
     parser.add_argument("--method", default="roofline", choices=list(METHODS))
+    _add_layout_arguments(parser)
+    parser.add_argument("--micro-batches", type=_positive_int, default=None,
+                        help="prefill micro-batches for the pipeline (default: largest divisor of batch <= pp)")
+    parser.add_argument("--chunked-prefill", action="store_true",
+                        help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
+
+
+def _add_layout_arguments(parser) -> None:
+    """Dtypes and the parallel layout: the flags `estimate`, `sweep` and `serve` share."""
     parser.add_argument("--weight-dtype", default="bf16", type=_dtype, help=f"weights: {DTYPE_HELP}")
     parser.add_argument("--act-dtype", default="bf16", type=_dtype, help=f"activations: {DTYPE_HELP}")
     parser.add_argument("--kv-dtype", default="bf16", type=_dtype, help=f"KV cache: {DTYPE_HELP}")
@@ -352,13 +361,9 @@ def _add_scenario_arguments(parser) -> None:
     parser.add_argument("--ep", type=_positive_int, default=1, help="expert-parallel ways (MoE models)")
     parser.add_argument("--devices", type=_positive_int, default=None,
                         help="tp x pp x dp; with all but one of them given, the missing one is inferred")
-    parser.add_argument("--micro-batches", type=_positive_int, default=None,
-                        help="prefill micro-batches for the pipeline (default: largest divisor of batch <= pp)")
     parser.add_argument("--overlap-communication", action="store_true",
                         help="hide each collective behind the kernel producing its input")
     parser.add_argument("--collective-algorithm", default="ring", choices=COLLECTIVE_ALGORITHMS)
-    parser.add_argument("--chunked-prefill", action="store_true",
-                        help="request: simulate a chunked-prefill schedule of --chunk-size tokens per iteration")
     parser.add_argument("--routing-skew", type=_non_negative_float, default=0.0,
                         help="MoE routing: Zipf exponent over the experts' popularity (0 = uniform routing)")
     parser.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"),
@@ -431,8 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.set_defaults(handler=cmd_estimate)
 
     from engine.cli_serve import add_serve_parser
-    add_serve_parser(commands, _number, _dtype, DTYPE_HELP, METHODS, COLLECTIVE_ALGORITHMS, _add_model_source,
-                     cmd_serve)
+    add_serve_parser(commands, _number, _add_layout_arguments, _add_model_source, METHODS, cmd_serve)
 
     sweep = commands.add_parser("sweep", help="every point of a grid of scenario and hardware values, one row each",
                                 description="Sweep a grid of scenario and hardware fields (docs/sweeps.md); one "

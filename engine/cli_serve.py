@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 
-SUMMARY_KEYS = ("ttft_s", "tpot_s", "ttft_p90_s", "tpot_p90_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device",
-                "tokens_per_s_per_user")
-
-
-def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, add_model_source, handler) -> None:
+def add_serve_parser(commands, number, add_layout_arguments, add_model_source, methods, handler) -> None:
     """The `serve` subcommand: `number(kind, minimum, maximum)` makes bounded numeric argument types."""
     positive, milliseconds = number(int, 1, 10**12), number(float, 0, 1e7)
     serve = commands.add_parser(
         "serve", help="simulate serving at a fixed concurrency (TTFT, TPOT, tokens/s)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Closed-loop serving simulation: --concurrency clients each send a request as soon as the "
                     "previous one finished; continuous batching with chunked prefill (docs/serving.md).")
     serve.add_argument("--hardware", required=True, help="device name in the specs workbook")
@@ -48,19 +42,7 @@ def add_serve_parser(commands, number, dtype, dtype_help, methods, algorithms, a
                        help="how each iteration's kernels are timed: roofline (ideal peaks), hierarchical (cache "
                             "levels), realistic (calibrated on measured kernels), realistic-graph (CUDA-graph launch "
                             "everywhere); docs/methods.md")
-    serve.add_argument("--weight-dtype", default="bf16", type=dtype, help=dtype_help)
-    serve.add_argument("--act-dtype", default="bf16", type=dtype, help=dtype_help)
-    serve.add_argument("--kv-dtype", default="bf16", type=dtype, help=dtype_help)
-    serve.add_argument("--tp", type=positive, default=None, help="tensor-parallel ways (default 1)")
-    serve.add_argument("--pp", type=positive, default=None, help="pipeline stages (default 1)")
-    serve.add_argument("--dp", type=positive, default=None, help="data-parallel replicas sharing the clients")
-    serve.add_argument("--ep", type=positive, default=1, help="expert-parallel ways (MoE models)")
-    serve.add_argument("--devices", type=positive, default=None, help="tp x pp x dp")
-    serve.add_argument("--overlap-communication", action="store_true",
-                       help="hide each collective behind the kernel producing its input")
-    serve.add_argument("--collective-algorithm", default="ring", choices=algorithms)
-    serve.add_argument("--routing-skew", type=number(float, 0, 10), default=0.0, help="MoE routing Zipf exponent")
-    serve.add_argument("--mla-decode", default="absorbed", choices=("absorbed", "naive"), help="MLA decode form")
+    add_layout_arguments(serve)      # dtypes, tp/pp/dp/ep/devices, overlap, collectives, routing skew, MLA decode
     serve.add_argument("--requests-csv", metavar="PATH", help="write every simulated request as CSV")
     serve.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
     serve.add_argument("--json", action="store_true", help="print the result as JSON")
