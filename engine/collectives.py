@@ -26,7 +26,8 @@ Inside one node (n <= devices_per_node) a group uses the scale-up links (link_ba
 num_links, link_latency per hop). A group spanning N = ceil(n / d) nodes of d devices is
 hierarchical: the node's d devices reduce-scatter / all-gather over scale-up while each device
 exchanges its 1/d share with its peers in the other nodes over its NIC (inter_node_bandwidth,
-capped at scale-up; inter_node_latency per hop), all-reduce across nodes taking the faster of a
+capped at scale-up, reached at e_kind: no small-group loss, an assumption as no multi-node table
+exists; inter_node_latency per hop), all-reduce across nodes taking the faster of a
 ring (2(N-1) hops, 2(N-1)/N x M/d bytes) and a tree (2 ceil(log2 N) hops, 2 M/d bytes); all-gather
 and reduce-scatter ring over the nodes (N-1 hops, (N-1)/N x M/d bytes); all-to-all sends (n-d)/n x M
 over the NIC while (d-1)/n x M crosses scale-up (the slower bounds it). Pipeline send/recv hops
@@ -37,7 +38,7 @@ fitted hop latency) / DEFAULT_INTER_NODE_LATENCY_S (an assumption, noted).
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -196,19 +197,21 @@ def _across_nodes(kind, message, n, fields: LinkFields, up_hop, constants, algor
     """(hop latency, transfer seconds) of a group spanning nodes: hierarchical (module docstring)."""
     d = np.asarray(fields.per_node, dtype=float)
     nodes = np.ceil(n / d)
+    nic = dataclasses.replace(constants, small_group_loss=0.0)     # the NIC part: e_kind, no small-group loss
     net_bw, net_hop = fields.net_bandwidth, fields.net_latency
     if kind == "all_to_all":
         latency = np.log2(d) * up_hop + np.log2(nodes) * net_hop
         inside = (d - 1) / n * message / (fields.up_bandwidth * constants.fraction(kind, d))
-        outside = (n - d) / n * message / (net_bw * constants.fraction(kind, nodes))
+        outside = (n - d) / n * message / (net_bw * nic.fraction(kind, nodes))
         return latency, np.maximum(inside, outside)
     hop_in, transfer_in = _flat(kind, message, d, fields.up_bandwidth, up_hop, constants)
-    hop_out, transfer_out = _flat(kind, message / d, nodes, net_bw, net_hop, constants)
-    if kind == "all_reduce":
-        tree_hop, tree_transfer = _flat(kind, message / d, nodes, net_bw, net_hop, constants, "tree")
-        tree = (tree_hop + tree_transfer < hop_out + transfer_out) | (algorithm == "tree")
-        hop_out, transfer_out = np.where(tree, tree_hop, hop_out), np.where(tree, tree_transfer, transfer_out)
+    hop_out, transfer_out = _flat(kind, message / d, nodes, net_bw, net_hop, nic, algorithm)
     return hop_in + hop_out, transfer_in + transfer_out
+
+
+def _total(kind, latency_hops, transfer, constants):
+    latency = constants.base(kind) + latency_hops
+    return latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
 
 
 def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorithm: str = "ring",
@@ -220,13 +223,13 @@ def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorith
     up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s,
                       fields.up_latency)
     with np.errstate(invalid="ignore", divide="ignore"):
-        hop, transfer = _flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm)
+        seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants)
         spans = n > np.asarray(fields.per_node, dtype=float)
         if np.any(spans):
-            hop_x, transfer_x = _across_nodes(kind, message, n, fields, up_hop, constants, algorithm)
-            hop, transfer = np.where(spans, hop_x, hop), np.where(spans, transfer_x, transfer)
-    latency = constants.base(kind) + hop
-    seconds = latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
+            inter = ("ring", "tree") if kind == "all_reduce" and algorithm != "tree" else (algorithm,)
+            across = np.min([_total(kind, *_across_nodes(kind, message, n, fields, up_hop, constants, way),
+                                    constants) for way in inter], axis=0)
+            seconds = np.where(spans, across, seconds)
     return np.where(n > 1, seconds, 0.0)
 
 

@@ -23,7 +23,7 @@ MESSAGE_BUCKETS = (0, 2 ** 13, 2 ** 17, 2 ** 21, 2 ** 25, np.inf)
 BUCKET_LABELS = ("<=8K", "8K-128K", "128K-2M", "2M-32M", ">32M")
 STARTING_POINT = CollectiveConstants((5e-6,) * 4, 1e-6, (0.8,) * 4, 0.5, 0.5)
 LOWER = np.array([0.0] * 4 + [0.0] + [0.05] * 4 + [0.0, 0.0])
-UPPER = np.array([50.0] * 4 + [10.0] + [1.0] * 4 + [1.9, 10.0])
+UPPER = np.array([50.0] * 4 + [10.0] + [1.0] * 4 + [0.99, 10.0])     # c < 1: more devices never faster
 
 
 def measured_collectives(root=None, systems=None, implementations=("nccl",), specs=None) -> pd.DataFrame:
