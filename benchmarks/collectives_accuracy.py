@@ -5,8 +5,9 @@ p90 and bias (median signed error; negative = predicts too fast)
   - before: the previous model (ring link_bytes / scale-up bandwidth + ring hops x 1 us),
   - after, in-sample: the shipped constants (engine.collectives.FITTED),
   - leave-one-device-out: constants fitted without device X, scored on X (the headline; target median <= 15%),
-then the calibrated model per message-size bucket and group size, its error against the frameworks'
-custom all-reduce tables (TRT-LLM, vLLM, SGLang), and the constants refitted on all devices.
+then the calibrated model per message-size bucket and group size; against the frameworks' custom
+all-reduce tables (TRT-LLM, vLLM and SGLang under CUDA graphs): NCCL alone, the engine's min(NCCL, custom),
+leave-one-device-out; and the constants refitted on all devices.
 
 Run: .venv/bin/python benchmarks/collectives_accuracy.py [--root SYSTEMS_DIR]
 Needs the `calibration` extra (aiconfigurator-core); --root reads another copy (tests/data/aiconfigurator/systems).
@@ -21,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from engine.collectives import FITTED
-from engine.silicon.collectives_fit import (describe, fit_constants, leave_one_device_out, measured_collectives,
+from engine.silicon.collectives_fit import (CUSTOM_GRAPHED, describe, fit_constants, fit_custom_all_reduce,
+                                            leave_one_device_out, leave_one_device_out_custom, measured_collectives,
                                             predict, previous_model_seconds, scores)
 
 TARGET_MEDIAN = 0.15
@@ -58,13 +60,22 @@ def main(argv=None) -> None:
           f"{', '.join(per_device.index[per_device['median'] > TARGET_MEDIAN]) or 'none'}")
     _print("after, shipped constants, per message size x op", scores(nccl, after, ("bucket", "op")))
     _print("after, shipped constants, per group size x op", scores(nccl, after, ("group_size", "op")))
-    custom = measured_collectives(args.root, implementations=None)
-    custom = custom[custom["implementation"] != "nccl"]
+    custom = measured_collectives(args.root, implementations=CUSTOM_GRAPHED)
+    custom = custom[custom["group_size"] <= custom["per_node"]]
+    refit = fit_constants(nccl)
     if len(custom):
-        _print("after vs the frameworks' custom all-reduce (not fitted: NCCL model)",
-               scores(custom, predict(custom, FITTED), ("implementation", "bucket")))
+        _print("custom all-reduce (CUDA graphs): NCCL model alone", scores(custom, predict(custom, FITTED),
+                                                                              ("device",)))
+        engine_choice = predict(custom, FITTED, custom_all_reduce=True)
+        _print("custom all-reduce: the engine's min(NCCL, custom), per device", scores(custom, engine_choice,
+                                                                                           ("device",)))
+        _print("custom all-reduce: per framework x message size", scores(custom, engine_choice,
+                                                                          ("implementation", "bucket")))
+        _print("custom all-reduce: leave-one-device-out (a_custom, e_custom)",
+               leave_one_device_out_custom(custom, FITTED))
+        refit = fit_custom_all_reduce(custom, refit)
     print("\n== constants refitted on every device (shipped: engine.collectives.FITTED)")
-    print(describe(fit_constants(nccl)))
+    print(describe(refit))
     print(f"\n({time.perf_counter() - started:.1f} s)")
 
 

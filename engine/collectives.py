@@ -60,6 +60,8 @@ class CollectiveConstants:
     bandwidth_fraction: tuple[float, float, float, float]  # e_kind: share of the link bandwidth, large n
     small_group_loss: float                                 # c: fraction_kind(n) = e_kind x (1 - c / n)
     pipeline_cross: float                                   # r: time = lat + transfer + r sqrt(lat x transfer)
+    custom_latency_s: float = 5.32e-6                       # a_custom: one-shot custom all-reduce floor
+    custom_fraction: float = 0.458                          # e_custom: share of NVLink its peer reads reach
 
     def base(self, kind: str) -> float:
         return self.base_latency_s[FITTED_KINDS.index(kind)]
@@ -74,7 +76,7 @@ FITTED_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # engine/silicon/collectives_fit.py, benchmarks/collectives_accuracy.py; docs/parallelism.md)
 FITTED = CollectiveConstants(base_latency_s=(7.18e-6, 7.09e-6, 6.82e-6, 8.46e-6), hop_latency_s=0.953e-6,
                              bandwidth_fraction=(1.0, 0.891, 0.867, 0.877), small_group_loss=0.689,
-                             pipeline_cross=1.243)
+                             pipeline_cross=1.243, custom_latency_s=5.32e-6, custom_fraction=0.458)
 DEFAULT_LINK_LATENCY_S = FITTED.hop_latency_s   # fitted: one NVLink hop incl. NCCL step overhead
 DEFAULT_INTER_NODE_LATENCY_S = 5e-6    # assumption: one InfiniBand/RoCE hop incl. NCCL step overhead
 
@@ -214,11 +216,21 @@ def _total(kind, latency_hops, transfer, constants):
     return latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
 
 
+def custom_all_reduce_seconds(message_bytes, n, fields: LinkFields, constants: CollectiveConstants = FITTED):
+    """The serving frameworks' one-shot custom all-reduce inside a node (TensorRT-LLM, vLLM, SGLang):
+    each device reads its n - 1 peers' whole messages over scale-up: a_custom + (n-1) M / (B e_custom)."""
+    n = np.asarray(n, dtype=float)
+    return constants.custom_latency_s + (n - 1) * np.asarray(message_bytes, dtype=float) / (
+        np.asarray(fields.up_bandwidth, dtype=float) * constants.custom_fraction)
+
+
 def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorithm: str = "ring",
-                       constants: CollectiveConstants = FITTED) -> np.ndarray:
+                       constants: CollectiveConstants = FITTED, custom_all_reduce: bool = True) -> np.ndarray:
     """Seconds for one collective of `kind` (not send_recv) on message M over n devices (module docstring).
 
-    message_bytes, n and the fields may be arrays (broadcast together); n <= 1 takes no time."""
+    message_bytes, n and the fields may be arrays (broadcast together); n <= 1 takes no time. An
+    all-reduce inside one node takes the faster of NCCL and the custom all-reduce (custom_all_reduce=False:
+    NCCL only)."""
     message, n = np.asarray(message_bytes, dtype=float), np.asarray(n, dtype=float)
     up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s,
                       fields.up_latency)
@@ -230,6 +242,9 @@ def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorith
             across = np.min([_total(kind, *_across_nodes(kind, message, n, fields, up_hop, constants, way),
                                     constants) for way in inter], axis=0)
             seconds = np.where(spans, across, seconds)
+        if kind == "all_reduce" and custom_all_reduce:
+            custom = custom_all_reduce_seconds(message, n, fields, constants)
+            seconds = np.where(spans, seconds, np.minimum(seconds, custom))
     return np.where(n > 1, seconds, 0.0)
 
 

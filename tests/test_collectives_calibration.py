@@ -55,6 +55,18 @@ def test_more_bytes_or_more_devices_never_faster(devices, device, kind):
     assert (np.diff(times, axis=0) >= 0).all(), "slower with fewer devices"
 
 
+def test_all_reduce_inside_a_node_takes_the_custom_one_shot_when_faster(devices):
+    """B200, 8 GPUs: one-shot custom all-reduce 5.32 us + 7 M / (900 GB/s x 0.458) against NCCL; the custom
+    kernel wins on a 64 KB decode message (6.4 us; TensorRT-LLM measures 6.0 us), NCCL on 16 MB."""
+    b200 = devices["B200"]
+    small = 5.32e-6 + 7 * 2 ** 16 / (B200_NVLINK * 0.458)
+    assert small == pytest.approx(6.433e-6, rel=1e-3)
+    assert collective_time("all_reduce", 2 ** 16, 8, b200) == pytest.approx(small, rel=1e-12)
+    nccl = by_hand(7.18e-6 + 14 * HOP, 2 * 7 / 8 * 2 ** 24, B200_NVLINK * (1 - C / 8))
+    assert nccl < 5.32e-6 + 7 * 2 ** 24 / (B200_NVLINK * 0.458)
+    assert collective_time("all_reduce", 2 ** 24, 8, b200) == pytest.approx(nccl, rel=1e-12)
+
+
 def test_two_node_all_reduce_is_not_the_flat_ring(devices):
     """tp=16 on two B200 nodes, 4 tokens x 7168 x 2 B: the old flat ring charged 30 network hops (150 us+);
     hierarchical: a node ring (14 NVLink hops) and a 2-node exchange (2 x 5 us)."""

@@ -12,6 +12,8 @@ constants, never a device name. `previous_model_seconds` is the model before cal
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -54,8 +56,9 @@ def _fields_row(hardware) -> dict:
             "net_latency": value(hardware.inter_node_latency_s)}
 
 
-def predict(frame: pd.DataFrame, constants: CollectiveConstants) -> np.ndarray:
-    """Seconds the calibrated model gives every row (vectorized per collective kind)."""
+def predict(frame: pd.DataFrame, constants: CollectiveConstants, custom_all_reduce: bool = False) -> np.ndarray:
+    """Seconds the calibrated model gives every row (vectorized per collective kind); NCCL alone, or with
+    custom_all_reduce the faster of NCCL and the frameworks' custom all-reduce (the engine's choice)."""
     out = np.full(len(frame), np.nan)
     for kind in FITTED_KINDS:
         mine = (frame["op"] == kind).to_numpy()
@@ -64,7 +67,8 @@ def predict(frame: pd.DataFrame, constants: CollectiveConstants) -> np.ndarray:
             fields = LinkFields(*(part[c].to_numpy(dtype=float) for c in
                                   ("up_bandwidth", "up_latency", "per_node", "net_bandwidth", "net_latency")))
             out[mine] = collective_seconds(kind, part["message_bytes"].to_numpy(float),
-                                           part["group_size"].to_numpy(float), fields, "ring", constants)
+                                           part["group_size"].to_numpy(float), fields, "ring", constants,
+                                           custom_all_reduce)
     return out
 
 
@@ -115,6 +119,35 @@ def fit_constants(frame: pd.DataFrame, start: CollectiveConstants = STARTING_POI
     return _unpack(solution.x)
 
 
+CUSTOM_GRAPHED = ("trtllm", "vllm_graph", "sglang_graph")   # custom all-reduce under CUDA graphs (serving)
+
+
+def fit_custom_all_reduce(frame: pd.DataFrame, constants: CollectiveConstants) -> CollectiveConstants:
+    """Fit a_custom and e_custom on custom all-reduce rows (NCCL constants kept): least squares on
+    log(min(NCCL, custom) / meas), each device weighted alike."""
+    from scipy.optimize import least_squares
+    rows = frame["device"].map(frame["device"].value_counts()).to_numpy(float)
+    weight, measured = 1 / np.sqrt(rows), frame["time_s"].to_numpy(float)
+
+    def with_custom(p):
+        return dataclasses.replace(constants, custom_latency_s=p[0] * 1e-6, custom_fraction=p[1])
+
+    def residuals(p):
+        return np.log(predict(frame, with_custom(p), custom_all_reduce=True) / measured) * weight
+    start = [constants.custom_latency_s * 1e6, constants.custom_fraction]
+    return with_custom(least_squares(residuals, start, bounds=([0.0, 0.05], [50.0, 2.0])).x)
+
+
+def leave_one_device_out_custom(frame: pd.DataFrame, constants: CollectiveConstants) -> pd.DataFrame:
+    """Custom all-reduce rows: a_custom, e_custom fitted without device X, scored on X."""
+    predicted = np.full(len(frame), np.nan)
+    for device in sorted(frame["device"].unique()):
+        held = (frame["device"] == device).to_numpy()
+        fitted = fit_custom_all_reduce(frame[~held], constants)
+        predicted[held] = predict(frame[held], fitted, custom_all_reduce=True)
+    return scores(frame, predicted, ("device",))
+
+
 def leave_one_device_out(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit without each device, score it: (per device, per device x op) tables of median/p90/bias."""
     predicted = np.full(len(frame), np.nan)
@@ -132,7 +165,9 @@ def describe(constants: CollectiveConstants) -> str:
             f"hop latency (one scale-up step, us): {constants.hop_latency_s * 1e6:.3f}\n"
             f"e (share of link bandwidth, large groups): {fractions}\n"
             f"c (small-group loss, fraction = e (1 - c/n)): {constants.small_group_loss:.3f}\n"
-            f"r (pipelining cross term): {constants.pipeline_cross:.3f}")
+            f"r (pipelining cross term): {constants.pipeline_cross:.3f}\n"
+            f"custom all-reduce: a_custom {constants.custom_latency_s * 1e6:.2f} us, "
+            f"e_custom {constants.custom_fraction:.3f}")
 
 
 __all__ = ["BUCKET_LABELS", "describe", "fit_constants", "leave_one_device_out",
