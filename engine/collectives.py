@@ -1,30 +1,44 @@
 """Collective communication (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv), costed
 from the device's interconnect fields, and timed in one place for every estimation method.
 
-A collective over a group of n devices moves `link_bytes` = factor x M bytes out of each device
-(M = the message: the full tensor each device ends up with, or sends for send/recv) and takes
+A collective over a group of n devices on message M (the full tensor each device ends up with, or
+sends for send/recv) takes a latency floor, a bandwidth term and the cost of pipelining the two:
 
-    time = link_bytes / bandwidth + hops x hop latency
+    latency   = a_kind + hops x hop latency
+    transfer  = link_bytes / (bandwidth x fraction_kind(n)),   fraction_kind(n) = e_kind x (1 - c / n)
+    time      = latency + transfer + r x sqrt(latency x transfer)
 
-| collective | ring factor | ring hops | tree factor | tree hops |
+| collective | link_bytes (ring) | hops (ring) | tree link_bytes | tree hops |
 | --- | --- | --- | --- | --- |
-| all-reduce | 2(n-1)/n | 2(n-1) | 2 (double binary tree: reduce up, broadcast down) | 2 ceil(log2 n) |
-| all-gather, reduce-scatter | (n-1)/n | n-1 | (n-1)/n (recursive doubling) | ceil(log2 n) |
-| all-to-all | (n-1)/n | n-1 | (n-1)/n | n-1 (pairwise; no tree form) |
-| send/recv | 1 | 1 | 1 | 1 |
+| all-reduce | 2(n-1)/n x M | 2(n-1) | 2 M | 2 ceil(log2 n) |
+| all-gather, reduce-scatter | (n-1)/n x M | n-1 | (n-1)/n x M | ceil(log2 n) |
+| all-to-all | (n-1)/n x M | log2 n (pairwise exchanges overlap) | same | same |
+| send/recv | M | 1 (time = M / bandwidth + one hop latency) | same | same |
 
-Bandwidth and latency (per device, per direction): a group inside one node (n devices placed
-next to each other, n <= devices_per_node) uses the scale-up links, link_bandwidth x num_links and
-link_latency per hop; a group spanning nodes is limited by the slowest link of its ring, the
-scale-out NIC: min(scale-up, inter_node_bandwidth) and inter_node_latency per hop (ring steps are
-synchronous). Pipeline send/recv hops cross a node boundary when the stage boundary does (stages
-hold tp devices each); each hop is charged at the mean over the pp - 1 boundaries.
-No published latency: DEFAULT_LINK_LATENCY_S / DEFAULT_INTER_NODE_LATENCY_S (assumptions, noted).
+a_kind (launch and synchronisation of the collective kernel), the hop latency when the workbook
+has no link_latency, e_kind (the share of the scale-up bandwidth a collective reaches on large
+messages), c (small groups reach less of it: fewer channels) and r (the cross term: a message cut
+into chunks pays the latency of the pipeline fill) are fitted to NCCL's measured tables
+(engine/silicon/collectives_fit.py, docs/parallelism.md); they are the same for every device: only
+the workbook's link fields differ.
+
+Inside one node (n <= devices_per_node) a group uses the scale-up links (link_bandwidth x
+num_links, link_latency per hop). A group spanning N = ceil(n / d) nodes of d devices is
+hierarchical: the node's d devices reduce-scatter / all-gather over scale-up while each device
+exchanges its 1/d share with its peers in the other nodes over its NIC (inter_node_bandwidth,
+capped at scale-up, reached at e_kind: no small-group loss, an assumption as no multi-node table
+exists; inter_node_latency per hop), all-reduce across nodes taking the faster of a
+ring (2(N-1) hops, 2(N-1)/N x M/d bytes) and a tree (2 ceil(log2 N) hops, 2 M/d bytes); all-gather
+and reduce-scatter ring over the nodes (N-1 hops, (N-1)/N x M/d bytes); all-to-all sends (n-d)/n x M
+over the NIC while (d-1)/n x M crosses scale-up (the slower bounds it). Pipeline send/recv hops
+cross a node boundary when the stage boundary does (stages hold tp devices each); each hop is
+charged at the mean over the pp - 1 boundaries. No published latency: DEFAULT_LINK_LATENCY_S (the
+fitted hop latency) / DEFAULT_INTER_NODE_LATENCY_S (an assumption, noted).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,9 +48,37 @@ from engine.hardware import Hardware
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 KIND_BY_PREFIX = {"AllReduce_": "all_reduce", "AllGather_": "all_gather", "ReduceScatter_": "reduce_scatter",
                   "AllToAll_": "all_to_all", "SendRecv_": "send_recv"}
-DEFAULT_LINK_LATENCY_S = 1e-6          # assumption: one NVLink/ICI hop incl. NCCL step overhead
-DEFAULT_INTER_NODE_LATENCY_S = 5e-6    # assumption: one InfiniBand/RoCE hop incl. NCCL step overhead
 COMMUNICATION_BOUND = "communication"
+
+
+@dataclass(frozen=True)
+class CollectiveConstants:
+    """The fitted constants of the timing model (module docstring); per kind in FITTED_KINDS order."""
+
+    base_latency_s: tuple[float, float, float, float]      # a_kind: launch + synchronisation
+    hop_latency_s: float                                    # one scale-up hop when link_latency is blank
+    bandwidth_fraction: tuple[float, float, float, float]  # e_kind: share of the link bandwidth, large n
+    small_group_loss: float                                 # c: fraction_kind(n) = e_kind x (1 - c / n)
+    pipeline_cross: float                                   # r: time = lat + transfer + r sqrt(lat x transfer)
+    custom_latency_s: float = 5.32e-6                       # a_custom: one-shot custom all-reduce floor
+    custom_fraction: float = 0.458                          # e_custom: share of NVLink its peer reads reach
+
+    def base(self, kind: str) -> float:
+        return self.base_latency_s[FITTED_KINDS.index(kind)]
+
+    def fraction(self, kind: str, n) -> np.ndarray:
+        n = np.maximum(np.asarray(n, dtype=float), 1.0)
+        return self.bandwidth_fraction[FITTED_KINDS.index(kind)] * (1.0 - self.small_group_loss / n)
+
+
+FITTED_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+# Fitted to aiconfigurator-core 0.12.0's NCCL tables (7 devices, 2-8 GPUs, 512 B - 512 MB;
+# engine/silicon/collectives_fit.py, benchmarks/collectives_accuracy.py; docs/parallelism.md)
+FITTED = CollectiveConstants(base_latency_s=(7.18e-6, 7.09e-6, 6.82e-6, 8.46e-6), hop_latency_s=0.953e-6,
+                             bandwidth_fraction=(1.0, 0.891, 0.867, 0.877), small_group_loss=0.689,
+                             pipeline_cross=1.243, custom_latency_s=5.32e-6, custom_fraction=0.458)
+DEFAULT_LINK_LATENCY_S = FITTED.hop_latency_s   # fitted: one NVLink hop incl. NCCL step overhead
+DEFAULT_INTER_NODE_LATENCY_S = 5e-6    # assumption: one InfiniBand/RoCE hop incl. NCCL step overhead
 
 
 class InterconnectError(ValueError):
@@ -60,29 +102,33 @@ def kind_of(name: str) -> str:
     raise ValueError(f"{name!r} is not a collective name (expected one of {', '.join(KIND_BY_PREFIX)}...)")
 
 
-def bandwidth_factor(kind: str, n: int, algorithm: str = "ring") -> float:
-    """Bytes each device sends over its links per byte of message M (table above)."""
-    if n <= 1 and kind != "send_recv":
-        return 0.0
+def bandwidth_factor(kind: str, n, algorithm: str = "ring"):
+    """Bytes each device sends over its links per byte of message M (table above); n may be an array."""
+    n = np.asarray(n, dtype=float)
     if kind == "send_recv":
-        return 1.0
-    if kind == "all_reduce":
-        return 2.0 if algorithm == "tree" else 2.0 * (n - 1) / n
-    return (n - 1) / n
+        factor = np.ones_like(n)
+    elif kind == "all_reduce":
+        factor = np.full_like(n, 2.0) if algorithm == "tree" else 2.0 * (n - 1) / np.maximum(n, 1)
+    else:
+        factor = (n - 1) / np.maximum(n, 1)
+    factor = np.where((n <= 1) & (kind != "send_recv"), 0.0, factor)
+    return float(factor) if factor.ndim == 0 else factor
 
 
-def hops(kind: str, n: int, algorithm: str = "ring") -> int:
-    """Sequential link steps (each pays one hop latency)."""
-    if n <= 1 and kind != "send_recv":
-        return 0
+def hops(kind: str, n, algorithm: str = "ring"):
+    """Sequential link steps (each pays one hop latency); n may be an array."""
+    n = np.asarray(n, dtype=float)
+    depth = np.ceil(np.log2(np.maximum(n, 1)))
     if kind == "send_recv":
-        return 1
-    depth = math.ceil(math.log2(n))
-    if kind == "all_reduce":
-        return 2 * depth if algorithm == "tree" else 2 * (n - 1)
-    if kind in ("all_gather", "reduce_scatter"):
-        return depth if algorithm == "tree" else n - 1
-    return n - 1
+        steps = np.ones_like(n)
+    elif kind == "all_reduce":
+        steps = 2 * depth if algorithm == "tree" else 2 * (n - 1)
+    elif kind in ("all_gather", "reduce_scatter"):
+        steps = depth if algorithm == "tree" else n - 1
+    else:
+        steps = np.log2(np.maximum(n, 1))          # all-to-all: pairwise exchanges overlap
+    steps = np.where((n <= 1) & (kind != "send_recv"), 0.0, steps)
+    return float(steps) if steps.ndim == 0 else steps
 
 
 def _need(hardware: Hardware, attribute: str, row: str, why: str):
@@ -117,10 +163,97 @@ def group_link(hardware: Hardware, group_size: int, why: str = "a collective") -
     return scale_out_link(hardware, why)
 
 
-def collective_time(kind: str, message_bytes: float, n: int, link: Link, algorithm: str = "ring") -> float:
-    """Seconds for one collective: factor x M / bandwidth + hops x latency."""
-    return bandwidth_factor(kind, n, algorithm) * message_bytes / link.bandwidth_bytes_per_s \
-        + hops(kind, n, algorithm) * link.hop_latency_s
+@dataclass(frozen=True)
+class LinkFields:
+    """The workbook link fields the model reads (scalars, or arrays of one value per measurement).
+
+    up_bandwidth: link_bandwidth x num_links (B/s per direction); up_latency: link_latency (NaN:
+    blank); per_node: devices_per_node; net_bandwidth / net_latency: inter_node_bandwidth /
+    inter_node_latency (NaN: blank; needed only by groups spanning nodes)."""
+
+    up_bandwidth: object
+    up_latency: object
+    per_node: object
+    net_bandwidth: object = np.nan
+    net_latency: object = np.nan
+
+
+def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") -> LinkFields:
+    """The device's link fields; raises InterconnectError naming a blank row the group needs."""
+    up = scale_up_link(hardware, why)
+    latency = np.nan if hardware.link_latency_s is None else hardware.link_latency_s
+    net_bandwidth, net_latency = np.nan, np.nan
+    if group_size > hardware.devices_per_node:
+        out = scale_out_link(hardware, why)
+        net_bandwidth, net_latency = out.bandwidth_bytes_per_s, out.hop_latency_s
+    return LinkFields(up.bandwidth_bytes_per_s, latency, hardware.devices_per_node, net_bandwidth, net_latency)
+
+
+def _flat(kind, message, n, bandwidth, hop, constants, algorithm="ring"):
+    """(hop latency, transfer seconds) of a flat collective over n devices on one kind of link."""
+    transfer = bandwidth_factor(kind, n, algorithm) * message / (bandwidth * constants.fraction(kind, n))
+    return hops(kind, n, algorithm) * hop, transfer
+
+
+def _across_nodes(kind, message, n, fields: LinkFields, up_hop, constants, algorithm):
+    """(hop latency, transfer seconds) of a group spanning nodes: hierarchical (module docstring)."""
+    d = np.asarray(fields.per_node, dtype=float)
+    nodes = np.ceil(n / d)
+    nic = dataclasses.replace(constants, small_group_loss=0.0)     # the NIC part: e_kind, no small-group loss
+    net_bw, net_hop = fields.net_bandwidth, fields.net_latency
+    if kind == "all_to_all":
+        latency = np.log2(d) * up_hop + np.log2(nodes) * net_hop
+        inside = (d - 1) / n * message / (fields.up_bandwidth * constants.fraction(kind, d))
+        outside = (n - d) / n * message / (net_bw * nic.fraction(kind, nodes))
+        return latency, np.maximum(inside, outside)
+    hop_in, transfer_in = _flat(kind, message, d, fields.up_bandwidth, up_hop, constants)
+    hop_out, transfer_out = _flat(kind, message / d, nodes, net_bw, net_hop, nic, algorithm)
+    return hop_in + hop_out, transfer_in + transfer_out
+
+
+def _total(kind, latency_hops, transfer, constants):
+    latency = constants.base(kind) + latency_hops
+    return latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
+
+
+def custom_all_reduce_seconds(message_bytes, n, fields: LinkFields, constants: CollectiveConstants = FITTED):
+    """The serving frameworks' one-shot custom all-reduce inside a node (TensorRT-LLM, vLLM, SGLang):
+    each device reads its n - 1 peers' whole messages over scale-up: a_custom + (n-1) M / (B e_custom)."""
+    n = np.asarray(n, dtype=float)
+    return constants.custom_latency_s + (n - 1) * np.asarray(message_bytes, dtype=float) / (
+        np.asarray(fields.up_bandwidth, dtype=float) * constants.custom_fraction)
+
+
+def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorithm: str = "ring",
+                       constants: CollectiveConstants = FITTED, custom_all_reduce: bool = True) -> np.ndarray:
+    """Seconds for one collective of `kind` (not send_recv) on message M over n devices (module docstring).
+
+    message_bytes, n and the fields may be arrays (broadcast together); n <= 1 takes no time. An
+    all-reduce inside one node takes the faster of NCCL and the custom all-reduce (custom_all_reduce=False:
+    NCCL only)."""
+    message, n = np.asarray(message_bytes, dtype=float), np.asarray(n, dtype=float)
+    up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s,
+                      fields.up_latency)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants)
+        spans = n > np.asarray(fields.per_node, dtype=float)
+        if np.any(spans):
+            inter = ("ring", "tree") if kind == "all_reduce" and algorithm != "tree" else (algorithm,)
+            across = np.min([_total(kind, *_across_nodes(kind, message, n, fields, up_hop, constants, way),
+                                    constants) for way in inter], axis=0)
+            seconds = np.where(spans, across, seconds)
+        if kind == "all_reduce" and custom_all_reduce:
+            custom = custom_all_reduce_seconds(message, n, fields, constants)
+            seconds = np.where(spans, seconds, np.minimum(seconds, custom))
+    return np.where(n > 1, seconds, 0.0)
+
+
+def collective_time(kind: str, message_bytes: float, n: int, hardware: Hardware, algorithm: str = "ring") -> float:
+    """Seconds for one collective on `hardware` (send_recv: one hop between two neighbouring devices)."""
+    if kind == "send_recv":
+        link = scale_up_link(hardware, "send/recv")
+        return message_bytes / link.bandwidth_bytes_per_s + link.hop_latency_s
+    return float(collective_seconds(kind, message_bytes, n, link_fields(hardware, n), algorithm))
 
 
 def stage_hop_link(hardware: Hardware, tp: int, pp: int) -> tuple[float, float]:
@@ -163,7 +296,8 @@ def _latency_note(hardware: Hardware, spans_nodes: bool) -> str:
         return (f"{hardware.name} publishes no inter_node_latency: {DEFAULT_INTER_NODE_LATENCY_S * 1e6:g} us "
                 "per scale-out hop assumed")
     if hardware.link_latency_s is None:
-        return f"{hardware.name} publishes no link_latency: {DEFAULT_LINK_LATENCY_S * 1e6:g} us per link hop assumed"
+        return (f"{hardware.name} publishes no link_latency: {DEFAULT_LINK_LATENCY_S * 1e6:g} us per link hop "
+                "(fitted to NCCL measurements) assumed")
     return ""
 
 
@@ -172,21 +306,25 @@ def _latency_note(hardware: Hardware, spans_nodes: bool) -> str:
 COLLECTIVE_COLUMNS = ("communication_time_s", "hidden_time_s")
 
 
-def collective_coefficients(names, sizes, hardware: Hardware, scenario) -> tuple[np.ndarray, np.ndarray]:
-    """Per collective row: seconds per link byte and fixed latency (time = link_bytes x per_byte + latency)."""
+def collective_row_seconds(names, sizes, link_bytes, hardware: Hardware, scenario) -> np.ndarray:
+    """Seconds of each collective row from its name, group size and link_bytes (= factor x M, so the
+    message M = link_bytes / bandwidth_factor; send/recv: link_bytes / B + one hop latency)."""
     algorithm = getattr(scenario, "collective_algorithm", "ring")
     names, sizes = np.asarray(names).astype(str), np.asarray(sizes, dtype=float)
-    per_byte, latency = np.zeros(names.size), np.zeros(names.size)
+    link_bytes = np.asarray(link_bytes, dtype=float)
+    seconds = np.zeros(names.size)
     for name, size in dict.fromkeys(zip(names, sizes)):
         mine = (names == name) & (sizes == size)
         kind, n = kind_of(name), int(size)
         if kind == "send_recv":
-            per_byte[mine], latency[mine] = stage_hop_link(hardware, scenario.tp, scenario.pp)
-        else:
-            link = group_link(hardware, n, f"{name} over {n} devices")
-            per_byte[mine] = 1.0 / link.bandwidth_bytes_per_s
-            latency[mine] = hops(kind, n, algorithm) * link.hop_latency_s
-    return per_byte, latency
+            per_byte, latency = stage_hop_link(hardware, scenario.tp, scenario.pp)
+            seconds[mine] = link_bytes[mine] * per_byte + latency
+            continue
+        fields = link_fields(hardware, n, f"{name} over {n} devices")
+        factor = bandwidth_factor(kind, n, algorithm)
+        message = link_bytes[mine] / factor if factor > 0 else np.zeros(int(mine.sum()))
+        seconds[mine] = collective_seconds(kind, message, n, fields, algorithm)
+    return seconds
 
 
 def time_collectives(out: dict, hardware: Hardware, scenario) -> dict:
@@ -201,9 +339,8 @@ def time_collectives(out: dict, hardware: Hardware, scenario) -> dict:
     rows = np.flatnonzero(op == "collective") if rows_total else np.zeros(0, dtype=int)
     if rows.size == 0:
         return out
-    per_byte, latency = collective_coefficients(np.asarray(out["name"])[rows], out["group_size"][rows], hardware,
-                                                scenario)
-    seconds = out["link_bytes"][rows].astype(float) * per_byte + latency
+    seconds = collective_row_seconds(np.asarray(out["name"])[rows], out["group_size"][rows], out["link_bytes"][rows],
+                                     hardware, scenario)
     hidden = np.zeros(rows.size)
     if getattr(scenario, "overlap_communication", False):
         hidden = np.minimum(seconds, _producer_times(out, rows))

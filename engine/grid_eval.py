@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.collectives import collective_coefficients, producer_rows
+from engine.collectives import collective_row_seconds, producer_rows
 from engine.energy import energy_tokens, kernel_energy
 from engine.estimators import get_method
 from engine.estimators.roofline import roofline_times
@@ -77,12 +77,10 @@ def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario, ca
     rows = np.flatnonzero(np.asarray(columns["op"]) == "collective")
     if rows.size:
         names, sizes = np.asarray(columns["name"])[rows], columns["group_size"][rows]
-        coefficients = [_cached(cache, ("link",) + v.key(LINK_ATTRIBUTES), lambda v=v:
-                                collective_coefficients(names, sizes, v.on(LINK_ATTRIBUTES), scenario))
-                        for v in variants]
-        per_byte = np.stack([c[0] for c in coefficients], axis=1)
-        latency = np.stack([c[1] for c in coefficients], axis=1)
-        seconds = columns["link_bytes"][rows].astype(float)[:, None] * per_byte + latency
+        link_bytes = columns["link_bytes"][rows]
+        seconds = np.stack([_cached(cache, ("link",) + v.key(LINK_ATTRIBUTES), lambda v=v:
+                                    collective_row_seconds(names, sizes, link_bytes, v.on(LINK_ATTRIBUTES), scenario))
+                            for v in variants], axis=1)
         if scenario.overlap_communication:
             index, has = producer_rows(columns, rows)
             seconds = seconds - np.minimum(seconds, np.where(has[:, None], time[index], 0.0))

@@ -86,16 +86,16 @@ def test_least_cores_is_a_whole_number():
 
 
 def test_least_tensor_parallel_ways():
-    """TPOT <= 12 ms for Llama-3.1-70B at batch 64: tp = 8; tp = 4 misses and 5..7 cannot split the model."""
-    result = least_value(LLAMA70, DECODE70, H100, "tp", "tpot_s", 0.012)
+    """TPOT <= 15 ms (tp = 8: 13.3 ms with NCCL-calibrated collectives) for Llama-3.1-70B at batch 64: tp = 8; tp = 4 misses and 5..7 cannot split the model."""
+    result = least_value(LLAMA70, DECODE70, H100, "tp", "tpot_s", 0.015)
     assert result.reachable and result.value == 8 and result.value_below == 4
-    assert tpot(H100, tp=8) <= 0.012 < tpot(H100, tp=4)
+    assert tpot(H100, tp=8) <= 0.015 < tpot(H100, tp=4)
     for tp in (5, 6, 7):
         with pytest.raises(ValueError):
             engine.estimate(H100, LLAMA70, DECODE70, tp=tp)
     assert result.scenario_at_value.tp == 8 and result.hardware_at_value is None
     assert result.fits is True
-    devices = least_value(LLAMA70, DECODE70, H100, "devices", "tpot_s", 0.012)
+    devices = least_value(LLAMA70, DECODE70, H100, "devices", "tpot_s", 0.015)
     assert devices.value == 8 and devices.field == "devices"
 
 
@@ -167,13 +167,13 @@ def test_every_field_runs_fast():
 
 
 def test_require_fit_skips_layouts_that_do_not_fit():
-    """TPOT <= 30 ms: tp = 2 is fast enough but 70B weights and cache overflow 2 x 80 GB; tp = 4 fits."""
+    """TPOT <= 35 ms: tp = 2 is fast enough but 70B weights and cache overflow 2 x 80 GB; tp = 4 fits."""
     scenario = engine.Scenario(phase="decode", batch=64, input_length=2048, tp=1)
     two = engine.estimate(H100, LLAMA70, scenario, tp=2)
-    assert two.tpot_s <= 0.030 and not two.memory.fits
-    assert engine.estimate(H100, LLAMA70, scenario, tp=1).tpot_s > 0.030
-    loose = least_value(LLAMA70, scenario, H100, "tp", "tpot_s", 0.030)
-    strict = least_value(LLAMA70, scenario, H100, "tp", "tpot_s", 0.030, require_fit=True)
+    assert two.tpot_s <= 0.035 and not two.memory.fits
+    assert engine.estimate(H100, LLAMA70, scenario, tp=1).tpot_s > 0.035
+    loose = least_value(LLAMA70, scenario, H100, "tp", "tpot_s", 0.035)
+    strict = least_value(LLAMA70, scenario, H100, "tp", "tpot_s", 0.035, require_fit=True)
     assert (loose.value, loose.fits) == (2, False) and "does not fit" in loose.message
     assert (strict.value, strict.fits, strict.value_below) == (4, True, 2)
     assert engine.estimate(H100, LLAMA70, scenario, tp=4).memory.fits

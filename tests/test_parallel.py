@@ -15,7 +15,7 @@ from engine.parallel import ParallelismError
 H8, INTER8, LAYERS8, QH8, KVH8, D, VOCAB = 4096, 14336, 32, 32, 8, 128, 128256
 # Llama-3.1-70B
 H70, INTER70, LAYERS70, QH70, KVH70 = 8192, 28672, 80, 64, 8
-NVLINK, NVLINK_HOP = 18 * 25e9, 1e-6
+NVLINK, NVLINK_HOP = 18 * 25e9, 0.953e-6     # 0.953 us: the fitted hop latency (docs/parallelism.md)
 
 
 def rows(kernels):
