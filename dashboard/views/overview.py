@@ -143,7 +143,7 @@ def show_charts(figs: list, summary: str, key: str, before: dict | None = None) 
         st.subheader(title)
         if title == "Kernel time by phase":
             stack_controls()
-        chart(figure, title, key=f"{key}-{index}")
+        chart(figure, title, key=f"{key}-{index}", scenario=summary)
 
 
 def energy_section(result) -> None:
