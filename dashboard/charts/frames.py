@@ -59,3 +59,14 @@ def shape_text(row) -> str:
         if value is not None and not (isinstance(value, float) and math.isnan(value)):
             parts.append(f"{key}={value:g}")
     return " ".join(parts)
+
+
+def wrap_words(text: str, width: int = 70) -> str:
+    """Long hover text broken into lines (<br>) at spaces."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + len(word) < width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)

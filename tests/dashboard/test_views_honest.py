@@ -7,6 +7,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from dashboard.context import scenario_line
+from tests.dashboard.test_app_explore import array
 from dashboard.state import ViewState
 from dashboard.widgets import file_name
 from engine.workload import Scenario
@@ -53,3 +54,52 @@ def test_scenario_line_names_every_layout_degree_above_one_and_chunked_prefill()
     assert file_name("Roofline", line, "svg").startswith("roofline-some-model-on-h100-sxm-mi300x-tp-2-x-pp-4-x-ep-8")
     plain = scenario_line("m", ViewState(), Scenario())
     assert "TP" not in plain and "chunked prefill" not in plain and "edited" not in plain
+
+
+# --- 1. points that do not fit in memory are hollow, with the reason on hover ---------------------
+
+def test_sweep_chart_draws_points_that_do_not_fit_hollow_with_the_reason(llama8b):
+    from dashboard.charts import sweep_figure
+    from engine.specs import load_specs
+    from engine.sweeps import sweep
+
+    h100 = load_specs()["H100-SXM"]
+    frame = sweep(h100, llama8b, Scenario(), "batch", [1, 8, 1024])
+    figure = sweep_figure(frame, x="value")
+    # independent arithmetic: batch 1024 x 1,280 tokens x 128 KiB of KV per token (32 layers x 8 KV heads x 128 x
+    # 2 x 2 B) is 172 GB, past the 80 GB of an H100 on its own; batch 1 (16 GB of weights, 0.17 GB of KV) fits.
+    assert 1024 * 1280 * 32 * 8 * 128 * 2 * 2 > 80e9 > 16.1e9 + 1280 * 32 * 8 * 128 * 2 * 2
+    for trace in figure.data:
+        if trace.meta and trace.meta.get("role") in ("intensity", "tokens_per_s"):
+            symbols = dict(zip(trace.x, trace.marker.symbol))
+            assert not symbols[1].endswith("-open") and symbols[1024].endswith("-open")
+            hover = dict(zip(trace.x, trace.hovertext))
+            assert "does not fit in memory" in hover[1024] and "80 GB" in hover[1024].replace("<br>", " ")
+            assert "does not fit" not in hover[1]
+    assert any("hollow markers" in a.text for a in figure.layout.annotations)
+
+
+def test_sweeps_page_draws_batches_past_the_largest_that_fits_hollow():
+    app = run_app(page="sweeps", sweep="batch")
+    assert not app.exception
+    (figure,) = figures(app)
+    intensity = next(t for t in figure["data"] if t.get("meta", {}).get("role") == "intensity")
+    hollow = {int(x) for x, symbol in zip(array(intensity["x"]), intensity["marker"]["symbol"])
+              if symbol.endswith("-open")}
+    assert 1024 in hollow and 1 not in hollow
+
+
+def test_tp_sweep_gives_the_reason_a_layout_does_not_fit(llama70b):
+    from dashboard.charts.layout import layout_sweep_figure
+    from engine.layout_sweep import layout_sweep
+    from engine.specs import load_specs
+
+    # 70.6 B parameters x 2 B = 141 GB of bf16 weights: past one 80 GB H100, within four (35 GB each)
+    assert 70.6e9 * 2 > 80e9 > 70.6e9 * 2 / 4
+    frame = layout_sweep(load_specs()["H100-SXM"], llama70b, Scenario(), "tp", [1, 4])
+    figure = layout_sweep_figure(frame, "tp")
+    for trace in figure.data:
+        why = dict(zip(trace.x, trace.customdata))
+        assert "does not fit in memory" in why[1] and "80 GB" in why[1].replace("<br>", " ")
+        assert why[4] == ""
+        assert trace.marker.symbol[0].endswith("-open") and not trace.marker.symbol[1].endswith("-open")
