@@ -11,6 +11,7 @@ from dashboard.context import PageContext, kernels_frame, memory_frame, phases_f
 from dashboard.state import STACK_BY
 from dashboard.units import duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
+from engine.estimators.validity import REALISTIC_METHODS
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
 
@@ -105,16 +106,23 @@ def stack_controls() -> None:
     right.toggle("Percent of phase", key="w_percent")
 
 
+def gap_method_for(method: str) -> str:
+    """The method whose gap breakdown the ideal-vs-realistic chart shows: the selected one when it has one."""
+    return method if method in REALISTIC_METHODS else "realistic"
+
+
 def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
     """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`;
-    the ideal-vs-realistic comparison always uses the realistic method, whatever method is selected."""
+    the ideal-vs-realistic comparison uses the selected method when it is a realistic one (realistic,
+    realistic-graph), else realistic (the other methods have no gap breakdown; its title says which)."""
     kernels = kernels_frame(results)
     links = ctx.scenario.device_count > 1
     ceilings = pd.concat([data.ceilings(ctx.devices[name], links) for name in roofline_results], ignore_index=True)
-    realistic = ctx.estimates(method="realistic", names=set(results))
+    gap_method = gap_method_for(ctx.state.method)
+    realistic = results if gap_method == ctx.state.method else ctx.estimates(method=gap_method, names=set(results))
     return [
         ("Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))),
-        ("Ideal roofline vs realistic", ideal_vs_realistic_figure(kernels_frame(realistic))),
+        (f"Ideal roofline vs {gap_method}", ideal_vs_realistic_figure(kernels_frame(realistic), gap_method)),
         ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
         ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
         ("Memory fit", charts.memory_fit_figure(memory_frame(results))),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.context import scenario_line
@@ -103,3 +104,25 @@ def test_tp_sweep_gives_the_reason_a_layout_does_not_fit(llama70b):
         assert "does not fit in memory" in why[1] and "80 GB" in why[1].replace("<br>", " ")
         assert why[4] == ""
         assert trace.marker.symbol[0].endswith("-open") and not trace.marker.symbol[1].endswith("-open")
+
+
+# --- 5. every chart uses the selected method ------------------------------------------------------
+
+def test_ideal_vs_realistic_chart_uses_realistic_graph_when_it_is_selected(llama8b):
+    import engine
+    from engine.specs import load_specs
+
+    app = run_app(method="realistic-graph", phase="decode")
+    assert not app.exception
+    gap = next(f for f in figures(app) if f["layout"]["title"]["text"].startswith("Ideal roofline vs"))
+    assert gap["layout"]["title"]["text"].startswith("Ideal roofline vs realistic-graph")
+    bar = "H100-SXM<br>realistic-graph"
+    total_ms = sum(array(t["y"])[t["x"].index(bar)] for t in gap["data"] if bar in t["x"])
+    scenario = engine.Scenario(phase="decode")
+    h100 = load_specs()["H100-SXM"]
+    graph = engine.estimate(h100, llama8b, scenario, method="realistic-graph").phases.loc["decode", "time_s"]
+    eager = engine.estimate(h100, llama8b, scenario, method="realistic").phases.loc["decode", "time_s"]
+    assert graph < eager                                  # graph launch drops the host cost per kernel
+    assert total_ms == pytest.approx(graph * 1e3, rel=1e-6)
+    headline = {m.label: m.value for m in app.metric}["TPOT"]
+    assert float(headline.split()[0]) == pytest.approx(graph * 1e3, rel=0.01)
