@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.context import scenario_line
 from tests.dashboard.test_app_explore import array
-from dashboard.state import ViewState
+from dashboard.state import ViewState, parse_query
 from dashboard.widgets import file_name
 from engine.workload import Scenario
 from tests.conftest import REPO
@@ -126,3 +126,20 @@ def test_ideal_vs_realistic_chart_uses_realistic_graph_when_it_is_selected(llama
     assert total_ms == pytest.approx(graph * 1e3, rel=1e-6)
     headline = {m.label: m.value for m in app.metric}["TPOT"]
     assert float(headline.split()[0]) == pytest.approx(graph * 1e3, rel=0.01)
+
+
+# --- 6. cloning an edited device copies its edited values and keeps the primary ---------------------
+
+def test_clone_of_an_edited_device_copies_the_edits_and_keeps_the_primary():
+    app = run_app(page="hardware", hw="H100-SXM,MI300X", **{"edit.H100-SXM": "memory_bandwidth:6700"})
+    app.selectbox(key="w_edit_device").set_value("H100-SXM").run()
+    app.text_input(key="w_clone_name").input("H100-NEXT")
+    next(b for b in app.button if b.label == "Clone").click().run()
+    assert not app.exception
+    state, _ = parse_query(dict(app.query_params.items()))
+    assert state.devices == ("H100-SXM", "MI300X", "H100-NEXT")
+    assert state.edits_for("H100-NEXT") == {"memory_bandwidth": "6700"}
+    table = app.data_editor[0].value                           # the editor now shows the clone
+    assert app.selectbox(key="w_edit_device").value == "H100-NEXT"
+    assert float(table.loc[table["field"] == "memory_bandwidth", "value"].item()) == 6700
+    assert float(table.loc[table["field"] == "memory_bandwidth", "original"].item()) == 3350   # H100 SXM datasheet
