@@ -143,3 +143,21 @@ def test_clone_of_an_edited_device_copies_the_edits_and_keeps_the_primary():
     assert app.selectbox(key="w_edit_device").value == "H100-NEXT"
     assert float(table.loc[table["field"] == "memory_bandwidth", "value"].item()) == 6700
     assert float(table.loc[table["field"] == "memory_bandwidth", "original"].item()) == 3350   # H100 SXM datasheet
+
+
+# --- 7. the automatic model's card reports the KV heads the decomposition uses -----------------------
+
+def test_card_of_an_automatic_multi_query_model_says_one_kv_head():
+    pytest.importorskip("transformers")
+    falcon = {"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "vocab_size": 512, "new_decoder_architecture": False, "multi_query": True, "parallel_attn": True,
+              "bias": False, "max_position_embeddings": 2048}
+    app = run_app()
+    app.radio(key="w_model_source").set_value("Upload config.json").run()
+    app.file_uploader(key="w_config_file").set_value(("config.json", json.dumps(falcon).encode(),
+                                                      "application/json")).run()
+    assert not app.exception
+    card = " ".join(c.value for c in app.sidebar.caption)
+    assert "automatic decomposition" in card
+    # 2 layers x (K + V) x 1 head x 16 x 2 B = 128 B per token: one KV head, as multi_query says
+    assert "4 heads (1 KV)" in card
