@@ -161,3 +161,34 @@ def test_card_of_an_automatic_multi_query_model_says_one_kv_head():
     assert "automatic decomposition" in card
     # 2 layers x (K + V) x 1 head x 16 x 2 B = 128 B per token: one KV head, as multi_query says
     assert "4 heads (1 KV)" in card
+
+
+# --- 4. decode attention carries the KV bytes it reads ------------------------------------------
+
+def test_decode_attention_on_the_roofline_carries_its_kv_reads_and_is_memory_bound():
+    import engine
+    from dashboard.charts import roofline_figure
+    from engine.ceilings import roofline_ceilings
+    from engine.models import load_model
+    from engine.specs import load_specs
+
+    h100 = load_specs()["H100-SXM"]
+    gemma = load_model("google/gemma-3-27b-pt")
+    scenario = engine.Scenario(phase="decode", input_length=32768, context_length=32768)
+    result = engine.estimate(h100, gemma, scenario, method="roofline")
+    figure = roofline_figure(roofline_ceilings(h100).assign(device="H100-SXM"), result.kernels)
+    points = {}
+    for trace in figure.data:
+        if trace.meta and trace.meta.get("role") == "kernels":
+            for name, x, y in zip(trace.meta["names"], trace.x, trace.y):
+                points[name] = (x, y, trace.meta["bound"])
+    # Gemma-3-27B: 32 query heads share 16 KV heads of dim 128; per cached token Q*K does 2 x 32 x 128 FLOPs
+    # and reads 16 x 128 bf16 values (4 KiB): 2 FLOP/byte, far below the H100's ridge (~295 FLOP/byte)
+    intensity = 2 * 32 * 128 / (16 * 128 * 2)
+    for name in ("Q*gK", "Q*gK*gV"):
+        x, y, bound = points[name]
+        assert x == pytest.approx(intensity, rel=1e-3) and bound == "memory"
+        assert y == pytest.approx(intensity * 3.35e12, rel=0.01)      # on the HBM slope (3.35 TB/s)
+    assert not any("KVCache_Read" in (a.text or "") for a in figure.layout.annotations)
+    # the engine's own table is unchanged: the KV read is still its own row there
+    assert (result.kernels["op"] == "kv_read").any()
