@@ -192,3 +192,41 @@ def test_decode_attention_on_the_roofline_carries_its_kv_reads_and_is_memory_bou
     assert not any("KVCache_Read" in (a.text or "") for a in figure.layout.annotations)
     # the engine's own table is unchanged: the KV read is still its own row there
     assert (result.kernels["op"] == "kv_read").any()
+
+
+# --- 3. a bad workbook upload keeps the previously uploaded device, its selection and its edits ---
+
+def _add_my_chip(sheet):
+    column = sheet.max_column + 1
+    for row in range(1, sheet.max_row + 1):
+        sheet.cell(row=row, column=column, value=sheet.cell(row=row, column=6).value)   # copy a device column
+    sheet.cell(row=1, column=column, value="MY-CHIP")
+
+
+def _break_h100_bandwidth(sheet):
+    from tests.dashboard.test_app import cell_of
+    sheet[cell_of(sheet, "H100-SXM", "memory_bandwidth")] = -5
+
+
+@pytest.mark.parametrize("uploader_empties_first", [True, False])
+def test_bad_workbook_upload_keeps_the_uploaded_device_selected_with_its_edits(uploader_empties_first):
+    """A browser's uploader swapping files reports no file for one run before the new one arrives."""
+    from tests.dashboard.test_app import XLSX, edited_workbook
+
+    app = run_app(page="compare")
+    app.file_uploader(key="w_specs_file").set_value(("mine.xlsx", edited_workbook(_add_my_chip), XLSX)).run()
+    app.multiselect(key="w_devices").set_value(["MY-CHIP", "H100-SXM"]).run()
+    app.session_state["view"] = app.session_state["view"].with_edits("MY-CHIP", {"memory_bandwidth": "9000"})
+    app.run()
+    before = [m for m in app.dataframe][0].value.copy()
+    if uploader_empties_first:
+        app.file_uploader(key="w_specs_file").set_value(None).run()
+    app.file_uploader(key="w_specs_file").set_value(("bad.xlsx", edited_workbook(_break_h100_bandwidth), XLSX)).run()
+    assert not app.exception
+    assert "keeping the previous workbook" in " ".join(e.value for e in app.error)
+    assert app.multiselect(key="w_devices").value == ["MY-CHIP", "H100-SXM"]
+    state, _ = parse_query(dict(app.query_params.items()))
+    assert state.devices == ("MY-CHIP", "H100-SXM") and state.edits_for("MY-CHIP") == {"memory_bandwidth": "9000"}
+    after = app.dataframe[0].value
+    assert list(after["device"]) == ["MY-CHIP", "H100-SXM"]
+    assert after.equals(before)                       # the comparison table is the one the user had
