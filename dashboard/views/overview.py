@@ -37,13 +37,28 @@ def as_sentences(*parts: str) -> str:
     return " ".join(ended)
 
 
-def headline(result, hint=lambda: "") -> None:
+def beside(name: str, other, attribute: str, show) -> dict:
+    """metric() arguments putting `other`'s value beside a headline card, as a neutral delta."""
+    value = None if other is None else getattr(other, attribute, None)
+    if value is None:
+        return {}
+    return dict(delta=f"{name}: {show(value)}", delta_color="off", delta_arrow="off")
+
+
+def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
+    """The headline cards of `result` (from `method`); `other`: the estimate shown beside it under each time
+    card (the ideal roofline beside a calibrated method, the calibrated realistic beside the roofline)."""
     devices = getattr(result, "devices", 1) or 1
     columns = st.columns(5 if devices > 1 else 4)
     ttft, tpot, rate, memory = columns[:4]
-    ttft.metric("TTFT", duration(result.ttft_s), help="time to first token: the prefill")
-    tpot.metric("TPOT", duration(result.tpot_s), help="time per output token: one decode step")
-    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else f"{result.tokens_per_s:,.0f}")
+    name = "ideal roofline" if method != "roofline" else "realistic"
+    rate_text = lambda value: f"{value:,.0f}"   # noqa: E731
+    ttft.metric("TTFT", duration(result.ttft_s), help=f"time to first token: the prefill ({method})",
+                **beside(name, other, "ttft_s", duration))
+    tpot.metric("TPOT", duration(result.tpot_s), help=f"time per output token: one decode step ({method})",
+                **beside(name, other, "tpot_s", duration))
+    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else rate_text(result.tokens_per_s),
+                **beside(name, other, "tokens_per_s", rate_text))
     fit = result.memory
     used, verdict = memory_card(fit.total_bytes, fit.capacity_bytes, fit.fits)
     memory.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
@@ -160,6 +175,13 @@ def energy_section(result) -> None:
     energy_headline(result)
 
 
+def beside_estimate(ctx: PageContext, device: str):
+    """The estimate the headline shows beside the selected one: the ideal roofline beside any other method,
+    the calibrated realistic beside the roofline (None when it cannot run)."""
+    method = "realistic" if ctx.state.method == "roofline" else "roofline"
+    return ctx.estimates(method=method, names={device}).get(device)
+
+
 def render(ctx: PageContext) -> None:
     results = ctx.estimates()
     for error in ctx.errors:
@@ -169,7 +191,8 @@ def render(ctx: PageContext) -> None:
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
     result = primary[ctx.state.devices[0]]
-    headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]))
+    headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
+             other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
     show_charts(figures(ctx, primary, results), ctx.summary(), key="overview",
                 before={ENERGY_BY_KERNEL: lambda: energy_section(result)})
     if result.energy is None:  # no energy charts: the section says why, after the other charts
