@@ -230,3 +230,32 @@ def test_bad_workbook_upload_keeps_the_uploaded_device_selected_with_its_edits(u
     after = app.dataframe[0].value
     assert list(after["device"]) == ["MY-CHIP", "H100-SXM"]
     assert after.equals(before)                       # the comparison table is the one the user had
+
+
+# --- 8. the calibrated estimate leads; the ideal roofline is shown beside it ---------------------
+
+def test_default_view_leads_with_realistic_and_shows_the_roofline_beside_it(llama8b):
+    import engine
+    from engine.specs import load_specs
+
+    app = run_app()
+    assert not app.exception
+    assert ViewState().method == "realistic"
+    assert "method realistic" in app.main.caption[0].value
+    h100 = load_specs()["H100-SXM"]
+    realistic = engine.estimate(h100, llama8b, engine.Scenario(), method="realistic")
+    ideal = engine.estimate(h100, llama8b, engine.Scenario(), method="roofline")
+    cards = {m.label: m for m in app.metric}
+    assert float(cards["TPOT"].value.split()[0]) == pytest.approx(realistic.tpot_s * 1e3, rel=0.01)
+    assert cards["TPOT"].delta.startswith("ideal roofline: ")
+    assert float(cards["TPOT"].delta.split(": ")[1].split()[0]) == pytest.approx(ideal.tpot_s * 1e3, rel=0.01)
+    assert realistic.tpot_s > ideal.tpot_s            # the calibrated estimate is the slower, measured-like one
+    rate = float(cards["Output tokens/s"].delta.split(": ")[1].replace(",", ""))
+    assert rate == pytest.approx(ideal.tokens_per_s, rel=0.01)
+
+
+def test_roofline_chosen_shows_the_calibrated_estimate_beside_it():
+    app = run_app(method="roofline")
+    cards = {m.label: m for m in app.metric}
+    assert cards["TPOT"].delta.startswith("realistic: ")
+    assert "method roofline" in app.main.caption[0].value
