@@ -66,11 +66,14 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
                                on_click="ignore", icon=":material/download:")
 
 
-def table_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
+def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
+    """CSV and XLSX buttons; the file names carry the table's name and the scenario line."""
     left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=export.table_csv(frame), file_name=f"{slug(name)}.csv", mime="text/csv",
+    left.download_button("CSV", data=export.table_csv(frame), file_name=file_name(name, scenario, "csv"),
+                         mime="text/csv",
                          key=f"csv-{key}", on_click="ignore", icon=":material/download:")
-    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame), file_name=f"{slug(name)}.xlsx",
+    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame),
+                          file_name=file_name(name, scenario, "xlsx"),
                           mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                           key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
 
@@ -82,16 +85,18 @@ def deck_button(slides: list, summary: str, key: str) -> None:
         st.caption(f"Slide deck unavailable: {reason}")
         return
     st.download_button("Download deck (PPTX)", data=functools.partial(export.deck_pptx, slides, summary),
-                       file_name=file_name("llm-roofline", summary, "pptx"), key=f"deck-{key}", on_click="ignore", icon=":material/slideshow:",
+                       file_name=file_name("llm-roofline", summary, "pptx"), key=f"deck-{key}", on_click="ignore",
+                       icon=":material/slideshow:",
                        mime="application/vnd.openxmlformats-officedocument.presentationml.presentation")
 
 
-def lazy_table_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
+def lazy_table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
     """CSV and XLSX buttons that build their file only when clicked (sweeps can be 40,000 rows)."""
     left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=functools.partial(export.table_csv, frame), file_name=f"{slug(name)}.csv",
+    left.download_button("CSV", data=functools.partial(export.table_csv, frame),
+                         file_name=file_name(name, scenario, "csv"),
                          mime="text/csv", key=f"csv-{key}", on_click="ignore", icon=":material/download:")
     right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame, "sweep"),
-                          file_name=f"{slug(name)}.xlsx", key=f"xlsx-{key}", on_click="ignore",
+                          file_name=file_name(name, scenario, "xlsx"), key=f"xlsx-{key}", on_click="ignore",
                           mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                           icon=":material/download:")

@@ -39,7 +39,8 @@ def layout_sweep_figure(sweep: pd.DataFrame, field: str = "tp") -> go.Figure:
                 marker=dict(symbol=[style["symbol"] if ok else style["symbol"] + "-open" for ok in fits], size=11,
                             color=style["color"], line=dict(color=[style["color"] if ok else WARNING for ok in fits],
                                                             width=2)),
-                customdata=why, hovertemplate=f"{device}, {field}=%{{x}}: %{{y:.4g}} {label}%{{customdata}}<extra></extra>"))
+                customdata=why,
+                hovertemplate=f"{device}, {field}=%{{x}}: %{{y:.4g}} {label}%{{customdata}}<extra></extra>"))
     for panel, (_, label, _) in enumerate(PANELS):
         xaxis, yaxis = axis_ids(panel)
         layout[f"xaxis{xaxis[1:]}"].update(type="log", dtick=0.30102999566, title=dict(text=f"{field.upper()} degree (devices)"))

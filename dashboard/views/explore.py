@@ -246,7 +246,7 @@ def render_sweep(ctx: PageContext, view: str) -> None:
         chart(figure, title, key=f"explore-{view}-{index}", scenario=ctx.summary())
     st.subheader("Sweep table")
     st.dataframe(frame, hide_index=True, width="stretch", height=300)
-    lazy_table_downloads(frame, f"explore-{view}", key="explore")
+    lazy_table_downloads(frame, f"explore-{view}", key="explore", scenario=ctx.summary())
 
 
 # ---------------------------------------------------------------------------------------------- page

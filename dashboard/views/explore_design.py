@@ -37,7 +37,7 @@ def render_sensitivity(ctx: PageContext) -> None:
     deck_button([(title, figure)], ctx.summary(), key="explore")
     chart(figure, title, key="explore-sensitivity", scenario=ctx.summary())
     st.dataframe(frame, hide_index=True, width="stretch")
-    lazy_table_downloads(frame, "sensitivity", key="explore-sensitivity")
+    lazy_table_downloads(frame, "sensitivity", key="explore-sensitivity", scenario=ctx.summary())
 
 
 # ------------------------------------------------------------------------------------------- inverse

@@ -200,4 +200,4 @@ def render(ctx: PageContext) -> None:
     st.subheader("Kernels")
     table = charts.kernel_table_frame(kernels_frame(primary))
     st.dataframe(table, hide_index=True, width="stretch")
-    table_downloads(table, "kernels", key="overview")
+    table_downloads(table, "kernels", key="overview", scenario=ctx.summary())

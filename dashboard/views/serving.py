@@ -90,6 +90,6 @@ def render(ctx: PageContext) -> None:
     for column in ("ttft_s", "ttft_p90_s", "tpot_s", "tpot_p90_s"):
         table[column] = table[column] * 1e3
     st.dataframe(table.rename(columns=TABLE_COLUMNS), hide_index=True, width="stretch")
-    table_downloads(curve, "serving-curve", key="serving")
+    table_downloads(curve, "serving-curve", key="serving", scenario=ctx.summary())
     deck_button([("Serving: throughput per device vs per user", curve_figure),
                  ("Serving latencies", latency_figure)], ctx.summary(), key="serving")

@@ -32,7 +32,7 @@ def render_layout_sweep(ctx: PageContext) -> None:
     chart(layout_sweep_figure(sweep, "tp"), "sweep over tensor-parallel degree", key="layout-sweep",
           scenario=ctx.summary())
     st.dataframe(sweep, hide_index=True, width="stretch")
-    table_downloads(sweep, "tp-sweep", key="layout-sweep")
+    table_downloads(sweep, "tp-sweep", key="layout-sweep", scenario=ctx.summary())
 
 
 def render(ctx: PageContext) -> None:
@@ -55,4 +55,4 @@ def render(ctx: PageContext) -> None:
     title = f"Sweep over {LABELS[field]}"
     chart(charts.sweep_figure(sweep, x="value"), title, key="sweep", scenario=ctx.summary())
     st.dataframe(sweep, hide_index=True, width="stretch")
-    table_downloads(sweep, "sweep", key="sweep")
+    table_downloads(sweep, "sweep", key="sweep", scenario=ctx.summary())

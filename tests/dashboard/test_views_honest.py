@@ -259,3 +259,9 @@ def test_roofline_chosen_shows_the_calibrated_estimate_beside_it():
     cards = {m.label: m for m in app.metric}
     assert cards["TPOT"].delta.startswith("realistic: ")
     assert "method roofline" in app.main.caption[0].value
+
+
+def test_table_downloads_carry_the_scenario_in_their_file_names():
+    line = scenario_line("meta-llama/Llama-3.1-8B", ViewState(tp=4), Scenario(tp=4))
+    assert file_name("kernels", line, "csv").startswith("kernels-meta-llama-llama-3-1-8b-on-h100-sxm-tp-4-")
+    assert file_name("kernels", "", "csv") == "kernels.csv"
