@@ -80,7 +80,7 @@ def scenario_line(model_name: str, state: ViewState, s: Scenario) -> str:
     workload = f"{s.phase}, batch {s.batch}, {lengths[s.phase]}"
     if s.phase == "request" and s.chunked_prefill:
         workload += f", chunked prefill (chunk {s.chunk_size})"
-    parts += [workload, f"W {s.weight_dtype} · A {s.activation_dtype} · KV {s.kv_dtype}", f"method {state.method}"]
+    parts += [workload, f"W {s.weight_dtype}, A {s.activation_dtype}, KV {s.kv_dtype}", f"method {state.method}"]
     return " · ".join(parts)
 
 
