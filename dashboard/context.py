@@ -55,16 +55,18 @@ def edit_text(key: str, value: str) -> str:
         shown = f"{number:,.0f}" if number == int(number) and abs(number) >= 1000 else f"{number:g}"
     except ValueError:
         shown = value
-    unit = "" if field is None or field.unit in ("", "text") else f" {field.unit}"
+    unit = "" if field is None or field.unit in ("", "text", "count", "fraction") else f" {field.unit}"
     return f"{key.replace('_', ' ')} {shown}{unit}"
 
 
 def device_label(name: str, state: ViewState) -> str:
-    """'H100-SXM', or 'H100-SXM (edited: memory bandwidth 6,700 GB/s)' when the view edits it."""
+    """'H100-SXM', 'H100-SXM (edited: memory bandwidth 6,700 GB/s)' when the view edits it, and
+    'H100-NEXT (clone of H100-SXM; edited: ...)' for a clone."""
+    notes = [f"clone of {base}" for clone, base in state.clones if clone == name]
     edits = state.edits_for(name)
-    if not edits:
-        return name
-    return f"{name} (edited: {', '.join(edit_text(key, value) for key, value in edits.items())})"
+    if edits:
+        notes.append(f"edited: {', '.join(edit_text(key, value) for key, value in edits.items())}")
+    return f"{name} ({'; '.join(notes)})" if notes else name
 
 
 def scenario_line(model_name: str, state: ViewState, s: Scenario) -> str:

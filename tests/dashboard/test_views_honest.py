@@ -53,6 +53,10 @@ def test_scenario_line_names_every_layout_degree_above_one_and_chunked_prefill()
     assert "TP 2 x PP 4 x EP 8" in line and "DP" not in line
     assert "chunked prefill (chunk 512)" in line
     assert file_name("Roofline", line, "svg").startswith("roofline-some-model-on-h100-sxm-mi300x-tp-2-x-pp-4-x-ep-8")
+    cloned = ViewState(devices=("H100-NEXT",), clones=(("H100-NEXT", "H100-SXM"),),
+                       edits=(("H100-NEXT", (("memory_bandwidth", "6700"), ("num_cores", "160"))),))
+    assert scenario_line("m", cloned, Scenario()).startswith(
+        "m on H100-NEXT (clone of H100-SXM; edited: memory bandwidth 6,700 GB/s, num cores 160) · ")
     plain = scenario_line("m", ViewState(), Scenario())
     assert "TP" not in plain and "chunked prefill" not in plain and "edited" not in plain
 
