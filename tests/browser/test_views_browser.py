@@ -1,10 +1,13 @@
-"""Misleading views only a browser shows (issue 14): a bad workbook upload keeps the uploaded device."""
+"""Misleading views only a browser shows (issue 14): a bad workbook upload keeps the uploaded device; the
+scenario line (TP, edits) in the page header, the deck and the downloaded file names."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from pptx import Presentation
 
 from tests.browser.test_dashboard_browser import open_view, wait_idle
 from tests.dashboard.test_app import cell_of, edited_workbook
@@ -52,3 +55,23 @@ def test_bad_workbook_upload_keeps_the_uploaded_device_selected(page, server_url
     tags = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.inner_text()
     assert re.search(r"MY-CHIP", tags)
     assert page.locator("text=MY-CHIP").count() >= 2            # in the selection and in the comparison
+
+
+EDITED = "H100-SXM (edited: memory bandwidth 6,700 GB/s)"
+
+
+def test_scenario_line_with_tp_and_edits_in_the_header_the_deck_and_file_names(page, server_url):
+    open_view(page, f"{server_url}/?tp=4&edit.H100-SXM=memory_bandwidth:6700", 5)
+    header = page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]').first.inner_text()
+    assert EDITED in header and "TP 4" in header
+    with page.expect_download(timeout=90_000) as png_download:
+        page.get_by_role("button", name="PNG").first.click()
+    assert "tp-4" in png_download.value.suggested_filename
+    assert "edited-memory-bandwidth-6-700-gb-s" in png_download.value.suggested_filename
+    with page.expect_download(timeout=120_000) as deck_download:
+        page.get_by_role("button", name="Download deck (PPTX)").click()
+    assert "tp-4" in deck_download.value.suggested_filename
+    deck = Presentation(io.BytesIO(open(deck_download.value.path(), "rb").read()))
+    cover = " ".join(shape.text_frame.text for shape in deck.slides[0].shapes if shape.has_text_frame)
+    assert EDITED in cover and "TP 4" in cover
+    assert page.console_errors == []
