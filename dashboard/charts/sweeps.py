@@ -58,6 +58,16 @@ def _fits(group: pd.DataFrame) -> list[bool]:
     return [True if pd.isna(ok) else bool(ok) for ok in group["fits"]]
 
 
+def _point_hover(group: pd.DataFrame, device: str, x: str, x_name: str, fits: list[bool]) -> list[str]:
+    """Per point: the x value, intensity, step time, compute-bound share and, when it does not fit, why."""
+    share = group["compute_bound_share"] if "compute_bound_share" in group else pd.Series(np.nan, index=group.index)
+    return [f"<b>{device}</b><br>{x_name} {v:g}<br>{i:.3g} FLOP/byte<br>{t * 1e3:.4g} ms per step"
+            + ("" if pd.isna(s) else f"<br>{100 * s:.0f}% of time compute-bound")
+            + ("" if ok else f"<br><b>does not fit in memory</b>: {wrap_words(why)}")
+            for v, i, t, s, ok, why in zip(group[x], group["intensity"], group["time_s"], share, fits,
+                                           _memory_messages(group))]
+
+
 def _memory_messages(group: pd.DataFrame) -> list[str]:
     if "memory_message" not in group:
         return ["the sweep gives no reason"] * len(group)
@@ -119,13 +129,8 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
     for index, (device, group) in enumerate(frame.groupby("device", sort=False)):
         style = device_style(index)
         group = group.sort_values(x)
-        share = group["compute_bound_share"] if "compute_bound_share" in group else pd.Series(np.nan, index=group.index)
         fits = _fits(group)
-        hover = [f"<b>{device}</b><br>{x_name} {v:g}<br>{i:.3g} FLOP/byte<br>{t * 1e3:.4g} ms per step"
-                 + ("" if pd.isna(s) else f"<br>{100 * s:.0f}% of time compute-bound")
-                 + ("" if ok else f"<br><b>does not fit in memory</b>: {wrap_words(why)}")
-                 for v, i, t, s, ok, why in zip(group[x], group["intensity"], group["time_s"], share, fits,
-                                                _memory_messages(group))]
+        hover = _point_hover(group, device, x, x_name, fits)
         any_unfit |= not all(fits)
         # later devices drawn thinner, so identical curves (intensity is a workload property) stay visible
         line = dict(color=style["color"], width=max(4.5 - 1.5 * index, 1.5))
