@@ -100,7 +100,8 @@ def attention_with_kv_reads(kernels: pd.DataFrame) -> pd.DataFrame:
             for following in index[position + 1:]:
                 if frame.at[following, "op"] not in ATTENTION_BODY:
                     break
-                if frame.at[following, "op"] == "attention" and frame.at[following, "flops"] > 0:
+                if frame.at[following, "op"] == "attention" and frame.at[following, "flops"] > 0 \
+                        and frame.at[following, "count"] > 0:
                     body.append(following)
             if body:
                 _fold(frame, row, body)
