@@ -81,7 +81,8 @@ def attention_with_kv_reads(kernels: pd.DataFrame) -> pd.DataFrame:
     The engine books a decode step's KV reads in a zero-FLOP `kv_read` row (it has no place on a log-log
     roofline), so the Q*K and P*V points alone show no bytes and sit on the compute roof. Here each
     `kv_read` row's bytes and time (count x per call) go to the `attention` rows that follow it in the same
-    device and phase (up to the first op that is not attention or softmax), in proportion to their FLOPs
+    device and phase (the first attention block after it: attention and softmax rows, with query-side work
+    such as MLA's absorbed Q*W_UK allowed before it), in proportion to their FLOPs
     (Q*K reads K, P*V reads V: FLOPs in proportion to the head dims); the bound is recomputed from the
     compute and memory times, and the folded `kv_read` rows are dropped. The engine's table is not changed.
     """
@@ -96,10 +97,12 @@ def attention_with_kv_reads(kernels: pd.DataFrame) -> pd.DataFrame:
         for position, row in enumerate(index):
             if frame.at[row, "op"] != "kv_read":
                 continue
-            body = []
+            body, started = [], False
             for following in index[position + 1:]:
-                if frame.at[following, "op"] not in ATTENTION_BODY:
-                    break
+                op = frame.at[following, "op"]
+                if op not in ATTENTION_BODY and (started or op != "gemm"):
+                    break                             # before the block only a query-side GEMM (MLA's Q*W_UK)
+                started |= op == "attention"
                 if frame.at[following, "op"] == "attention" and frame.at[following, "flops"] > 0 \
                         and frame.at[following, "count"] > 0:
                     body.append(following)

@@ -269,3 +269,23 @@ def test_table_downloads_carry_the_scenario_in_their_file_names():
     line = scenario_line("meta-llama/Llama-3.1-8B", ViewState(tp=4), Scenario(tp=4))
     assert file_name("kernels", line, "csv").startswith("kernels-meta-llama-llama-3-1-8b-on-h100-sxm-tp-4-")
     assert file_name("kernels", "", "csv") == "kernels.csv"
+
+
+def test_mla_decode_attention_carries_the_latent_it_reads():
+    """DeepSeek-V3 (absorbed MLA): a query-side GEMM sits between the latent read and the attention products;
+    the read still lands on them, and the step's total time is unchanged by the folding."""
+    import engine
+    from dashboard.charts.frames import attention_with_kv_reads
+    from engine.models import load_model
+    from engine.specs import load_specs
+
+    result = engine.estimate(load_specs()["H100-SXM"], load_model("deepseek-ai/DeepSeek-V3"),
+                             engine.Scenario(phase="decode", input_length=4096, tp=8))
+    kernels = result.kernels
+    folded = attention_with_kv_reads(kernels)
+    assert not (folded["op"] == "kv_read").any()
+    read = kernels.loc[kernels["op"] == "kv_read", ["count", "bytes"]].prod(axis=1).sum()
+    attention = folded[folded["op"] == "attention"]
+    assert (attention["kv_read_bytes"] * attention["count"]).sum() == pytest.approx(read, rel=1e-12)
+    total = lambda frame: (frame["count"] * frame["time_s"]).sum()   # noqa: E731
+    assert total(folded) == pytest.approx(total(kernels), rel=1e-12)
