@@ -23,8 +23,8 @@ from dashboard.resolve import resolve_devices, resolve_lengths, resolve_model, r
 
 def main() -> None:
     st.set_page_config(page_title="llm-roofline", layout="wide")  # default favicon: no CDN fetch offline
+    base_devices = sidebar.workbook_specs()   # before the view is read: a bad upload may put the previous one back
     state, first_run = session.start()
-    base_devices = sidebar.workbook_specs()
     devices, state, device_warnings = resolve_devices(state, base_devices)
     model, state, model_warnings = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
     length_warnings = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -9,7 +10,7 @@ import pandas as pd
 from dashboard import data
 from dashboard.state import ViewState
 from engine.estimate import ScenarioError
-from engine.hardware import Hardware
+from engine.hardware import WORKBOOK_FIELD_BY_KEY, Hardware
 from engine.workload import Scenario
 
 
@@ -38,12 +39,56 @@ class PageContext:
         return results
 
     def summary(self) -> str:
-        s = self.scenario
-        lengths = {"prefill": f"{s.input_length} tokens in", "decode": f"context {s.decode_context}",
-                   "chunked": f"chunk {s.chunk_size}", "request": f"{s.input_length} in / {s.output_length} out"}
-        dtypes = f"W {s.weight_dtype} · A {s.activation_dtype} · KV {s.kv_dtype}"
-        return (f"{self.model.name} on {', '.join(self.state.devices)} · {s.phase}, batch {s.batch}, "
-                f"{lengths[s.phase]} · {dtypes} · method {self.state.method}")
+        """The scenario line: page header, chart subtitles, deck subtitle and exported file names."""
+        return scenario_line(self.model.name, self.state, self.scenario)
+
+    def file_tag(self) -> str:
+        """The scenario line as a file-name fragment (the same words, lower case, dashes)."""
+        return file_tag(self.summary())
+
+
+def edit_text(key: str, value: str) -> str:
+    """('memory_bandwidth', '6700') -> 'memory bandwidth 6,700 GB/s' (the workbook's unit)."""
+    field = WORKBOOK_FIELD_BY_KEY.get(key)
+    try:
+        number = float(value)
+        shown = f"{number:,.0f}" if number == int(number) and abs(number) >= 1000 else f"{number:g}"
+    except ValueError:
+        shown = value
+    unit = "" if field is None or field.unit in ("", "text", "count", "fraction") else f" {field.unit}"
+    return f"{key.replace('_', ' ')} {shown}{unit}"
+
+
+def device_label(name: str, state: ViewState) -> str:
+    """'H100-SXM', 'H100-SXM (edited: memory bandwidth 6,700 GB/s)' when the view edits it, and
+    'H100-NEXT (clone of H100-SXM; edited: ...)' for a clone."""
+    notes = [f"clone of {base}" for clone, base in state.clones if clone == name]
+    edits = state.edits_for(name)
+    if edits:
+        notes.append(f"edited: {', '.join(edit_text(key, value) for key, value in edits.items())}")
+    return f"{name} ({'; '.join(notes)})" if notes else name
+
+
+def scenario_line(model_name: str, state: ViewState, s: Scenario) -> str:
+    """Model, devices with their edits, layout (TP/PP/DP/EP above 1), phase and lengths, chunked prefill,
+    dtypes and method: the one place the scenario is named."""
+    lengths = {"prefill": f"{s.input_length} tokens in", "decode": f"context {s.decode_context}",
+               "chunked": f"chunk {s.chunk_size}", "request": f"{s.input_length} in / {s.output_length} out"}
+    parts = [f"{model_name} on {', '.join(device_label(name, state) for name in state.devices)}"]
+    layout = [f"{label} {ways}" for label, ways in (("TP", s.tp), ("PP", s.pp), ("DP", s.dp), ("EP", s.ep))
+              if ways and ways > 1]
+    if layout:
+        parts.append(" x ".join(layout))
+    workload = f"{s.phase}, batch {s.batch}, {lengths[s.phase]}"
+    if s.phase == "request" and s.chunked_prefill:
+        workload += f", chunked prefill (chunk {s.chunk_size})"
+    parts += [workload, f"W {s.weight_dtype}, A {s.activation_dtype}, KV {s.kv_dtype}", f"method {state.method}"]
+    return " · ".join(parts)
+
+
+def file_tag(line: str, limit: int = 150) -> str:
+    """A scenario line as a file-name fragment: letters and digits joined by dashes, at most `limit` long."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", line).strip("-").lower()[:limit].rstrip("-")
 
 
 def kernels_frame(results: dict) -> pd.DataFrame:

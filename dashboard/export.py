@@ -247,7 +247,7 @@ def table_xlsx(df: pd.DataFrame, sheet_name: str = "kernels") -> bytes:
 
 def _without_title(fig: go.Figure) -> go.Figure:
     copy = go.Figure(fig)
-    copy.update_layout(title_text=None, margin_t=30)
+    copy.update_layout(title_text=None, title_subtitle_text=None, margin_t=30)
     return copy
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from dashboard import data, session
@@ -19,22 +21,43 @@ MODEL_SOURCES = ("Catalog", "Hugging Face Hub", "Upload config.json")
 
 
 def workbook_specs() -> dict:
-    """The bundled workbook, or the user's uploaded one (a bad upload keeps the previous choice)."""
+    """The bundled workbook, or the user's uploaded one; a bad upload keeps what the user had, exactly.
+
+    Call before the view is read from the widgets. Replacing a file empties the uploader for one run before
+    the new file arrives; that run falls back to the bundled workbook and drops the uploaded devices from the
+    view, so the run right after it puts back the upload it emptied (when the new file is bad) and the
+    selection, clones and edits of the view before it (`_put_back`).
+    """
+    runs = st.session_state["specs_runs"] = st.session_state.get("specs_runs", 0) + 1
     upload = st.session_state.get("w_specs_file")
     if upload is None:
-        st.session_state.pop("specs_upload", None)
+        if "specs_upload" in st.session_state:   # removed, or the uploader swapping files
+            st.session_state["specs_emptied"] = (runs, st.session_state.pop("specs_upload"), session.view())
+            st.session_state.pop("specs_upload_id", None)
         st.session_state.pop("specs_error", None)
         return data.bundled_specs()
     if st.session_state.get("specs_upload_id") != upload.file_id:
         st.session_state["specs_upload_id"] = upload.file_id
+        emptied = st.session_state.pop("specs_emptied", None)
+        swapped = emptied if emptied is not None and emptied[0] == runs - 1 else None
         try:
             st.session_state["specs_upload"] = (upload.name, load_specs(upload.getvalue()))
             st.session_state.pop("specs_error", None)
         except (ValueError, OSError) as error:
             st.session_state["specs_error"] = f"{upload.name}: {error}"
+            if swapped is not None:
+                st.session_state["specs_upload"] = swapped[1]
+        if swapped is not None:
+            _put_back(swapped[2])
     if "specs_upload" in st.session_state:
         return st.session_state["specs_upload"][1]
     return data.bundled_specs()
+
+
+def _put_back(before) -> None:
+    """The devices, clones and edits of the view `before` the uploader emptied, back into the view and widgets."""
+    session.set_view(replace(session.view(), devices=before.devices, clones=before.clones, edits=before.edits))
+    st.session_state["w_devices"] = list(before.devices)
 
 
 def _set_model(model_id: str) -> None:

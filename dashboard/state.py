@@ -84,7 +84,7 @@ class ViewState:
     weight_dtype: str = "bf16"
     activation_dtype: str = "bf16"
     kv_dtype: str = "bf16"
-    method: str = "roofline"
+    method: str = "realistic"                                         # calibrated; the ideal roofline beside it
     tp: int = 1
     pp: int = 1
     dp: int = 1

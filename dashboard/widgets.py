@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import export
+from dashboard.context import file_tag
 
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 
@@ -23,9 +24,36 @@ def _static_bytes(figure_json: str, fmt: str) -> bytes:
     return export.figure_bytes(pio.from_json(figure_json), fmt)
 
 
-def chart(figure, name: str, key: str) -> None:
-    """The figure, with toolbar PNG export at 2x and server-side PNG/SVG/PDF download buttons."""
-    st.plotly_chart(figure, config=export.toolbar_config(slug(name)), key=f"chart-{key}", theme=None)
+def scenario_subtitle(figure, scenario: str, width: int = 120):
+    """The scenario line under the figure's title (wrapped at its ' · ' joints), room made above the plot."""
+    lines: list[str] = []
+    for part in scenario.split(" · "):
+        if lines and len(lines[-1]) + len(part) + 3 <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    text = "<br>".join(lines)
+    if figure.layout.title.subtitle.text == text:     # already there (a figure drawn twice)
+        return figure
+    top = figure.layout.margin.t if figure.layout.margin.t is not None else 80
+    figure.update_layout(title_subtitle=dict(text=text, font=dict(size=13)),
+                         margin_t=top + 18 * len(lines))
+    return figure
+
+
+def file_name(name: str, scenario: str, extension: str) -> str:
+    """'roofline-<the scenario line's words>.png': the chart's name and the scenario it shows."""
+    tag = file_tag(scenario) if scenario else ""
+    return f"{slug(name)}{'-' + tag if tag else ''}.{extension}"
+
+
+def chart(figure, name: str, key: str, scenario: str = "") -> None:
+    """The figure (the scenario line as its subtitle), with toolbar PNG export at 2x and server-side
+    PNG/SVG/PDF download buttons; file names carry the chart's name and the scenario."""
+    if scenario:
+        scenario_subtitle(figure, scenario)
+    stem = file_name(name, scenario, "x")[:-2]
+    st.plotly_chart(figure, config=export.toolbar_config(stem), key=f"chart-{key}", theme=None)
     available, reason = export.static_export_available()
     if not available:
         st.caption(reason)
@@ -34,15 +62,18 @@ def chart(figure, name: str, key: str) -> None:
     figure_json = figure.to_json()
     for column, fmt in zip(columns, ("png", "svg", "pdf")):
         column.download_button(fmt.upper(), data=functools.partial(_static_bytes, figure_json, fmt),
-                               file_name=f"{slug(name)}.{fmt}", mime=MIME[fmt], key=f"dl-{key}-{fmt}",
+                               file_name=file_name(name, scenario, fmt), mime=MIME[fmt], key=f"dl-{key}-{fmt}",
                                on_click="ignore", icon=":material/download:")
 
 
-def table_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
+def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
+    """CSV and XLSX buttons; the file names carry the table's name and the scenario line."""
     left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=export.table_csv(frame), file_name=f"{slug(name)}.csv", mime="text/csv",
+    left.download_button("CSV", data=export.table_csv(frame), file_name=file_name(name, scenario, "csv"),
+                         mime="text/csv",
                          key=f"csv-{key}", on_click="ignore", icon=":material/download:")
-    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame), file_name=f"{slug(name)}.xlsx",
+    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame),
+                          file_name=file_name(name, scenario, "xlsx"),
                           mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                           key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
 
@@ -54,16 +85,18 @@ def deck_button(slides: list, summary: str, key: str) -> None:
         st.caption(f"Slide deck unavailable: {reason}")
         return
     st.download_button("Download deck (PPTX)", data=functools.partial(export.deck_pptx, slides, summary),
-                       file_name="llm-roofline.pptx", key=f"deck-{key}", on_click="ignore", icon=":material/slideshow:",
+                       file_name=file_name("llm-roofline", summary, "pptx"), key=f"deck-{key}", on_click="ignore",
+                       icon=":material/slideshow:",
                        mime="application/vnd.openxmlformats-officedocument.presentationml.presentation")
 
 
-def lazy_table_downloads(frame: pd.DataFrame, name: str, key: str) -> None:
+def lazy_table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
     """CSV and XLSX buttons that build their file only when clicked (sweeps can be 40,000 rows)."""
     left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=functools.partial(export.table_csv, frame), file_name=f"{slug(name)}.csv",
+    left.download_button("CSV", data=functools.partial(export.table_csv, frame),
+                         file_name=file_name(name, scenario, "csv"),
                          mime="text/csv", key=f"csv-{key}", on_click="ignore", icon=":material/download:")
     right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame, "sweep"),
-                          file_name=f"{slug(name)}.xlsx", key=f"xlsx-{key}", on_click="ignore",
+                          file_name=file_name(name, scenario, "xlsx"), key=f"xlsx-{key}", on_click="ignore",
                           mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                           icon=":material/download:")

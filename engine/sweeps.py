@@ -12,7 +12,8 @@ from engine.hardware import Hardware
 from engine.workload import Scenario
 
 SWEEP_COLUMNS = ("device", "phase", "field", "value", "batch", "input_length", "time_s", "flops", "bytes",
-                 "intensity", "ridge_point", "compute_bound_share", "tokens_per_s")
+                 "intensity", "ridge_point", "compute_bound_share", "tokens_per_s",
+                 "fits", "max_batch", "memory_message")
 SWEEPABLE = ("batch", "input_length", "output_length", "context_length", "chunk_size")
 
 
@@ -21,6 +22,7 @@ def sweep(hardware: Hardware, model, scenario: Scenario, field: str, values: Ite
     """One row per (value, phase): time, FLOPs, bytes, phase intensity against the ridge point.
 
     `tokens_per_s` counts output tokens for decode (batch per step time) and prompt tokens for prefill.
+    `fits`, `max_batch` and `memory_message` say whether the point fits in device memory and why not.
     """
     if field not in SWEEPABLE:
         raise ValueError(f"cannot sweep {field!r}; expected one of {', '.join(SWEEPABLE)}")
@@ -37,7 +39,8 @@ def sweep(hardware: Hardware, model, scenario: Scenario, field: str, values: Ite
                          float(totals["flops"]), float(totals["bytes"]),
                          float(totals["flops"] / totals["bytes"]) if totals["bytes"] else np.inf, ridge,
                          float(totals["compute_bound_time_s"] / time_s) if time_s else 0.0,
-                         tokens / time_s if time_s else np.nan))
+                         tokens / time_s if time_s else np.nan, bool(result.memory.fits), result.memory.max_batch,
+                         result.memory.message))
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
 
 

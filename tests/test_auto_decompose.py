@@ -200,6 +200,16 @@ def test_architecture_without_a_hand_model(family):
         assert _total(table, "weight_bytes", phase) == pytest.approx(expected * bytes_per_value("int4"), rel=1e-12)
 
 
+@needs_extra
+def test_multi_query_model_reports_the_kv_heads_its_cache_stores():
+    """Falcon with multi_query: 4 query heads share one K/V head; the summary (the sidebar card) says 1, as the
+    KV bytes do: 2 layers x (K + V) x 1 head x head dim 16 (64 / 4) x 2 B (bf16) = 128 B per token."""
+    model = auto.load_auto_model(TINY["falcon"])
+    assert model.num_attention_heads == 4 and model.num_key_value_heads == 1
+    assert model.summary()["num_key_value_heads"] == 1
+    assert model.kv_cache_bytes_per_token("bf16") == 2 * 2 * 1 * 16 * 2
+
+
 # ------------------------------------------------------------------------------ conventions
 
 @needs_extra

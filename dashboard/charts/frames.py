@@ -59,3 +59,69 @@ def shape_text(row) -> str:
         if value is not None and not (isinstance(value, float) and math.isnan(value)):
             parts.append(f"{key}={value:g}")
     return " ".join(parts)
+
+
+def wrap_words(text: str, width: int = 70) -> str:
+    """Long hover text broken into lines (<br>) at spaces."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + len(word) < width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+ATTENTION_BODY = ("attention", "softmax")     # the ops of one attention block after its KV-cache read
+
+
+def attention_with_kv_reads(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernel table with each KV-cache read folded into the attention products that consume it.
+
+    The engine books a decode step's KV reads in a zero-FLOP `kv_read` row (it has no place on a log-log
+    roofline), so the Q*K and P*V points alone show no bytes and sit on the compute roof. Here each
+    `kv_read` row's bytes and time (count x per call) go to the `attention` rows that follow it in the same
+    device and phase (the first attention block after it: attention and softmax rows, with query-side work
+    such as MLA's absorbed Q*W_UK allowed before it), in proportion to their FLOPs
+    (Q*K reads K, P*V reads V: FLOPs in proportion to the head dims); the bound is recomputed from the
+    compute and memory times, and the folded `kv_read` rows are dropped. The engine's table is not changed.
+    """
+    if "op" not in kernels or not (kernels["op"] == "kv_read").any():
+        return kernels
+    frame = kernels.reset_index(drop=True).copy()
+    frame["kv_read_bytes"] = 0.0
+    groups = [frame["device"], frame["phase"]] if "device" in frame else [frame["phase"]]
+    folded = []
+    for _, rows in frame.groupby(groups, sort=False):
+        index = list(rows.index)
+        for position, row in enumerate(index):
+            if frame.at[row, "op"] != "kv_read":
+                continue
+            body, started = [], False
+            for following in index[position + 1:]:
+                op = frame.at[following, "op"]
+                if op not in ATTENTION_BODY and (started or op != "gemm"):
+                    break                             # before the block only a query-side GEMM (MLA's Q*W_UK)
+                started |= op == "attention"
+                if frame.at[following, "op"] == "attention" and frame.at[following, "flops"] > 0 \
+                        and frame.at[following, "count"] > 0:
+                    body.append(following)
+            if body:
+                _fold(frame, row, body)
+                folded.append(row)
+    return frame.drop(index=folded).reset_index(drop=True)
+
+
+def _fold(frame: pd.DataFrame, read: int, body: list[int]) -> None:
+    weights = frame.loc[body, "flops"] * frame.loc[body, "count"]
+    for target, weight in zip(body, weights / weights.sum()):
+        per_call = weight * frame.at[read, "count"] / frame.at[target, "count"]
+        for column in ("bytes", "kv_bytes", "time_s", "memory_time_s", "compute_time_s"):
+            if column in frame:
+                frame.at[target, column] += per_call * frame.at[read, column]
+        frame.at[target, "kv_read_bytes"] += per_call * frame.at[read, "bytes"]
+        if "time_share" in frame and not pd.isna(frame.at[read, "time_share"]):
+            frame.at[target, "time_share"] += weight * frame.at[read, "time_share"]
+        if {"compute_time_s", "memory_time_s"} <= set(frame) and frame.at[target, "bound"] in ("compute", "memory"):
+            memory_bound = frame.at[target, "memory_time_s"] >= frame.at[target, "compute_time_s"]
+            frame.at[target, "bound"] = "memory" if memory_bound else "compute"

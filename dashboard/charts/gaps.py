@@ -30,11 +30,12 @@ def _duration(ms: float) -> str:
     return duration(ms / 1e3)
 
 
-def ideal_vs_realistic_figure(kernels: pd.DataFrame) -> go.Figure:
+def ideal_vs_realistic_figure(kernels: pd.DataFrame, method: str = "realistic") -> go.Figure:
     """Per phase (one panel each, own time axis) and device: the ideal roofline bar next to the
     realistic bar stacked as ideal + tile quantization + wave quantization + efficiency + overhead.
 
-    kernels: a realistic estimate's kernel table with a `device` column.
+    kernels: a realistic estimate's kernel table with a `device` column; `method`: the realistic method it
+    came from (realistic or realistic-graph), named on the bars and in the title.
     """
     totals = gap_totals(kernels)
     phases = list(dict.fromkeys(totals["phase"]))
@@ -43,7 +44,7 @@ def ideal_vs_realistic_figure(kernels: pd.DataFrame) -> go.Figure:
     for panel, phase in enumerate(phases):
         xaxis, yaxis = axis_ids(panel)
         rows = totals[totals["phase"] == phase]
-        bars = [label for device in rows["device"] for label in (f"{device}<br>ideal", f"{device}<br>realistic")]
+        bars = [label for device in rows["device"] for label in (f"{device}<br>ideal", f"{device}<br>{method}")]
         for column, label, color in GAP_CAUSES:
             values = []
             for value, ideal in zip(rows[column], rows["ideal_time_s"]):
@@ -54,11 +55,11 @@ def ideal_vs_realistic_figure(kernels: pd.DataFrame) -> go.Figure:
         realistic = rows[[c for c, _, _ in GAP_CAUSES]].sum(axis=1) * 1e3
         for device, total, ideal in zip(rows["device"], realistic, rows["ideal_time_s"] * 1e3):
             ratio = f" ({total / ideal:.2f}x)" if ideal else ""
-            for bar, height, text in ((f"{device}<br>realistic", total, _duration(total) + ratio),
+            for bar, height, text in ((f"{device}<br>{method}", total, _duration(total) + ratio),
                                       (f"{device}<br>ideal", ideal, _duration(ideal))):
                 layout["annotations"].append(dict(x=bar, y=height, text=text, showarrow=False, yanchor="bottom",
                                                   xref=xaxis, yref=yaxis))
         layout[f"yaxis{yaxis[1:]}"]["range"] = [0, float(realistic.max()) * 1.15 if len(realistic) else 1.0]
     layout["yaxis"]["title"] = dict(text="Time per phase (ms)")
     layout.update(barmode="stack", legend=dict(orientation="h", y=-0.18, x=0, traceorder="normal"))
-    return house_figure(data, layout, title="Ideal roofline vs realistic: where the gap comes from")
+    return house_figure(data, layout, title=f"Ideal roofline vs {method}: where the gap comes from")

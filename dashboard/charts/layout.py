@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.facets import axis_ids, panels_layout
-from dashboard.charts.frames import in_order
+from dashboard.charts.frames import in_order, wrap_words
 from dashboard.charts.theme import WARNING, device_style, house_figure
 
 PANELS = (("tpot_s", "TPOT (ms)", 1e3), ("tokens_per_s_per_device", "Output tokens/s per device", 1.0))
@@ -29,6 +29,9 @@ def layout_sweep_figure(sweep: pd.DataFrame, field: str = "tp") -> go.Figure:
         for panel, (column, label, scale) in enumerate(PANELS):
             xaxis, yaxis = axis_ids(panel)
             fits = rows["fits"].astype(bool).tolist()
+            messages = rows["message"].fillna("").tolist() if "message" in rows else [""] * len(rows)
+            why = ["" if ok else f"<br><b>does not fit in memory</b>: {wrap_words(m or 'no reason given')}"
+                   for ok, m in zip(fits, messages)]
             data.append(dict(
                 type="scatter", mode="lines+markers", x=rows[field].tolist(), y=(rows[column] * scale).tolist(),
                 name=device, legendgroup=device, showlegend=panel == 0, xaxis=xaxis, yaxis=yaxis,
@@ -36,7 +39,8 @@ def layout_sweep_figure(sweep: pd.DataFrame, field: str = "tp") -> go.Figure:
                 marker=dict(symbol=[style["symbol"] if ok else style["symbol"] + "-open" for ok in fits], size=11,
                             color=style["color"], line=dict(color=[style["color"] if ok else WARNING for ok in fits],
                                                             width=2)),
-                hovertemplate=f"{device}, {field}=%{{x}}: %{{y:.4g}} {label}<extra></extra>"))
+                customdata=why,
+                hovertemplate=f"{device}, {field}=%{{x}}: %{{y:.4g}} {label}%{{customdata}}<extra></extra>"))
     for panel, (_, label, _) in enumerate(PANELS):
         xaxis, yaxis = axis_ids(panel)
         layout[f"xaxis{xaxis[1:]}"].update(type="log", dtick=0.30102999566, title=dict(text=f"{field.upper()} degree (devices)"))

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.frames import in_order, records, shape_text, si, with_device
+from dashboard.charts.frames import attention_with_kv_reads, in_order, records, shape_text, si, with_device
 from dashboard.charts.theme import (
     BLUE, GREY, MEMORY_LEVEL_COLORS, SKY_BLUE, TEXT, bound_color, bound_sort_key, device_style, house_figure,
 )
@@ -50,6 +50,8 @@ def _hover(rows: list[dict]) -> list[str]:
             f"time {row['time_s'] * 1e6:.4g} µs per call × {count:g} calls"
             + ("" if pd.isna(share) else f" ({share * 100:.1f}% of phase)")
             + f"<br>bound: {row['bound']}"
+            + (f"<br>includes the KV-cache read ({si(row['kv_read_bytes'], 'B')} per call)"
+               if row.get("kv_read_bytes", 0) > 0 else "")
         )
     return texts
 
@@ -204,7 +206,8 @@ def roofline_figure(ceilings: pd.DataFrame, kernels: Optional[pd.DataFrame] = No
         value, ridge_point), several devices concatenated.
     kernels: `Estimate.kernels` rows (with a `device` column when several devices are shown):
         x = flops / bytes, y = flops / time_s, size by `time_share`, colour by `bound`, symbol by
-        device. Kernels with zero FLOPs, zero bytes or zero time have no place on a log-log
+        device. A KV-cache read (zero FLOPs) is folded into the attention products that consume it
+        (`frames.attention_with_kv_reads`), so decode attention shows the bytes it reads. Kernels with zero FLOPs, zero bytes or zero time have no place on a log-log
         roofline; they are left out and an annotation says how many.
     dtypes: matrix roofs to draw (default: the dtypes the kernels ran at; all when no kernels);
         the vector roof is drawn too unless `show_vector=False`.
@@ -213,7 +216,7 @@ def roofline_figure(ceilings: pd.DataFrame, kernels: Optional[pd.DataFrame] = No
     ceilings = with_device(ceilings)
     devices = in_order(ceilings["device"])
     if kernels is not None and not kernels.empty:
-        kernels = with_device(kernels, devices[0] if len(devices) == 1 else "device")
+        kernels = attention_with_kv_reads(with_device(kernels, devices[0] if len(devices) == 1 else "device"))
         devices = in_order([*devices, *kernels["device"]])
     else:
         kernels = None

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.facets import panels_layout
-from dashboard.charts.frames import in_order, records, with_device
+from dashboard.charts.frames import in_order, records, with_device, wrap_words
 from dashboard.charts.theme import GREY, device_style, house_figure
 
 AXIS_TITLES = {"batch": "Batch (sequences)", "input_length": "Input length (tokens)",
@@ -51,6 +51,29 @@ def ridge_crossings(sweep: pd.DataFrame, x: str = "batch") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["device", "crossing", "ridge_point", "status"])
 
 
+def _fits(group: pd.DataFrame) -> list[bool]:
+    """Whether each point fits in device memory (True where the sweep does not say)."""
+    if "fits" not in group:
+        return [True] * len(group)
+    return [True if pd.isna(ok) else bool(ok) for ok in group["fits"]]
+
+
+def _point_hover(group: pd.DataFrame, device: str, x: str, x_name: str, fits: list[bool]) -> list[str]:
+    """Per point: the x value, intensity, step time, compute-bound share and, when it does not fit, why."""
+    share = group["compute_bound_share"] if "compute_bound_share" in group else pd.Series(np.nan, index=group.index)
+    return [f"<b>{device}</b><br>{x_name} {v:g}<br>{i:.3g} FLOP/byte<br>{t * 1e3:.4g} ms per step"
+            + ("" if pd.isna(s) else f"<br>{100 * s:.0f}% of time compute-bound")
+            + ("" if ok else f"<br><b>does not fit in memory</b>: {wrap_words(why)}")
+            for v, i, t, s, ok, why in zip(group[x], group["intensity"], group["time_s"], share, fits,
+                                           _memory_messages(group))]
+
+
+def _memory_messages(group: pd.DataFrame) -> list[str]:
+    if "memory_message" not in group:
+        return ["the sweep gives no reason"] * len(group)
+    return [m if isinstance(m, str) and m else "the sweep gives no reason" for m in group["memory_message"]]
+
+
 def _x_name(frame: pd.DataFrame, x: str) -> str:
     """What the x column measures: `field` names it when x is the generic `value` column."""
     if x == "value" and "field" in frame and len(frame):
@@ -71,7 +94,8 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
     column naming what `value` is, as `engine.sweeps.sweep` returns), time_s (s per step), flops,
     bytes (per step), intensity (FLOP/byte; computed from flops/bytes when missing),
     ridge_point (FLOP/byte, device's matrix peak / HBM bandwidth), compute_bound_share (0..1),
-    tokens_per_s. One row per device and x value of a single phase (`phase` picks one when
+    tokens_per_s; optional fits (bool) and memory_message: points that do not fit in memory are drawn
+    hollow with the message on hover. One row per device and x value of a single phase (`phase` picks one when
     several are present; default decode).
     """
     if right not in RIGHT_PANELS:
@@ -101,16 +125,17 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
     ay = (lambda v: float(np.log10(v))) if y_axis["type"] == "log" else float
     xs_all = frame[x].to_numpy(float)
     x_lo, x_hi = float(xs_all.min()), float(xs_all.max())
+    any_unfit = False
     for index, (device, group) in enumerate(frame.groupby("device", sort=False)):
         style = device_style(index)
         group = group.sort_values(x)
-        share = group["compute_bound_share"] if "compute_bound_share" in group else pd.Series(np.nan, index=group.index)
-        hover = [f"<b>{device}</b><br>{x_name} {v:g}<br>{i:.3g} FLOP/byte<br>{t * 1e3:.4g} ms per step"
-                 + ("" if pd.isna(s) else f"<br>{100 * s:.0f}% of time compute-bound")
-                 for v, i, t, s in zip(group[x], group["intensity"], group["time_s"], share)]
+        fits = _fits(group)
+        hover = _point_hover(group, device, x, x_name, fits)
+        any_unfit |= not all(fits)
         # later devices drawn thinner, so identical curves (intensity is a workload property) stay visible
         line = dict(color=style["color"], width=max(4.5 - 1.5 * index, 1.5))
-        marker = dict(symbol=style["symbol"], size=max(12 - 3 * index, 6), color=style["color"])
+        marker = dict(symbol=[style["symbol"] if ok else style["symbol"] + "-open" for ok in fits],
+                      size=max(12 - 3 * index, 6), color=style["color"], line=dict(color=style["color"], width=2))
         ridge = float(group["ridge_point"].iloc[0])
         data += [
             dict(type="scatter", x=group[x], y=group["intensity"], mode="lines+markers", name=device,
@@ -147,6 +172,11 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
         annotations.append(dict(x=0.01, y=0.99, xref="x domain", yref="y domain", xanchor="left", yanchor="top",
                                 showarrow=False, align="left", text="<br>".join(notes), font=dict(size=13, color=GREY),
                                 bgcolor="rgba(255,255,255,0.85)"))
+    if any_unfit:
+        annotations.append(dict(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-70,
+                                showarrow=False, font=dict(size=13, color=GREY),
+                                text="hollow markers: does not fit in device memory (hover for why)"))
+        layout["margin"] = dict(b=110)
     x_title = dict(text=AXIS_TITLES.get(x_name, x_name))
     layout["xaxis"].update(title=x_title, **x_axis)
     layout["xaxis2"].update(title=x_title, **x_axis)

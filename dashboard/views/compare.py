@@ -22,6 +22,6 @@ def render(ctx: PageContext) -> None:
     formats = {column: st.column_config.NumberColumn(format="%.2f") for column in metrics.columns
                if column not in ("device", "fits", "largest batch that fits")}
     st.dataframe(metrics, hide_index=True, width="stretch", column_config=formats)
-    table_downloads(metrics, "device-comparison", key="compare")
+    table_downloads(metrics, "device-comparison", key="compare", scenario=ctx.summary())
     roofline, *others = figures(ctx, results, results)
     show_charts([*others, roofline], ctx.summary(), key="compare")

@@ -243,10 +243,10 @@ def render_sweep(ctx: PageContext, view: str) -> None:
                                                                  if (problems != '').any() else ""))
     deck_button(figures, ctx.summary(), key="explore")
     for index, (title, figure) in enumerate(figures):
-        chart(figure, title, key=f"explore-{view}-{index}")
+        chart(figure, title, key=f"explore-{view}-{index}", scenario=ctx.summary())
     st.subheader("Sweep table")
     st.dataframe(frame, hide_index=True, width="stretch", height=300)
-    lazy_table_downloads(frame, f"explore-{view}", key="explore")
+    lazy_table_downloads(frame, f"explore-{view}", key="explore", scenario=ctx.summary())
 
 
 # ---------------------------------------------------------------------------------------------- page

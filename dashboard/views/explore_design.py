@@ -35,9 +35,9 @@ def render_sensitivity(ctx: PageContext) -> None:
     figure = charts.tornado_figure(frame, metrics=shown, change=change)
     title = f"Sensitivity on {primary.name}"
     deck_button([(title, figure)], ctx.summary(), key="explore")
-    chart(figure, title, key="explore-sensitivity")
+    chart(figure, title, key="explore-sensitivity", scenario=ctx.summary())
     st.dataframe(frame, hide_index=True, width="stretch")
-    lazy_table_downloads(frame, "sensitivity", key="explore-sensitivity")
+    lazy_table_downloads(frame, "sensitivity", key="explore-sensitivity", scenario=ctx.summary())
 
 
 # ------------------------------------------------------------------------------------------- inverse
@@ -123,7 +123,7 @@ def show_inverse(ctx: PageContext, primary: Hardware, result, info, target: floa
     figures = inverse_figures(ctx, primary, result, unit, shown)
     deck_button(figures, ctx.summary(), key="explore")
     for index, (title, figure) in enumerate(figures):
-        chart(figure, title, key=f"explore-inverse-{index}")
+        chart(figure, title, key=f"explore-inverse-{index}", scenario=ctx.summary())
 
 
 def inverse_figures(ctx: PageContext, primary: Hardware, result, unit: str, shown) -> list[tuple[str, object]]:

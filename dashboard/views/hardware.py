@@ -66,13 +66,16 @@ def _reset(device: str) -> None:
 
 
 def _clone(base: str, existing) -> None:
+    """A hypothetical copy of `base` with its edits (carried as the clone's own edits, so the link rebuilds it),
+    added to the selection after the devices already chosen."""
     name = st.session_state.get("w_clone_name", "").strip()
     if not name or name in existing or set(name) & set(",;:="):
         st.session_state["clone_error"] = f"choose a new name without , ; : = (not {name!r})"
         return
     state = session.view()
-    session.set_view(replace(state, clones=state.clones + ((name, base),)))
-    st.session_state["w_devices"] = [name, *st.session_state.get("w_devices", [])]
+    state = replace(state, clones=state.clones + ((name, base),))
+    session.set_view(state.with_edits(name, state.edits_for(base)))   # the clone starts from the values shown
+    st.session_state["w_devices"] = [*st.session_state.get("w_devices", []), name]   # the primary stays first
     st.session_state["w_edit_device"] = name
     st.session_state.pop("clone_error", None)
 

@@ -11,6 +11,7 @@ from dashboard.context import PageContext, kernels_frame, memory_frame, phases_f
 from dashboard.state import STACK_BY
 from dashboard.units import duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
+from engine.estimators.validity import REALISTIC_METHODS
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
 
@@ -36,13 +37,28 @@ def as_sentences(*parts: str) -> str:
     return " ".join(ended)
 
 
-def headline(result, hint=lambda: "") -> None:
+def beside(name: str, other, attribute: str, show) -> dict:
+    """metric() arguments putting `other`'s value beside a headline card, as a neutral delta."""
+    value = None if other is None else getattr(other, attribute, None)
+    if value is None:
+        return {}
+    return dict(delta=f"{name}: {show(value)}", delta_color="off", delta_arrow="off")
+
+
+def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
+    """The headline cards of `result` (from `method`); `other`: the estimate shown beside it under each time
+    card (the ideal roofline beside a calibrated method, the calibrated realistic beside the roofline)."""
     devices = getattr(result, "devices", 1) or 1
     columns = st.columns(5 if devices > 1 else 4)
     ttft, tpot, rate, memory = columns[:4]
-    ttft.metric("TTFT", duration(result.ttft_s), help="time to first token: the prefill")
-    tpot.metric("TPOT", duration(result.tpot_s), help="time per output token: one decode step")
-    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else f"{result.tokens_per_s:,.0f}")
+    name = "ideal roofline" if method != "roofline" else "realistic"
+    rate_text = lambda value: f"{value:,.0f}"   # noqa: E731
+    ttft.metric("TTFT", duration(result.ttft_s), help=f"time to first token: the prefill ({method})",
+                **beside(name, other, "ttft_s", duration))
+    tpot.metric("TPOT", duration(result.tpot_s), help=f"time per output token: one decode step ({method})",
+                **beside(name, other, "tpot_s", duration))
+    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else rate_text(result.tokens_per_s),
+                **beside(name, other, "tokens_per_s", rate_text))
     fit = result.memory
     used, verdict = memory_card(fit.total_bytes, fit.capacity_bytes, fit.fits)
     memory.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
@@ -105,16 +121,23 @@ def stack_controls() -> None:
     right.toggle("Percent of phase", key="w_percent")
 
 
+def gap_method_for(method: str) -> str:
+    """The method whose gap breakdown the ideal-vs-realistic chart shows: the selected one when it has one."""
+    return method if method in REALISTIC_METHODS else "realistic"
+
+
 def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
     """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`;
-    the ideal-vs-realistic comparison always uses the realistic method, whatever method is selected."""
+    the ideal-vs-realistic comparison uses the selected method when it is a realistic one (realistic,
+    realistic-graph), else realistic (the other methods have no gap breakdown; its title says which)."""
     kernels = kernels_frame(results)
     links = ctx.scenario.device_count > 1
     ceilings = pd.concat([data.ceilings(ctx.devices[name], links) for name in roofline_results], ignore_index=True)
-    realistic = ctx.estimates(method="realistic", names=set(results))
+    gap_method = gap_method_for(ctx.state.method)
+    realistic = results if gap_method == ctx.state.method else ctx.estimates(method=gap_method, names=set(results))
     return [
         ("Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))),
-        ("Ideal roofline vs realistic", ideal_vs_realistic_figure(kernels_frame(realistic))),
+        (f"Ideal roofline vs {gap_method}", ideal_vs_realistic_figure(kernels_frame(realistic), gap_method)),
         ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
         ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
         ("Memory fit", charts.memory_fit_figure(memory_frame(results))),
@@ -143,13 +166,20 @@ def show_charts(figs: list, summary: str, key: str, before: dict | None = None) 
         st.subheader(title)
         if title == "Kernel time by phase":
             stack_controls()
-        chart(figure, title, key=f"{key}-{index}")
+        chart(figure, title, key=f"{key}-{index}", scenario=summary)
 
 
 def energy_section(result) -> None:
     """The energy headline under its own title (before the energy charts, or alone when there are none)."""
     st.subheader("Energy and power")
     energy_headline(result)
+
+
+def beside_estimate(ctx: PageContext, device: str):
+    """The estimate the headline shows beside the selected one: the ideal roofline beside any other method,
+    the calibrated realistic beside the roofline (None when it cannot run)."""
+    method = "realistic" if ctx.state.method == "roofline" else "roofline"
+    return ctx.estimates(method=method, names={device}).get(device)
 
 
 def render(ctx: PageContext) -> None:
@@ -161,7 +191,8 @@ def render(ctx: PageContext) -> None:
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
     result = primary[ctx.state.devices[0]]
-    headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]))
+    headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
+             other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
     show_charts(figures(ctx, primary, results), ctx.summary(), key="overview",
                 before={ENERGY_BY_KERNEL: lambda: energy_section(result)})
     if result.energy is None:  # no energy charts: the section says why, after the other charts
@@ -169,4 +200,4 @@ def render(ctx: PageContext) -> None:
     st.subheader("Kernels")
     table = charts.kernel_table_frame(kernels_frame(primary))
     st.dataframe(table, hide_index=True, width="stretch")
-    table_downloads(table, "kernels", key="overview")
+    table_downloads(table, "kernels", key="overview", scenario=ctx.summary())

@@ -84,12 +84,12 @@ def render(ctx: PageContext) -> None:
                    f"clients): {rows['error'].iloc[0]}")
     curve_figure = serving_curve_figure(curve, state.serving_concurrency)
     latency_figure = serving_latency_figure(curve)
-    chart(curve_figure, "serving throughput per device vs per user", key="serving-curve")
-    chart(latency_figure, "serving latencies", key="serving-latency")
+    chart(curve_figure, "serving throughput per device vs per user", key="serving-curve", scenario=ctx.summary())
+    chart(latency_figure, "serving latencies", key="serving-latency", scenario=ctx.summary())
     table = curve[list(TABLE_COLUMNS)].copy()
     for column in ("ttft_s", "ttft_p90_s", "tpot_s", "tpot_p90_s"):
         table[column] = table[column] * 1e3
     st.dataframe(table.rename(columns=TABLE_COLUMNS), hide_index=True, width="stretch")
-    table_downloads(curve, "serving-curve", key="serving")
+    table_downloads(curve, "serving-curve", key="serving", scenario=ctx.summary())
     deck_button([("Serving: throughput per device vs per user", curve_figure),
                  ("Serving latencies", latency_figure)], ctx.summary(), key="serving")

@@ -29,9 +29,10 @@ def render_layout_sweep(ctx: PageContext) -> None:
     sweep = pd.concat(frames, ignore_index=True)
     for row in sweep[sweep["error"].fillna("") != ""].itertuples():
         st.warning(f"{row.device}, TP={row.tp}: {row.error}")
-    chart(layout_sweep_figure(sweep, "tp"), "sweep over tensor-parallel degree", key="layout-sweep")
+    chart(layout_sweep_figure(sweep, "tp"), "sweep over tensor-parallel degree", key="layout-sweep",
+          scenario=ctx.summary())
     st.dataframe(sweep, hide_index=True, width="stretch")
-    table_downloads(sweep, "tp-sweep", key="layout-sweep")
+    table_downloads(sweep, "tp-sweep", key="layout-sweep", scenario=ctx.summary())
 
 
 def render(ctx: PageContext) -> None:
@@ -52,6 +53,6 @@ def render(ctx: PageContext) -> None:
         return
     sweep = pd.concat(frames, ignore_index=True)
     title = f"Sweep over {LABELS[field]}"
-    chart(charts.sweep_figure(sweep, x="value"), title, key="sweep")
+    chart(charts.sweep_figure(sweep, x="value"), title, key="sweep", scenario=ctx.summary())
     st.dataframe(sweep, hide_index=True, width="stretch")
-    table_downloads(sweep, "sweep", key="sweep")
+    table_downloads(sweep, "sweep", key="sweep", scenario=ctx.summary())

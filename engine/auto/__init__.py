@@ -179,6 +179,8 @@ class AutoModel:
         self.params_total = int(self._prepared.parameters)
         one_token = self._trace(batch=1, new_tokens=1, prior=1, keep=1)
         self._kv_elements_per_token = _kv_elements_per_token(one_token)
+        # what the cache stores, not what the config's head count suggests (Falcon-7B: 71 query heads, 1 KV head)
+        self.num_key_value_heads = _stored_kv_heads(one_token) or self.num_key_value_heads
         self.params_active = self.params_total - int(round(_idle_expert_parameters(one_token)))
 
     def _trace(self, batch: int, new_tokens: int, prior: int, keep: int | None):
@@ -294,6 +296,16 @@ def _kv_elements_per_token(one_token_trace) -> float:
             total += (event.key_elements + event.value_elements) / max(event.tokens, 1) * \
                 one_token_trace.weight(event.site.module)
     return total
+
+
+def _stored_kv_heads(one_token_trace) -> int | None:
+    """The KV heads the traced cache updates store (the most common over layers), None when nothing is stored."""
+    from collections import Counter
+
+    from engine.auto.records import KVStoreRecord
+
+    heads = Counter(event.kv_heads for event in one_token_trace.events if isinstance(event, KVStoreRecord))
+    return heads.most_common(1)[0][0] if heads else None
 
 
 def _idle_expert_parameters(one_token_trace) -> float:

@@ -11,10 +11,10 @@ ENERGY_CHARTS = {"Energy and power", "Energy by kernel", "Energy by component"}
 
 
 def test_default_overview_shows_energy_metrics_and_charts(devices, llama8b):
-    app = run_app()
+    app = run_app(method="roofline")        # checked against the engine's roofline estimate
     assert not app.exception and not app.error
     metrics = {m.label: m.value for m in app.metric}
-    # defaults: Llama-3.1-8B on H100-SXM, one request of 1024 in / 256 out, roofline method
+    # defaults: Llama-3.1-8B on H100-SXM, one request of 1024 in / 256 out; method roofline from the URL
     summary = engine.estimate(devices["H100-SXM"], llama8b, engine.Scenario(
         phase="request", batch=1, input_length=1024, output_length=256)).energy
     per_token_mj = summary["energy_per_device_j"] / 256 * 1e3

@@ -16,7 +16,8 @@ from engine.what_if import apply_edits
 from tests.dashboard.test_app import run_app, texts, url_state
 
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:12",
-           "ex.y": "matrix_tflops", "ex.yv": "log:100:5000:9", "ex.metric": "tpot_s", "batch": "16"}
+           "ex.y": "matrix_tflops", "ex.yv": "log:100:5000:9", "ex.metric": "tpot_s", "batch": "16",
+           "method": "roofline"}                                   # checked against engine.estimate's roofline
 
 
 def figures(app) -> list[dict]:
@@ -88,7 +89,7 @@ def test_heatmap_of_a_cloned_edited_device_uses_the_edit(devices, llama8b):
 
 def test_inverse_answer_meets_the_target_when_re_estimated(devices, llama8b):
     app = run_app(**{"page": "explore", "ex.view": "inverse", "ex.ifield": "memory_bandwidth", "ex.metric": "tpot_s",
-                     "ex.target": "3"})
+                     "ex.target": "3", "method": "roofline"})      # re-estimated with the roofline below
     assert not app.exception and not app.error
     assert "memory bandwidth" in texts(app.success).lower()
     shown = {m.label: m.value for m in app.metric}
@@ -112,7 +113,7 @@ def test_inverse_answer_meets_the_target_when_re_estimated(devices, llama8b):
 
 def test_inverse_for_tensor_parallel_ways_names_the_layout():
     app = run_app(**{"page": "explore", "ex.view": "inverse", "ex.ifield": "tp", "ex.metric": "tokens_per_s",
-                     "ex.target": "400"})
+                     "ex.target": "400", "method": "roofline"})
     assert not app.exception and not app.error
     shown = {m.label: m.value for m in app.metric}
     label = next(label for label in shown if label.startswith("Least"))

@@ -119,7 +119,8 @@ def test_one_point_per_plottable_kernel_per_device(roofline, kernels):
         points = traces(roofline, role="kernels", device=name)
         assert sum(len(t.x) for t in points) == plottable_count(mine)
         assert plottable_count(mine) < len(mine)  # KV-cache traffic (0 FLOP) and softmax (0 bytes) exist
-    left_out = len(kernels) - plottable_count(kernels)
+    folded = int((kernels["op"] == "kv_read").sum())   # KV-cache reads ride on the attention points (drawn)
+    left_out = len(kernels) - plottable_count(kernels) - folded
     (note,) = [a for a in roofline.layout.annotations if "not plotted" in a.text]
     assert note.text.startswith(f"{left_out} kernels")
 
@@ -131,7 +132,14 @@ def test_points_sit_where_the_roofline_puts_them(roofline, hardware):
         matrix = [y for y, text in zip(compute.y, compute.hovertext) if "Softmax" not in text]
         assert np.allclose(matrix, hw.matrix_flops_per_s("bf16"), rtol=1e-9)
         (memory,) = traces(roofline, role="kernels", device=name, bound="memory")
-        assert np.allclose(np.asarray(memory.y) / np.asarray(memory.x), hw.memory_bandwidth_bytes_per_s, rtol=1e-9)
+        attained = np.asarray(memory.y) / np.asarray(memory.x)
+        # attention points that carry their KV-cache read take its time plus their own (tiny) compute time:
+        # a few percent under the slope; every other memory-bound kernel is on it
+        folded = np.array(["includes the KV-cache read" in text for text in memory.hovertext])
+        assert folded.any()
+        assert np.allclose(attained[~folded], hw.memory_bandwidth_bytes_per_s, rtol=1e-9)
+        assert np.all(attained[folded] <= hw.memory_bandwidth_bytes_per_s * (1 + 1e-9))
+        assert np.all(attained[folded] > 0.9 * hw.memory_bandwidth_bytes_per_s)
         assert compute.marker.color == BOUND_COLORS["compute"] and memory.marker.color == BOUND_COLORS["memory"]
 
 
