@@ -21,6 +21,8 @@ contexts so that even one sequence keeps every core busy; short ones pay the ker
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.attention_window import causal_pairs
@@ -32,6 +34,26 @@ BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first wh
 FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows)
 FLASH_BLOCK_K = 64         # ... and key columns
 MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
+
+
+@dataclass(frozen=True)
+class AttentionOverheads:
+    """Fixed work of the fused attention kernels beyond their MACs and bytes (fitted: engine/silicon/attention_fit.py).
+
+    prefill_tile_cycles   core cycles per (query tile, key tile) iteration of a flash CTA: the online softmax
+                          (max, exp, rescale) and the tile loads' synchronisation, which do not shrink with the
+                          head dim, so small head dims run further below the matrix peak
+    prefill_cta_cycles    core cycles per CTA (one head x query tile): Q load, output rescale and store
+    decode_cta_cycles     core cycles per (sequence, KV head) of a decode kernel: its split-KV partial results
+                          and their reduction
+    decode_bandwidth_efficiency   the KV stream's rate relative to a GEMM's achievable bandwidth (paged blocks)
+    Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
+    """
+
+    prefill_tile_cycles: float = 0.0
+    prefill_cta_cycles: float = 0.0
+    decode_cta_cycles: float = 0.0
+    decode_bandwidth_efficiency: float = 1.0
 
 
 def _ceil_to(x, multiple):
@@ -107,13 +129,16 @@ def query_tokens(m, k, n, batch, macs, window=None):
 
 
 def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbytes, rates, score_macs=None,
-                window=None) -> dict:
+                window=None, overheads=None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
     with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
 
     score_macs: the Q*gK MACs of each group (default: half the matrix MACs, as when scores and values
     have the same head width); window: the sliding window of each group (NaN or None: full attention),
-    whose query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys."""
+    whose query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
+    overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the
+    decode stream's bandwidth efficiency, added in t3 (see AttentionOverheads)."""
+    overheads = overheads or AttentionOverheads()
     per_core, cores = rates["macs_per_s_per_core"], rates["cores"]
     peak = per_core * cores
     vector_s = vector_flops / rates["vector_flops_per_s"]
@@ -143,9 +168,16 @@ def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbyte
     compute_waves = np.where(kind_is_decode, padded_decode / peak, waves_prefill)
     memory_waves = memory_peak
     compute = np.maximum(compute_waves / rates["matrix_fraction"], vector_s)
-    memory = np.maximum(memory_waves, nbytes / (rates["bandwidth"] * rates["memory_fraction"]))
+    stream = rates["memory_fraction"] * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
+    memory = np.maximum(memory_waves, nbytes / (rates["bandwidth"] * np.minimum(stream, 1.0)))
+    # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode)
+    core_cycles_s = 1.0 / (cores * rates["clock_hz"]) if "clock_hz" in rates else 0.0
+    tile_iterations = heads * padded_pairs / (FLASH_BLOCK_Q * FLASH_BLOCK_K)
+    fixed_s = core_cycles_s * np.where(
+        kind_is_decode, batch * overheads.decode_cta_cycles,
+        tile_iterations * overheads.prefill_tile_cycles + heads * blocks * overheads.prefill_cta_cycles)
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
     t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])
-    t3 = np.maximum.reduce([compute, memory, t2])
-    return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute, "memory": memory}
+    t3 = np.maximum.reduce([compute, memory, t2]) + fixed_s
+    return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory}
