@@ -6,6 +6,8 @@ method's attention constants (engine/silicon/attention_fit.py) on the OTHER devi
 kernel_latency) and the shipped constants (`shipped`: fitted on every device, in-sample). Prints |error|
 median / p90 and bias (median signed error; negative = predicts too fast) per device x family x head dim x
 length bucket (prefill: prompt tokens; decode: context tokens), then per device x family, then per family.
+The MLA families (DeepSeek-V3's attention core, engine/silicon/score.py) are scored with the constants fitted
+on the (MHA / GQA) attention tables of their phase without the device: they are not fitted on MLA.
 
 Run: .venv/bin/python benchmarks/attention_accuracy.py [--rows-per-device N] [--root SYSTEMS_DIR]
 Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
@@ -27,15 +29,18 @@ LENGTH_LABELS = ["<=256", "257-1k", "1k-4k", "4k-16k", ">16k"]
 
 
 def lodo_table(root, rows_per_device: int, devices: dict) -> tuple[pd.DataFrame, dict]:
-    parts, fitted = [], {}
-    for family in attention_fit.FAMILIES:
+    parts, fitted, groups = [], {}, {}
+    for family in attention_fit.FAMILIES:      # attention first: the MLA families are scored with its constants
         started = time.perf_counter()
         rows = attention_fit.fit_rows(family, devices, root, rows_per_device)
-        groups = attention_fit.device_groups(rows, devices, family)
-        tidy, fitted[family] = attention_fit.leave_one_device_out(groups, family)
-        print(f"{family}: {len(rows):,} measurements on {len(groups)} devices, fitted and scored in "
+        groups[family] = attention_fit.device_groups(rows, devices, family)
+        training = groups[attention_fit.PHASE_OF[family]]
+        tidy, lodo = attention_fit.leave_one_device_out(groups[family], family, training)
+        if family == attention_fit.PHASE_OF[family]:
+            fitted[family] = lodo
+        print(f"{family}: {len(rows):,} measurements on {len(groups[family])} devices, fitted and scored in "
               f"{time.perf_counter() - started:.1f} s")
-        length = tidy["input_length"] if family == "prefill_attention" else tidy["context_length"]
+        length = tidy["input_length"] if family.startswith("prefill") else tidy["context_length"]
         parts.append(tidy.assign(length_bucket=pd.cut(length, LENGTH_BUCKETS, labels=LENGTH_LABELS)))
     return pd.concat(parts, ignore_index=True), fitted
 
@@ -70,13 +75,16 @@ def main() -> None:
     print("\n|error| median / p90, bias. before: the model before the fit; lodo: fitted without the device; "
           "shipped: RealisticConstants (all devices)\n")
     print("## Per device x family x head dim x length\n")
-    print(wide(tidy, ["device", "family", "head_dim", "length_bucket"]).to_string(index=False))
+    print(wide(tidy.fillna({"head_dim": 0}).astype({"head_dim": int}).replace({"head_dim": {0: "mla"}}),
+               ["device", "family", "head_dim", "length_bucket"]).to_string(index=False))
     print("\n## Per device x family\n")
     print(wide(tidy, ["device", "family"]).to_string(index=False))
     print("\n## Per family (all devices)\n")
     print(wide(tidy, ["family"]).to_string(index=False))
     print("\n## All attention\n")
     print(wide(tidy.assign(all="attention"), ["all"]).to_string(index=False))
+    mha = tidy[tidy["family"].isin(["prefill_attention", "decode_attention"])]
+    print(wide(mha.assign(all="attention without MLA"), ["all"]).to_string(index=False))
     print("\n## Constants fitted without each device\n")
     lines = [{"family": family, "left out": device, **{k: f"{v:.4g}" for k, v in values.items()}}
              for family, per_device in fitted.items() for device, values in per_device.items()]

@@ -30,9 +30,11 @@ from engine.estimators.realistic import (DEFAULT_CONSTANTS, DeviceRates, fused_g
                                          fused_group_kernel_s)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
-from engine.silicon.score import attention_kernels, measured_kernels
+from engine.silicon.score import attention_kernels, measured_kernels, mla_kernels
 
-FAMILIES = ("prefill_attention", "decode_attention")
+FAMILIES = ("prefill_attention", "decode_attention", "prefill_mla", "decode_mla")
+PHASE_OF = {"prefill_attention": "prefill_attention", "prefill_mla": "prefill_attention",
+            "decode_attention": "decode_attention", "decode_mla": "decode_attention"}   # which constants time it
 # per family: (constant name, lower bound, upper bound, start)
 PARAMETERS = {
     "prefill_attention": (("attention_matrix_efficiency", 0.3, 2.0, 0.85), ("prefill_tile_cycles", 0.0, 5000.0, 100.0),
@@ -53,6 +55,7 @@ def constants_with(values: dict, base=DEFAULT_CONSTANTS):
 
 def shipped_values(family: str, constants=DEFAULT_CONSTANTS) -> dict:
     """The family's constants as `constants` holds them."""
+    family = PHASE_OF[family]
     def value(name):
         return getattr(constants.attention_overheads, name) if hasattr(constants.attention_overheads, name) \
             else getattr(constants, name)
@@ -61,6 +64,7 @@ def shipped_values(family: str, constants=DEFAULT_CONSTANTS) -> dict:
 
 def uncalibrated(family: str) -> dict:
     """The constants before this fit: efficiency 0.85 (prefill) / 1 (decode), no fixed work, no extra latency."""
+    family = PHASE_OF[family]
     return {"attention_matrix_efficiency": 0.85, "prefill_tile_cycles": 0.0, "prefill_cta_cycles": 0.0,
             "attention_prefill_latency_s": None, "decode_bandwidth_efficiency": 1.0, "decode_cta_cycles": 0.0,
             "attention_decode_latency_s": None} if family == "prefill_attention" else \
@@ -80,7 +84,8 @@ class DeviceAttention:
 
     def __init__(self, rows: pd.DataFrame, hardware, family: str):
         self.rows = rows.reset_index(drop=True)
-        columns, index = attention_kernels(self.rows, decode=family == "decode_attention")
+        kernels = mla_kernels if family.endswith("_mla") else attention_kernels
+        columns, index = kernels(self.rows, decode=family.startswith("decode"))
         out = estimate_roofline(columns, hardware)
         self.rates = DeviceRates.of(hardware)
         row_groups = RowGroups(out)
@@ -103,8 +108,9 @@ class DeviceAttention:
 
 
 def fit_family(groups: list, family: str) -> dict:
-    """The family's constants minimising the pooled soft-L1 loss of log(predicted / measured)."""
-    spec = PARAMETERS[family]
+    """The family's constants (those of its phase, PHASE_OF) minimising the pooled soft-L1 loss of
+    log(predicted / measured) over `groups` (DeviceAttention of any families of that phase)."""
+    spec = PARAMETERS[PHASE_OF[family]]
     scale = np.array([SCALE.get(name, 1.0) for name, *_ in spec])
     def residuals(x):
         values = dict(zip([s[0] for s in spec], x * scale))
@@ -119,12 +125,15 @@ def device_groups(rows: pd.DataFrame, devices: dict, family: str) -> dict:
     return {device: DeviceAttention(part, devices[device], family) for device, part in rows.groupby("device")}
 
 
-def leave_one_device_out(groups: dict, family: str) -> tuple[pd.DataFrame, dict]:
-    """Tidy errors per measurement of every device under `before` (uncalibrated), `lodo` (fitted without the
-    device) and `shipped` (DEFAULT_CONSTANTS); and {device: the lodo constants}."""
+def leave_one_device_out(groups: dict, family: str, training: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Tidy errors per measurement of every device of `groups` ({device: DeviceAttention} of `family`) under
+    `before` (uncalibrated), `lodo` (fitted on `training`, default `groups`, without the device: the MLA families
+    are scored with the constants fitted on the attention tables of their phase) and `shipped`
+    (DEFAULT_CONSTANTS); and {device: the lodo constants}."""
+    training = groups if training is None else training
     parts, fitted = [], {}
     for device, held_out in groups.items():
-        fitted[device] = fit_family([g for d, g in groups.items() if d != device], family)
+        fitted[device] = fit_family([g for d, g in training.items() if d != device], family)
         for label, values in (("before", uncalibrated(family)), ("lodo", fitted[device]),
                               ("shipped", shipped_values(family))):
             parts.append(held_out.errors(values).assign(family=family, model=label))
