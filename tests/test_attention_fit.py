@@ -86,3 +86,24 @@ def test_attention_time_grows_with_length_and_batch(devices, device, family):
     for frame in (_attention_frame(device, decode, 4, lengths), _attention_frame(device, decode, batches, 1024)):
         seconds = score.predicted_seconds(frame, family, devices[device], "realistic")
         assert np.all(np.diff(seconds) >= -1e-15 * seconds[1:])
+
+
+def test_mla_is_scored_on_the_measured_subset(devices):
+    """DeepSeek-V3 MLA (the subset's 10 H100-SXM + 10 B200 rows per phase), timed with the attention-fitted
+    constants: decode (absorbed, streaming the shared latent) within 25% at the median, prefill within 40%;
+    roofline is 70-75% too fast on both."""
+    for family, bound in (("decode_mla", 0.25), ("prefill_mla", 0.40)):
+        frame = score.measured_kernels(family, SUBSET)
+        tidy = score.score_family(frame, family, devices=devices)
+        medians = tidy.groupby("method")["error"].apply(lambda e: float(np.median(np.abs(e))))
+        assert len(frame) == 20 and medians["realistic"] < bound < medians["roofline"]
+
+
+def test_mla_decode_is_nearly_flat_in_query_heads(devices):
+    """Absorbed MLA decode streams one shared 576-value latent per token whatever the query heads: at 8192
+    cached tokens and 32 sequences (302 MB of bf16 latent) 8x the heads (16 -> 128) costs far less than 8x."""
+    frame = pd.DataFrame({"device": "B200", "batch": 32.0, "heads": [16, 128], "dtype": "bf16", "kv_dtype": "bf16",
+                          "input_length": 1.0, "prior_tokens": 8191.0, "context_length": 8192.0, "time_s": 1.0})
+    seconds = score.predicted_seconds(frame, "decode_mla", devices["B200"], "realistic")
+    assert seconds[0] >= 32 * 8192 * 576 * 2 / 8e12          # at least the latent stream at 8 TB/s
+    assert 1.0 < seconds[1] / seconds[0] < 3.0
