@@ -10,6 +10,8 @@ The fused kernel starts from the rows' summed ideal (the roofline method's time 
 the softmax runs after the matrix work) and adds the fused kernel's own losses: its tile padding
 (t1 - t0), waves (t2 - t1) and achievable rates (t3 - t2), each measured on the fused kernel's own
 roofline t0, plus one kernel latency and one launch. So no row is charged less than its ideal.
+Fitted on measured attention kernels (AttentionOverheads, RealisticConstants' attention block): the fixed
+work per key tile and per CTA (prefill) and per (sequence, KV head) (decode), in core cycles, is added in t3.
 
 Prefill (query tiles of FLASH_BLOCK_Q rows over key tiles of FLASH_BLOCK_K, causal): the work is
 padded to whole tiles (the diagonal tiles run in full), spread over the cores in CTAs of one
