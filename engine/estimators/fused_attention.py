@@ -33,7 +33,7 @@ from engine.kernels import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
 BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first when stripping
-FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows)
+FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows); 64 from head_dim 256
 FLASH_BLOCK_K = 64         # ... and key columns
 MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 
@@ -148,21 +148,22 @@ def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbyte
     # prefill: causal flash tiles
     q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if score_macs is None else score_macs, window)
     heads = batch * m / q
+    BQ = np.where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
     prior = n - q
-    blocks = np.ceil(q / FLASH_BLOCK_Q)
+    blocks = np.ceil(q / BQ)
     last = _ceil_to(prior + q, FLASH_BLOCK_K)
-    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + FLASH_BLOCK_Q (b + 1) keys
-    padded_pairs = FLASH_BLOCK_Q * ((blocks - 1) * first + FLASH_BLOCK_Q * blocks * (blocks - 1) / 2.0 + last)
+    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
+    padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
     if window is not None and np.isfinite(window).any():
-        band = _ceil_to(np.nan_to_num(window, nan=0.0) + FLASH_BLOCK_Q - 1, FLASH_BLOCK_K)
-        below = np.clip(np.floor((band - first) / FLASH_BLOCK_Q), 0.0, blocks - 1)    # tiles narrower than the band
-        banded = FLASH_BLOCK_Q * (below * first + FLASH_BLOCK_Q * below * (below + 1) / 2.0
+        band = _ceil_to(np.nan_to_num(window, nan=0.0) + BQ - 1, FLASH_BLOCK_K)
+        below = np.clip(np.floor((band - first) / BQ), 0.0, blocks - 1)    # tiles narrower than the band
+        banded = BQ * (below * first + BQ * below * (below + 1) / 2.0
                                   + (blocks - 1 - below) * band + np.minimum(last, band))
         windowed = np.isfinite(window)
         padded_pairs = np.where(windowed, banded, padded_pairs)
         last = np.where(windowed, np.minimum(last, band), last)
     padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
-    largest_cta = 2.0 * FLASH_BLOCK_Q * k * last
+    largest_cta = 2.0 * BQ * k * last
     waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m
@@ -174,7 +175,7 @@ def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbyte
     memory = np.maximum(memory_waves, nbytes / (rates["bandwidth"] * np.minimum(stream, 1.0)))
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode)
     core_cycles_s = 1.0 / (cores * rates["clock_hz"]) if "clock_hz" in rates else 0.0
-    tile_iterations = heads * padded_pairs / (FLASH_BLOCK_Q * FLASH_BLOCK_K)
+    tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
     fixed_s = core_cycles_s * np.where(
         kind_is_decode, batch * overheads.decode_cta_cycles,
         tile_iterations * overheads.prefill_tile_cycles + heads * blocks * overheads.prefill_cta_cycles)

@@ -91,7 +91,7 @@ class RealisticConstants:
     })
     # fused attention's matrix rate relative to a GEMM's (assumption: FlashAttention-2 reaches
     # 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%; not calibrated, no attention data)
-    attention_matrix_efficiency: float = 0.75      # fitted with the attention block below (was 0.85, assumed)
+    attention_matrix_efficiency: float = 0.76      # fitted with the attention block below (was 0.85, assumed)
     gemv_max_rows: int = 1
     # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
     # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
@@ -110,9 +110,9 @@ class RealisticConstants:
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     # Shipped: fitted on A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (trtllm tables, 2,000 rows each)
     attention_overheads: AttentionOverheads = field(default_factory=lambda: AttentionOverheads(
-        prefill_tile_cycles=150.0, prefill_cta_cycles=8300.0, decode_cta_cycles=2550.0,
+        prefill_tile_cycles=87.0, prefill_cta_cycles=8550.0, decode_cta_cycles=2550.0,
         decode_bandwidth_efficiency=1.37))
-    attention_prefill_latency_s: float | None = 14.2e-6
+    attention_prefill_latency_s: float | None = 14.3e-6
     attention_decode_latency_s: float | None = 11.4e-6
 
 
