@@ -110,7 +110,7 @@ class RealisticConstants:
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     # Shipped: fitted on A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (trtllm tables, 2,000 rows each)
     attention_overheads: AttentionOverheads = field(default_factory=lambda: AttentionOverheads(
-        prefill_tile_cycles=87.0, prefill_cta_cycles=8550.0, decode_cta_cycles=2550.0,
+        prefill_tile_cycles=91.0, prefill_cta_cycles=8500.0, decode_cta_cycles=2550.0,
         decode_bandwidth_efficiency=1.37))
     attention_prefill_latency_s: float | None = 14.3e-6
     attention_decode_latency_s: float | None = 11.4e-6
