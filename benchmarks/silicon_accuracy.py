@@ -1,7 +1,8 @@
 """Kernel-level accuracy on public silicon measurements (NVIDIA AIConfigurator's tables, engine/silicon).
 
 For every system whose GPU the workbook has, scores `roofline` and `realistic` (engine/silicon/score.py)
-on GEMMs per dtype, prefill (context) attention, decode (generation) attention and collectives, and
+on GEMMs per dtype, prefill (context) attention, decode (generation) attention, MLA (context and generation,
+DeepSeek-V3's attention core), MoE and collectives, and
 prints per device x family x precision (dtypes; collectives: op and implementation): count, median and
 p90 of |predicted / measured - 1|, and bias (median signed error; negative = predicts too fast). Then the
 same per family x precision and per family over all devices.

@@ -423,6 +423,10 @@ def test_realistic_sliding_prefill_costs_its_band(devices):
     assert 0.2 < ratio < 0.25
     sliding = rows.loc[["Q*gK (sliding)", "Softmax (sliding)", "Q*gK*gV (sliding)"], "time_s"].sum()
     full = rows.loc[["Q*gK", "Softmax", "Q*gK*gV"], "time_s"].sum()
-    assert ratio <= sliding / full < 1.3 * ratio      # the band's tile padding costs a little (about +12%)
+    # both kernels pay the same per-CTA work (32 heads x 64 query tiles of 128 rows) and latency, which the
+    # band does not shrink; the rest follows the band's padded pairs (its tile padding costs about +12%)
+    from engine.estimators.realistic import DEFAULT_CONSTANTS as C
+    per_kernel = C.attention_prefill_latency_s + 32 * 64 * C.attention_overheads.prefill_cta_cycles / (132 * 1.83e9)
+    assert ratio <= (sliding - per_kernel) / (full - per_kernel) < 1.3 * ratio
     # the sliding and full attentions are separate fused kernels
     assert rows.loc["Q*gK", "fused_group"] != rows.loc["Q*gK (sliding)", "fused_group"]

@@ -96,17 +96,22 @@ def _group_rows(llama8b, hw, scenario):
 
 def test_decode_attention_streams_the_kv_cache_once(devices, llama8b):
     """Llama-3.1-8B decode, 1 sequence, 4096 cached tokens: the fused kernel reads K and V (8 KV heads x 128 x
-    4097 tokens x 2 x 2 B), Q and O once. It is memory-bound: latency + bytes / (achievable fraction x 2.039
-    TB/s), plus what the separate rows' roofline charges beyond the fused roofline (bytes / 2.039 TB/s)."""
+    4097 tokens x 2 x 2 B), Q and O once. It is memory-bound: the attention latency + bytes / (achievable
+    fraction x decode stream efficiency, at most 1, x 2.039 TB/s) + 8 (sequence, KV head) units x decode cycles
+    / (108 cores x 1.41 GHz), plus what the separate rows' roofline charges beyond the fused roofline."""
+    from engine.estimators.realistic import DEFAULT_CONSTANTS as C
     hw = devices["A100-80GB-SXM"]
     out, fused, ideal_sum = _group_rows(llama8b, hw, engine.Scenario(phase="decode", batch=1, input_length=4096))
     kv, q_and_o = 2 * 8 * 128 * 4097 * 2, 2 * 32 * 128 * 2
     assert out["bytes"][fused].sum() == kv + q_and_o
-    streaming = (kv + q_and_o) / (2.039e12 * hw.achievable_memory_bandwidth_fraction)
-    expected = hw.kernel_latency_s + streaming + (ideal_sum - (kv + q_and_o) / 2.039e12)
+    fraction = min(1.0, hw.achievable_memory_bandwidth_fraction * C.attention_overheads.decode_bandwidth_efficiency)
+    streaming = (kv + q_and_o) / (2.039e12 * fraction)
+    fixed = 8 * C.attention_overheads.decode_cta_cycles / (108 * 1.41e9)
+    expected = C.attention_decode_latency_s + streaming + fixed + (ideal_sum - (kv + q_and_o) / 2.039e12)
     assert out["time_s"][fused].sum() == pytest.approx(expected, rel=1e-9)
-    assert out["gap_efficiency_s"][fused].sum() == pytest.approx(streaming - (kv + q_and_o) / 2.039e12, rel=1e-9)
-    assert set(out["bound"][fused]) == {"memory"}
+    assert out["gap_efficiency_s"][fused].sum() == pytest.approx(streaming + fixed - (kv + q_and_o) / 2.039e12,
+                                                                 rel=1e-9)
+    assert set(out["bound"][fused]) == {"overhead"}   # the 11.4 us attention latency exceeds the ~4 us stream
 
 
 def test_prefill_attention_pads_causal_work_to_flash_tiles(devices, llama8b):
@@ -123,10 +128,14 @@ def test_prefill_attention_pads_causal_work_to_flash_tiles(devices, llama8b):
     assert out["gap_tile_quantization_s"][fused].sum() == pytest.approx(padded_s - exact_s, rel=1e-9)
     # 256 query tiles on 132 SMs: the wave evens out (the padded work over 132 exceeds the largest tile)
     assert out["gap_wave_quantization_s"][fused].sum() == pytest.approx(0.0, abs=1e-15)
-    efficiency = padded_s / (hw.achievable_matrix_fraction * 0.85) - padded_s    # attention at 0.85 x the GEMM rate
-    assert out["gap_efficiency_s"][fused].sum() == pytest.approx(efficiency, rel=1e-9)
+    from engine.estimators.realistic import DEFAULT_CONSTANTS as C
+    efficiency = padded_s / (hw.achievable_matrix_fraction * C.attention_matrix_efficiency) - padded_s
+    # fixed work: 32 heads x 72 (query, key) tile iterations (589,824 / (128 x 64)) and 32 x 8 CTAs, over 132 SMs
+    fixed = (32 * 72 * C.attention_overheads.prefill_tile_cycles + 32 * 8 * C.attention_overheads.prefill_cta_cycles) \
+        / (132 * 1.83e9)
+    assert out["gap_efficiency_s"][fused].sum() == pytest.approx(efficiency + fixed, rel=1e-9)
     assert out["time_s"][fused].sum() == pytest.approx(
-        ideal_sum + padded_s - exact_s + efficiency + hw.kernel_latency_s, rel=1e-9)
+        ideal_sum + padded_s - exact_s + efficiency + fixed + C.attention_prefill_latency_s, rel=1e-9)
 
 
 def test_estimate_gemm_accepts_every_method(devices):

@@ -10,6 +10,8 @@ The fused kernel starts from the rows' summed ideal (the roofline method's time 
 the softmax runs after the matrix work) and adds the fused kernel's own losses: its tile padding
 (t1 - t0), waves (t2 - t1) and achievable rates (t3 - t2), each measured on the fused kernel's own
 roofline t0, plus one kernel latency and one launch. So no row is charged less than its ideal.
+Fitted on measured attention kernels (AttentionOverheads, RealisticConstants' attention block): the fixed
+work per key tile and per CTA (prefill) and per (sequence, KV head) (decode), in core cycles, is added in t3.
 
 Prefill (query tiles of FLASH_BLOCK_Q rows over key tiles of FLASH_BLOCK_K, causal): the work is
 padded to whole tiles (the diagonal tiles run in full), spread over the cores in CTAs of one
@@ -21,6 +23,8 @@ contexts so that even one sequence keeps every core busy; short ones pay the ker
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.attention_window import causal_pairs
@@ -29,9 +33,29 @@ from engine.kernels import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
 BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first when stripping
-FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows)
+FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows); 64 from head_dim 256
 FLASH_BLOCK_K = 64         # ... and key columns
 MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
+
+
+@dataclass(frozen=True)
+class AttentionOverheads:
+    """Fixed work of the fused attention kernels beyond their MACs and bytes (fitted: engine/silicon/attention_fit.py).
+
+    prefill_tile_cycles   core cycles per (query tile, key tile) iteration of a flash CTA: the online softmax
+                          (max, exp, rescale) and the tile loads' synchronisation, which do not shrink with the
+                          head dim, so small head dims run further below the matrix peak
+    prefill_cta_cycles    core cycles per CTA (one head x query tile): Q load, output rescale and store
+    decode_cta_cycles     core cycles per (sequence, KV head) of a decode kernel: its split-KV partial results
+                          and their reduction
+    decode_bandwidth_efficiency   the KV stream's rate relative to a GEMM's achievable bandwidth (paged blocks)
+    Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
+    """
+
+    prefill_tile_cycles: float = 0.0
+    prefill_cta_cycles: float = 0.0
+    decode_cta_cycles: float = 0.0
+    decode_bandwidth_efficiency: float = 1.0
 
 
 def _ceil_to(x, multiple):
@@ -107,13 +131,16 @@ def query_tokens(m, k, n, batch, macs, window=None):
 
 
 def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbytes, rates, score_macs=None,
-                window=None) -> dict:
+                window=None, overheads=None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
     with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
 
     score_macs: the Q*gK MACs of each group (default: half the matrix MACs, as when scores and values
     have the same head width); window: the sliding window of each group (NaN or None: full attention),
-    whose query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys."""
+    whose query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
+    overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the
+    decode stream's bandwidth efficiency, added in t3 (see AttentionOverheads)."""
+    overheads = overheads or AttentionOverheads()
     per_core, cores = rates["macs_per_s_per_core"], rates["cores"]
     peak = per_core * cores
     vector_s = vector_flops / rates["vector_flops_per_s"]
@@ -121,21 +148,22 @@ def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbyte
     # prefill: causal flash tiles
     q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if score_macs is None else score_macs, window)
     heads = batch * m / q
+    BQ = np.where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
     prior = n - q
-    blocks = np.ceil(q / FLASH_BLOCK_Q)
+    blocks = np.ceil(q / BQ)
     last = _ceil_to(prior + q, FLASH_BLOCK_K)
-    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + FLASH_BLOCK_Q (b + 1) keys
-    padded_pairs = FLASH_BLOCK_Q * ((blocks - 1) * first + FLASH_BLOCK_Q * blocks * (blocks - 1) / 2.0 + last)
+    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
+    padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
     if window is not None and np.isfinite(window).any():
-        band = _ceil_to(np.nan_to_num(window, nan=0.0) + FLASH_BLOCK_Q - 1, FLASH_BLOCK_K)
-        below = np.clip(np.floor((band - first) / FLASH_BLOCK_Q), 0.0, blocks - 1)    # tiles narrower than the band
-        banded = FLASH_BLOCK_Q * (below * first + FLASH_BLOCK_Q * below * (below + 1) / 2.0
+        band = _ceil_to(np.nan_to_num(window, nan=0.0) + BQ - 1, FLASH_BLOCK_K)
+        below = np.clip(np.floor((band - first) / BQ), 0.0, blocks - 1)    # tiles narrower than the band
+        banded = BQ * (below * first + BQ * below * (below + 1) / 2.0
                                   + (blocks - 1 - below) * band + np.minimum(last, band))
         windowed = np.isfinite(window)
         padded_pairs = np.where(windowed, banded, padded_pairs)
         last = np.where(windowed, np.minimum(last, band), last)
     padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
-    largest_cta = 2.0 * FLASH_BLOCK_Q * k * last
+    largest_cta = 2.0 * BQ * k * last
     waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m
@@ -143,9 +171,16 @@ def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbyte
     compute_waves = np.where(kind_is_decode, padded_decode / peak, waves_prefill)
     memory_waves = memory_peak
     compute = np.maximum(compute_waves / rates["matrix_fraction"], vector_s)
-    memory = np.maximum(memory_waves, nbytes / (rates["bandwidth"] * rates["memory_fraction"]))
+    stream = rates["memory_fraction"] * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
+    memory = np.maximum(memory_waves, nbytes / (rates["bandwidth"] * np.minimum(stream, 1.0)))
+    # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode)
+    core_cycles_s = 1.0 / (cores * rates["clock_hz"]) if "clock_hz" in rates else 0.0
+    tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
+    fixed_s = core_cycles_s * np.where(
+        kind_is_decode, batch * overheads.decode_cta_cycles,
+        tile_iterations * overheads.prefill_tile_cycles + heads * blocks * overheads.prefill_cta_cycles)
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
     t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])
-    t3 = np.maximum.reduce([compute, memory, t2])
-    return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute, "memory": memory}
+    t3 = np.maximum.reduce([compute, memory, t2]) + fixed_s
+    return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory}

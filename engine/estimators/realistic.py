@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.dtypes import bytes_per_value, compute_dtype
-from engine.estimators.fused_attention import attention_groups, fused_times, is_scores_row
+from engine.estimators.fused_attention import AttentionOverheads, attention_groups, fused_times, is_scores_row
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -91,7 +91,7 @@ class RealisticConstants:
     })
     # fused attention's matrix rate relative to a GEMM's (assumption: FlashAttention-2 reaches
     # 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%; not calibrated, no attention data)
-    attention_matrix_efficiency: float = 0.85
+    attention_matrix_efficiency: float = 0.76      # fitted with the attention block below (was 0.85, assumed)
     gemv_max_rows: int = 1
     # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
     # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
@@ -102,6 +102,18 @@ class RealisticConstants:
     # frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with the Vidur-fitted kernel_latency, see the doc).
     gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
     gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
+
+    # --- fused attention (engine/estimators/fused_attention.py; fitted on AIConfigurator's attention tables,
+    # leave-one-device-out: engine/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
+    # the attention kernels' fixed work in core cycles and the decode KV stream's efficiency (AttentionOverheads);
+    # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
+    # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
+    # Shipped: fitted on A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (trtllm tables, 2,000 rows each)
+    attention_overheads: AttentionOverheads = field(default_factory=lambda: AttentionOverheads(
+        prefill_tile_cycles=91.0, prefill_cta_cycles=8500.0, decode_cta_cycles=2550.0,
+        decode_bandwidth_efficiency=1.37))
+    attention_prefill_latency_s: float | None = 14.3e-6
+    attention_decode_latency_s: float | None = 11.4e-6
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
@@ -285,23 +297,20 @@ def _time_elementwise(out, rows, kind, rates: DeviceRates, constants, chain, com
     floor[rows] = least
 
 
-def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants, host, ideal,
-                chain, compute, memory, time, kernel_time):
-    """Time each attention group once and charge it to its rows by their ideal times."""
+def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> dict:
+    """Per attention group: fused_times' arguments (`args`, `rates`, `decode`) and its rows' ideal sum."""
     rows = np.flatnonzero(fused >= 0)
     group = fused[rows]
     groups = int(group.max()) + 1
     total = lambda column: np.bincount(group, weights=out[column][rows].astype(float), minlength=groups)  # noqa: E731
-    ideal_sum = np.bincount(group, weights=ideal[rows], minlength=groups)
     # shape, dtype and kind from each group's Q*gK row (the first matrix row if it has none)
-    names = row_groups.strings("name")[rows]
-    is_scores = is_scores_row(names)
+    is_scores = is_scores_row(row_groups.strings("name")[rows])
     is_matrix = row_groups.strings("op")[rows] == "attention"
     order = np.lexsort((~is_scores, ~is_matrix, group))
     lead = rows[order][np.unique(group[order], return_index=True)[1]]
-    m, k, n, batch = (out[c][lead].astype(float) for c in ("m", "k", "n", "batch"))
+    m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     fused_rates = {
-        "macs_per_s_per_core": per_core_macs[lead], "cores": rates.cores,
+        "macs_per_s_per_core": per_core_macs[lead], "cores": rates.cores, "clock_hz": rates.clock_hz,
         "vector_flops_per_s": rates.vector_flops_per_s, "bandwidth": rates.bandwidth,
         "matrix_fraction": rates.matrix_fraction * constants.attention_matrix_efficiency,
         "memory_fraction": rates.memory_fraction,
@@ -311,10 +320,33 @@ def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_
                              minlength=groups)
     score_macs = np.where(score_macs > 0, score_macs, total("macs") / 2.0)   # a group without a Q*gK row
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
-    times = fused_times(decode, np.maximum(m, 1.0), np.maximum(k, 1.0), np.maximum(n, 1.0), np.maximum(batch, 1.0),
-                        total("macs"), total("vector_flops"), total("bytes"), fused_rates, score_macs, window)
-    offset = np.maximum(ideal_sum - times["t0"], 0.0)     # the rows' ideal sum over the fused roofline
-    group_kernel = rates.kernel_latency_s + times["t3"] + offset
+    return {"args": (decode, m, k, n, batch, total("macs"), total("vector_flops"), total("bytes")),
+            "rates": fused_rates, "score_macs": score_macs, "window": window, "decode": decode, "lead": lead,
+            "ideal_sum": np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups)}
+
+
+def fused_group_kernel_s(inputs: dict, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
+    """fused_times of each group and its device time: latency + t3 + the rows' ideal sum over the fused t0."""
+    overheads = constants.attention_overheads
+    if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
+        overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
+    times = fused_times(*inputs["args"], inputs["rates"], inputs["score_macs"], inputs["window"], overheads)
+    prefill, decode = constants.attention_prefill_latency_s, constants.attention_decode_latency_s
+    latency = np.where(inputs["decode"], rates.kernel_latency_s if decode is None else decode,
+                       rates.kernel_latency_s if prefill is None else prefill)
+    offset = np.maximum(inputs["ideal_sum"] - times["t0"], 0.0)
+    return times, latency + times["t3"] + offset
+
+
+def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants, host, ideal,
+                chain, compute, memory, time, kernel_time):
+    """Time each attention group once and charge it to its rows by their ideal times."""
+    rows = np.flatnonzero(fused >= 0)
+    group = fused[rows]
+    inputs = fused_group_inputs(out, fused, row_groups, rates, per_core_macs, constants)
+    ideal_sum = inputs["ideal_sum"]
+    times, group_kernel = fused_group_kernel_s(inputs, rates, constants)
+    offset = np.maximum(ideal_sum - times["t0"], 0.0)
     group_time = np.maximum(group_kernel, host)
     gaps = np.stack([times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
                      group_time - times["t3"] - offset])

@@ -12,6 +12,10 @@ measurements of one device in ONE table timed by the method in one call:
                         (no prior context, causal): Q*gK, Softmax, Q*gK*gV (realistic: one fused kernel)
   decode_attention      the same for one new token after `prior_tokens` cached ones: KVCache_Read, Q*gK, Softmax,
                         Q*gK*gV (the measurement's context_length = prior_tokens + 1 keys)
+  prefill_mla           DeepSeek-V3's MLA attention core for a prompt (engine/decompose_mla.py's naive form:
+                        MHA over the decompressed K/V, scores over 192 channels, values over 128), no weight GEMMs
+  decode_mla            the same for one decode token in the absorbed form: KVCache_Read of the 576-value latent,
+                        MQA with one shared head (576 key, 512 value channels); no Q*W_UK / O*W_UV GEMMs
   moe                   the routed experts of one MoE layer as engine/decompose_moe.py builds them: per device
                         E / moe_ep experts of intermediate / moe_tp, tokens x topk / moe_ep (token, expert) pairs
                         (balanced routing rows only) over the experts they reach (expected_active_experts):
@@ -37,11 +41,14 @@ from engine.decompose_moe import expected_active_experts
 from engine.kernel_fields import gemm_fields, mlp_activation_fields
 from engine.kernels import KernelTableBuilder
 
-FAMILIES = ("gemm", "prefill_attention", "decode_attention", "moe", "collective")
+FAMILIES = ("gemm", "prefill_attention", "decode_attention", "prefill_mla", "decode_mla", "moe", "collective")
 DEFAULT_METHODS = ("roofline", "realistic")
 COLLECTIVE_NAMES = {"all_reduce": "AllReduce_measured", "all_gather": "AllGather_measured",
                     "reduce_scatter": "ReduceScatter_measured", "all_to_all": "AllToAll_measured"}
 ATTENTION_KEYS = ["heads", "kv_heads", "head_dim", "dtype", "kv_dtype", "window_size"]
+MLA_KEYS = ["heads", "dtype", "kv_dtype", "window_size"]
+# DeepSeek-V3 / R1 config.json: the MLA tables are collected with its dimensions (aiconfigurator's collector)
+MLA_DIMS = {"kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
 
 
 def gemm_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
@@ -58,9 +65,43 @@ def gemm_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
 
 def attention_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarray]:
     """The attention rows of each measurement (one fused group each); returns (columns, measurement index)."""
+    def add(rows, part, key):
+        heads, kv_heads, head_dim = (int(v) for v in key[:3])
+        rows.add_mha(part, 1.0, "", heads, kv_heads, head_dim)
+    return _fused_kernels(frame, decode, ATTENTION_KEYS, add)
+
+
+def mla_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarray]:
+    """The MLA attention core of each measurement as engine/decompose_mla.py builds it for DeepSeek-V3's
+    dimensions (MLA_DIMS), without the weight GEMMs the tables time separately: prompts in the naive form
+    (MHA over the decompressed K/V: `heads` heads, scores over nope + rope channels, values over v), decode in
+    the absorbed form (KVCache_Read of the latent, then MQA with one shared head of rank + rope key channels
+    and rank value channels: nearly flat in query heads)."""
+    rank, nope, rope, value = (MLA_DIMS[k] for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                                      "v_head_dim"))
+    latent = rank + rope
+
+    def add(rows, part, key):
+        heads, act = int(key[0]), rows.act
+        if decode:      # decompose_mla._absorbed's core
+            rows.kv_read(part, 1.0, "", latent, latent, 1)
+            own = part.fresh_tokens * latent * act
+            rows.core(part, 1.0, "", heads, 1, latent, rank, part.query_tokens * heads * latent * act + own,
+                      part.query_tokens * heads * rank * act + own)
+        else:           # decompose_mla._naive's core (no cached tokens)
+            tokens = part.fresh_tokens
+            rows.core(part, 1.0, "", heads, heads, nope + rope, value,
+                      (part.query_tokens * heads * (nope + rope) + tokens * (heads * nope + rope)) * act,
+                      (part.query_tokens + tokens) * heads * value * act)
+    return _fused_kernels(frame.assign(window_size=0), decode, MLA_KEYS, add)
+
+
+def _fused_kernels(frame: pd.DataFrame, decode: bool, keys: list, add) -> tuple[dict, np.ndarray]:
+    """Per group of `keys` (its last three: dtype, kv_dtype, window_size), `add(AttentionRows, part, key)` adds
+    the attention rows of its measurements; returns (columns, measurement index)."""
     builder, positions = KernelTableBuilder(), []
-    for number, (key, rows) in enumerate(frame.groupby(ATTENTION_KEYS, sort=False)):
-        heads, kv_heads, head_dim, dtype, kv_dtype, window = key
+    for number, (key, rows) in enumerate(frame.groupby(keys, sort=False)):
+        dtype, kv_dtype, window = key[-3:]
         window = int(window) if window and window > 0 else None
         batch = rows["batch"].to_numpy(dtype=float)
         if decode:
@@ -70,9 +111,8 @@ def attention_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarr
             part = AttentionPart.uniform("", batch, rows["input_length"].to_numpy(dtype=float), np.zeros(len(rows)),
                                          "Ma_Mqa", window=window, per_row_count=True)
         pass_ = ForwardPass(f"measured {number}", batch, batch, 1, (part,))   # own phase: one fused group per row
-        AttentionRows(builder, pass_, bytes_per_value(dtype), bytes_per_value(dtype), bytes_per_value(kv_dtype),
-                      compute_dtype(dtype, kv_dtype), dtype, dtype).add_mha(part, 1.0, "", int(heads), int(kv_heads),
-                                                                           int(head_dim))
+        add(AttentionRows(builder, pass_, bytes_per_value(dtype), bytes_per_value(dtype), bytes_per_value(kv_dtype),
+                          compute_dtype(dtype, kv_dtype), dtype, dtype), part, key)
         positions.append(_positions(frame, rows))
     columns = builder.build_columns()
     # every kernel added for attention `number` (phase "measured <number>") has one row per measurement, in order
@@ -161,6 +201,8 @@ def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, c
         columns, index = moe_kernels(frame)
     elif family in ("prefill_attention", "decode_attention"):
         columns, index = attention_kernels(frame, decode=family == "decode_attention")
+    elif family in ("prefill_mla", "decode_mla"):
+        columns, index = mla_kernels(frame, decode=family == "decode_mla")
     else:
         raise ValueError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
     return method_seconds(columns, index, len(frame), hardware, method, constants)
@@ -223,7 +265,9 @@ def measured_kernels(family: str, root=None, framework: str = "trtllm", systems=
         frame = one_version_each(tables.collective_table(root, systems))
         return frame[frame["framework"].isin(["nccl", framework])].reset_index(drop=True)
     reader = {"gemm": tables.gemm_table, "prefill_attention": tables.context_attention_table,
-              "decode_attention": tables.generation_attention_table, "moe": tables.moe_table}[family]
+              "decode_attention": tables.generation_attention_table, "moe": tables.moe_table,
+              "prefill_mla": lambda *a: tables.mla_table("context", *a),
+              "decode_mla": lambda *a: tables.mla_table("generation", *a)}[family]
     frame = one_version_each(reader(root, systems, [framework]))
     if family == "moe":
         frame = frame[frame["distribution"] == "balanced"].reset_index(drop=True)

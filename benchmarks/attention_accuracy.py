@@ -1,0 +1,96 @@
+"""Realistic fused attention on NVIDIA AIConfigurator's measured attention tables, leave-one-device-out.
+
+For every device with trtllm context / generation attention tables and a workbook entry, fits the realistic
+method's attention constants (engine/silicon/attention_fit.py) on the OTHER devices and scores the device
+(`lodo`), against the model before this fit (`before`: efficiency 0.85, no fixed work, the device's
+kernel_latency) and the shipped constants (`shipped`: fitted on every device, in-sample). Prints |error|
+median / p90 and bias (median signed error; negative = predicts too fast) per device x family x head dim x
+length bucket (prefill: prompt tokens; decode: context tokens), then per device x family, then per family.
+The MLA families (DeepSeek-V3's attention core, engine/silicon/score.py) are scored with the constants fitted
+on the (MHA / GQA) attention tables of their phase without the device: they are not fitted on MLA.
+
+Run: .venv/bin/python benchmarks/attention_accuracy.py [--rows-per-device N] [--root SYSTEMS_DIR]
+Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from engine.silicon import attention_fit, installed_version
+from engine.specs import load_specs
+
+LENGTH_BUCKETS = [0, 256, 1024, 4096, 16384, np.inf]
+LENGTH_LABELS = ["<=256", "257-1k", "1k-4k", "4k-16k", ">16k"]
+
+
+def lodo_table(root, rows_per_device: int, devices: dict) -> tuple[pd.DataFrame, dict]:
+    parts, fitted, groups = [], {}, {}
+    for family in attention_fit.FAMILIES:      # attention first: the MLA families are scored with its constants
+        started = time.perf_counter()
+        rows = attention_fit.fit_rows(family, devices, root, rows_per_device)
+        groups[family] = attention_fit.device_groups(rows, devices, family)
+        training = groups[attention_fit.PHASE_OF[family]]
+        tidy, lodo = attention_fit.leave_one_device_out(groups[family], family, training)
+        if family == attention_fit.PHASE_OF[family]:
+            fitted[family] = lodo
+        print(f"{family}: {len(rows):,} measurements on {len(groups[family])} devices, fitted and scored in "
+              f"{time.perf_counter() - started:.1f} s")
+        length = tidy["input_length"] if family.startswith("prefill") else tidy["context_length"]
+        parts.append(tidy.assign(length_bucket=pd.cut(length, LENGTH_BUCKETS, labels=LENGTH_LABELS)))
+    return pd.concat(parts, ignore_index=True), fitted
+
+
+def wide(tidy: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One line per group: count, then `median / p90, bias` per model (before, lodo, shipped), in percent."""
+    lines = []
+    for key, rows in tidy.groupby(keys, observed=True, sort=True):
+        line = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        for model, part in rows.groupby("model", sort=False):
+            error = part["error"].to_numpy()
+            line["count"] = error.size
+            line[model] = (f"{100 * np.median(np.abs(error)):.1f}% / {100 * np.quantile(np.abs(error), 0.9):.1f}%, "
+                           f"{100 * np.median(error):+.1f}%")
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
+    parser.add_argument("--rows-per-device", type=int, default=2000,
+                        help="measurements sampled per device and family (fixed seed; default 2000)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    devices = load_specs()
+    print(f"# Realistic attention on aiconfigurator-core {installed_version() if args.root is None else args.root} "
+          f"tables (trtllm), leave-one-device-out\n")
+    tidy, fitted = lodo_table(args.root, args.rows_per_device, devices)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_rows", 500)
+    print("\n|error| median / p90, bias. before: the model before the fit; lodo: fitted without the device; "
+          "shipped: RealisticConstants (all devices)\n")
+    print("## Per device x family x head dim x length\n")
+    print(wide(tidy.fillna({"head_dim": 0}).astype({"head_dim": int}).replace({"head_dim": {0: "mla"}}),
+               ["device", "family", "head_dim", "length_bucket"]).to_string(index=False))
+    print("\n## Per device x family\n")
+    print(wide(tidy, ["device", "family"]).to_string(index=False))
+    print("\n## Per family (all devices)\n")
+    print(wide(tidy, ["family"]).to_string(index=False))
+    print("\n## All attention\n")
+    print(wide(tidy.assign(all="attention"), ["all"]).to_string(index=False))
+    mha = tidy[tidy["family"].isin(["prefill_attention", "decode_attention"])]
+    print(wide(mha.assign(all="attention without MLA"), ["all"]).to_string(index=False))
+    print("\n## Constants fitted without each device\n")
+    lines = [{"family": family, "left out": device, **{k: f"{v:.4g}" for k, v in values.items()}}
+             for family, per_device in fitted.items() for device, values in per_device.items()]
+    print(pd.DataFrame(lines).fillna("").to_string(index=False))
+    print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
