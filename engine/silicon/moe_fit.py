@@ -88,6 +88,8 @@ def fit(groups: list, rounds: int = 2) -> dict:
     for _ in range(rounds):
         for name in NAMES:
             kind = name == "weight_only_efficiency"
+            if not any((g.weight_only == kind).any() for g in groups):
+                continue     # no rows of that kind: the constant stays as it is
             values[name] = float(min(GRID, key=lambda v: pooled_objective(groups, {**values, name: v}, kind)))
     return values
 
