@@ -106,7 +106,7 @@ def test_small_batch_floor_breaks_when_the_grouped_bandwidth_moves_15_percent(sa
 def test_weight_only_floor_breaks_when_the_weight_only_share_moves_15_percent(sample):
     def within(values):
         median, p90, _ = median_abs(sample.values(), values, REGIMES["weight_only_efficiency"])
-        return median <= 0.478 and p90 <= 0.76                 # shipped: 47.3%, 74.7%
+        return median <= 0.495 and p90 <= 0.72                 # shipped: 48.8%, 70.1%
     assert within(SHIPPED)
     for factor in (0.85, 1.15):
         assert not within({**SHIPPED, "weight_only_efficiency": SHIPPED["weight_only_efficiency"] * factor}), factor

@@ -105,14 +105,12 @@ class RealisticConstants:
     # Grouped expert GEMMs (rows named Expert_*: one grouped kernel over the active experts) reach a share of a
     # dense GEMM's matrix rate and weight-streaming bandwidth (per-expert tile scheduling, ragged m, the
     # permuted gather of the tokens); weight-only formats (weights narrower than the compute format, e.g.
-    # int4 / mxfp4 weights x bf16 activations) stream and dequantize each weight once: a share of the weight-
-    # streaming bandwidth (the dequantization per weight tile is shared by all its rows, so the matrix rate is
-    # the compute format's: A100's dense int4 / int8 x bf16 GEMMs above 512 rows are within 5% of bf16's).
+    # int4 / mxfp4 weights x bf16 activations) dequantize in the main loop, a share of both rates again.
     # Fitted on AIConfigurator's moe_perf tables, leave-one-device-out (engine/silicon/moe_fit.py).
-    # Shipped: fitted on H100-SXM, H200-SXM and B200 (leave-one-device-out: 0.62 / 0.82-0.88 / 0.20-0.44).
+    # Shipped: fitted on H100-SXM, H200-SXM and B200 (leave-one-device-out: 0.62 / 0.82-0.88 / 0.40-0.64).
     grouped_gemm_matrix_efficiency: float = 0.60
     grouped_gemm_memory_efficiency: float = 0.84
-    weight_only_efficiency: float = 0.36
+    weight_only_efficiency: float = 0.58
 
     # --- fused attention (engine/estimators/fused_attention.py; fitted on AIConfigurator's attention tables,
     # leave-one-device-out: engine/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
@@ -241,6 +239,7 @@ def _kernel_efficiencies(out, rows, value_bytes, constants) -> tuple[np.ndarray,
     per_value = out["weight_bytes"][rows].astype(float) / values    # 0: both operands activations (not weight-only)
     # weight-only: weights narrower than a 16-bit (or wider) compute format; fp4 x fp8 is a native MMA
     weight_only = (per_value > 0) & (per_value < 0.75 * value_bytes) & (value_bytes >= 2)
+    matrix[weight_only] *= constants.weight_only_efficiency
     memory[weight_only] *= constants.weight_only_efficiency
     return matrix, memory
 
@@ -254,7 +253,7 @@ def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates,
         mine = which.reshape(-1) == number
         gemm_rates = GemmRates(per_core[mine], value_bytes[mine], rates.matrix_fraction * value, rates.bandwidth,
                                rates.memory_fraction * memory_value, rates.kernel_latency_s)
-        parts[number] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
+        parts[value] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
                                              gemm_rates))
     if len(parts) == 1:
         return next(iter(parts.values()))[1]
