@@ -102,15 +102,6 @@ class RealisticConstants:
     # frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with the Vidur-fitted kernel_latency, see the doc).
     gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
     gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
-    # Grouped expert GEMMs (rows named Expert_*: one grouped kernel over the active experts) reach a share of a
-    # dense GEMM's matrix rate and weight-streaming bandwidth (per-expert tile scheduling, ragged m, the
-    # permuted gather of the tokens); weight-only formats (weights narrower than the compute format, e.g.
-    # int4 / mxfp4 weights x bf16 activations) dequantize in the main loop, a share of both rates again.
-    # Fitted on AIConfigurator's moe_perf tables, leave-one-device-out (engine/silicon/moe_fit.py).
-    # Shipped: fitted on H100-SXM, H200-SXM and B200 (leave-one-device-out: 0.62 / 0.82-0.88 / 0.40-0.64).
-    grouped_gemm_matrix_efficiency: float = 0.60
-    grouped_gemm_memory_efficiency: float = 0.84
-    weight_only_efficiency: float = 0.58
 
     # --- fused attention (engine/estimators/fused_attention.py; fitted on AIConfigurator's attention tables,
     # leave-one-device-out: engine/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
@@ -227,32 +218,13 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
     return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
 
 
-def _kernel_efficiencies(out, rows, value_bytes, constants) -> tuple[np.ndarray, np.ndarray]:
-    """Per GEMM row: (matrix, memory) rate multipliers of grouped expert GEMMs and weight-only formats."""
-    count = int(rows.sum())
-    matrix, memory = np.ones(count), np.ones(count)
-    if "name" in out:
-        grouped = np.char.startswith(np.asarray(out["name"])[rows].astype(str), "Expert_")
-        matrix[grouped] *= constants.grouped_gemm_matrix_efficiency
-        memory[grouped] *= constants.grouped_gemm_memory_efficiency
-        values = np.maximum(out["k"][rows] * out["n"][rows] * out["batch"][rows], 1.0).astype(float)
-    per_value = out["weight_bytes"][rows].astype(float) / values    # 0: both operands activations (not weight-only)
-    # weight-only: weights narrower than a 16-bit (or wider) compute format; fp4 x fp8 is a native MMA
-    weight_only = (per_value > 0) & (per_value < 0.75 * value_bytes) & (value_bytes >= 2)
-    matrix[weight_only] *= constants.weight_only_efficiency
-    memory[weight_only] *= constants.weight_only_efficiency
-    return matrix, memory
-
-
-def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates, per_core, value_bytes, efficiency,
-                           memory_efficiency):
-    """choose_tilings once per distinct (matrix, memory) efficiency (usually one or two), merged back per row."""
+def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates, per_core, value_bytes, efficiency):
+    """choose_tilings once per distinct format efficiency (usually one or two), merged back per row."""
     parts = {}
-    pairs, which = np.unique(np.stack([efficiency, memory_efficiency], axis=1), axis=0, return_inverse=True)
-    for number, (value, memory_value) in enumerate(pairs):
-        mine = which.reshape(-1) == number
+    for value in np.unique(efficiency):
+        mine = efficiency == value
         gemm_rates = GemmRates(per_core[mine], value_bytes[mine], rates.matrix_fraction * value, rates.bandwidth,
-                               rates.memory_fraction * memory_value, rates.kernel_latency_s)
+                               rates.memory_fraction, rates.kernel_latency_s)
         parts[value] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
                                              gemm_rates))
     if len(parts) == 1:
@@ -273,9 +245,8 @@ def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_by
     m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
     nbytes = out["bytes"][rows].astype(float)
     efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
-    kernel_matrix, kernel_memory = _kernel_efficiencies(out, rows, value_bytes[rows], constants)
     tiling = _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates, per_core_macs[rows], value_bytes[rows],
-                                    efficiency * kernel_matrix, kernel_memory)
+                                    efficiency)
     latency[rows] = np.maximum(latency[rows] + extra_latency, 0.0)
     ideal = chain["t1"][rows]
     t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
@@ -287,7 +258,7 @@ def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_by
     gemv = m * batch <= constants.gemv_max_rows
     if gemv.any():
         vector_s = out["matrix_flops"][rows].astype(float) / rates.vector_flops_per_s
-        stream_s = nbytes / (rates.bandwidth * rates.memory_fraction * kernel_memory)
+        stream_s = nbytes / (rates.bandwidth * rates.memory_fraction)
         t1, t2 = np.where(gemv, ideal, t1), np.where(gemv, ideal, t2)
         t3 = np.where(gemv, np.maximum(ideal, np.maximum(vector_s, stream_s)), t3)
         part_compute, part_memory = np.where(gemv, vector_s, part_compute), np.where(gemv, stream_s, part_memory)
