@@ -22,8 +22,12 @@ from dashboard.views import accuracy, compare, explore, hardware, overview, serv
 from dashboard.resolve import resolve_devices, resolve_lengths, resolve_model, resolve_scenario  # noqa: E402
 
 
+SIDEBAR_WIDTH_PX = 400
+
+
 def main() -> None:
-    st.set_page_config(page_title="llm-roofline", layout="wide")  # default favicon: no CDN fetch offline
+    # default favicon: no CDN fetch offline; a 400 px sidebar shows whole model names and every input's value
+    st.set_page_config(page_title="llm-roofline", layout="wide", initial_sidebar_state=SIDEBAR_WIDTH_PX)
     state, first_run = session.start()
     carry_warnings = read_carried(state) if first_run else []
     base_devices = carry.with_carried(sidebar.workbook_specs(), st.session_state["carried_devices"],
