@@ -94,15 +94,28 @@ def _link(state: ViewState, base: str) -> str:
 
 
 def _fitting(state: ViewState, base: str) -> tuple[ViewState, str]:
-    """The state whose link stays under MAX_LINK_CHARS, and a note when carried uploads had to be left out."""
+    """The state whose link stays under MAX_LINK_CHARS, and a note naming the carried uploads left out.
+
+    The config.json goes first, then the devices in the view's order while the link still fits."""
     if not (state.carried_devices or state.carried_config) or len(_link(state, base)) <= MAX_LINK_CHARS:
         return state, ""
-    lean = replace(state, carried_devices=(), carried_config="")
-    left = [f"device {name}" for name, _ in state.carried_devices] + \
-        (["the uploaded config.json"] if state.carried_config else [])
-    return lean, (f"This link cannot carry {', '.join(left)}: with them it is {len(_link(state, base)):,} characters, "
-                  f"over the {MAX_LINK_CHARS:,} a link can safely hold. Whoever opens it must upload the same "
-                  "workbook and config.json; otherwise the view falls back to the bundled devices and default model.")
+    full = len(_link(state, base))
+    kept = replace(state, carried_devices=(), carried_config="")
+    left = []
+    if len(_link(replace(kept, carried_config=state.carried_config), base)) <= MAX_LINK_CHARS:
+        kept = replace(kept, carried_config=state.carried_config)
+    elif state.carried_config:
+        left.append("the uploaded config.json")
+    for device in state.carried_devices:
+        wider = replace(kept, carried_devices=kept.carried_devices + (device,))
+        if len(_link(wider, base)) <= MAX_LINK_CHARS:
+            kept = wider
+        else:
+            left.append(f"device {device[0]}")
+    return kept, (f"This link cannot carry {', '.join(left)}: with every upload it would be {full:,} characters, over "
+                  f"the {MAX_LINK_CHARS:,} a link can safely hold. Whoever opens it must upload the same workbook"
+                  f"{' and config.json' if 'the uploaded config.json' in left else ''}; otherwise the view falls "
+                  "back to the bundled devices and the default model.")
 
 
 def share_link(state: ViewState) -> tuple[str, str]:

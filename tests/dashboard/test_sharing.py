@@ -85,13 +85,19 @@ def test_a_blob_that_inflates_too_far_is_refused():
         unpack_bytes(bomb, "cfg")
 
 
-def test_a_link_too_long_to_carry_says_so_before_it_is_copied(monkeypatch):
-    monkeypatch.setattr("dashboard.session.MAX_LINK_CHARS", 500)
+@pytest.mark.parametrize("limit, left_out, kept", [
+    (500, "the uploaded config.json, device MY-CHIP", ()),
+    (1200, "device MY-CHIP", ("cfg=",)),          # the config (~420 characters) fits, the device (~920) does not
+])
+def test_a_link_too_long_to_carry_says_what_it_leaves_out_before_it_is_copied(monkeypatch, limit, left_out, kept):
+    monkeypatch.setattr("dashboard.session.MAX_LINK_CHARS", limit)
     app = uploaded_view()
     note = texts(app.sidebar.warning)
-    assert "This link cannot carry device MY-CHIP, the uploaded config.json" in note and "over the 500" in note
+    assert f"This link cannot carry {left_out}:" in note and f"over the {limit:,}" in note
     share = next(c.value for c in app.sidebar.code)
-    assert "dev." not in share and "cfg=" not in share
+    assert "dev." not in share and all(text in share for text in kept) and len(share) <= limit
+    if not kept:
+        assert "cfg=" not in share
 
 
 def test_cli_only_controls_reach_the_scenario_and_stay_out_of_default_links():
