@@ -8,6 +8,7 @@ view in the URL.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
@@ -15,16 +16,23 @@ import streamlit as st
 if __package__ in (None, ""):  # `streamlit run dashboard/app.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dashboard import data, session, sidebar  # noqa: E402
+from dashboard import carry, data, session, sidebar  # noqa: E402
 from dashboard.context import PageContext  # noqa: E402
 from dashboard.views import accuracy, compare, explore, hardware, overview, serving, sweeps  # noqa: E402
 from dashboard.resolve import resolve_devices, resolve_lengths, resolve_model, resolve_scenario  # noqa: E402
 
 
+SIDEBAR_WIDTH_PX = 400
+
+
 def main() -> None:
-    st.set_page_config(page_title="llm-roofline", layout="wide")  # default favicon: no CDN fetch offline
-    base_devices = sidebar.workbook_specs()   # before the view is read: a bad upload may put the previous one back
+    # default favicon: no CDN fetch offline; a 400 px sidebar shows whole model names and every input's value
+    st.set_page_config(page_title="llm-roofline", layout="wide", initial_sidebar_state=SIDEBAR_WIDTH_PX)
+    workbook = sidebar.workbook_specs()   # before the view is read: a bad upload may put the previous one back
     state, first_run = session.start()
+    carry_warnings = read_carried(state) if first_run else []
+    base_devices = carry.with_carried(workbook, st.session_state["carried_devices"],
+                                      uploaded="specs_upload" in st.session_state)
     devices, state, device_warnings = resolve_devices(state, base_devices)
     model, state, model_warnings = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
     length_warnings = []
@@ -32,8 +40,8 @@ def main() -> None:
         state, length_warnings = resolve_lengths(state, model)
     scenario, scenario_warnings = resolve_scenario(state)
     if first_run:
-        st.session_state["url_warnings"] += device_warnings + model_warnings + length_warnings + scenario_warnings
-    session.set_view(state)
+        st.session_state["url_warnings"] += carry_warnings + device_warnings + model_warnings + length_warnings + scenario_warnings
+    session.set_view(carry_uploads(state, base_devices))
     session.load_widgets(state)  # corrections (dropped devices, fallback model) reach the widgets
     sidebar.draw(devices, model)
     state = session.from_widgets(session.view())
@@ -57,6 +65,24 @@ def main() -> None:
     else:
         overview.render(context)
     session.write_url(session.from_widgets(session.view()))
+
+
+def read_carried(state) -> list[str]:
+    """A shared link's carried devices and config.json, registered as this session's uploads."""
+    st.session_state["carried_devices"], warnings = carry.devices_from_state(state)
+    carried, config_warnings = carry.config_from_state(state, sidebar.model_from_config)
+    if carried:
+        st.session_state["uploaded_models"][state.model] = carried[1]
+        st.session_state.setdefault("uploaded_configs", {})[state.model] = carried[0]
+    return warnings + config_warnings
+
+
+def carry_uploads(state, base_devices):
+    """The state with the uploaded devices and config.json it uses packed in, so its link reproduces it."""
+    config = st.session_state.get("uploaded_configs", {}).get(state.model)
+    return replace(state, carried_config=carry.pack(config) if config is not None else "",
+                   carried_devices=carry.carried_devices(carry.used_device_names(state), base_devices,
+                                                         data.bundled_specs()))
 
 
 main()

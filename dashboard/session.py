@@ -11,6 +11,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
+from dashboard.carry import MAX_LINK_CHARS
 from dashboard.state import ViewState, parse_query, to_query
 
 # widget key -> ViewState attribute
@@ -24,7 +25,8 @@ WIDGET_ATTRIBUTES = {
     "w_ex_yv": "explore_y_values", "w_ex_metric": "explore_metric", "w_ex_change": "explore_change",
     "w_ex_ifield": "explore_inverse_field", "w_ex_target": "explore_target",
     "w_sv_c": "serving_concurrency", "w_sv_cmax": "serving_max_concurrency", "w_sv_budget": "serving_token_budget",
-    "w_sv_backend": "serving_backend",
+    "w_sv_backend": "serving_backend", "w_coll": "collective_algorithm", "w_mb": "micro_batches",
+    "w_skew": "routing_skew", "w_mla": "mla_decode",
 }
 
 
@@ -73,16 +75,51 @@ def from_widgets(state: ViewState) -> ViewState:
 
 
 def write_url(state: ViewState) -> None:
-    query = to_query(state)
+    query = to_query(_fitting(state, _base())[0])
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
 
 
-def share_link(state: ViewState) -> str:
-    """The full URL of this view (base from the browser's address when known)."""
+def _base() -> str:
     try:
         base = st.context.url or ""
     except Exception:  # no browser context (tests)
         base = ""
-    parts = urlsplit(base or "http://localhost:8501/")
+    return base or "http://localhost:8501/"
+
+
+def _link(state: ViewState, base: str) -> str:
+    parts = urlsplit(base)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(to_query(state)), ""))
+
+
+def _fitting(state: ViewState, base: str) -> tuple[ViewState, str]:
+    """The state whose link stays under MAX_LINK_CHARS, and a note naming the carried uploads left out.
+
+    The config.json goes first, then the devices in the view's order while the link still fits."""
+    if not (state.carried_devices or state.carried_config) or len(_link(state, base)) <= MAX_LINK_CHARS:
+        return state, ""
+    full = len(_link(state, base))
+    kept = replace(state, carried_devices=(), carried_config="")
+    left = []
+    if len(_link(replace(kept, carried_config=state.carried_config), base)) <= MAX_LINK_CHARS:
+        kept = replace(kept, carried_config=state.carried_config)
+    elif state.carried_config:
+        left.append("the uploaded config.json")
+    for device in state.carried_devices:
+        wider = replace(kept, carried_devices=kept.carried_devices + (device,))
+        if len(_link(wider, base)) <= MAX_LINK_CHARS:
+            kept = wider
+        else:
+            left.append(f"device {device[0]}")
+    return kept, (f"This link cannot carry {', '.join(left)}: with every upload it would be {full:,} characters, over "
+                  f"the {MAX_LINK_CHARS:,} a link can safely hold. Whoever opens it must upload the same workbook"
+                  f"{' and config.json' if 'the uploaded config.json' in left else ''}; otherwise the view falls "
+                  "back to the bundled devices and the default model.")
+
+
+def share_link(state: ViewState) -> tuple[str, str]:
+    """The full URL of this view (base from the browser's address when known) and a note on what it cannot carry."""
+    base = _base()
+    lean, note = _fitting(state, base)
+    return _link(lean, base), note

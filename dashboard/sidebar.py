@@ -93,6 +93,7 @@ def _load_upload() -> None:
         st.session_state["model_error"] = f"{upload.name}: {error}"
         return
     st.session_state["uploaded_models"][name] = model
+    st.session_state.setdefault("uploaded_configs", {})[name] = config    # carried in the share link
     st.session_state.pop("model_error", None)
     _set_model(name)
 
@@ -169,9 +170,9 @@ def workload_controls(phase: str) -> None:
                        "request is done; TTFT/TPOT come from the schedule.")
         if st.session_state.get("w_chunked_prefill"):
             right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk")
-    first, second, third = st.columns(3)
+    first, second = st.columns(2)          # two per row: at 1440 px three cut "bf16" to "bf1"
     for column, label, key in ((first, "Weights", "w_weight_dtype"), (second, "Activations", "w_act_dtype"),
-                               (third, "KV cache", "w_kv_dtype")):
+                               (first, "KV cache", "w_kv_dtype")):
         options = list(DTYPES) + ([st.session_state[key]] if st.session_state.get(key) not in DTYPES else [])
         column.selectbox(label, options, key=key)
     st.selectbox("Method", list(METHODS), key="w_method", help="\n\n".join(
@@ -180,14 +181,34 @@ def workload_controls(phase: str) -> None:
 
 def parallelism_controls() -> None:
     ways = (1, 2, 4, 8, 16, 32, 64)
-    tp, pp, dp, ep = st.columns(4)
-    for column, label, key, tip in ((tp, "TP", "w_tp", "tensor-parallel ways"), (pp, "PP", "w_pp", "pipeline stages"),
-                                    (dp, "DP", "w_dp", "data-parallel replicas"), (ep, "EP", "w_ep", "expert-parallel ways (MoE)")):
+    left, right = st.columns(2)            # two per row: at 1440 px four in a row showed no value
+    for column, label, key, tip in ((left, "TP", "w_tp", "tensor-parallel ways"), (right, "PP", "w_pp", "pipeline stages"),
+                                    (left, "DP", "w_dp", "data-parallel replicas"),
+                                    (right, "EP", "w_ep", "expert-parallel ways (MoE)")):
         options = list(ways) + ([st.session_state[key]] if st.session_state.get(key) not in ways else [])
         column.selectbox(label, options, key=key, help=tip)
     devices = st.session_state["w_tp"] * st.session_state["w_pp"] * st.session_state["w_dp"]
     st.caption(f"{devices} device{'s' if devices > 1 else ''} (TP x PP x DP); batch is per replica")
     st.toggle("Overlap communication with compute", key="w_overlap")
+
+
+def engine_options(model) -> None:
+    """Choices the CLI offers beyond the workload: collectives, micro-batches, and (when the model has them)
+    MoE routing skew and the MLA decode form."""
+    left, right = st.columns(2)
+    left.selectbox("Collectives", ("ring", "tree"), key="w_coll",
+                   help="All-reduce / all-gather algorithm: ring (bandwidth-optimal) or tree (fewer latency steps)")
+    right.number_input("Micro-batches", min_value=1, max_value=1_000_000, step=1, key="w_mb", value=None,
+                       placeholder="automatic", help="Prefill micro-batches for the pipeline (PP > 1); "
+                                                     "empty: the engine's choice")
+    if getattr(model, "is_moe", False):
+        st.number_input("MoE routing skew", min_value=0.0, max_value=10.0, step=0.1, key="w_skew",
+                        help="Zipf exponent over the experts: 0 routes tokens evenly; higher loads the busiest "
+                             "expert (and its device under EP) more")
+    if getattr(model, "attention_kind", "mha") == "mla":
+        st.selectbox("MLA decode form", ("absorbed", "naive"), key="w_mla",
+                     help="absorbed: kv_b_proj folded into the query and output (FlashMLA, vLLM); naive: the "
+                          "latent expanded to full K/V every step")
 
 
 def draw(devices: dict, model) -> None:
@@ -212,6 +233,11 @@ def draw(devices: dict, model) -> None:
         workload_controls(st.session_state.get("w_phase", "request"))
         st.subheader("Devices and parallelism")
         parallelism_controls()
+        engine_options(model)
         st.subheader("Share this view")
-        st.code(session.share_link(session.view()), language=None, wrap_lines=True)
-        st.caption("Copy the link above (button at its right); it opens this exact view.")
+        link, note = session.share_link(session.view())
+        if note:
+            st.warning(note, icon=":material/link_off:")
+        st.code(link, language=None, wrap_lines=True)
+        st.caption("Copy the link above (button at its right); it opens this exact view"
+                   + (", uploaded devices and config.json included." if "dev." in link or "cfg=" in link else "."))

@@ -6,7 +6,10 @@ falls back for that field only.
 
 URL keys: page, hw (comma-separated devices, the first is the primary), model, phase, batch,
 in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
-cpf (chunked prefill), stack, pct, sweep, plus
+cpf (chunked prefill), stack, pct, sweep; coll (collective algorithm ring|tree), mb (prefill micro-batches),
+skew (MoE routing skew), mla (MLA decode form absorbed|naive), left out at their defaults; plus
+`dev.<DEVICE>=<blob>` and `cfg=<blob>`: an uploaded workbook device and config.json carried in the link
+(dashboard/carry.py), and
 `clone.<NEW NAME>=<BASE DEVICE>` for hypothetical devices and
 `edit.<DEVICE>=<field>:<value>;<field>:<value>` for edited fields (workbook units).
 
@@ -107,8 +110,14 @@ class ViewState:
     serving_max_concurrency: int = 256
     serving_token_budget: int = 8192
     serving_backend: str = "generic"
+    collective_algorithm: str = "ring"
+    micro_batches: Optional[int] = None                               # None = the engine's choice
+    routing_skew: float = 0.0                                         # MoE models only
+    mla_decode: str = "absorbed"                                      # MLA models only
     clones: tuple[tuple[str, str], ...] = ()                          # (new name, base device)
     edits: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()   # (device, ((field, value), ...))
+    carried_devices: tuple[tuple[str, str], ...] = ()                 # (device, blob): dashboard/carry.py
+    carried_config: str = ""                                          # blob of an uploaded config.json
 
     def edits_for(self, device: str) -> dict[str, str]:
         return dict(next((fields for name, fields in self.edits if name == device), ()))
@@ -125,7 +134,9 @@ class ViewState:
                 "chunk_size": self.chunk_size, "weight_dtype": self.weight_dtype,
                 "activation_dtype": self.activation_dtype, "kv_dtype": self.kv_dtype, "tp": self.tp, "pp": self.pp,
                 "dp": self.dp, "ep": self.ep, "overlap_communication": self.overlap_communication,
-                "chunked_prefill": self.chunked_prefill}
+                "chunked_prefill": self.chunked_prefill, "collective_algorithm": self.collective_algorithm,
+                "micro_batches": self.micro_batches, "routing_skew": self.routing_skew,
+                "mla_decode": self.mla_decode}
 
 
 def _format_value(value: Any) -> str:
@@ -280,6 +291,16 @@ def _positive(text: str) -> float:
 
 _positive.expected = "a number > 0"
 
+
+def _skew(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 10:        # also refuses nan
+        raise ValueError
+    return value
+
+
+_skew.expected = "a number from 0 (even routing) to 10"
+
 def _field(allow_none: bool) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in EXPLORE_FIELDS and not (allow_none and text == NO_FIELD):
@@ -310,6 +331,10 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "pp": ("pp", _whole(1, 4096), str),
     "dp": ("dp", _whole(1, 1_000_000), str),
     "ep": ("ep", _whole(1, 4096), str),
+    "coll": ("collective_algorithm", _choice(("ring", "tree")), str),
+    "mb": ("micro_batches", _whole(1, 1_000_000), str),
+    "skew": ("routing_skew", _skew, _format_value),
+    "mla": ("mla_decode", _choice(("absorbed", "naive")), str),
     "ovl": ("overlap_communication", _flag, lambda v: "1" if v else "0"),
     "cpf": ("chunked_prefill", _flag, lambda v: "1" if v else "0"),
     "stack": ("stack_by", _choice(STACK_BY), str),
@@ -332,6 +357,7 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
 PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
+OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla")                  # left out of links while at their default
 URL_KEY_OF = {attribute: key for key, (attribute, _, _) in SCALAR_PARAMETERS.items()}   # ViewState field -> URL key
 
 
@@ -353,6 +379,7 @@ def parse_query(params: Mapping[str, Any]) -> tuple[ViewState, list[str]]:
     warnings: list[str] = []
     clones: list[tuple[str, str]] = []
     edits: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    carried: dict[str, Any] = {"dev": [], "cfg": ""}
     for key, raw in params.items():
         text = _single(raw)
         if key in SCALAR_PARAMETERS:
@@ -374,9 +401,29 @@ def parse_query(params: Mapping[str, Any]) -> tuple[ViewState, list[str]]:
                 edits.append((_name(key[len("edit."):]), _parse_edit_fields(text)))
             except ValueError:
                 warnings.append(f"URL parameter {key}={text!r} is not valid (expected field:value;field:value); ignored")
+        elif key.startswith("dev.") or key == "cfg":
+            _read_carried(key, text, carried, warnings)
         else:
             warnings.append(f"unknown URL parameter {key!r} ignored")
-    return ViewState(**values, clones=tuple(clones), edits=tuple(edits)), warnings
+    return ViewState(**values, clones=tuple(clones), edits=tuple(edits), carried_devices=tuple(carried["dev"]),
+                     carried_config=carried["cfg"]), warnings
+
+
+_BLOB = re.compile(r"[A-Za-z0-9_-]{1,20000}")
+
+
+def _read_carried(key: str, text: str, carried: dict, warnings: list[str]) -> None:
+    """Keep a carried blob's text (dashboard/carry.py decodes and validates it against the engine)."""
+    if not _BLOB.fullmatch(text):
+        warnings.append(f"URL parameter {key} is not valid (expected URL-safe base64 as the share link writes it); "
+                        "ignored")
+    elif key == "cfg":
+        carried["cfg"] = text
+    else:
+        try:
+            carried["dev"].append((_name(key[len("dev."):]), text))
+        except ValueError:
+            warnings.append(f"URL parameter {key} is not valid (expected dev.DEVICE with a device name); ignored")
 
 
 def _parse_edit_fields(text: str) -> tuple[tuple[str, str], ...]:
@@ -399,6 +446,8 @@ def to_query(state: ViewState) -> dict[str, str]:
         value = getattr(state, attribute)
         page = next((name for name, keys in PAGE_KEYS.items() if key in keys), None)
         if page and state.page != page and value == getattr(default, attribute):
+            continue
+        if key in OMITTED_AT_DEFAULT and value == getattr(default, attribute):
             continue              # a page's own controls stay out of other pages' links unless changed
         if value is not None and (value != "" or key not in EXPLORE_KEYS):
             query[key] = formatter(value)
@@ -406,4 +455,8 @@ def to_query(state: ViewState) -> dict[str, str]:
         query[f"clone.{new_name}"] = base
     for device, fields in state.edits:
         query[f"edit.{device}"] = ";".join(f"{k}:{v}" for k, v in fields)
+    for device, blob in state.carried_devices:
+        query[f"dev.{device}"] = blob
+    if state.carried_config:
+        query["cfg"] = state.carried_config
     return query
