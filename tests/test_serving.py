@@ -6,6 +6,7 @@ import pytest
 
 import engine
 from engine.serving import ServingCapacityError, ServingOptions, schedule, serve
+from engine.serving.backends import BACKENDS
 from engine.serving.simulate import request_table
 from engine.what_if import apply_edits
 
@@ -172,8 +173,12 @@ def test_host_side_times(h100, llama8b):
     assert slow.ttft_s == pytest.approx(bare.ttft_s + 0.1 + 1e-3 * iterations_to_first_token, rel=1e-9)
     # the fitted profile applies to realistic methods only; roofline stays ideal
     vllm = serve(h100, llama8b, backend="vllm", **fields)
-    assert vllm.iteration_overhead_s > 0 and vllm.options.request_overhead_s > 0
-    assert serve(h100, llama8b, backend="vllm", **{**fields, "method": "roofline"}).iteration_overhead_s == 0
+    profile = BACKENDS["vllm"]
+    assert (vllm.iteration_overhead_s, vllm.options.request_overhead_s) == (profile.iteration_overhead_s,
+                                                                            profile.request_overhead_s)
+    assert vllm.options.request_overhead_s > 0
+    ideal = serve(h100, llama8b, backend="vllm", **{**fields, "method": "roofline"})
+    assert (ideal.iteration_overhead_s, ideal.options.request_overhead_s) == (0.0, 0.0)
     with pytest.raises(ValueError, match="unknown serving backend 'tgi'"):
         serve(h100, llama8b, backend="tgi")
 
