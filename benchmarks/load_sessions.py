@@ -88,7 +88,7 @@ async def session(browser, url: str, index: int, results: list) -> None:
     await page.wait_for_function(IDLE, polling=100, timeout=120_000)
     first = time.perf_counter() - started
     shown_before = await tpot_shown(page)
-    field = page.get_by_label("Batch")
+    field = page.get_by_label("Batch", exact=True)
     await field.fill(str(changed))
     started = time.perf_counter()
     await field.press("Enter")

@@ -64,7 +64,7 @@ def test_every_page_renders_with_its_charts(page, server_url, name):
 def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
     open_view(page, f"{server_url}/", 5)
     before_metrics, before_bars = metrics(page), chart_data(page, 1)
-    batch = page.get_by_label("Batch")
+    batch = page.get_by_label("Batch", exact=True)
     batch.fill("64")
     batch.press("Enter")
     page.wait_for_function("window.location.search.includes('batch=64')", timeout=90_000)
