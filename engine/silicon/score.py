@@ -176,18 +176,17 @@ def method_seconds(columns: dict, index: np.ndarray, count: int, hardware, metho
 
 
 def collective_seconds(frame: pd.DataFrame, hardware) -> np.ndarray:
-    """Per measurement: engine.collectives' time (NaN where the device lacks an interconnect field)."""
-    from engine.collectives import InterconnectError, bandwidth_factor, collective_coefficients
+    """Per measurement: engine.collectives' time for the message over the group (NaN where the device lacks an
+    interconnect field)."""
+    from engine.collectives import InterconnectError, collective_seconds as engine_seconds, link_fields
     result = np.full(len(frame), np.nan)
-    ring = SimpleNamespace(collective_algorithm="ring", tp=1, pp=1)
     for (op, size), rows in frame.groupby(["op", "group_size"], sort=False):
-        where = _positions(frame, rows)
         try:
-            per_byte, latency = collective_coefficients([COLLECTIVE_NAMES[op]], [size], hardware, ring)
+            fields = link_fields(hardware, int(size))
         except InterconnectError:
             continue
-        link_bytes = bandwidth_factor(op, int(size)) * rows["message_bytes"].to_numpy(dtype=float)
-        result[where] = link_bytes * per_byte[0] + latency[0]
+        result[_positions(frame, rows)] = engine_seconds(op, rows["message_bytes"].to_numpy(dtype=float), int(size),
+                                                         fields)
     return result
 
 
