@@ -1,7 +1,7 @@
 """Measure ground truth on a GPU with PyTorch: GEMMs, element-wise kernels, attention, whole decode steps.
 
     python3 calibration/measure_gpu.py                        # everything, H100/H200/A100 named from the GPU
-    python3 calibration/measure_gpu.py --kinds decode_step,attention --budget-s 500
+    python3 calibration/measure_gpu.py --kinds decode_step,prefill_step,attention --budget-s 500
     python3 calibration/measure_gpu.py --device cpu --quick --hardware H200-SXM --out /tmp/x.csv   # harness test
 
 Writes one CSV in the measurement layout of calibration/README.md (default
@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 import measure_plan as plan  # noqa: E402
 from measure_timing import Timer, ceilings, environment  # noqa: E402
 
+ELEMENTWISE_CALLS = 10      # element-wise kernels: calls captured back to back in one CUDA graph
 COLUMNS = ("hardware", "model", "op", "kind", "tokens", "tp", "m", "n", "k", "dtype", "batch", "context",
            "median_ms", "p10_ms", "p90_ms", "repeats", "implementation")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -65,6 +66,7 @@ class Ops:
         self.compile = compile_elementwise
         self.implementation = {}
         self._step_model = self._step_model_name = self._keep = None
+        self.calls_per_run = 1        # calls one timed run of the last built callable makes (time is divided)
 
     def _elementwise(self, name, fn, *inputs):
         """`fn` compiled into one fused kernel when asked (as serving engines run it), else eager."""
@@ -78,10 +80,33 @@ class Ops:
                 except Exception as error:            # e.g. no Triton: time eager and say so in the row
                     print(f"torch.compile failed for {name} ({type(error).__name__}); timing eager", file=sys.stderr)
         compiled = self.compiled[name]
-        return (lambda: compiled(*inputs)), self.implementation[name]
+        if not self.device.startswith("cuda"):
+            return (lambda: compiled(*inputs)), self.implementation[name]
+        # As inside a model (graph-launched, back to back), not the host's dispatch time of one call.
+        replay = self._graph(lambda: [compiled(*inputs) for _ in range(ELEMENTWISE_CALLS)])
+        self.calls_per_run = ELEMENTWISE_CALLS
+        return replay, (f"{self.implementation[name]}, CUDA graph of {ELEMENTWISE_CALLS} back-to-back calls, "
+                        "time per call")
+
+    def _graph(self, fn):
+        """`fn` captured in a CUDA graph after three warm-up calls on a side stream; returns its replay."""
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        self._keep = (fn, graph)                          # alive while the graph replays
+        return graph.replay
 
     def build(self, item: plan.Item):
         dt, dev = self.dtype, self.device
+        self.calls_per_run = 1
+        if item.kind == "gemm" and item.dtype == "fp8":
+            return self._fp8_gemm(item)
         if item.kind == "gemm":
             a, w = random((item.m, item.k), dt, dev), random((item.n, item.k), dt, dev)   # nn.Linear layout
             return (lambda: F.linear(a, w)), "F.linear (x @ W^T, cuBLAS)"
@@ -101,12 +126,25 @@ class Ops:
             return self._elementwise("swiglu", swiglu, gate_up)
         if item.kind == "residual_add":
             a, b = random((item.m, item.n), dt, dev), random((item.m, item.n), dt, dev)
-            return (lambda: a + b), "a + b (one kernel)"
+            return self._elementwise("residual_add", torch.add, a, b)
         if item.kind.startswith("attention"):
             return self._attention(item)
         if item.kind == "decode_step":
             return self._decode_step(item)
+        if item.kind == "prefill_step":
+            return self.prefill_step(item.model, plan.load_config(item.model), item.batch, item.context)
         raise ValueError(f"unknown kind {item.kind!r}")
+
+    def _fp8_gemm(self, item):
+        """C = A @ W^T with e4m3 A and W and per-tensor scales, bf16 out (cuBLASLt via torch._scaled_mm)."""
+        a = random((item.m, item.k), torch.float32, self.device)
+        w = random((item.n, item.k), torch.float32, self.device)
+        if not self.device.startswith("cuda"):                   # the harness test: shapes only, no fp8 kernels
+            return (lambda: F.linear(a, w)), "CPU stand-in for torch._scaled_mm (not ground truth)"
+        a8, w8 = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+        one = torch.ones((), device=self.device, dtype=torch.float32)
+        return ((lambda: torch._scaled_mm(a8, w8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)),
+                "torch._scaled_mm (fp8 e4m3, per-tensor scales, bf16 out)")
 
     def _attention(self, item):
         d = plan.dims(plan.load_config(item.model))
@@ -125,8 +163,7 @@ class Ops:
     def _decode_step(self, item):
         return self.decode_step(item.model, plan.load_config(item.model), item.batch, item.context)
 
-    def decode_step(self, name: str, config: dict, batch: int, context: int):
-        """One whole-model decode step at position `context` (random weights and cache), graph-captured on a GPU."""
+    def _load_step_model(self, name: str, config: dict):
         import torch_llama
         self._keep = None                                             # the previous step's cache and graph
         if self._step_model_name != name:
@@ -135,7 +172,26 @@ class Ops:
                 torch.cuda.empty_cache()
             self._step_model = torch_llama.from_config(config, dtype=self.dtype, device=self.device)
             self._step_model_name = name
-        model = self._step_model
+        return self._step_model
+
+    def prefill_step(self, name: str, config: dict, batch: int, length: int):
+        """One whole-model prefill of `length` tokens per sequence (logits of the last token only), graph-captured."""
+        model = self._load_step_model(name, config)
+        cache = model.new_cache(batch, length)
+        tokens = torch.randint(0, config["vocab_size"], (batch, length), device=self.device)
+
+        def step():
+            with torch.no_grad():
+                return model.prefill(tokens, cache, last_only=True)
+        if not self.device.startswith("cuda"):
+            return step, "plain-torch Llama (torch_llama.py) prefill, eager"
+        replay = self._graph(step)
+        self._keep = (self._keep, cache, tokens)
+        return replay, "plain-torch Llama (torch_llama.py) prefill, last-token logits, CUDA graph replay"
+
+    def decode_step(self, name: str, config: dict, batch: int, context: int):
+        """One whole-model decode step at position `context` (random weights and cache), graph-captured on a GPU."""
+        model = self._load_step_model(name, config)
         cache = model.new_cache(batch, context + 1)
         for part in cache:
             part.normal_(0.0, 1.0)                                    # never time on zeros
@@ -147,25 +203,17 @@ class Ops:
                 return model.decode_step(tokens, cache, position)
         if not self.device.startswith("cuda"):
             return step, "plain-torch Llama (torch_llama.py), eager"
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
-        self._keep = (cache, tokens, graph)                           # alive while the graph replays
-        return graph.replay, "plain-torch Llama (torch_llama.py), CUDA graph replay"
+        replay = self._graph(step)
+        self._keep = (self._keep, cache, tokens)
+        return replay, "plain-torch Llama (torch_llama.py), CUDA graph replay"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (tests the harness only)")
     parser.add_argument("--hardware", help="specs.xlsx device name for the rows (default: from the GPU's name)")
-    parser.add_argument("--kinds", default="decode_step,attention,gemm,elementwise",
-                        help="comma list of decode_step, attention, gemm, elementwise")
+    parser.add_argument("--kinds", default="decode_step,prefill_step,attention,gemm,gemm_fp8,elementwise",
+                        help="comma list of decode_step, prefill_step, attention, gemm, gemm_fp8, elementwise")
     parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
@@ -200,12 +248,15 @@ def main(argv=None) -> int:
                 break
             try:
                 fn, implementation = ops.build(item)
-                timing = timer(fn)
+                timing = timer(fn).per_call(ops.calls_per_run)
             except torch.cuda.OutOfMemoryError:
                 print(f"out of memory, skipped: {item}", file=sys.stderr)
                 continue
+            except (RuntimeError, ValueError, TypeError) as error:   # one unsupported item must not end the run
+                print(f"{type(error).__name__} ({str(error)[:200]}), skipped: {item}", file=sys.stderr)
+                continue
             writer.writerow([hardware, item.model, item.op, item.kind, item.tokens, item.tp, item.m, item.n, item.k,
-                             args.dtype, item.batch, item.context, f"{timing.median_ms:.6g}", f"{timing.p10_ms:.6g}",
+                             item.dtype or args.dtype, item.batch, item.context, f"{timing.median_ms:.6g}", f"{timing.p10_ms:.6g}",
                              f"{timing.p90_ms:.6g}", timing.repeats, implementation])
             handle.flush()
             done += 1

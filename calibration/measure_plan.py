@@ -22,11 +22,19 @@ ELEMENTWISE_TOKENS = (1, 16, 64, 256, 1024, 4096, 16384)
 PREFILL = ((1, 512), (1, 2048), (1, 8192), (4, 1024), (4, 4096), (16, 512), (16, 2048))   # (batch, length)
 DECODE = tuple((b, c) for b in (1, 8, 32, 128) for c in (512, 2048, 8192, 32768))         # (batch, context)
 # Whole decode steps (the model must fit in GPU memory with its KV cache): model -> (batch, context) pairs.
-STEPS = {"meta-llama/Llama-3.1-8B": tuple((b, c) for b in (1, 8, 32, 64) for c in (512, 2048, 8192)),
+STEPS = {"meta-llama/Llama-3.1-8B": tuple((b, c) for b in (1, 8, 32, 64) for c in (512, 2048, 8192))
+         + tuple((b, 1024) for b in (2, 4, 16, 128, 256)),
          "meta-llama/Llama-2-7b-hf": tuple((b, c) for b in (1, 8, 32) for c in (512, 2048))}
+# Whole prefill passes (every layer, logits of the last token only): model -> (batch, length) pairs.
+PREFILL_STEPS = {"meta-llama/Llama-3.1-8B": ((1, 128), (1, 512), (1, 1024), (1, 2048), (1, 4096), (1, 8192),
+                                             (4, 1024), (4, 2048), (8, 1024), (16, 512)),
+                 "meta-llama/Llama-2-7b-hf": ((1, 1024), (1, 4096), (4, 1024))}
+FP8_GEMM_TP = (1, 8)
+FP8_GEMM_TOKENS = (16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)     # torch._scaled_mm needs m % 16 == 0
 
 QUICK = dict(gemm_models=("meta-llama/Llama-3.1-8B",), gemm_tp=(8,), gemm_tokens=(1, 16),
-             elementwise_tokens=(1, 16), prefill=((1, 64),), decode=((2, 64),), steps={})
+             elementwise_tokens=(1, 16), prefill=((1, 64),), decode=((2, 64),), steps={}, prefill_steps={},
+             fp8_tp=(8,), fp8_tokens=(16,))
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class Item:
     k: Optional[int] = None
     batch: Optional[int] = None
     context: Optional[int] = None
+    dtype: Optional[str] = None   # None: the run's --dtype; "fp8": e4m3 inputs, bf16 output (torch._scaled_mm)
 
 
 def load_config(model: str) -> dict:
@@ -93,21 +102,31 @@ def attention_items(model: str, tps, prefill, decode) -> list[Item]:
     return items
 
 
-def step_items(steps: dict) -> list[Item]:
-    return [Item("decode_step", model, "decode_step", 1, b, batch=b, context=c)
+def step_items(steps: dict, kind: str = "decode_step") -> list[Item]:
+    """Whole-model steps: decode (one new token per sequence, `context` cached) or prefill (`context` tokens)."""
+    return [Item(kind, model, kind, 1, b if kind == "decode_step" else b * c, batch=b, context=c)
             for model, pairs in steps.items() for b, c in pairs]
+
+
+def fp8_gemm_items(model: str, tps, tokens) -> list[Item]:
+    """The bf16 GEMM shapes again with fp8 (e4m3) inputs and per-tensor scales, as fp8 serving runs them."""
+    from dataclasses import replace
+    return [replace(item, dtype="fp8") for item in gemm_items(model, tps, tokens)]
 
 
 def build(kinds, quick: bool = False) -> list[Item]:
     """The items of the requested kind groups (ceilings are measured separately), most valuable first."""
     q = QUICK if quick else dict(gemm_models=GEMM_MODELS, gemm_tp=GEMM_TP, gemm_tokens=GEMM_TOKENS,
-                                 elementwise_tokens=ELEMENTWISE_TOKENS, prefill=PREFILL, decode=DECODE, steps=STEPS)
+                                 elementwise_tokens=ELEMENTWISE_TOKENS, prefill=PREFILL, decode=DECODE, steps=STEPS,
+                                 prefill_steps=PREFILL_STEPS, fp8_tp=FP8_GEMM_TP, fp8_tokens=FP8_GEMM_TOKENS)
     attention_tp = q["gemm_tp"] if quick else (1, 8)
     groups = {
         "decode_step": lambda: step_items(q["steps"]),
+        "prefill_step": lambda: step_items(q["prefill_steps"], "prefill_step"),
         "attention": lambda: [i for m in q["gemm_models"] for i in attention_items(m, attention_tp, q["prefill"],
                                                                                     q["decode"])],
         "gemm": lambda: [i for m in q["gemm_models"] for i in gemm_items(m, q["gemm_tp"], q["gemm_tokens"])],
+        "gemm_fp8": lambda: [i for m in q["gemm_models"] for i in fp8_gemm_items(m, q["fp8_tp"], q["fp8_tokens"])],
         "elementwise": lambda: [i for m in q["gemm_models"] for i in elementwise_items(m, (1, 8) if not quick
                                                                                        else q["gemm_tp"],
                                                                                        q["elementwise_tokens"])],

@@ -26,6 +26,12 @@ class Timing:
     p90_ms: float
     repeats: int
 
+    def per_call(self, calls: int) -> "Timing":
+        """The timing of one of `calls` calls made by each timed run."""
+        if calls == 1:
+            return self
+        return Timing(self.median_ms / calls, self.p10_ms / calls, self.p90_ms / calls, self.repeats)
+
 
 def summarize(samples_ms: list[float]) -> Timing:
     ordered = sorted(samples_ms)

@@ -187,7 +187,7 @@ class TorchLlama(nn.Module):
                 torch.zeros(shape, dtype=w.dtype, device=w.device))
 
     @torch.no_grad()
-    def _forward(self, tokens: torch.Tensor, cache, start: int) -> torch.Tensor:
+    def _forward(self, tokens: torch.Tensor, cache, start: int, last_only: bool = False) -> torch.Tensor:
         x = self.model.embed_tokens(tokens)
         positions = torch.arange(start, start + tokens.shape[1], device=x.device, dtype=torch.float32)
         freqs = positions[:, None] * self.inv_freq[None, :]
@@ -196,11 +196,14 @@ class TorchLlama(nn.Module):
         k_cache, v_cache = cache
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, k_cache[i], v_cache[i], start)
+        if last_only:
+            x = x[:, -1:]                                     # serving engines take logits of the last token only
         return self.lm_head(self.model.norm(x))
 
-    def prefill(self, tokens: torch.Tensor, cache) -> torch.Tensor:
-        """tokens [b, s] at positions 0..s-1 (written to the cache); returns logits [b, s, vocab]."""
-        return self._forward(tokens, cache, 0)
+    def prefill(self, tokens: torch.Tensor, cache, last_only: bool = False) -> torch.Tensor:
+        """tokens [b, s] at positions 0..s-1 (written to the cache); returns logits [b, s, vocab]
+        ([b, 1, vocab] of the last position with `last_only`, as a serving engine's prefill)."""
+        return self._forward(tokens, cache, 0, last_only)
 
     def decode_step(self, tokens: torch.Tensor, cache, position: int) -> torch.Tensor:
         """tokens [b, 1] at `position` (a Python int, so shapes are static); returns logits [b, 1, vocab]."""

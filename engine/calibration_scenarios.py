@@ -3,7 +3,8 @@
 Rows of kind (see calibration/README.md for how they are measured):
   attention_prefill  `batch` sequences of `context` tokens each, causal attention of one layer (one kernel);
   attention_decode   one new token per sequence over `context` cached tokens + itself, one layer;
-  decode_step        the whole model's step: `batch` sequences, `context` tokens already cached.
+  decode_step        the whole model's step: `batch` sequences, `context` tokens already cached;
+  prefill_step       the whole model's prefill: `batch` sequences of `context` tokens (last-token logits).
 `model` is a catalog id (e.g. meta-llama/Llama-3.1-8B); `tp` the tensor-parallel degree the shapes had.
 
 Each row is predicted with engine.estimate on the scenario the measurement ran, so attention goes
@@ -11,7 +12,8 @@ through the same decomposition (and, for realistic, the same fused attention ker
   attention rows: one layer's attention core (scores, softmax, context and, in decode, the
   KV-cache read; the cache store is a separate kernel), per-kernel device time as for the other
   measured kernels (kernel_time_s where the method reports it, else time_s);
-  decode_step: the decode phase's time (one step), host launches included as the method counts them.
+  decode_step / prefill_step: the decode phase's time (one step) / the prefill phase's time, host launches
+  included as the method counts them (the measurements are CUDA-graph replays: compare realistic-graph).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-SCENARIO_KINDS = ("attention_prefill", "attention_decode", "decode_step")
+SCENARIO_KINDS = ("attention_prefill", "attention_decode", "decode_step", "prefill_step")
+STEP_PHASES = {"decode_step": "decode", "prefill_step": "prefill"}
 ATTENTION_FAMILY = "attention core"
 CACHE_STORE = "KVCache_Store"
 
@@ -34,7 +37,7 @@ def _model(name: str):
 
 def _scenario(row) -> dict:
     batch, context = int(row.batch), int(row.context)
-    if row.kind == "attention_prefill":
+    if row.kind in ("attention_prefill", "prefill_step"):
         fields = dict(phase="prefill", batch=batch, input_length=context)
     else:
         fields = dict(phase="decode", batch=batch, input_length=context, context_length=context)
@@ -47,8 +50,8 @@ def row_seconds(row, hardware, method: str) -> float:
     if method == "seed":
         return float("nan")                    # the seed tiler has no attention or whole-step model
     result = estimate(hardware, _model(row.model), method=method, **_scenario(row))
-    if row.kind == "decode_step":
-        return float(result.phases.loc["decode", "time_s"])
+    if row.kind in STEP_PHASES:
+        return float(result.phases.loc[STEP_PHASES[row.kind], "time_s"])
     kernels = result.kernels
     core = kernels[(kernels["family"] == ATTENTION_FAMILY) & (kernels["name"] != CACHE_STORE)]
     seconds = core["kernel_time_s"] if "kernel_time_s" in core else core["time_s"]

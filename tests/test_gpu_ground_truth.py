@@ -215,3 +215,35 @@ def test_decode_step_callable_runs_a_whole_model_step_on_cpu():
     assert "torch_llama" in implementation
     timing = harness.Timer("cpu", repeats=3, warmup=1)(step)
     assert 0 < timing.p10_ms <= timing.median_ms <= timing.p90_ms and timing.repeats == 3
+
+
+def test_prefill_step_roofline_is_at_least_the_weight_flops(devices):
+    """Batch 1 x 1024 tokens of Llama-3.1-8B: every layer's 2 FLOPs per weight per token plus causal attention
+    (compute bound on an H200), and the LM head on the last token only (memory bound: its weights streamed once)."""
+    hw = devices["H200-SXM"]
+    row = _rows(kind="prefill_step", batch=1, context=1024, tokens=1024)
+    predicted = calibration.predict(row, devices, ("roofline",))["predicted_s"].iloc[0]
+    layer_weights = LLAMA_8B_PARAMETERS - 2 * LLAMA_8B_EMBEDDING          # embedding table and LM head aside
+    linear = 2 * layer_weights * 1024
+    attention = 32 * 2 * 2 * 32 * (1024 * 1025 // 2) * 128                 # layers x 2 products x causal MACs
+    head = 2 * LLAMA_8B_EMBEDDING / hw.memory_bandwidth_bytes_per_s         # bf16 LM head read for one token
+    by_hand = (linear + attention) / hw.matrix_flops_per_s("bf16") + head
+    assert by_hand <= predicted <= by_hand * 1.12    # + norms, residual adds, SwiGLU (memory bound at 1k tokens)
+
+
+def test_plan_fp8_gemms_and_prefill_steps():
+    plan = _load("measure_plan")
+    fp8 = plan.fp8_gemm_items("meta-llama/Llama-3.1-8B", (8,), (16,))
+    assert {item.dtype for item in fp8} == {"fp8"} and {item.m for item in fp8} == {16}
+    steps = {(i.batch, i.context): i for i in plan.step_items({"m": ((4, 1024),)}, "prefill_step")}
+    assert steps[(4, 1024)].tokens == 4096 and steps[(4, 1024)].kind == "prefill_step"
+
+
+def test_prefill_step_callable_returns_last_token_logits_on_cpu():
+    harness = _load("measure_gpu")
+    ops = harness.Ops("cpu", torch.float32, compile_elementwise=False)
+    tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 97, "rms_norm_eps": 1e-5}
+    step, implementation = ops.prefill_step("tiny", tiny, batch=2, length=16)
+    logits = step()
+    assert logits.shape == (2, 1, 97) and torch.isfinite(logits).all() and "prefill" in implementation
