@@ -11,9 +11,10 @@ from dashboard.charts.theme import (BLACK, BLUE, BLUISH_GREEN, GREY, ORANGE, RED
 from engine.calibration_scenarios import SCENARIO_KINDS   # described by batch and context, not m, n, k
 
 # One colour per measurement kind (engine.calibration.ALL_KINDS): kernels built from m, n, k, then the
-# scenario kinds measured on a GPU (one layer's attention, a whole decode step).
+# scenario kinds measured on a GPU (one layer's attention, a whole decode step or prefill).
 KIND_COLORS = {"gemm": BLUE, "swiglu": ORANGE, "rmsnorm": BLUISH_GREEN, "residual_add": REDDISH_PURPLE,
-               "attention_prefill": SKY_BLUE, "attention_decode": VERMILLION, "decode_step": BLACK}
+               "attention_prefill": SKY_BLUE, "attention_decode": VERMILLION, "decode_step": BLACK,
+               "prefill_step": GREY}
 DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up")
 
 

@@ -18,7 +18,8 @@ ROWS = [("gemm", 16, 6144, 4096, NAN, NAN, 20e-6, 22e-6),
         ("residual_add", 16, 4096, NAN, NAN, NAN, 2e-6, 2.5e-6),
         ("attention_prefill", NAN, NAN, NAN, 2, 512, 40e-6, 30e-6),
         ("attention_decode", NAN, NAN, NAN, 8, 4096, 60e-6, 75e-6),
-        ("decode_step", NAN, NAN, NAN, 8, 2048, 9e-3, 7.2e-3)]
+        ("decode_step", NAN, NAN, NAN, 8, 2048, 9e-3, 7.2e-3),
+        ("prefill_step", NAN, NAN, NAN, 1, 1024, 31e-3, 27e-3)]
 
 
 def tidy_frame() -> pd.DataFrame:
@@ -40,7 +41,7 @@ def test_every_calibration_kind_has_its_own_colour():
 def test_one_trace_per_kind_at_the_rows_measured_and_predicted_times():
     figure = accuracy_figure(tidy_frame(), "realistic")
     markers = [t for t in figure.data if t.mode == "markers"]
-    assert len(markers) == 7
+    assert len(markers) == 8
     by_kind = {t.name.split(" · ")[0]: t for t in markers}
     assert set(by_kind) == set(calibration.ALL_KINDS)
     for kind, _, _, _, _, _, measured, predicted in ROWS:
@@ -69,6 +70,6 @@ def test_scenario_hover_names_batch_and_context_and_kernels_keep_their_shape():
 def test_rows_of_other_methods_are_not_plotted():
     figure = accuracy_figure(tidy_frame(), "roofline")
     markers = [t for t in figure.data if t.mode == "markers"]
-    assert len(markers) == 7
+    assert len(markers) == len(ROWS)
     assert all(list(t.x) == [1e6] and list(t.y) == [2e6] for t in markers)
     assert accuracy_figure(tidy_frame(), "hierarchical").data == ()
