@@ -60,3 +60,67 @@ def test_link_forms():
     assert as_link({"bandwidth_bytes_per_s": 1e9}).latency_s == 0.0
     with pytest.raises(TypeError, match="link"):
         as_link("fast")
+
+
+# ---- serve_disaggregated ------------------------------------------------------------------------------
+
+from engine.serving.disagg import compare_with_aggregated, serve_disaggregated  # noqa: E402
+from engine.what_if import apply_edits  # noqa: E402
+
+ROOFLINE = dict(method="roofline", input_length=1024, output_length=64)
+
+
+def test_ttft_includes_the_transfer(llama8b, h100):
+    fast = KVLink(bandwidth_bytes_per_s=1e12, latency_s=0.0)
+    slow = KVLink(bandwidth_bytes_per_s=1e9, latency_s=0.002)
+    a = serve_disaggregated(llama8b, h100, h100, {"tp": 1}, {"tp": 1}, link=fast, concurrency=1, **ROOFLINE)
+    b = serve_disaggregated(llama8b, h100, h100, {"tp": 1}, {"tp": 1}, link=slow, concurrency=1, **ROOFLINE)
+    bytes_ = 1024 * 131_072
+    assert b.kv_transfer_s == pytest.approx(0.002 + bytes_ / 1e9)
+    # one client: TTFT = the prompt's prefill alone + the transfer (roofline: no host-side times)
+    assert b.ttft_s - a.ttft_s == pytest.approx(b.kv_transfer_s - a.kv_transfer_s, rel=1e-9)
+    assert b.ttft_s == pytest.approx(b.prefill_s + b.kv_transfer_s, rel=1e-9)
+    alone = engine.serve(h100, llama8b, concurrency=1, method="roofline", input_length=1024, output_length=1)
+    assert b.prefill_s == pytest.approx(alone.ttft_s, rel=1e-9)
+    # decode pool: TPOT is a decode-only step of one request (no prompt chunks share it)
+    assert b.tpot_s == pytest.approx(a.tpot_s, rel=1e-12)
+    assert b.e2e_s == pytest.approx(b.ttft_s + 63 * b.tpot_s, rel=1e-9)
+
+
+def test_little_law_and_devices(llama8b, h100):
+    r = serve_disaggregated(llama8b, h100, h100, {"tp": 1}, {"tp": 2}, prefill_workers=2, decode_workers=3,
+                            concurrency=48, **ROOFLINE)
+    assert r.devices == 2 * 1 + 3 * 2
+    assert r.tokens_per_s_per_device == pytest.approx(r.tokens_per_s / 8)
+    # decode pool: requests/s = decoding requests / time in decode (Little's law), n per replica
+    assert r.requests_per_s == pytest.approx(3 * r.decode_batch / (63 * r.tpot_s), rel=1e-9)
+    assert r.requests_per_s <= r.prefill_requests_per_s * (1 + 1e-9)
+
+
+def test_same_devices_as_aggregated(llama8b, h100):
+    table = compare_with_aggregated(llama8b, h100, h100, {"tp": 1}, {"tp": 1}, 1, 3, concurrency=32, **ROOFLINE)
+    assert list(table["mode"]) == ["disaggregated", "aggregated"]
+    assert table["devices"].tolist() == [4, 4] and table["error"].tolist() == ["", ""]
+    agg = engine.serve(h100, llama8b, concurrency=32, dp=4, **ROOFLINE)
+    assert table.loc[1, "tpot_s"] == pytest.approx(agg.tpot_s, rel=1e-12)
+    # decode without prompt chunks in its iterations is faster per token than aggregated serving
+    assert table.loc[0, "tpot_s"] < table.loc[1, "tpot_s"]
+
+
+def test_prefill_and_decode_on_different_devices(llama8b, h100):
+    # a hypothetical decode part: an H100 with twice the memory bandwidth; prefill on the real H100
+    fast_memory = apply_edits(h100, {"memory_bandwidth": 2 * h100.memory_bandwidth_bytes_per_s / 1e9})
+    fast_memory = fast_memory.model_copy(update={"name": "H100-2xHBM"})
+    link = KVLink(bandwidth_bytes_per_s=50e9, latency_s=5e-6)
+    base = serve_disaggregated(llama8b, h100, h100, {"tp": 1}, {"tp": 1}, link=link, concurrency=8, **ROOFLINE)
+    mixed = serve_disaggregated(llama8b, h100, fast_memory, {"tp": 1}, {"tp": 1}, link=link, concurrency=8,
+                                **ROOFLINE)
+    assert (mixed.prefill_hardware, mixed.decode_hardware) == ("H100-SXM", "H100-2xHBM")
+    # decode at a small batch is memory-bound: twice the bandwidth halves the step (roofline); prefill unchanged
+    assert mixed.tpot_s == pytest.approx(base.tpot_s / 2, rel=0.05)
+    assert mixed.prefill_s == pytest.approx(base.prefill_s, rel=1e-12)
+    # a B200 decode pool beside an H100 prefill pool: the workbook link is the slower NIC
+    b200 = engine.load_hardware("B200")
+    across = serve_disaggregated(llama8b, h100, b200, {"tp": 1}, {"tp": 1}, concurrency=8, **ROOFLINE)
+    assert across.link.bandwidth_bytes_per_s == pytest.approx(50e9) and "scale-out" in across.link.description
+    assert across.tpot_s < base.tpot_s
