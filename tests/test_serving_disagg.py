@@ -124,3 +124,44 @@ def test_prefill_and_decode_on_different_devices(llama8b, h100):
     across = serve_disaggregated(llama8b, h100, b200, {"tp": 1}, {"tp": 1}, concurrency=8, **ROOFLINE)
     assert across.link.bandwidth_bytes_per_s == pytest.approx(50e9) and "scale-out" in across.link.description
     assert across.tpot_s < base.tpot_s
+
+
+# ---- pool balance and the search's disaggregated rows ----------------------------------------------------------
+
+from engine.serving import ServingOptions  # noqa: E402
+from engine.serving.disagg_balance import CONFIG_COLUMNS, balance_pools, disaggregated_candidates  # noqa: E402
+
+
+def test_pool_balance_by_hand():
+    # prefill 10 requests/s per worker, decode 5: with 9 one-device workers 3:6 serves 30 requests/s each way
+    assert balance_pools(10.0, 5.0, total_devices=9) == (3, 6)
+    # 10 devices: 3:6 (30/s on 9 devices) beats every split of 10 (3:7 gives min(30, 35) = 30, one device more)
+    assert balance_pools(10.0, 5.0, total_devices=10) == (3, 6)
+    # two-device decode workers at 8 requests/s, one-device prefill at 4/s, 12 devices: W_p = 2 W_d and
+    # W_p + 2 W_d <= 12 -> 6:3 (24 requests/s), rather than 4:4 (16) or 8:2 (16)
+    assert balance_pools(4.0, 8.0, total_devices=12, prefill_worker_devices=1, decode_worker_devices=2) == (6, 3)
+    # a decode rate that depends on the workers (fewer clients each): the callable is used
+    assert balance_pools(100.0, lambda workers: 12.0 / workers, total_devices=5) == (1, 1)
+    with pytest.raises(ValueError, match="total_devices=1"):
+        balance_pools(1.0, 1.0, total_devices=1)
+
+
+def test_candidates_rows(llama8b, h100):
+    options = ServingOptions(input_length=1024, output_length=64)
+    table = disaggregated_candidates(llama8b, h100, h100, 4, options, "roofline", concurrencies=[1, 16],
+                                     prefill_layouts=[{"tp": 1}, {"tp": 3}], decode_layouts=[{"tp": 1}, {"tp": 4}])
+    assert list(table.columns) == list(CONFIG_COLUMNS) and len(table) == 2 * 2 * 2
+    assert (table["mode"] == "disaggregated").all() and (table["device"] == "H100-SXM→H100-SXM").all()
+    bad = table[~table["fits"]]
+    assert bad["reason"].str.contains("tp=3 does not divide").sum() == 4       # P TP3 with either decode layout
+    ok = table[table["fits"]]
+    assert (ok["devices"] <= 4).all() and (ok["prefill_workers"] >= 1).all()
+    # every row is a real configuration: serve_disaggregated at its worker counts gives the same numbers
+    row = ok[(ok["concurrency"] == 16) & (ok["decode_layout"] == "TP1 PP1 DP1 EP1")].iloc[0]
+    again = serve_disaggregated(llama8b, h100, h100, {"tp": 1}, {"tp": 1}, int(row["prefill_workers"]),
+                                int(row["decode_workers"]), options, "roofline", concurrency=16)
+    assert again.tpot_s == pytest.approx(row["tpot_s"], rel=1e-9)
+    assert again.tokens_per_s_per_device == pytest.approx(row["tokens_per_s_per_device"], rel=1e-9)
+    # TP4 decode with a TP1 prefill needs 5 devices: named, not silently dropped
+    five = table[(table["prefill_layout"].isna()) & table["layout"].str.contains("D\\[TP4")]
+    assert five["reason"].str.contains("more than 4 devices|does not divide").all()

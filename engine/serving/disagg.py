@@ -179,13 +179,57 @@ def _solve_decode_batch(tau, decode_steps: int, replicas: int, clients: int, cap
     return low, bound
 
 
+
+def _prefill_options(options: ServingOptions, max_batch: int | None) -> ServingOptions:
+    return options.model_copy(update={"output_length": 1, "stagger_start": False, "warmup_requests": 0,
+                                      "max_batch": max_batch, "concurrency": 1})
+
+
+def _layout_fields(scenario: Scenario) -> dict:
+    return {k: getattr(scenario, k) for k in (*LAYOUT_FIELDS, "weight_dtype", "activation_dtype", "kv_dtype",
+                                              "overlap_communication", "collective_algorithm", "routing_skew",
+                                              "mla_decode")}
+
+
+def _key(kind, hardware, scenario, options, *more):
+    return (kind, id(hardware), scenario.model_dump_json(), options.model_dump_json(exclude={"concurrency"}), *more)
+
+
+def prefill_pool(model, hardware, scenario: Scenario, options: ServingOptions, method: str, cache: dict,
+                 max_batch: int | None = None):
+    """(idle, saturated) serve() results of one prefill worker (module docstring)."""
+    key = _key("prefill", hardware, scenario, options, max_batch)
+    if key not in cache:
+        base, fields = _prefill_options(options, max_batch), _layout_fields(scenario)
+        idle = serve(hardware, model, base.model_copy(update={"concurrency": scenario.dp}), method, **fields)
+        saturating = scenario.dp * max(2, 2 * math.ceil(options.token_budget / options.input_length))
+        busy = serve(hardware, model, base.model_copy(update={"concurrency": saturating}), method, **fields)
+        cache[key] = (idle, busy)
+    return cache[key]
+
+
+def decode_pool(model, hardware, scenario: Scenario, options: ServingOptions, method: str, clients: float,
+                cache: dict):
+    """_decode_costs, kept in `cache` (the grid spans the largest batch asked for first)."""
+    key = _key("decode", hardware, scenario, options)
+    if key not in cache or cache[key][0] < min(clients, cache[key][1][1]):
+        cache[key] = (clients, _decode_costs(model, hardware, scenario, options, method, clients))
+    return cache[key][1]
+
+
 def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout=None, decode_layout=None,
                         prefill_workers: int = 1, decode_workers: int = 1, options: ServingOptions | None = None,
-                        method: str = "realistic", link=None, **fields) -> DisaggregatedResult:
+                        method: str = "realistic", link=None, *, cache: dict | None = None,
+                        largest_batch: int | None = None, prefill_max_batch: int | None = None,
+                        **fields) -> DisaggregatedResult:
     """Disaggregated serving (module docstring). Layouts: dicts of tp/pp/dp/ep (or Scenarios); `fields` are
     ServingOptions fields (concurrency, lengths, token_budget, max_batch: per decode replica, backend, ...)
     and Scenario fields both pools share (weight_dtype, activation_dtype, kv_dtype, ...). `link`: a KVLink or a
-    (bandwidth B/s, latency s) pair; None takes the workbook's link (kv_transfer.workbook_link)."""
+    (bandwidth B/s, latency s) pair; None takes the workbook's link (kv_transfer.workbook_link). `cache` (a
+    dict) keeps the pools' costs between calls on the same devices, layouts and options (a sweep over
+    concurrency or worker counts); `largest_batch` sizes the decode grid for the largest batch such a sweep
+    reaches. `prefill_max_batch`: prompts a prefill replica admits at once (None: the token budget decides).
+    """
     if prefill_workers < 1 or decode_workers < 1:
         raise ValueError(f"prefill_workers={prefill_workers} and decode_workers={decode_workers} must be >= 1")
     common, option_fields = split_fields(fields)
@@ -205,27 +249,19 @@ def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout
     clients = options.concurrency
     request_overhead = options.request_overhead_s or 0.0
 
-    # prefill pool: serve() on P with output_length 1
-    layout_fields = {k: getattr(prefill, k) for k in (*LAYOUT_FIELDS, "weight_dtype", "activation_dtype", "kv_dtype",
-                                                      "overlap_communication", "collective_algorithm",
-                                                      "routing_skew", "mla_decode")}
-    prefill_options = options.model_copy(update={"output_length": 1, "stagger_start": False, "warmup_requests": 0,
-                                                 "max_batch": None})
+    cache = {} if cache is None else cache
+    idle, busy = prefill_pool(model, prefill_hardware, prefill, options, chosen, cache, prefill_max_batch)
     dp = prefill.dp
-    idle = serve(prefill_hardware, model, prefill_options.model_copy(update={"concurrency": dp}), chosen,
-                 **layout_fields)
-    saturating = dp * max(2, 2 * math.ceil(options.token_budget / isl))
-    busy = serve(prefill_hardware, model, prefill_options.model_copy(update={"concurrency": saturating}), chosen,
-                 **layout_fields)
-    burst_clients = math.ceil(clients / prefill_workers)
-    burst = serve(prefill_hardware, model, prefill_options.model_copy(
-        update={"concurrency": burst_clients, "requests_per_client": 2}), chosen, **layout_fields)
+    burst = serve(prefill_hardware, model, _prefill_options(options, prefill_max_batch).model_copy(
+        update={"concurrency": math.ceil(clients / prefill_workers), "requests_per_client": 2}), chosen,
+        **_layout_fields(prefill))
     prefill_layout_obj = parallel_layout(model, Scenario.model_validate(
         {**prefill.model_dump(), "dp": 1, "devices": None}))
+    per_replica = clients / (decode_workers * decode.dp)
+    tau, cap, decode_layout_obj = decode_pool(model, decode_hardware, decode, options, chosen,
+                                              max(per_replica, largest_batch or 0), cache)
 
     # the KV transfer and the link's rate
-    tau, cap, decode_layout_obj = _decode_costs(
-        model, decode_hardware, decode, options, chosen, clients / (decode_workers * max(decode.dp, 1)))
     total_kv = kv_bytes_per_request(model, isl, prefill.kv_dtype)
     sent = total_kv * kv_share_per_device(model, prefill_layout_obj)
     received = total_kv * kv_share_per_device(model, decode_layout_obj)
