@@ -121,14 +121,20 @@ def pool_scenario(layout, common: dict) -> Scenario:
     return Scenario(phase="request", batch=1, **fields)
 
 
+def one_replica(scenario: Scenario) -> Scenario:
+    """As serve(): independent replicas (ep <= tp) are timed as one (dp 1); an expert-parallel group wider than
+    tp spans the attention-DP replicas, which step together, so the scenario keeps its dp."""
+    if scenario.ep <= scenario.tp:
+        return Scenario.model_validate({**scenario.model_dump(), "dp": 1, "devices": None})
+    return scenario
+
+
 def _decode_costs(model, hardware, scenario: Scenario, options: ServingOptions, method: str, clients: float):
     """(tau(n): seconds of a decode iteration with n requests per replica, host overhead included; cap: the most
     requests a replica holds; one replica's ParallelLayout)."""
     cost = Scenario.model_validate({**scenario.model_dump(), "input_length": options.input_length,
                                     "output_length": options.output_length, "chunked_prefill": False})
-    replica = cost
-    if cost.ep <= cost.tp:      # as serve(): independent replicas, one replica's table stands for all
-        replica = Scenario.model_validate({**cost.model_dump(), "dp": 1, "devices": None})
+    replica = one_replica(cost)
     layout = parallel_layout(model, replica)
     capacity, per_request = kv_budget(model, replica, hardware, options, layout)
     fit = int(capacity // float(per_request(np.array([options.input_length + options.output_length]))[0]))
@@ -255,8 +261,7 @@ def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout
     burst = serve(prefill_hardware, model, _prefill_options(options, prefill_max_batch).model_copy(
         update={"concurrency": math.ceil(clients / prefill_workers), "requests_per_client": 2}), chosen,
         **_layout_fields(prefill))
-    prefill_layout_obj = parallel_layout(model, Scenario.model_validate(
-        {**prefill.model_dump(), "dp": 1, "devices": None}))
+    prefill_layout_obj = parallel_layout(model, one_replica(prefill))
     per_replica = clients / (decode_workers * decode.dp)
     tau, cap, decode_layout_obj = decode_pool(model, decode_hardware, decode, options, chosen,
                                               max(per_replica, largest_batch or 0), cache)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from engine.estimate import ScenarioError
 from engine.parallel import parallel_layout
-from engine.serving.disagg import (decode_pool, layout_text, pool_scenario, prefill_pool,
+from engine.serving.disagg import (decode_pool, one_replica, layout_text, pool_scenario, prefill_pool,
                                    serve_disaggregated)
 from engine.serving.kv_transfer import as_link
 from engine.serving.options import ServingOptions
@@ -128,8 +128,7 @@ def disaggregated_candidates(model, prefill_hw, decode_hw, total_devices: int, o
                 prefill = pool_scenario(p_layout, scenario_fields)
                 decode = pool_scenario(d_layout, scenario_fields)
                 for scenario in (prefill, decode):
-                    parallel_layout(model, Scenario.model_validate({**scenario.model_dump(), "dp": 1,
-                                                                    "devices": None}))
+                    parallel_layout(model, one_replica(scenario))
                 if prefill.device_count + decode.device_count > total_devices:
                     raise ValueError(f"one prefill worker ({prefill.device_count} devices) and one decode worker "
                                      f"({decode.device_count}) need more than {total_devices} devices")
