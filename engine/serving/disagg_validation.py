@@ -68,9 +68,11 @@ def express_disaggregated(run, devices: dict, models: ModelSource):
     return hardware, model, arguments
 
 
-def score_disaggregated_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic") -> pd.DataFrame:
+def score_disaggregated_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic",
+                             **serving_fields) -> pd.DataFrame:
     """One row per disagg run: measured and predicted TTFT/TPOT, the KV transfer and the limiting pool, or
-    `reason` where the run is not expressed (the columns engine.serving.validation.errors/summary read)."""
+    `reason` where the run is not expressed (the columns engine.serving.validation.errors/summary read).
+    `serving_fields` (ServingOptions fields) apply to every run."""
     from engine.serving.disagg import serve_disaggregated
     models = ModelSource(root)
     rows = []
@@ -87,7 +89,8 @@ def score_disaggregated_runs(runs: pd.DataFrame, devices: dict, root, method: st
         hardware, model, arguments = expressed
         backend = run.backend if run.backend in BACKENDS else "generic"
         try:
-            result = serve_disaggregated(model, hardware, hardware, method=method, backend=backend, **arguments)
+            result = serve_disaggregated(model, hardware, hardware, method=method, backend=backend,
+                                         **{**arguments, **serving_fields})
         except ValueError as error:
             reason = str(error).splitlines()[0].replace(str(model.name), run.model_path)
             rows.append({**base, "reason": reason[:160]})
