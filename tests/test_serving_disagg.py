@@ -165,3 +165,29 @@ def test_candidates_rows(llama8b, h100):
     # TP4 decode with a TP1 prefill needs 5 devices: named, not silently dropped
     five = table[(table["prefill_layout"].isna()) & table["layout"].str.contains("D\\[TP4")]
     assert five["reason"].str.contains("more than 4 devices|does not divide").all()
+
+
+# ---- expressing the measured disaggregated runs -------------------------------------------------------------
+
+def test_express_measured_disagg_rows(tmp_path):
+    import pandas as pd
+    from engine.serving.disagg_validation import NO_WORKERS, express_disaggregated
+    from engine.serving.validation import ModelSource
+    b200 = engine.load_hardware("B200")
+    base = dict(system="b200_sxm", device="B200", mode="disagg", model_path="deepseek-ai/DeepSeek-V3",
+                gemm_quant_mode="fp8", concurrency=pd.NA, input_length=8192, output_length=1024,
+                prefill_tp=1, prefill_pp=1, prefill_attention_dp=8, prefill_moe_tp=1, prefill_moe_ep=8,
+                prefill_max_batch=1, prefill_num_workers=1, decode_tp=8, decode_pp=1, decode_attention_dp=1,
+                decode_moe_tp=1, decode_moe_ep=8, decode_max_batch=8, decode_num_workers=4)
+    rows = pd.DataFrame([base, {**base, "prefill_num_workers": pd.NA, "decode_num_workers": pd.NA}])
+    models = ModelSource(tmp_path / "systems")          # the catalog holds DeepSeek-V3
+    first, second = rows.itertuples(index=False)
+    hardware, model, arguments = express_disaggregated(first, {"B200": b200}, models)
+    assert hardware is b200 and model.is_moe
+    assert arguments["prefill_layout"] == {"tp": 1, "pp": 1, "dp": 8, "ep": 8}
+    assert arguments["decode_layout"] == {"tp": 8, "pp": 1, "dp": 1, "ep": 8}
+    # no concurrency note: decode batch 8 x 4 workers x attention_dp 1
+    assert arguments["concurrency"] == 32 and arguments["max_batch"] == 8 and arguments["prefill_max_batch"] == 1
+    assert (arguments["weight_dtype"], arguments["kv_dtype"]) == ("fp8", "fp8")
+    assert express_disaggregated(second, {"B200": b200}, models) == NO_WORKERS
+    assert "no workbook device" in express_disaggregated(first, {}, models)
