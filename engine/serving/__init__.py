@@ -6,12 +6,22 @@
     result.ttft_s, result.tpot_s, result.ttft_p90_s, result.tokens_per_s_per_device
     result.requests, result.iterations
     engine.serving.serving_curve(hw, model, [1, 2, 4, 8, 16, 32], input_length=1024)  # one row per concurrency
+
+Disaggregated serving (prefill pool on one device, decode pool on another, KV cache over a link):
+    from engine.serving import serve_disaggregated, compare_with_aggregated, KVLink, balance_pools
+    r = serve_disaggregated(model, hw_p, hw_d, {"tp": 2}, {"tp": 4}, prefill_workers=1, decode_workers=2,
+                            concurrency=64, input_length=1024, output_length=256)
+    r.ttft_s, r.tpot_s, r.kv_transfer_s, r.tokens_per_s_per_device, r.bound
 """
 
 from engine.serving.curve import doubling_concurrencies, serving_curve
+from engine.serving.disagg import DisaggregatedResult, compare_with_aggregated, serve_disaggregated
+from engine.serving.disagg_balance import balance_pools, disaggregated_candidates, pool_rates
+from engine.serving.kv_transfer import KVLink, transfer_seconds, workbook_link
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
 from engine.serving.simulate import ServingResult, serve
 
-__all__ = ["ServingCapacityError", "ServingOptions", "ServingResult", "doubling_concurrencies", "schedule", "serve",
-           "serving_curve"]
+__all__ = ["DisaggregatedResult", "KVLink", "ServingCapacityError", "ServingOptions", "ServingResult", "balance_pools",
+           "compare_with_aggregated", "disaggregated_candidates", "doubling_concurrencies", "pool_rates", "schedule",
+           "serve", "serve_disaggregated", "serving_curve", "transfer_seconds", "workbook_link"]
