@@ -12,6 +12,7 @@ from dashboard.charts.frames import in_order
 from dashboard.charts.theme import GREY, INK, device_style, house_figure
 
 MAX_NAMED_EXCLUDED = 4
+NOTES_NAME = "notes"
 
 
 def series_label(device: str, mode: str) -> str:
@@ -113,13 +114,20 @@ def pareto_figure(configs: pd.DataFrame, best: pd.DataFrame | None = None, ttft_
     excluded = excluded_note(configs)
     if excluded:
         notes.append(excluded)
+    annotations.append(dict(xref="paper", yref="paper", x=0.0, y=-0.14, xanchor="left", yanchor="top",
+                            showarrow=False, align="left", text="<br>".join(notes), font=dict(size=13),
+                            name=NOTES_NAME))
     layout = dict(xaxis=dict(title=dict(text="Output tokens/s per user (1 / TPOT)"), rangemode="tozero"),
                   yaxis=dict(title=dict(text="Output tokens/s per device"), rangemode="tozero"),
                   legend=dict(x=1.0, xanchor="right", y=1.0, yanchor="top"), shapes=shapes, annotations=annotations,
-                  title=dict(text="Serving design space: Pareto front per device",
-                             subtitle=dict(text="<br>".join(notes), font=dict(size=13))),
-                  margin=dict(t=110 + 16 * len(notes)))
+                  title=dict(text="Serving design space: Pareto front per device"),
+                  margin=dict(t=100, b=110 + 18 * len(notes)))
     return house_figure(data, layout)
+
+
+def figure_notes(figure) -> str:
+    """The notes under the Pareto chart (SLA legend, limits checked per point, layouts not run)."""
+    return next((a.text for a in figure.layout.annotations if a.name == NOTES_NAME), "")
 
 
 def _best_row(best: pd.DataFrame | None, device: str, mode: str) -> dict | None:

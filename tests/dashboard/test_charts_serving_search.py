@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from dashboard.charts.serving_search import (excluded_note, mode_comparison_figure, pareto_figure,
+from dashboard.charts.serving_search import (excluded_note, figure_notes, mode_comparison_figure, pareto_figure,
                                              recommendation_sentence, series_label)
 
 
@@ -68,7 +68,7 @@ def test_sla_line_at_one_over_tpot(configs, best):
     lines = [shape for shape in figure.layout.shapes if shape.type == "line"]
     assert len(lines) == 1 and lines[0].x0 == pytest.approx(40.0) and lines[0].x1 == pytest.approx(40.0)
     assert any("TPOT ≤ 25 ms" in a.text for a in figure.layout.annotations)
-    assert "TTFT ≤ 500 ms checked per point" in figure.layout.title.subtitle.text
+    assert "TTFT ≤ 500 ms checked per point" in figure_notes(figure)
     # no SLA: no line
     assert not pareto_figure(configs, best).layout.shapes
 
@@ -87,7 +87,7 @@ def test_best_point_per_device_is_a_star(configs, best):
 def test_excluded_layouts_are_named(configs):
     note = excluded_note(configs)
     assert note == "not run: TP1 PP1 DP8 EP1 on H200-SXM (does not fit)"
-    assert note in pareto_figure(configs).layout.title.subtitle.text
+    assert note in figure_notes(pareto_figure(configs))
     assert excluded_note(configs[configs["fits"]]) == ""
 
 
