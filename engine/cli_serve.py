@@ -66,6 +66,9 @@ def add_speculative_arguments(parser, number) -> None:
                          help="draft with the target's last N layers as multi-token-prediction layers (DeepSeek: 1)")
     group.add_argument("--draft-tokens", type=number(int, 1, 64), default=3,
                        help="tokens drafted per step, k (default 3)")
+    group.add_argument("--draft-tp", type=number(int, 1, 4096), default=None,
+                       help="the draft model's tensor parallelism (default: the target's tp; 1: a whole draft per "
+                            "device)")
     group.add_argument("--acceptance-rate", type=number(float, 0, 1), default=0.7,
                        help="probability each drafted token is accepted, a (default 0.7): "
                             "(1 - a^(k+1)) / (1 - a) tokens per step")
@@ -84,7 +87,8 @@ def speculative_option(args):
         return None
     from engine.serving.speculative import SpeculativeDecoding
     return SpeculativeDecoding(draft_model=args.draft_model, mtp_layers=args.mtp_layers,
-                               draft_tokens=args.draft_tokens, acceptance_rate=args.acceptance_rate)
+                               draft_tokens=args.draft_tokens, acceptance_rate=args.acceptance_rate,
+                               draft_tp=args.draft_tp)
 
 
 def serving_fields(args) -> dict:

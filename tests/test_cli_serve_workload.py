@@ -40,7 +40,7 @@ def test_draft_model_flags_match_the_python_api(capsys):
                                                                         acceptance_rate=0.8))
     assert data["tpot_s"] == pytest.approx(expected.tpot_s, rel=1e-12)
     assert data["serving"]["speculative"] == {"draft_model": "meta-llama/Llama-3.1-8B", "mtp_layers": None,
-                                              "draft_tokens": 2, "acceptance_rate": 0.8}
+                                              "draft_tokens": 2, "acceptance_rate": 0.8, "draft_tp": None}
     assert any("2.44 tokens per step" in note for note in data["notes"])     # 1 + 0.8 + 0.64
 
 
@@ -64,6 +64,7 @@ def _run(arguments):
     (["--draft-tokens", "0", "--mtp-layers", "1"], "--draft-tokens"),
     (["--mtp-layers", "1", "--draft-model", "meta-llama/Llama-3.1-8B"], "not allowed with"),
     (["--mtp-layers", "40"], "--mtp-layers"),
+    (["--mtp-layers", "1", "--draft-tp", "1"], "draft_tp applies to a draft model"),
 ])
 def test_bad_flags_are_one_line(capsys, arguments, expected):
     assert _run(arguments) == 2

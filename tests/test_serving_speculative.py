@@ -156,3 +156,24 @@ def test_mtp_layers_are_the_targets_last_layers():
     assert draft_weight_bytes(spec, one, layout, "fp8") == pytest.approx(experts + projection, rel=0.05)
     with pytest.raises(ValueError, match="mtp_layers=99"):
         mtp_model(deepseek, 99)
+
+
+def test_draft_tp_one_puts_a_whole_draft_on_every_device(h100, llama8b):
+    from engine.parallel import parallel_layout
+    from engine.serving.simulate import _draft
+    from engine.workload import Scenario
+    scenario = Scenario(phase="request", batch=1, input_length=1024, output_length=256, tp=2)
+    layout = parallel_layout(llama8b, scenario)
+    plain_room, _ = kv_budget(llama8b, scenario, h100, ServingOptions(), layout)
+    whole = SpeculativeDecoding(draft_model=llama8b, draft_tp=1)
+    split = SpeculativeDecoding(draft_model=llama8b)                  # the target's tp = 2
+    room_whole, per_request = kv_budget(llama8b, scenario, h100, ServingOptions(speculative=whole), layout,
+                                        _draft(whole, llama8b, scenario))
+    room_split, _ = kv_budget(llama8b, scenario, h100, ServingOptions(speculative=split), layout,
+                              _draft(split, llama8b, scenario))
+    assert plain_room - room_whole == pytest.approx(2 * LLAMA8B_PARAMS, rel=1e-9)
+    assert plain_room - room_split < 0.55 * (plain_room - room_whole)     # about half over two devices
+    # the target's KV is split over tp = 2 (8 KV heads, 4 per device); the whole draft's is not
+    assert per_request(np.array([100]))[0] == pytest.approx((103 / 2 + 100) * LLAMA8B_KV_PER_TOKEN)
+    with pytest.raises(ValidationError, match="draft_tp applies to a draft model"):
+        SpeculativeDecoding(mtp_layers=1, draft_tp=1)

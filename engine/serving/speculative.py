@@ -10,7 +10,7 @@ Per decode step of a request (one scheduler iteration):
 
 In an iteration with prompt chunks, the draft also runs over the chunks (its own KV cache holds the prompt):
 its first pass takes the chunks and one token per decoding request, the other k - 1 passes one token each.
-The draft runs with the target's tp (and ep for MTP layers), unpipelined (pp = 1), on the same devices;
+The draft runs with the target's tp (or `draft_tp`; ep for MTP layers), unpipelined (pp = 1), on the same devices;
 its weights and its KV cache come out of the memory left for the target's KV cache.
 """
 
@@ -27,7 +27,8 @@ from engine.dtypes import bytes_per_value
 class SpeculativeDecoding(BaseModel):
     """A draft model (`draft_model`: a ModelConfig or a model id engine.load_model reads) or
     `mtp_layers` multi-token-prediction layers of the target (DeepSeek-V3: 1), `draft_tokens` k drafted
-    per step and the per-token `acceptance_rate` a in [0, 1]."""
+    per step and the per-token `acceptance_rate` a in [0, 1]. `draft_tp`: the draft model's tensor parallelism
+    (vLLM `draft_tensor_parallel_size`; None: the target's tp; 1: a whole draft on every device of the replica)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -35,6 +36,7 @@ class SpeculativeDecoding(BaseModel):
     mtp_layers: Optional[int] = Field(None, ge=1, le=16)
     draft_tokens: int = Field(3, ge=1, le=64)
     acceptance_rate: float = Field(0.7, ge=0.0, le=1.0)
+    draft_tp: Optional[int] = Field(None, ge=1, le=4096)
 
     @field_validator("draft_model", mode="before")
     @classmethod
@@ -51,6 +53,8 @@ class SpeculativeDecoding(BaseModel):
         if (self.draft_model is None) == (self.mtp_layers is None):
             raise ValueError("speculative decoding needs exactly one of draft_model (a smaller model) or "
                              "mtp_layers (the target's multi-token-prediction layers)")
+        if self.draft_tp is not None and self.draft_model is None:
+            raise ValueError("draft_tp applies to a draft model; MTP layers run with the target's tp")
         if getattr(self.draft_model, "automatic", False):
             raise ValueError(f"draft_model {self.draft_model.name} is decomposed automatically (traced); the "
                              "serving simulation needs a hand model as the draft")
@@ -101,10 +105,12 @@ def mtp_model(model, layers: int):
 
 
 def draft_scenario(spec: SpeculativeDecoding, drafter, replica):
-    """The draft's layout: the target replica's tp, unpipelined; ep only where the draft has experts."""
-    ep = replica.ep if getattr(drafter, "num_experts", 0) else 1
-    return type(replica).model_validate({**replica.model_dump(), "pp": 1, "ep": ep, "dp": 1, "devices": None,
-                                         "micro_batches": None})
+    """The draft's layout: `draft_tp` (else the target replica's tp), unpipelined; the replica's ep (and the dp
+    an expert-parallel group spans) only where the draft has experts."""
+    tp = spec.draft_tp or replica.tp
+    experts = bool(getattr(drafter, "num_experts", 0))
+    return type(replica).model_validate({**replica.model_dump(), "tp": tp, "pp": 1, "ep": replica.ep if experts else 1,
+                                         "dp": replica.dp if experts else 1, "devices": None, "micro_batches": None})
 
 
 def draft_weight_bytes(spec: SpeculativeDecoding, drafter, layout, weight_dtype: str) -> float:
