@@ -177,3 +177,21 @@ def test_draft_tp_one_puts_a_whole_draft_on_every_device(h100, llama8b):
     assert per_request(np.array([100]))[0] == pytest.approx((103 / 2 + 100) * LLAMA8B_KV_PER_TOKEN)
     with pytest.raises(ValidationError, match="draft_tp applies to a draft model"):
         SpeculativeDecoding(mtp_layers=1, draft_tp=1)
+
+
+def test_verification_of_an_mla_model_stays_in_the_absorbed_decode_form():
+    # engines verify k + 1 tokens with their decode kernels (FlashMLA takes several queries per sequence):
+    # the cached latent is read, never decompressed for the whole context as a prompt's naive form would
+    from engine.decompose import add_forward_pass
+    from engine.kernels import KernelTableBuilder
+    from engine.parallel import parallel_layout
+    from engine.serving.cost import grid_pass
+    from engine.workload import Scenario
+    deepseek = engine.load_model("deepseek-ai/DeepSeek-V3")
+    scenario = Scenario(tp=8, weight_dtype="fp8")
+    builder = KernelTableBuilder()
+    add_forward_pass(builder, deepseek, scenario, grid_pass(np.array([4.0]), np.array([1000.0]), decode_tokens=3),
+                     parallel_layout(deepseek, scenario))
+    names = set(builder.build_columns()["name"])
+    assert any("Q*W_UK" in name for name in names)
+    assert not any("KV_b*W" in name for name in names)

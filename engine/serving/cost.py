@@ -67,14 +67,16 @@ def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:
 
 def mixed_pass(mixed: list, decode_tokens: int = 1) -> ForwardPass:
     """One row per iteration with prompt chunks: its decode tokens and its chunks, exactly. `decode_tokens`:
-    query tokens per decoding request (k + 1 in a speculative verification pass)."""
+    query tokens per decoding request (k + 1 in a speculative verification pass; still decode attention,
+    Va_Mqa: engines verify with their decode kernels, which take a few queries per sequence, and MLA stays in
+    the absorbed form)."""
     rows = len(mixed)
     decode_row = np.repeat(np.arange(rows), [len(it.decode_priors) for it in mixed])
     chunk_row = np.repeat(np.arange(rows), [len(it.chunk_tokens) for it in mixed])
     decode_priors = np.concatenate([it.decode_priors for it in mixed]).astype(float)
     chunk_new = np.concatenate([it.chunk_tokens for it in mixed]).astype(float)
     chunk_prior = np.concatenate([it.chunk_priors for it in mixed]).astype(float)
-    decode = _part("d", "Va_Mqa" if decode_tokens == 1 else "Ma_Mqa", decode_row, rows,
+    decode = _part("d", "Va_Mqa", decode_row, rows,
                    np.full_like(decode_priors, float(decode_tokens)), decode_priors)
     prefill = _part("p", "Ma_Mqa", chunk_row, rows, chunk_new, chunk_prior)
     tokens = decode.query_tokens + prefill.query_tokens
@@ -111,7 +113,7 @@ def grid_pass(batches: np.ndarray, contexts: np.ndarray, decode_tokens: int = 1)
     rows = len(n)
     per_sequence = np.repeat(np.arange(rows), n.astype(np.int64))
     priors = np.repeat(p, n.astype(np.int64))
-    part = _part("", "Va_Mqa" if decode_tokens == 1 else "Ma_Mqa", per_sequence, rows,
+    part = _part("", "Va_Mqa", per_sequence, rows,
                  np.full_like(priors, float(decode_tokens)), priors)
     return ForwardPass("serve", n * decode_tokens, n * decode_tokens, 1, (part,))
 
