@@ -63,7 +63,7 @@ def pareto_figure(configs: pd.DataFrame, best: pd.DataFrame | None = None, ttft_
                   tpot_max_s: float | None = None, latency_max_s: float | None = None):
     """Output tokens/s per device (y) against tokens/s per user (x): per device (and mode) every configuration
     that ran as a faint point, its Pareto front as a line whose points are filled when they meet the SLA and
-    hollow when they miss it (the hover says why), the best configuration within the SLA as a large star (an
+    hollow (white inside, a trace of its own) when they miss it (the hover says why), the best configuration within the SLA as a large star (an
     open star when none meets it: the closest miss). A TPOT limit is the vertical line x = 1 / TPOT; TTFT and
     latency limits have no axis here and are checked per point. Layouts that do not run are named under the
     title.
@@ -82,13 +82,17 @@ def pareto_figure(configs: pd.DataFrame, best: pd.DataFrame | None = None, ttft_
                          showlegend=False, x=others["tokens_per_s_per_user"].tolist(),
                          y=others["tokens_per_s_per_device"].tolist(), text=_hover(others), hoverinfo="text",
                          marker=dict(size=7, color=style["color"], opacity=0.25, symbol=style["symbol"])))
-        meets = front["meets_sla"].astype(bool).tolist()
         data.append(dict(type="scatter", mode="lines+markers", name=label, legendgroup=label,
                          x=front["tokens_per_s_per_user"].tolist(), y=front["tokens_per_s_per_device"].tolist(),
                          text=_hover(front), hoverinfo="text",
                          line=dict(color=style["color"], dash=style["dash"], width=3),
-                         marker=dict(size=11, color=style["color"], line=dict(color=style["color"], width=2),
-                                     symbol=[style["symbol"] if ok else f"{style['symbol']}-open" for ok in meets])))
+                         marker=dict(size=11, color=style["color"], symbol=style["symbol"])))
+        outside = front[~front["meets_sla"].astype(bool)]       # hollow: white inside the series' outline
+        data.append(dict(type="scatter", mode="markers", name=f"{label}: outside the SLA", legendgroup=label,
+                         showlegend=False, x=outside["tokens_per_s_per_user"].tolist(),
+                         y=outside["tokens_per_s_per_device"].tolist(), text=_hover(outside), hoverinfo="text",
+                         marker=dict(size=11, color="white", symbol=style["symbol"],
+                                     line=dict(color=style["color"], width=2.5))))
         chosen = _best_row(best, device, mode)
         if chosen is not None:
             inside = bool(chosen.get("meets_sla"))
@@ -119,7 +123,7 @@ def pareto_figure(configs: pd.DataFrame, best: pd.DataFrame | None = None, ttft_
                             name=NOTES_NAME))
     layout = dict(xaxis=dict(title=dict(text="Output tokens/s per user (1 / TPOT)"), rangemode="tozero"),
                   yaxis=dict(title=dict(text="Output tokens/s per device"), rangemode="tozero"),
-                  legend=dict(x=1.0, xanchor="right", y=1.0, yanchor="top"), shapes=shapes, annotations=annotations,
+                  legend=dict(x=1.02, xanchor="left", y=1.0, yanchor="top"), shapes=shapes, annotations=annotations,
                   title=dict(text="Serving design space: Pareto front per device"),
                   margin=dict(t=100, b=110 + 18 * len(notes)))
     return house_figure(data, layout)
@@ -160,13 +164,16 @@ def mode_comparison_figure(best: pd.DataFrame):
                          textposition="outside", hovertext=[str(m) for m in part.get("message", [""] * len(part))],
                          hoverinfo="text",
                          marker=dict(color=color, pattern=dict(shape=["" if ok else "/" for ok in meets]))))
+    top = float(pd.to_numeric(rows["tokens_per_s_per_device"]).max()) if not rows.empty else 1.0
+    note = ("the best configuration within the SLA per device and mode, labelled with its layout and tokens/s per "
+            "user; hatched: none meets the SLA (the closest miss)")
     layout = dict(barmode="group", xaxis=dict(title=dict(text="Device (prefill→decode when disaggregated)")),
-                  yaxis=dict(title=dict(text="Best output tokens/s per device"), rangemode="tozero"),
-                  legend=dict(x=1.0, xanchor="right", y=1.0, yanchor="top"),
-                  title=dict(text="Aggregated against disaggregated serving",
-                             subtitle=dict(text="the best configuration within the SLA per device and mode; hatched: "
-                                                "none meets the SLA (closest shown)", font=dict(size=13))),
-                  margin=dict(t=110))
+                  yaxis=dict(title=dict(text="Best output tokens/s per device"), range=[0, 1.2 * top]),
+                  legend=dict(x=1.02, xanchor="left", y=1.0, yanchor="top"),
+                  title=dict(text="Aggregated against disaggregated serving"),
+                  annotations=[dict(xref="paper", yref="paper", x=0.0, y=-0.16, xanchor="left", yanchor="top",
+                                    showarrow=False, align="left", text=note, font=dict(size=13), name=NOTES_NAME)],
+                  margin=dict(t=100, b=140))
     return house_figure(data, layout)
 
 

@@ -45,9 +45,12 @@ def test_front_line_runs_through_the_front_in_order_of_speed_per_user(configs, b
     assert list(fronts) == ["H200-SXM", "B200"]
     assert list(fronts["H200-SXM"].x) == [20.0, 50.0, 80.0]
     assert list(fronts["H200-SXM"].y) == [900.0, 600.0, 300.0]
-    # hollow where the SLA is missed, filled where met
-    assert list(fronts["H200-SXM"].marker.symbol) == ["circle-open", "circle", "circle"]
-    assert list(fronts["B200"].marker.symbol) == ["diamond", "diamond-open"]
+    # hollow (white inside the series' outline) over the points that miss the SLA
+    hollow = {t.name: t for t in figure.data if t.name and t.name.endswith("outside the SLA")}
+    assert list(hollow["H200-SXM: outside the SLA"].x) == [20.0]
+    assert list(hollow["B200: outside the SLA"].x) == [150.0]
+    assert hollow["B200: outside the SLA"].marker.color == "white"
+    assert hollow["B200: outside the SLA"].marker.symbol == fronts["B200"].marker.symbol == "diamond"
     # the dominated configuration is a faint point beside the line, not on it
     others = next(t for t in figure.data if t.name == "H200-SXM: other configurations")
     assert list(others.x) == [40.0] and others.marker.opacity < 0.5
@@ -57,6 +60,8 @@ def test_hover_names_why_a_configuration_misses_the_sla(configs, best):
     figure = pareto_figure(configs, best, tpot_max_s=0.025)
     h200 = next(t for t in figure.data if t.name == "H200-SXM")
     assert "misses the SLA: TPOT 50 ms > 25 ms" in h200.text[0]
+    assert "misses the SLA: TPOT 50 ms > 25 ms" in next(t for t in figure.data
+                                                        if t.name == "H200-SXM: outside the SLA").text[0]
     assert "TP8 PP1 DP1 EP1, 64 clients" in h200.text[0]
     assert "meets the SLA" in h200.text[1]
     b200 = next(t for t in figure.data if t.name == "B200")
@@ -103,6 +108,7 @@ def test_mode_comparison_puts_the_modes_side_by_side():
     assert list(figure.data[1].x) == ["H100-SXM→H200-SXM"] and list(figure.data[1].y) == [820.0]
     assert list(figure.data[0].marker.pattern.shape) == [""] and list(figure.data[1].marker.pattern.shape) == ["/"]
     assert "42 tok/s per user" in figure.data[1].text[0]
+    assert "hatched: none meets the SLA" in figure_notes(figure)
     assert series_label("H100-SXM→H200-SXM", "disaggregated") == "H100-SXM→H200-SXM (disaggregated)"
 
 
