@@ -25,7 +25,12 @@ WIDGET_ATTRIBUTES = {
     "w_ex_yv": "explore_y_values", "w_ex_metric": "explore_metric", "w_ex_change": "explore_change",
     "w_ex_ifield": "explore_inverse_field", "w_ex_target": "explore_target",
     "w_sv_c": "serving_concurrency", "w_sv_cmax": "serving_max_concurrency", "w_sv_budget": "serving_token_budget",
-    "w_sv_backend": "serving_backend", "w_coll": "collective_algorithm", "w_mb": "micro_batches",
+    "w_sv_backend": "serving_backend", "w_sv_wl": "serving_workload", "w_sv_sd": "serving_speculative",
+    "w_sv_dm": "serving_draft_model", "w_sv_k": "serving_draft_tokens", "w_sv_a": "serving_acceptance_rate",
+    "w_sv_ds": "serving_design_space", "w_sv_ttft": "serving_ttft_max_ms", "w_sv_tpot": "serving_tpot_max_ms",
+    "w_sv_n": "serving_devices", "w_sv_rps": "serving_requests_per_s", "w_sv_dis": "serving_disaggregated",
+    "w_sv_pd": "serving_prefill_device", "w_sv_dd": "serving_decode_device",
+    "w_coll": "collective_algorithm", "w_mb": "micro_batches",
     "w_skew": "routing_skew", "w_mla": "mla_decode",
 }
 

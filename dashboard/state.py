@@ -30,7 +30,12 @@ Explore page keys (written on the Explore page, and on other pages only when not
   TPOT/TTFT, tokens/s, mJ per token, ...); absent = twice as good as the base point.
 
 Serving page keys (likewise): sv.c (the concurrency shown), sv.cmax (the curve's largest concurrency),
-sv.budget (tokens per iteration), sv.backend (generic, vllm, sglang, trtllm: fitted host-side times).
+sv.budget (tokens per iteration), sv.backend (generic, vllm, sglang, trtllm: fitted host-side times),
+sv.wl (workload preset chat|rag|code|reasoning, or custom: the sidebar's input/output tokens),
+sv.sd (speculative decoding none|draft|mtp), sv.dm (the draft model), sv.k (drafted tokens per step),
+sv.a (acceptance rate 0..1); the design-space search (sv.ds=1): sv.ttft, sv.tpot (SLA limits in ms, absent:
+none), sv.n (devices), sv.rps (requests/s to serve, absent: no recommendation), sv.dis (also disaggregated),
+sv.pd, sv.dd (prefill and decode devices; absent: the primary device).
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ PAGES = ("overview", "compare", "sweeps", "explore", "serving", "hardware", "acc
 PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "explore": "Explore",
                "serving": "Serving", "hardware": "Hardware", "accuracy": "Accuracy"}
 SERVING_BACKENDS = ("generic", "vllm", "sglang", "trtllm")
+SERVING_WORKLOADS = ("custom", "chat", "rag", "code", "reasoning")      # engine/serving/presets.py, custom first
+SPECULATIVE_KINDS = ("none", "draft", "mtp")
+DEFAULT_DRAFT_MODEL = "meta-llama/Llama-3.1-8B"
 STACK_BY = ("name", "family")
 SWEEP_FIELDS = ("batch", "input_length", "tp")
 DEFAULT_DEVICE = "H100-SXM"
@@ -110,6 +118,19 @@ class ViewState:
     serving_max_concurrency: int = 256
     serving_token_budget: int = 8192
     serving_backend: str = "generic"
+    serving_workload: str = "custom"                                   # custom: the sidebar's input/output tokens
+    serving_speculative: str = "none"
+    serving_draft_model: str = DEFAULT_DRAFT_MODEL
+    serving_draft_tokens: int = 3
+    serving_acceptance_rate: float = 0.7
+    serving_design_space: bool = False
+    serving_ttft_max_ms: Optional[float] = None
+    serving_tpot_max_ms: Optional[float] = None
+    serving_devices: int = 8
+    serving_requests_per_s: Optional[float] = None
+    serving_disaggregated: bool = False
+    serving_prefill_device: str = ""                                   # "": the primary device
+    serving_decode_device: str = ""
     collective_algorithm: str = "ring"
     micro_batches: Optional[int] = None                               # None = the engine's choice
     routing_skew: float = 0.0                                         # MoE models only
@@ -301,6 +322,16 @@ def _skew(text: str) -> float:
 
 _skew.expected = "a number from 0 (even routing) to 10"
 
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:         # also refuses nan
+        raise ValueError
+    return value
+
+
+_fraction.expected = "a number from 0 to 1"
+
 def _field(allow_none: bool) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in EXPLORE_FIELDS and not (allow_none and text == NO_FIELD):
@@ -353,11 +384,26 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "sv.cmax": ("serving_max_concurrency", _whole(1, 4096), str),
     "sv.budget": ("serving_token_budget", _whole(1, 1_000_000), str),
     "sv.backend": ("serving_backend", _choice(SERVING_BACKENDS), str),
+    "sv.wl": ("serving_workload", _choice(SERVING_WORKLOADS), str),
+    "sv.sd": ("serving_speculative", _choice(SPECULATIVE_KINDS), str),
+    "sv.dm": ("serving_draft_model", _model_id, str),
+    "sv.k": ("serving_draft_tokens", _whole(1, 16), str),
+    "sv.a": ("serving_acceptance_rate", _fraction, _format_value),
+    "sv.ds": ("serving_design_space", _flag, lambda v: "1" if v else "0"),
+    "sv.ttft": ("serving_ttft_max_ms", _positive, _format_value),
+    "sv.tpot": ("serving_tpot_max_ms", _positive, _format_value),
+    "sv.n": ("serving_devices", _whole(1, 4096), str),
+    "sv.rps": ("serving_requests_per_s", _positive, _format_value),
+    "sv.dis": ("serving_disaggregated", _flag, lambda v: "1" if v else "0"),
+    "sv.pd": ("serving_prefill_device", _name, str),
+    "sv.dd": ("serving_decode_device", _name, str),
 }
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
 PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
-OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla")                  # left out of links while at their default
+OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla", "sv.wl", "sv.sd", "sv.dm", "sv.k", "sv.a", "sv.ds", "sv.n",
+                      "sv.dis")                                       # left out of links while at their default
+OMITTED_WHEN_EMPTY = EXPLORE_KEYS + ("sv.pd", "sv.dd")               # "" means automatic: left out of links
 URL_KEY_OF = {attribute: key for key, (attribute, _, _) in SCALAR_PARAMETERS.items()}   # ViewState field -> URL key
 
 
@@ -449,7 +495,7 @@ def to_query(state: ViewState) -> dict[str, str]:
             continue
         if key in OMITTED_AT_DEFAULT and value == getattr(default, attribute):
             continue              # a page's own controls stay out of other pages' links unless changed
-        if value is not None and (value != "" or key not in EXPLORE_KEYS):
+        if value is not None and (value != "" or key not in OMITTED_WHEN_EMPTY):
             query[key] = formatter(value)
     for new_name, base in state.clones:
         query[f"clone.{new_name}"] = base

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine.serving.presets import WORKLOAD_LABELS, WORKLOADS
+
 
 def add_serve_parser(commands, number, add_layout_arguments, add_model_source, methods, handler) -> None:
     """The `serve` subcommand: `number(kind, minimum, maximum)` makes bounded numeric argument types."""
@@ -14,10 +16,13 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
     serve.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
     serve.add_argument("--concurrency", type=number(int, 1, 100_000), default=1,
                        help="clients, one request in flight each")
-    serve.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=1024,
-                       help="prompt tokens per request")
-    serve.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=256,
-                       help="generated tokens per request")
+    serve.add_argument("--workload", choices=tuple(WORKLOADS), default=None,
+                       help="request lengths of a preset: " + "; ".join(WORKLOAD_LABELS.values()) +
+                            " (--input-len/--output-len given win)")
+    serve.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=None,
+                       help="prompt tokens per request (default 1024, or the --workload's)")
+    serve.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=None,
+                       help="generated tokens per request (default 256, or the --workload's)")
     serve.add_argument("--length-spread", type=number(float, 0, 0.99), default=0.0,
                        help="draw lengths uniformly from L(1-s)..L(1+s) (vLLM --random-range-ratio)")
     serve.add_argument("--token-budget", type=positive, default=8192,
@@ -42,6 +47,7 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
                        help="how each iteration's kernels are timed: roofline (ideal peaks), hierarchical (cache "
                             "levels), realistic (calibrated on measured kernels), realistic-graph (CUDA-graph launch "
                             "everywhere); docs/methods.md")
+    add_speculative_arguments(serve, number)
     add_layout_arguments(serve)      # dtypes, tp/pp/dp/ep/devices, overlap, collectives, routing skew, MLA decode
     serve.add_argument("--requests-csv", metavar="PATH", help="write every simulated request as CSV")
     serve.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
@@ -50,11 +56,48 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
     serve.set_defaults(handler=handler)
 
 
+def add_speculative_arguments(parser, number) -> None:
+    """--draft-model / --mtp-layers with --draft-tokens and --acceptance-rate (engine/serving/speculative.py)."""
+    group = parser.add_argument_group("speculative decoding")
+    drafter = group.add_mutually_exclusive_group()
+    drafter.add_argument("--draft-model", metavar="ID", default=None,
+                         help="draft model (catalog id or Hub repo id) proposing --draft-tokens tokens per step")
+    drafter.add_argument("--mtp-layers", type=number(int, 1, 16), default=None,
+                         help="draft with the target's last N layers as multi-token-prediction layers (DeepSeek: 1)")
+    group.add_argument("--draft-tokens", type=number(int, 1, 64), default=3,
+                       help="tokens drafted per step, k (default 3)")
+    group.add_argument("--draft-tp", type=number(int, 1, 4096), default=None,
+                       help="the draft model's tensor parallelism (default: the target's tp; 1: a whole draft per "
+                            "device)")
+    group.add_argument("--acceptance-rate", type=number(float, 0, 1), default=0.7,
+                       help="probability each drafted token is accepted, a (default 0.7): "
+                            "(1 - a^(k+1)) / (1 - a) tokens per step")
+
+
+def request_lengths(args) -> tuple[int, int]:
+    """(input, output) tokens: --input-len/--output-len when given, else the --workload's, else 1024/256."""
+    preset = WORKLOADS[args.workload] if args.workload else (1024, 256)
+    return (args.input_len if args.input_len is not None else preset[0],
+            args.output_len if args.output_len is not None else preset[1])
+
+
+def speculative_option(args):
+    """The SpeculativeDecoding the flags ask for, or None."""
+    if args.draft_model is None and args.mtp_layers is None:
+        return None
+    from engine.serving.speculative import SpeculativeDecoding
+    return SpeculativeDecoding(draft_model=args.draft_model, mtp_layers=args.mtp_layers,
+                               draft_tokens=args.draft_tokens, acceptance_rate=args.acceptance_rate,
+                               draft_tp=args.draft_tp)
+
+
 def serving_fields(args) -> dict:
     """serve()'s keyword fields from the parsed arguments."""
     overhead = None if args.iteration_overhead_ms is None else args.iteration_overhead_ms / 1e3
     per_request = None if args.request_overhead_ms is None else args.request_overhead_ms / 1e3
-    return dict(concurrency=args.concurrency, input_length=args.input_len, output_length=args.output_len,
+    input_length, output_length = request_lengths(args)
+    return dict(concurrency=args.concurrency, input_length=input_length, output_length=output_length,
+                speculative=speculative_option(args),
                 length_spread=args.length_spread, token_budget=args.token_budget, max_batch=args.max_batch,
                 requests_per_client=args.requests_per_client, warmup_requests=args.warmup_requests,
                 stagger_start=args.stagger_start, backend=args.backend, iteration_overhead_s=overhead,

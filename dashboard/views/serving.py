@@ -9,10 +9,12 @@ import streamlit as st
 from dashboard import data
 from dashboard.charts.serving import serving_curve_figure, serving_latency_figure
 from dashboard.context import PageContext
-from dashboard.state import SERVING_BACKENDS
+from dashboard.state import DEFAULT_DRAFT_MODEL, SERVING_BACKENDS, SERVING_WORKLOADS, SPECULATIVE_KINDS
+from dashboard.views import serving_search
 from dashboard.widgets import chart, deck_button, table_downloads
 from engine.estimators.validity import validation_notes
-from engine.serving import doubling_concurrencies
+from engine.models import catalog_ids
+from engine.serving import WORKLOAD_LABELS, WORKLOADS, doubling_concurrencies, expected_tokens_per_step
 
 LARGEST = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 TABLE_COLUMNS = {"device": "device", "concurrency": "clients", "ttft_s": "TTFT mean (ms)", "ttft_p90_s": "TTFT p90 (ms)",
@@ -37,12 +39,66 @@ def controls() -> None:
                           "only): engine/serving/backends.py.")
 
 
+def workload_controls(ctx: PageContext) -> None:
+    first, second, third, fourth = st.columns(4)
+    first.selectbox("Workload", SERVING_WORKLOADS, key="w_sv_wl",
+                    format_func=lambda name: WORKLOAD_LABELS.get(name, "Custom: the sidebar's input/output tokens"),
+                    help="Request lengths of a typical workload, or custom lengths (the sidebar's Input and Output "
+                         "tokens).")
+    isl, osl = request_lengths(ctx)
+    second.metric("Tokens per request", f"{isl:,} in / {osl:,} out",
+                  help="From the preset" if ctx.state.serving_workload != "custom" else "From the sidebar")
+    third.selectbox("Speculative decoding", SPECULATIVE_KINDS, key="w_sv_sd",
+                    format_func={"none": "None", "draft": "Draft model", "mtp": "MTP layers"}.get,
+                    help="A draft model (or the target's multi-token-prediction layers) proposes k tokens per step; "
+                         "the target verifies them in one pass (engine/serving/speculative.py).")
+    if ctx.state.serving_speculative == "none":
+        return
+    if ctx.state.serving_speculative == "draft":
+        ids = list(catalog_ids())
+        if st.session_state.get("w_sv_dm") not in ids:
+            st.warning(f"Draft model {st.session_state.get('w_sv_dm')!r} is not in the bundled catalog (URL parameter "
+                       f"sv.dm); using {DEFAULT_DRAFT_MODEL}.")
+            st.session_state["w_sv_dm"] = DEFAULT_DRAFT_MODEL
+        fourth.selectbox("Draft model", ids, key="w_sv_dm", help="The smaller model that drafts the tokens.")
+    left, right, note = st.columns([1, 1, 2])
+    left.number_input("Drafted tokens per step (k)", min_value=1, max_value=16, step=1, key="w_sv_k")
+    right.number_input("Acceptance rate (a)", min_value=0.0, max_value=1.0, step=0.05, key="w_sv_a",
+                       help="Probability each drafted token is accepted.")
+    note.caption(f"{expected_tokens_per_step(ctx.state.serving_draft_tokens, ctx.state.serving_acceptance_rate):.3g} "
+                 "tokens per step on average: (1 - a^(k+1)) / (1 - a). Every step pays the draft's k passes and a "
+                 "verification pass of k + 1 tokens per request.")
+
+
+def request_lengths(ctx: PageContext) -> tuple[int, int]:
+    """(input, output) tokens: the workload preset's, or the sidebar's for custom."""
+    if ctx.state.serving_workload in WORKLOADS:
+        return WORKLOADS[ctx.state.serving_workload]
+    return ctx.scenario.input_length, ctx.scenario.output_length
+
+
+def speculative_field(ctx: PageContext) -> dict | None:
+    """The `speculative` serving option as plain values (cached by JSON), or None."""
+    state = ctx.state
+    if state.serving_speculative == "none":
+        return None
+    common = dict(draft_tokens=int(state.serving_draft_tokens), acceptance_rate=float(state.serving_acceptance_rate))
+    if state.serving_speculative == "mtp":
+        return dict(mtp_layers=int(getattr(ctx.model, "multi_token_prediction_layers", 0) or 1), **common)
+    return dict(draft_model=state.serving_draft_model, **common)
+
+
 def serving_fields(ctx: PageContext) -> dict:
     s, state = ctx.scenario, ctx.state
-    return dict(input_length=s.input_length, output_length=s.output_length, token_budget=state.serving_token_budget,
-                backend=state.serving_backend, weight_dtype=s.weight_dtype, activation_dtype=s.activation_dtype,
-                kv_dtype=s.kv_dtype, tp=s.tp, pp=s.pp, dp=s.dp, ep=s.ep,
-                overlap_communication=s.overlap_communication)
+    isl, osl = request_lengths(ctx)
+    fields = dict(input_length=isl, output_length=osl, token_budget=state.serving_token_budget,
+                  backend=state.serving_backend, weight_dtype=s.weight_dtype, activation_dtype=s.activation_dtype,
+                  kv_dtype=s.kv_dtype, tp=s.tp, pp=s.pp, dp=s.dp, ep=s.ep,
+                  overlap_communication=s.overlap_communication)
+    speculative = speculative_field(ctx)
+    if speculative is not None:
+        fields["speculative"] = speculative
+    return fields
 
 
 def headline(curve: pd.DataFrame, device: str, concurrency: int) -> None:
@@ -66,8 +122,10 @@ def render(ctx: PageContext) -> None:
                  "in the sidebar.")
         return
     controls()
-    st.caption(f"{ctx.model.name}: {state.serving_concurrency} clients in a closed loop, {ctx.scenario.input_length} "
-               f"in / {ctx.scenario.output_length} out per request, {state.serving_token_budget} tokens per iteration, "
+    workload_controls(ctx)
+    isl, osl = request_lengths(ctx)
+    st.caption(f"{ctx.model.name}: {state.serving_concurrency} clients in a closed loop, {isl} "
+               f"in / {osl} out per request, {state.serving_token_budget} tokens per iteration, "
                f"{state.serving_backend} host-side times, method {state.method}, TP {ctx.scenario.tp} x PP "
                f"{ctx.scenario.pp} x DP {ctx.scenario.dp} (the sidebar's batch and phase do not apply here)")
     concurrencies = doubling_concurrencies(state.serving_max_concurrency, state.serving_concurrency)
@@ -93,3 +151,10 @@ def render(ctx: PageContext) -> None:
     table_downloads(curve, "serving-curve", key="serving", scenario=ctx.summary())
     deck_button([("Serving: throughput per device vs per user", curve_figure),
                  ("Serving latencies", latency_figure)], ctx.summary(), key="serving")
+    st.divider()
+    st.toggle("Design space: search layouts, concurrency and the SLA", key="w_sv_ds",
+              help="Every parallel layout of N devices at every concurrency of the curve and two token budgets, for "
+                   "each selected device: the Pareto front, the best configuration within the SLA and the fewest "
+                   "devices for a request rate (engine.serving_search).")
+    if state.serving_design_space:
+        serving_search.render(ctx, fields, concurrencies)

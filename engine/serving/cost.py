@@ -65,15 +65,19 @@ def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:
     return distinct, which
 
 
-def mixed_pass(mixed: list) -> ForwardPass:
-    """One row per iteration with prompt chunks: its decode tokens and its chunks, exactly."""
+def mixed_pass(mixed: list, decode_tokens: int = 1) -> ForwardPass:
+    """One row per iteration with prompt chunks: its decode tokens and its chunks, exactly. `decode_tokens`:
+    query tokens per decoding request (k + 1 in a speculative verification pass; still decode attention,
+    Va_Mqa: engines verify with their decode kernels, which take a few queries per sequence, and MLA stays in
+    the absorbed form)."""
     rows = len(mixed)
     decode_row = np.repeat(np.arange(rows), [len(it.decode_priors) for it in mixed])
     chunk_row = np.repeat(np.arange(rows), [len(it.chunk_tokens) for it in mixed])
     decode_priors = np.concatenate([it.decode_priors for it in mixed]).astype(float)
     chunk_new = np.concatenate([it.chunk_tokens for it in mixed]).astype(float)
     chunk_prior = np.concatenate([it.chunk_priors for it in mixed]).astype(float)
-    decode = _part("d", "Va_Mqa", decode_row, rows, np.ones_like(decode_priors), decode_priors)
+    decode = _part("d", "Va_Mqa", decode_row, rows,
+                   np.full_like(decode_priors, float(decode_tokens)), decode_priors)
     prefill = _part("p", "Ma_Mqa", chunk_row, rows, chunk_new, chunk_prior)
     tokens = decode.query_tokens + prefill.query_tokens
     logit_rows = decode.query_tokens + np.array([it.completions for it in mixed], dtype=float)
@@ -87,7 +91,7 @@ def decode_iterations(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.nd
     starts = np.repeat([seg.start for seg in segments], lengths)
     offset = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     batch = np.repeat([len(seg.priors) for seg in segments], lengths).astype(float)
-    mean_prior = np.repeat([seg.priors.mean() for seg in segments], lengths) + offset
+    mean_prior = np.repeat([seg.priors.mean() for seg in segments], lengths) + offset * schedule.tokens_per_step
     return starts + offset, batch, mean_prior
 
 
@@ -102,15 +106,16 @@ def decode_grid(batch: np.ndarray, mean_prior: np.ndarray) -> tuple[np.ndarray, 
     return values, contexts
 
 
-def grid_pass(batches: np.ndarray, contexts: np.ndarray) -> ForwardPass:
-    """Rows: every (batch, context) pair of the grid, batch-major."""
+def grid_pass(batches: np.ndarray, contexts: np.ndarray, decode_tokens: int = 1) -> ForwardPass:
+    """Rows: every (batch, context) pair of the grid, batch-major; `decode_tokens` query tokens per sequence."""
     n = np.repeat(batches, len(contexts))
     p = np.tile(contexts, len(batches))
     rows = len(n)
     per_sequence = np.repeat(np.arange(rows), n.astype(np.int64))
     priors = np.repeat(p, n.astype(np.int64))
-    part = _part("", "Va_Mqa", per_sequence, rows, np.ones_like(priors), priors)
-    return ForwardPass("serve", n, n, 1, (part,))
+    part = _part("", "Va_Mqa", per_sequence, rows,
+                 np.full_like(priors, float(decode_tokens)), priors)
+    return ForwardPass("serve", n * decode_tokens, n * decode_tokens, 1, (part,))
 
 
 def time_pass(forward_pass: ForwardPass, rows: int, model, scenario, hardware, method, layout) -> np.ndarray:
@@ -135,17 +140,20 @@ def interpolate_grid(times: np.ndarray, batches: np.ndarray, contexts: np.ndarra
     return (1 - weight) * at_context[lower, columns] + weight * at_context[upper, columns]
 
 
-def iteration_times(schedule: Schedule, model, scenario, hardware, method, layout, graph_method=None) -> np.ndarray:
-    """Seconds of every iteration of `schedule` (before per-iteration host overhead)."""
+def iteration_times(schedule: Schedule, model, scenario, hardware, method, layout, graph_method=None,
+                    decode_tokens: int = 1) -> np.ndarray:
+    """Seconds of every iteration of `schedule` (before per-iteration host overhead); `decode_tokens` query
+    tokens per decoding request (k + 1 when the target verifies k drafted tokens)."""
     times = np.zeros(schedule.iterations)
     if schedule.mixed:
         index = np.array([it.index for it in schedule.mixed])
         distinct, which = distinct_mixed(schedule)
-        times[index] = time_pass(mixed_pass(distinct), len(distinct), model, scenario, hardware, method, layout)[which]
+        times[index] = time_pass(mixed_pass(distinct, decode_tokens), len(distinct), model, scenario, hardware, method,
+                                 layout)[which]
     if schedule.segments:
         index, batch, mean_prior = decode_iterations(schedule)
         batches, contexts = decode_grid(batch, mean_prior)
-        grid = time_pass(grid_pass(batches, contexts), len(batches) * len(contexts), model, scenario, hardware,
-                         graph_method or method, layout)
+        grid = time_pass(grid_pass(batches, contexts, decode_tokens), len(batches) * len(contexts), model, scenario,
+                         hardware, graph_method or method, layout)
         times[index] = interpolate_grid(grid, batches, contexts, batch, mean_prior)
     return times

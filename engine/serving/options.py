@@ -7,6 +7,8 @@ from typing import Optional
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.serving.speculative import SpeculativeDecoding
+
 
 class ServingOptions(BaseModel):
     """A closed-loop serving run (engine/serving/scheduler.py).
@@ -35,6 +37,8 @@ class ServingOptions(BaseModel):
     - `graph_decode`: decode-only iterations are CUDA-graph launched (no per-kernel host launch cost).
     - `kv_cache_fraction`: share of the memory left after weights, activations and workspace that
       holds the KV cache.
+    - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
+      tokens, acceptance rate); None: none.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -54,6 +58,7 @@ class ServingOptions(BaseModel):
     stagger_start: bool = False
     graph_decode: bool = True
     kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)
+    speculative: Optional[SpeculativeDecoding] = None
 
     @field_validator("backend")
     @classmethod
@@ -70,9 +75,11 @@ class ServingOptions(BaseModel):
         if self.stagger_start and self.warmup_requests < 1:
             raise ValueError("stagger_start needs warmup_requests >= 1 (the staggered first requests are warm-up)")
         batch = self.max_batch if self.max_batch is not None else self.concurrency
-        if self.token_budget < min(batch, self.concurrency):
+        per_request = self.speculative.verify_tokens if self.speculative is not None else 1
+        if self.token_budget < min(batch, self.concurrency) * per_request:
             raise ValueError(f"token_budget={self.token_budget} must be at least the decode batch "
-                             f"({min(batch, self.concurrency)}): every running request decodes one token per iteration")
+                             f"({min(batch, self.concurrency)}) x {per_request}: every running request decodes "
+                             f"{per_request} token(s) per iteration")
         return self
 
     def replica_concurrencies(self, dp: int) -> dict[int, int]:

@@ -64,15 +64,21 @@ class Schedule:
     kv_capacity_bytes: float          # per device
     peak_kv_bytes: float = 0.0        # the most the admitted requests reserved at once
     notes: list[str] = field(default_factory=list)
+    tokens_per_step: float = 1.0      # tokens a decoding request advances per iteration (speculative decoding: E)
 
-    def decode_tokens(self) -> np.ndarray:
-        """Decode tokens per iteration."""
+    def decoding_requests(self) -> np.ndarray:
+        """Requests decoding in each iteration."""
         counts = np.zeros(self.iterations)
         for it in self.mixed:
             counts[it.index] = len(it.decode_priors)
         for seg in self.segments:
             counts[seg.start:seg.start + seg.length] = len(seg.priors)
         return counts
+
+    def decode_tokens(self) -> np.ndarray:
+        """Decode tokens generated per iteration (decoding requests x tokens_per_step; with speculative
+        decoding a request's last step counts E tokens although it may need fewer)."""
+        return self.decoding_requests() * self.tokens_per_step
 
     def prefill_tokens(self) -> np.ndarray:
         tokens = np.zeros(self.iterations)
@@ -83,11 +89,13 @@ class Schedule:
 
 @dataclass
 class _Running:
-    """Requests decoding, as parallel numpy arrays: id, cached tokens before the next decode step, tokens left."""
+    """Requests decoding, as parallel numpy arrays: id, cached tokens before the next decode step, tokens left
+    (floats: with speculative decoding a step advances a fractional expected number of tokens)."""
 
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    priors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    left: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    priors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    left: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tokens_per_step: float = 1.0
 
     def add(self, requests: list[int], prompts: np.ndarray, outputs: np.ndarray) -> None:
         """Requests whose prompt just finished: their first token is out, its K/V not yet cached."""
@@ -96,17 +104,24 @@ class _Running:
         self.left = np.concatenate([self.left, outputs[requests] - 1])
 
     def step(self, iterations: int = 1) -> None:
-        self.priors += iterations
-        self.left -= iterations
+        self.priors += iterations * self.tokens_per_step
+        self.left -= iterations * self.tokens_per_step
+
+    def steps_to_next_finish(self) -> int:
+        return max(1, int(np.ceil(self.left.min() / self.tokens_per_step - 1e-9)))
 
     def keep(self, mask: np.ndarray) -> None:
         self.ids, self.priors, self.left = self.ids[mask], self.priors[mask], self.left[mask]
 
 
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
-             max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray) -> Schedule:
+             max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
+             tokens_per_step: float = 1.0, verify_tokens: int = 1) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
-    `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request."""
+    `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
+
+    Speculative decoding (engine/serving/speculative.py): a decoding request advances `tokens_per_step` tokens
+    per iteration and takes `verify_tokens` tokens of the iteration's token budget."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
@@ -125,7 +140,7 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     client[:min(concurrency, total)] = np.arange(min(concurrency, total))
     waiting = deque(range(min(concurrency, total)))  # arrived, not admitted (arrival order)
     prefilling: list[list[int]] = []                 # admitted: [request, prompt tokens done]
-    running = _Running()
+    running = _Running(tokens_per_step=float(tokens_per_step))
     mixed, segments = [], []
     next_request, used_kv, peak_kv, i, unfinished = min(concurrency, total), 0.0, 0.0, 0, total
     while unfinished:
@@ -136,12 +151,12 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
             prefilling.append([request, 0])
         peak_kv = max(peak_kv, used_kv)
         if not prefilling:     # decode only until the next finish
-            length = int(running.left.min())
+            length = running.steps_to_next_finish()
             segments.append(DecodeSegment(i, length, running.priors.copy()))
             running.step(length)
             i += length
         else:
-            budget = token_budget - len(running.ids)
+            budget = token_budget - len(running.ids) * verify_tokens
             new, prior, completed = [], [], []
             for entry in prefilling:
                 if budget <= 0:
@@ -162,7 +177,7 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
                 first_token[completed] = i
                 running.add(np.array(completed, dtype=np.int64), isl, osl)
             i += 1
-        done = running.left <= 0
+        done = running.left <= 1e-9
         if not done.any():
             continue
         unfinished -= int(done.sum())
@@ -182,4 +197,4 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     requests = {"request": np.arange(total), "client": client, "sequence": sequence,
                 "input_length": isl, "output_length": osl,
                 "arrival_iteration": arrival, "first_token_iteration": first_token, "finish_iteration": finish}
-    return Schedule(i, mixed, segments, requests, kv_capacity_bytes, peak_kv)
+    return Schedule(i, mixed, segments, requests, kv_capacity_bytes, peak_kv, tokens_per_step=float(tokens_per_step))

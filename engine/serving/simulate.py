@@ -35,6 +35,7 @@ from engine.serving.backends import overheads
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
+from engine.serving.speculative import draft_kv_per_token, draft_scenario, draft_times, draft_weight_bytes
 from engine.workload import Scenario
 
 SCENARIO_FIELDS = ("tp", "pp", "dp", "ep", "devices", "weight_dtype", "activation_dtype", "kv_dtype",
@@ -103,7 +104,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     Scenario (tp, pp, dp, ep, weight_dtype, activation_dtype, kv_dtype, ...)."""
     scenario_fields, option_fields = split_fields(fields)
     options = options.model_copy(update=option_fields) if options is not None else ServingOptions(**option_fields)
-    options = ServingOptions.model_validate(options.model_dump())
+    options = ServingOptions(**dict(options))       # validated again after the update
     base = scenario.model_dump() if scenario is not None else {}
     base.update(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
     if any(name in scenario_fields for name in ("tp", "pp", "dp")) and "devices" not in scenario_fields:
@@ -125,15 +126,30 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
         # spans replicas (attention data parallelism): they step together with equal loads, so one device's
         # table is the same with dp kept, and one replica's schedule stands for all
     layout = parallel_layout(model, replica)
-    capacity, kv_per_request = kv_budget(model, replica, hardware, options, layout)
+    draft = _draft(options.speculative, model, replica)
+    capacity, kv_per_request = kv_budget(model, replica, hardware, options, layout, draft)
+    spec = options.speculative
+    step, verify = (spec.tokens_per_step, spec.verify_tokens) if spec is not None else (1.0, 1)
     runs = []
     for clients, replicas in options.replica_concurrencies(cost_scenario.dp).items():
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
-                        kv_per_request(isl + osl))
-        times = iteration_times(plan, model, replica, hardware, chosen, layout, graph) + overhead
+                        kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify)
+        times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify) + overhead
+        if draft is not None:
+            times = times + draft_times(plan, spec, draft[0], draft[1], hardware, chosen, draft[2], graph)
         runs.append((replicas, plan, times))
     return _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
+
+
+def _draft(spec, model, replica: Scenario):
+    """(draft model, its scenario, its layout) for speculative decoding, or None."""
+    if spec is None:
+        return None
+    drafter = spec.drafter(model)
+    scenario = draft_scenario(spec, drafter, replica)
+    check_fits_model(drafter, scenario)
+    return drafter, scenario, parallel_layout(drafter, scenario)
 
 
 def _check_supported(model, scenario: Scenario, method: str) -> None:
@@ -145,9 +161,16 @@ def _check_supported(model, scenario: Scenario, method: str) -> None:
                             "model (its per-iteration kernel table); use estimate() for this model")
 
 
-def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layout):
-    """(bytes of one device's memory for the KV cache, bytes a request of L tokens reserves per device)."""
+def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layout, draft=None):
+    """(bytes of one device's memory for the KV cache, bytes a request of L tokens reserves per device).
+
+    With speculative decoding (`draft`: (draft model, scenario, layout)) the draft's weights come out of the
+    memory too, and a request also reserves the draft's KV for its L tokens and the target's for the k
+    drafted tokens a verification pass writes beyond them."""
     weights = weights_per_device(model, layout, replica.weight_dtype)[0]
+    spec = options.speculative
+    if draft is not None:
+        weights += draft_weight_bytes(spec, draft[0], draft[2], replica.weight_dtype)
     peak_pass = replica.model_copy(update={"phase": "chunked", "chunk_size": options.token_budget,
                                            "input_length": max(options.token_budget, replica.input_length)})
     activations = peak_activation_bytes(model, peak_pass)
@@ -156,18 +179,23 @@ def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layou
     if room <= 0:
         raise ServingCapacityError(
             f"{model.name} does not fit on {hardware.name} with tp={replica.tp}, pp={replica.pp}: weights "
+            f"{'(draft included) ' if draft is not None else ''}"
             f"{weights / 1e9:.3g} GB + activations {activations / 1e9:.3g} GB + workspace "
             f"{WORKSPACE_FRACTION * capacity / 1e9:.3g} GB exceed {capacity / 1e9:.3g} GB per device; use more "
             "devices (tp/pp) or narrower weights")
     share = kv_share_per_device(model, layout)
     per_token = model.kv_cache_bytes_per_token(replica.kv_dtype) * share
+    extra = spec.draft_tokens if draft is not None else 0
+    draft_per_token = draft_kv_per_token(draft[0], draft[2], replica.kv_dtype) if draft is not None else 0.0
 
     def per_request(tokens: np.ndarray) -> np.ndarray:
+        drafted = np.asarray(tokens, dtype=float) * draft_per_token
+        tokens = np.asarray(tokens) + extra
         if not hasattr(model, "kv_cache_bytes"):
-            return np.asarray(tokens, dtype=float) * per_token
+            return np.asarray(tokens, dtype=float) * per_token + drafted
         unique, inverse = np.unique(tokens, return_inverse=True)
         held = np.array([model.kv_cache_bytes(int(t), replica.kv_dtype) for t in unique]) * share
-        return held[inverse]
+        return held[inverse] + drafted
     return room, per_request
 
 
@@ -230,6 +258,8 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
     if overhead or options.request_overhead_s:
         notes.append(f"host-side times ({options.backend} profile unless given): {overhead * 1e3:.3g} ms per "
                      f"iteration, {options.request_overhead_s * 1e3:.3g} ms per request (in TTFT and latency)")
+    if options.speculative is not None:
+        notes.append(options.speculative.describe())
     notes.extend(validation_notes(hardware, method))
     return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
                          capacity, overhead, notes, realistic_validation(hardware, method))
