@@ -16,7 +16,7 @@ from dashboard.state import ViewState, parse_query, to_query
 
 # widget key -> ViewState attribute
 WIDGET_ATTRIBUTES = {
-    "w_page": "page", "w_devices": "devices", "w_model": "model", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",
+    "w_page": "page", "w_devices": "devices", "w_model": "model", "w_models": "models", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",
     "w_output": "output_length", "w_context": "context_length", "w_chunk": "chunk_size",
     "w_weight_dtype": "weight_dtype", "w_act_dtype": "activation_dtype", "w_kv_dtype": "kv_dtype",
     "w_method": "method", "w_tp": "tp", "w_pp": "pp", "w_dp": "dp", "w_ep": "ep",

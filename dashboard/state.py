@@ -4,7 +4,8 @@ Pure functions, no Streamlit: `parse_query(params)` -> (ViewState, warnings) and
 `to_query(state)` -> {key: value}. A bad or unknown parameter gives a warning naming it and
 falls back for that field only.
 
-URL keys: page, hw (comma-separated devices, the first is the primary), model, phase, batch,
+URL keys: page, hw (comma-separated devices, the first is the primary), model, models (comma-separated
+model ids the Compare models page shows side by side; a bad id is dropped with a warning, the others kept), phase, batch,
 in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
 cpf (chunked prefill), stack, pct, sweep; coll (collective algorithm ring|tree), mb (prefill micro-batches),
 skew (MoE routing skew), mla (MLA decode form absorbed|naive), left out at their defaults; plus
@@ -46,8 +47,9 @@ from engine.estimators import METHODS
 from engine.grid import HARDWARE_FIELDS
 from engine.workload import PHASES
 
-PAGES = ("overview", "compare", "sweeps", "explore", "serving", "hardware", "accuracy")
-PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "explore": "Explore",
+PAGES = ("overview", "compare", "compare_models", "sweeps", "explore", "serving", "hardware", "accuracy")
+PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "compare_models": "Compare models",
+               "sweeps": "Sweeps", "explore": "Explore",
                "serving": "Serving", "hardware": "Hardware", "accuracy": "Accuracy"}
 SERVING_BACKENDS = ("generic", "vllm", "sglang", "trtllm")
 STACK_BY = ("name", "family")
@@ -78,6 +80,7 @@ class ViewState:
     page: str = "overview"
     devices: tuple[str, ...] = (DEFAULT_DEVICE,)
     model: str = DEFAULT_MODEL
+    models: tuple[str, ...] = ()                                      # Compare models; () = the sidebar's model
     phase: str = "request"
     batch: int = 1
     input_length: int = 1024
@@ -214,6 +217,28 @@ def _model_id(text: str) -> str:
 _model_id.expected = MODEL_EXPECTED
 
 
+def _model_ids(text: str) -> tuple[str, ...]:
+    """Comma-separated model ids, each checked like `model` (parse_query keeps the good ones of a mixed list)."""
+    ids = tuple(dict.fromkeys(check_model_id(part) for part in text.split(",") if part.strip()))
+    if not ids:
+        raise ValueError("no model ids")
+    return ids
+
+
+_model_ids.expected = "model ids separated by commas (each " + MODEL_EXPECTED + ")"
+
+
+def _some_model_ids(text: str, warnings: list[str]) -> tuple[str, ...]:
+    """The good ids of `models=`, one warning per bad one naming the parameter (the others are kept)."""
+    kept = []
+    for part in filter(str.strip, text.split(",")):
+        try:
+            kept.append(check_model_id(part))
+        except ValueError as error:
+            warnings.append(f"URL parameter models: {error}; left out" + (", keeping the others" if "," in text else ""))
+    return tuple(dict.fromkeys(kept))
+
+
 def _dtype(text: str) -> str:
     return check_dtype(text)            # ValueError for unknown formats
 
@@ -317,6 +342,7 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "page": ("page", _choice(PAGES), str),
     "hw": ("devices", _devices, ",".join),
     "model": ("model", _model_id, str),
+    "models": ("models", _model_ids, ",".join),
     "phase": ("phase", _choice(PHASES), str),
     "batch": ("batch", _whole(1, 1_000_000), str),
     "in": ("input_length", _whole(1, 10_000_000), str),
@@ -357,7 +383,7 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
 PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
-OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla")                  # left out of links while at their default
+OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla", "models")                  # left out of links while at their default
 URL_KEY_OF = {attribute: key for key, (attribute, _, _) in SCALAR_PARAMETERS.items()}   # ViewState field -> URL key
 
 
@@ -382,7 +408,9 @@ def parse_query(params: Mapping[str, Any]) -> tuple[ViewState, list[str]]:
     carried: dict[str, Any] = {"dev": [], "cfg": ""}
     for key, raw in params.items():
         text = _single(raw)
-        if key in SCALAR_PARAMETERS:
+        if key == "models":
+            values["models"] = _some_model_ids(text, warnings)
+        elif key in SCALAR_PARAMETERS:
             attribute, parse, _ = SCALAR_PARAMETERS[key]
             try:
                 values[attribute] = parse(text)
