@@ -19,9 +19,9 @@ Explore page keys (written on the Explore page, and on other pages only when not
 - ex.x, ex.y: the swept fields: a scenario field (batch, input_length, output_length,
   context_length, tp), a numeric hardware field in workbook units (memory_bandwidth GB/s,
   matrix_tflops TFLOP/s, compute_scale x, clock GHz, num_cores, llc_capacity MiB, ...; see
-  engine.grid.HARDWARE_FIELDS) or `device`; ex.y may be `none` (line and Pareto views).
+  engine.grid.HARDWARE_FIELDS), `device` or `model`; ex.y may be `none` (line and Pareto views).
 - ex.xv, ex.yv: their values: `start:stop:count` (evenly spaced), `log:start:stop:count`
-  (geometric), or a comma list (`1,8,64`; device names for `device`); empty = an automatic
+  (geometric), or a comma list (`1,8,64`; device names for `device`, model ids for `model`); empty = an automatic
   range around the sidebar's value (see `parse_values`).
 - ex.metric: the metric (tpot_s, ttft_s, tokens_per_s, ...; EXPLORE_METRICS).
 - ex.change: the sensitivity step, in percent (20 = each field -20% and +20%).
@@ -63,8 +63,8 @@ EXPLORE_SCENARIO_FIELDS = ("batch", "input_length", "output_length", "context_le
 _FIRST_HARDWARE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "memory_capacity",
                           "llc_capacity", "llc_bandwidth", "link_bandwidth")
 EXPLORE_HARDWARE_FIELDS = _FIRST_HARDWARE_FIELDS + tuple(f for f in HARDWARE_FIELDS if f not in _FIRST_HARDWARE_FIELDS)
-DEVICE_FIELD, NO_FIELD = "device", "none"
-EXPLORE_FIELDS = EXPLORE_SCENARIO_FIELDS + EXPLORE_HARDWARE_FIELDS + (DEVICE_FIELD,)
+DEVICE_FIELD, MODEL_FIELD, NO_FIELD = "device", "model", "none"
+EXPLORE_FIELDS = EXPLORE_SCENARIO_FIELDS + EXPLORE_HARDWARE_FIELDS + (DEVICE_FIELD, MODEL_FIELD)
 EXPLORE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
                    "energy_per_token_j", "tokens_per_j", "average_power_w", "memory_per_device_bytes",
                    "compute_bound_share")
@@ -332,7 +332,7 @@ def _field(allow_none: bool) -> Callable[[str], str]:
             raise ValueError
         return text
     parse.expected = ("a scenario field (" + ", ".join(EXPLORE_SCENARIO_FIELDS) + "), a numeric hardware field ("
-                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.grid.HARDWARE_FIELDS) or device"
+                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.grid.HARDWARE_FIELDS), device or model"
                       + (" or none" if allow_none else ""))
     return parse
 
