@@ -12,7 +12,7 @@ from dashboard.charts.facets import axis_ids, panels_layout
 from dashboard.charts.frames import in_order
 from dashboard.charts.theme import TEXT, WARNING, device_style, house_figure
 
-# (column of engine.grid.METRIC_COLUMNS, panel title, display unit, scale from SI)
+# (column of engine.grid.METRIC_COLUMNS, label, display unit, scale from SI)
 PANELS = (("ttft_s", "TTFT", "ms", 1e3), ("tpot_s", "TPOT", "ms", 1e3),
           ("tokens_per_s", "Output tokens/s", "tokens/s", 1.0),
           ("memory_per_device_bytes", "Memory per device", "GB", 1e-9))
@@ -40,7 +40,8 @@ def model_comparison_figure(metrics: pd.DataFrame, device: str = "", title: Opti
     frame = metrics.drop_duplicates(subset=["model"], keep="last").set_index("model")
     models = in_order(frame.index)
     panels = [p for p in PANELS if p[0] in frame and pd.to_numeric(frame[p[0]], errors="coerce").notna().any()]
-    layout = panels_layout([f"{label} ({unit})" for _, label, unit, _ in panels], spacing=0.07)
+    layout = panels_layout([label if label.endswith(unit) else f"{label} ({unit})" for _, label, unit, _ in panels],
+                           spacing=0.07)
     fits = frame["fits"].astype(bool) if "fits" in frame else pd.Series(True, index=frame.index)
     data, shapes = [], []
     for index, model in enumerate(models):
@@ -53,9 +54,11 @@ def model_comparison_figure(metrics: pd.DataFrame, device: str = "", title: Opti
             shown = value if math.isfinite(value) else None
             data.append(dict(
                 type="bar", x=[label], y=[shown], name=model, legendgroup=model, showlegend=panel == 0,
-                xaxis=xaxis, yaxis=yaxis, text=[_number(value)], textposition="outside", cliponaxis=False,
-                marker=dict(color=color, line=dict(color=WARNING if not ok else color, width=2),
-                            pattern=dict(shape=UNFIT_PATTERN if not ok else "", fgcolor="white", solidity=0.3)),
+                xaxis=xaxis, yaxis=yaxis, textposition="outside", cliponaxis=False,
+                text=[_number(value)],
+                marker=dict(color=color, line=dict(color=color, width=2),
+                            pattern=dict(shape=UNFIT_PATTERN if not ok else "", fillmode="overlay", fgcolor="white",
+                                         size=10, solidity=0.4)),
                 hovertemplate=f"{model}<br>{label}: {_number(value)} {unit}{why}<extra></extra>",
                 meta=dict(model=model, metric=column, fits=ok)))
     for panel, (column, label, unit, scale) in enumerate(panels):

@@ -42,7 +42,7 @@ def test_each_model_has_one_bar_per_metric_in_display_units():
     assert bars(figure, "large/b") == pytest.approx({"ttft_s": 150.0, "tpot_s": 40.0, "tokens_per_s": 25.0,
                                                      "memory_per_device_bytes": 150.0})
     titles = [a.text for a in figure.layout.annotations][:4]
-    assert titles == ["TTFT (ms)", "TPOT (ms)", "Output tokens/s (tokens/s)", "Memory per device (GB)"]
+    assert titles == ["TTFT (ms)", "TPOT (ms)", "Output tokens/s", "Memory per device (GB)"]
     assert "H100-SXM" in figure.layout.title.text
     assert figure.layout.barmode == "group"
 
@@ -63,6 +63,7 @@ def test_a_model_that_does_not_fit_is_hatched_with_the_reason_on_hover():
         hatched = trace.marker.pattern.shape == "/"
         assert hatched == (trace.meta["model"] == "large/b")
         assert ("does not fit in memory" in trace.hovertemplate) == hatched
+        assert trace.marker.pattern.fillmode == "overlay"        # hatch over the model's colour, not a blank bar
     unfit = next(t for t in figure.data if t.meta["model"] == "large/b")
     assert "needs 150 GB per device, the device holds 80 GB" in unfit.hovertemplate
     assert UNFIT_NOTE in [a.text for a in figure.layout.annotations]
