@@ -115,5 +115,7 @@ def render(ctx: PageContext) -> None:
         ("Kernel time by phase", charts.kernel_time_bars(kernels_frame(results), stack_by=ctx.state.stack_by,
                                                          percent=ctx.state.percent)),
         ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
+        ("Roofline", charts.roofline_figure(data.ceilings(hardware, ctx.scenario.device_count > 1),
+                                            kernels_frame(results))),   # the device's roofs, each model's kernels
     ]
     show_charts(figures, summary, key="compare-models")

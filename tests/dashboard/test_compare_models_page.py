@@ -8,6 +8,7 @@ import pytest
 import engine
 from dashboard.state import ViewState, parse_query, to_query
 from tests.dashboard.test_app import run_app, texts, url_state
+from tests.dashboard.test_app_explore import figures
 
 LLAMA, QWEN = "meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B"
 LLAMA_PARAMS, QWEN_PARAMS = 8_030_261_248, 7_615_616_512      # published parameter counts
@@ -37,6 +38,15 @@ def test_the_page_shows_two_models_side_by_side_on_the_primary_device():
     captions = texts(app.caption)
     assert f"{LLAMA}, {QWEN} on {H100}" in captions
     assert [d.label for d in app.get("download_button")][:2] == ["CSV", "XLSX"]
+    charts = figures(app)
+    bars = [t for t in charts[0]["data"] if t["type"] == "bar"]
+    assert {t["meta"]["model"] for t in bars} == {LLAMA, QWEN}
+    tpot = {t["meta"]["model"]: t["y"][0] for t in bars if t["meta"]["metric"] == "tpot_s"}
+    assert tpot == pytest.approx({name: shown.at[name, "TPOT (ms)"] for name in (LLAMA, QWEN)}, rel=1e-9)
+    roofline = charts[-1]
+    kernels = {t["meta"]["device"] for t in roofline["data"] if t.get("meta", {}).get("role") == "kernels"}
+    ceilings = {t["meta"]["device"] for t in roofline["data"] if t.get("meta", {}).get("role") == "ceiling"}
+    assert kernels == {LLAMA, QWEN} and ceilings == {H100}      # one device's roofs, both models' kernels
 
 
 def test_the_models_round_trip_through_the_url_and_the_picker_writes_them():
