@@ -46,6 +46,19 @@ def model_options(current: list[str]) -> list[str]:
     return options + [m for m in current if m not in options]
 
 
+def load_models(ctx: PageContext, names: list[str]) -> dict:
+    """{id: model}: the sidebar's model, the ones resolved from the URL, this session's uploads, else the
+    catalog or local cache (never the network); one that cannot be loaded is named in an error and left out."""
+    known = {ctx.state.model: ctx.model, **ctx.models, **st.session_state.get("uploaded_models", {})}
+    models = {}
+    for name in names:
+        try:
+            models[name] = known[name] if name in known else data.offline_model(name)
+        except (ValueError, OSError, ImportError) as error:
+            st.error(f"Models: {name} cannot be loaded ({error})")
+    return models
+
+
 def metrics_table(results: dict, hardware) -> pd.DataFrame:
     """One row per model: engine.grid.metrics_from_estimate's SI columns plus the largest batch that fits."""
     rows = [{"model": name, **metrics_from_estimate(result, hardware),
@@ -70,22 +83,15 @@ def shown_table(metrics: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 
 def render(ctx: PageContext) -> None:
     hardware = ctx.selected[0]
-    if not st.session_state.get("w_models"):
-        st.session_state["w_models"] = [ctx.state.model]
-    selected = st.session_state["w_models"]
-    st.multiselect("Models (side by side on the primary device)", model_options(selected), key="w_models",
-                   max_selections=MAX_MODELS, help="URL parameter models (comma-separated ids). Add models from "
-                   "the Hub or a config.json in the sidebar first; they then appear here.")
-    models = {name: ctx.models[name] if name in ctx.models else None for name in st.session_state["w_models"]}
-    models = {name: model if model is not None else (ctx.model if name == ctx.state.model else None)
-              for name, model in models.items()}
-    missing = [name for name, model in models.items() if model is None]
-    for name in missing:                   # picked just now: load it (catalog or this session's uploads)
-        try:
-            models[name] = st.session_state["uploaded_models"].get(name) or data.offline_model(name)
-        except (ValueError, OSError, ImportError) as error:
-            st.error(f"Models: {name} cannot be loaded ({error})")
-            models.pop(name)
+    picked = st.session_state.get("w_models") or [ctx.state.model]      # none yet: start from the sidebar's
+    if len(picked) > MAX_MODELS:
+        st.warning(f"Models (URL parameter models): showing the first {MAX_MODELS} of {len(picked)}; at most "
+                   f"{MAX_MODELS} fit side by side")
+    st.session_state["w_models"] = picked[:MAX_MODELS]
+    st.multiselect("Models (side by side on the primary device)", model_options(picked[:MAX_MODELS]),
+                   key="w_models", max_selections=MAX_MODELS, help="URL parameter models (comma-separated ids). "
+                   "A model from the Hub or a config.json loaded in the sidebar appears here too.")
+    models = load_models(ctx, st.session_state["w_models"])
     state = replace(ctx.state, devices=ctx.state.devices[:1])
     summary = scenario_line(", ".join(models) or ctx.model.name, state, ctx.scenario)
     st.caption(summary)

@@ -87,3 +87,13 @@ def test_parse_query_keeps_the_good_ids_of_a_mixed_list():
     state, warnings = parse_query({"models": f"{LLAMA},../x,{QWEN},{LLAMA}", "batch": "4"})
     assert state.models == (LLAMA, QWEN) and state.batch == 4
     assert len(warnings) == 1 and warnings[0].startswith("URL parameter models: model '../x'")
+
+
+def test_more_models_than_fit_side_by_side_keeps_the_first_eight_and_says_so():
+    ids = ["openai-community/gpt2", "EleutherAI/pythia-1b", "facebook/opt-1.3b", "microsoft/Phi-3-mini-4k-instruct",
+           QWEN, LLAMA, "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2-9b"]
+    app = run_app(page="compare_models", models=",".join(ids), method="roofline", **{"in": "512"})
+    assert not app.exception and not app.error, texts(app.error)
+    assert "showing the first 8 of 9" in texts(app.warning) and "URL parameter models" in texts(app.warning)
+    assert list(table(app).index) == ids[:8]
+    assert url_state(app).models == tuple(ids[:8])
