@@ -97,3 +97,11 @@ def test_more_models_than_fit_side_by_side_keeps_the_first_eight_and_says_so():
     assert "showing the first 8 of 9" in texts(app.warning) and "URL parameter models" in texts(app.warning)
     assert list(table(app).index) == ids[:8]
     assert url_state(app).models == tuple(ids[:8])
+
+
+def test_the_share_box_says_when_a_compared_upload_cannot_travel_in_the_link():
+    from dashboard.session import share_link
+    link, note = share_link(ViewState(page="compare_models", models=(LLAMA, "uploaded/mine.json")))
+    assert "models=" in link
+    assert "cannot carry the uploaded config.json of uploaded/mine.json" in note and "models" in note
+    assert share_link(ViewState(page="compare_models", models=(LLAMA, QWEN)))[1] == ""
