@@ -122,9 +122,10 @@ def share_link(state: ViewState) -> tuple[str, str]:
     """The full URL of this view (base from the browser's address when known) and a note on what it cannot carry."""
     base = _base()
     lean, note = _fitting(state, base)
-    uncarried = [m for m in state.models if m.startswith(UPLOAD_PREFIX) and not (m == state.model and lean.carried_config)]
+    uncarried = [m for m in state.models
+                 if m.startswith(UPLOAD_PREFIX) and not (m == state.model and lean.carried_config)]
     if uncarried:
-        note = " ".join(filter(None, (note, f"This link cannot carry the uploaded config.json of {', '.join(uncarried)} "
-                                            "(Compare models, URL parameter models): whoever opens it must upload it; "
-                                            "the page then shows the other models.")))
+        note = " ".join(filter(None, (note, f"This link cannot carry the uploaded config.json of "
+                                            f"{', '.join(uncarried)} (Compare models, URL parameter models): whoever "
+                                            "opens it must upload it; the page then shows the other models.")))
     return _link(lean, base), note

@@ -5,8 +5,8 @@ Pure functions, no Streamlit: `parse_query(params)` -> (ViewState, warnings) and
 falls back for that field only.
 
 URL keys: page, hw (comma-separated devices, the first is the primary), model, models (comma-separated
-model ids the Compare models page shows side by side; a bad id is dropped with a warning, the others kept), phase, batch,
-in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
+model ids the Compare models page shows side by side; a bad id is dropped with a warning, the others kept),
+phase, batch, in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
 cpf (chunked prefill), stack, pct, sweep; coll (collective algorithm ring|tree), mb (prefill micro-batches),
 skew (MoE routing skew), mla (MLA decode form absorbed|naive), left out at their defaults; plus
 `dev.<DEVICE>=<blob>` and `cfg=<blob>`: an uploaded workbook device and config.json carried in the link
@@ -235,7 +235,8 @@ def _some_model_ids(text: str, warnings: list[str]) -> tuple[str, ...]:
         try:
             kept.append(check_model_id(part))
         except ValueError as error:
-            warnings.append(f"URL parameter models: {error}; left out" + (", keeping the others" if "," in text else ""))
+            others = ", keeping the others" if "," in text else ""
+            warnings.append(f"URL parameter models: {error}; left out{others}")
     return tuple(dict.fromkeys(kept))
 
 

@@ -36,7 +36,8 @@ def test_a_line_over_models_shows_each_models_own_estimate():
 
 def test_a_heatmap_of_batch_by_model_has_one_row_per_model():
     app = run_app(**{"page": "explore", "ex.view": "heatmap", "ex.x": "batch", "ex.xv": "1,16,256",
-                     "ex.y": "model", "ex.yv": f"{LLAMA},{QWEN}", "ex.metric": "memory_per_device_bytes", "method": "roofline"})
+                     "ex.y": "model", "ex.yv": f"{LLAMA},{QWEN}", "ex.metric": "memory_per_device_bytes",
+                     "method": "roofline"})
     assert not app.exception and not app.error, texts(app.error)
     heatmap = next(t for t in figures(app)[0]["data"] if t["type"] == "heatmap")
     assert heatmap["y"] == [LLAMA, QWEN] and list(array(heatmap["x"])) == [1, 16, 256]
@@ -80,7 +81,8 @@ def test_model_is_an_explore_field_that_round_trips_through_the_url():
 
 def model_frame() -> pd.DataFrame:
     return pd.DataFrame({"model": [LLAMA, LLAMA, QWEN, QWEN], "batch": [1, 64, 1, 64],
-                         "tpot_s": [0.008, 0.010, 0.007, 0.009], "tokens_per_s_per_device": [125.0, 6400.0, 140.0, 7100.0],
+                         "tpot_s": [0.008, 0.010, 0.007, 0.009],
+                         "tokens_per_s_per_device": [125.0, 6400.0, 140.0, 7100.0],
                          "tokens_per_j": [1.0, 20.0, 1.2, 22.0],
                          "fits": [True, True, True, False], "error": ["", "", "", ""]})
 
