@@ -67,7 +67,7 @@ DEVICE_FIELD, MODEL_FIELD, NO_FIELD = "device", "model", "none"
 EXPLORE_FIELDS = EXPLORE_SCENARIO_FIELDS + EXPLORE_HARDWARE_FIELDS + (DEVICE_FIELD, MODEL_FIELD)
 EXPLORE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
                    "energy_per_token_j", "tokens_per_j", "average_power_w", "memory_per_device_bytes",
-                   "compute_bound_share")
+                   "weights_per_device_bytes", "compute_bound_share")
 INVERSE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "llc_capacity",
                   "llc_bandwidth", "link_bandwidth", "inter_node_bandwidth", "tp")
 INVERSE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",

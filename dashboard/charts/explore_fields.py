@@ -45,6 +45,7 @@ METRICS = {
     "tokens_per_j": Metric("Tokens per joule", "tokens/J", 1.0, "higher"),
     "average_power_w": Metric("Average power", "W", 1.0, "lower"),
     "memory_per_device_bytes": Metric("Memory per device", "GB", 1e-9, "lower"),
+    "weights_per_device_bytes": Metric("Weights per device", "GB", 1e-9, "lower"),
     "compute_bound_share": Metric("Compute-bound share of time", "%", 100.0, "higher"),
 }
 

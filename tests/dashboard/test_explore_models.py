@@ -52,11 +52,17 @@ def test_a_heatmap_of_batch_by_model_has_one_row_per_model():
         assert weights.tolist() == pytest.approx([params * 2] * 3, rel=1e-12)
 
 
-def test_the_model_axis_defaults_to_the_compare_models_selection():
-    app = run_app(**{"page": "explore", "ex.x": "model", "models": f"{QWEN},{LLAMA}", "method": "roofline"})
+def test_the_model_axis_defaults_to_the_compare_models_selection_and_shows_weights_per_device():
+    app = run_app(**{"page": "explore", "ex.x": "model", "models": f"{QWEN},{LLAMA}", "method": "roofline",
+                     "ex.metric": "weights_per_device_bytes", "tp": "2"})
     assert not app.exception and not app.error, texts(app.error)
-    [line] = [t for t in figures(app)[0]["data"] if t.get("meta", {}).get("role") == "line"]
+    figure = figures(app)[0]
+    [line] = [t for t in figure["data"] if t.get("meta", {}).get("role") == "line"]
     assert line["x"] == [QWEN, LLAMA]
+    assert figure["layout"]["yaxis"]["title"]["text"] == "Weights per device (GB)"
+    # Llama-3.1-8B over two ranks: its 65 RMSNorm weights of 4,096 stay whole, the rest halves (bf16: 2 bytes)
+    norms = 65 * 4096
+    assert array(line["y"])[1] == pytest.approx(((8_030_261_248 - norms) / 2 + norms) * 2 / 1e9, rel=1e-12)
 
 
 @pytest.mark.parametrize("key, field_key, bad, reason", [
