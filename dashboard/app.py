@@ -18,8 +18,10 @@ if __package__ in (None, ""):  # `streamlit run dashboard/app.py` runs this file
 
 from dashboard import carry, data, session, sidebar  # noqa: E402
 from dashboard.context import PageContext  # noqa: E402
-from dashboard.views import accuracy, compare, explore, hardware, overview, serving, sweeps  # noqa: E402
-from dashboard.resolve import resolve_devices, resolve_lengths, resolve_model, resolve_scenario  # noqa: E402
+from dashboard.views import accuracy, compare, compare_models, explore, hardware, overview, serving, sweeps  # noqa: E402
+from dashboard.resolve import (  # noqa: E402
+    resolve_devices, resolve_lengths, resolve_model, resolve_models, resolve_scenario,
+)
 
 
 SIDEBAR_WIDTH_PX = 400
@@ -35,12 +37,13 @@ def main() -> None:
                                       uploaded="specs_upload" in st.session_state)
     devices, state, device_warnings = resolve_devices(state, base_devices)
     model, state, model_warnings = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
+    models, state, models_warnings = resolve_models(state, data.offline_model, st.session_state["uploaded_models"])
     length_warnings = []
     if first_run:          # a shared link's lengths against its model (later edits: the pages say what fails)
         state, length_warnings = resolve_lengths(state, model)
     scenario, scenario_warnings = resolve_scenario(state)
     if first_run:
-        st.session_state["url_warnings"] += carry_warnings + device_warnings + model_warnings + length_warnings + scenario_warnings
+        st.session_state["url_warnings"] += carry_warnings + device_warnings + model_warnings + models_warnings + length_warnings + scenario_warnings
     session.set_view(carry_uploads(state, base_devices))
     session.load_widgets(state)  # corrections (dropped devices, fallback model) reach the widgets
     sidebar.draw(devices, model)
@@ -49,11 +52,13 @@ def main() -> None:
 
     for warning in st.session_state["url_warnings"]:
         st.warning(warning, icon=":material/link_off:")
-    context = PageContext(state, devices, model, scenario)
+    context = PageContext(state, devices, model, scenario, models=models)
     if state.page == "hardware":
         hardware.render(context, base_devices)
     elif state.page == "compare":
         compare.render(context)
+    elif state.page == "compare_models":
+        compare_models.render(context)
     elif state.page == "sweeps":
         sweeps.render(context)
     elif state.page == "explore":

@@ -21,6 +21,7 @@ class PageContext:
     model: object
     scenario: Scenario
     errors: list[str] = field(default_factory=list)
+    models: dict = field(default_factory=dict)      # {id: model} of the Compare models page (state.models)
 
     @property
     def selected(self) -> list[Hardware]:

@@ -125,8 +125,11 @@ def _grid(model_json: str, scenario_json: str, grid_json: str, hardware_json: st
 def grid_frame(model, scenario: Scenario, grid: dict, hardware: Hardware, devices: dict[str, Hardware],
                method: str) -> pd.DataFrame:
     """engine.grid.sweep_grid around `scenario` on `hardware` (`devices`: the ones a `device` field names,
-    with their edits); keyed on the JSON of every input, so an edited device is a new entry."""
-    return _grid(model_key(model), scenario.model_dump_json(), json.dumps(grid), hardware.model_dump_json(),
+    with their edits; `model`: one model, or {id: model} for a `model` field); keyed on the JSON of every
+    input, so an edited device is a new entry."""
+    key = json.dumps({name: model_key(m) for name, m in model.items()}, sort_keys=True) if isinstance(model, dict) \
+        else model_key(model)
+    return _grid(key, scenario.model_dump_json(), json.dumps(grid), hardware.model_dump_json(),
                  json.dumps({name: hw.model_dump_json() for name, hw in devices.items()}, sort_keys=True), method,
                  model)
 

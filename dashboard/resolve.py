@@ -121,3 +121,24 @@ def resolve_model(state: ViewState, load, uploaded: Mapping[str, object]) -> tup
     except (ValueError, OSError, ImportError) as error:
         warning = f"URL parameter model={state.model[:100]!r}: {error}; showing {DEFAULT_MODEL}"
         return load(DEFAULT_MODEL), replace(state, model=DEFAULT_MODEL), [warning]
+
+
+def resolve_models(state: ViewState, load, uploaded: Mapping[str, object]) -> tuple[dict, ViewState, list[str]]:
+    """{id: model} for `state.models` (the Compare models page): uploads by name, else `load(id)`; an id that
+    cannot be loaded is left out with a warning naming the URL parameter `models`, the others are kept."""
+    models: dict = {}
+    warnings: list[str] = []
+    for model_id in state.models:
+        try:
+            if model_id in uploaded:
+                models[model_id] = uploaded[model_id]
+                continue
+            if check_model_id(model_id).startswith(UPLOAD_PREFIX):
+                raise ValueError("a config.json uploaded in another browser session (uploads are not shared: "
+                                 "upload it here)")
+            models[model_id] = load(model_id)
+        except (ValueError, OSError, ImportError) as error:
+            others = [m for m in state.models if m != model_id]
+            kept = f"; keeping {', '.join(others)}" if others else ""
+            warnings.append(f"URL parameter models: model {model_id[:100]!r} cannot be shown ({error}){kept}")
+    return models, replace(state, models=tuple(models)), warnings

@@ -12,11 +12,11 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import streamlit as st
 
 from dashboard.carry import MAX_LINK_CHARS
-from dashboard.state import ViewState, parse_query, to_query
+from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
 
 # widget key -> ViewState attribute
 WIDGET_ATTRIBUTES = {
-    "w_page": "page", "w_devices": "devices", "w_model": "model", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",
+    "w_page": "page", "w_devices": "devices", "w_model": "model", "w_models": "models", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",
     "w_output": "output_length", "w_context": "context_length", "w_chunk": "chunk_size",
     "w_weight_dtype": "weight_dtype", "w_act_dtype": "activation_dtype", "w_kv_dtype": "kv_dtype",
     "w_method": "method", "w_tp": "tp", "w_pp": "pp", "w_dp": "dp", "w_ep": "ep",
@@ -127,4 +127,10 @@ def share_link(state: ViewState) -> tuple[str, str]:
     """The full URL of this view (base from the browser's address when known) and a note on what it cannot carry."""
     base = _base()
     lean, note = _fitting(state, base)
+    uncarried = [m for m in state.models
+                 if m.startswith(UPLOAD_PREFIX) and not (m == state.model and lean.carried_config)]
+    if uncarried:
+        note = " ".join(filter(None, (note, f"This link cannot carry the uploaded config.json of "
+                                            f"{', '.join(uncarried)} (Compare models, URL parameter models): whoever "
+                                            "opens it must upload it; the page then shows the other models.")))
     return _link(lean, base), note

@@ -4,8 +4,9 @@ Pure functions, no Streamlit: `parse_query(params)` -> (ViewState, warnings) and
 `to_query(state)` -> {key: value}. A bad or unknown parameter gives a warning naming it and
 falls back for that field only.
 
-URL keys: page, hw (comma-separated devices, the first is the primary), model, phase, batch,
-in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
+URL keys: page, hw (comma-separated devices, the first is the primary), model, models (comma-separated
+model ids the Compare models page shows side by side; a bad id is dropped with a warning, the others kept),
+phase, batch, in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
 cpf (chunked prefill), stack, pct, sweep; coll (collective algorithm ring|tree), mb (prefill micro-batches),
 skew (MoE routing skew), mla (MLA decode form absorbed|naive), left out at their defaults; plus
 `dev.<DEVICE>=<blob>` and `cfg=<blob>`: an uploaded workbook device and config.json carried in the link
@@ -18,9 +19,9 @@ Explore page keys (written on the Explore page, and on other pages only when not
 - ex.x, ex.y: the swept fields: a scenario field (batch, input_length, output_length,
   context_length, tp), a numeric hardware field in workbook units (memory_bandwidth GB/s,
   matrix_tflops TFLOP/s, compute_scale x, clock GHz, num_cores, llc_capacity MiB, ...; see
-  engine.grid.HARDWARE_FIELDS) or `device`; ex.y may be `none` (line and Pareto views).
+  engine.grid.HARDWARE_FIELDS), `device` or `model`; ex.y may be `none` (line and Pareto views).
 - ex.xv, ex.yv: their values: `start:stop:count` (evenly spaced), `log:start:stop:count`
-  (geometric), or a comma list (`1,8,64`; device names for `device`); empty = an automatic
+  (geometric), or a comma list (`1,8,64`; device names for `device`, model ids for `model`); empty = an automatic
   range around the sidebar's value (see `parse_values`).
 - ex.metric: the metric (tpot_s, ttft_s, tokens_per_s, ...; EXPLORE_METRICS).
 - ex.change: the sensitivity step, in percent (20 = each field -20% and +20%).
@@ -51,8 +52,9 @@ from engine.estimators import METHODS
 from engine.grid import HARDWARE_FIELDS
 from engine.workload import PHASES
 
-PAGES = ("overview", "compare", "sweeps", "explore", "serving", "hardware", "accuracy")
-PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "sweeps": "Sweeps", "explore": "Explore",
+PAGES = ("overview", "compare", "compare_models", "sweeps", "explore", "serving", "hardware", "accuracy")
+PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "compare_models": "Compare models",
+               "sweeps": "Sweeps", "explore": "Explore",
                "serving": "Serving", "hardware": "Hardware", "accuracy": "Accuracy"}
 SERVING_BACKENDS = ("generic", "vllm", "sglang", "trtllm")
 SERVING_WORKLOADS = ("custom", "chat", "rag", "code", "reasoning")      # engine/serving/presets.py, custom first
@@ -69,11 +71,11 @@ EXPLORE_SCENARIO_FIELDS = ("batch", "input_length", "output_length", "context_le
 _FIRST_HARDWARE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "memory_capacity",
                           "llc_capacity", "llc_bandwidth", "link_bandwidth")
 EXPLORE_HARDWARE_FIELDS = _FIRST_HARDWARE_FIELDS + tuple(f for f in HARDWARE_FIELDS if f not in _FIRST_HARDWARE_FIELDS)
-DEVICE_FIELD, NO_FIELD = "device", "none"
-EXPLORE_FIELDS = EXPLORE_SCENARIO_FIELDS + EXPLORE_HARDWARE_FIELDS + (DEVICE_FIELD,)
+DEVICE_FIELD, MODEL_FIELD, NO_FIELD = "device", "model", "none"
+EXPLORE_FIELDS = EXPLORE_SCENARIO_FIELDS + EXPLORE_HARDWARE_FIELDS + (DEVICE_FIELD, MODEL_FIELD)
 EXPLORE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
                    "energy_per_token_j", "tokens_per_j", "average_power_w", "memory_per_device_bytes",
-                   "compute_bound_share")
+                   "weights_per_device_bytes", "compute_bound_share")
 INVERSE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "llc_capacity",
                   "llc_bandwidth", "link_bandwidth", "inter_node_bandwidth", "tp")
 INVERSE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
@@ -86,6 +88,7 @@ class ViewState:
     page: str = "overview"
     devices: tuple[str, ...] = (DEFAULT_DEVICE,)
     model: str = DEFAULT_MODEL
+    models: tuple[str, ...] = ()                                      # Compare models; () = the sidebar's model
     phase: str = "request"
     batch: int = 1
     input_length: int = 1024
@@ -235,6 +238,29 @@ def _model_id(text: str) -> str:
 _model_id.expected = MODEL_EXPECTED
 
 
+def _model_ids(text: str) -> tuple[str, ...]:
+    """Comma-separated model ids, each checked like `model` (parse_query keeps the good ones of a mixed list)."""
+    ids = tuple(dict.fromkeys(check_model_id(part) for part in text.split(",") if part.strip()))
+    if not ids:
+        raise ValueError("no model ids")
+    return ids
+
+
+_model_ids.expected = "model ids separated by commas (each " + MODEL_EXPECTED + ")"
+
+
+def _some_model_ids(text: str, warnings: list[str]) -> tuple[str, ...]:
+    """The good ids of `models=`, one warning per bad one naming the parameter (the others are kept)."""
+    kept = []
+    for part in filter(str.strip, text.split(",")):
+        try:
+            kept.append(check_model_id(part))
+        except ValueError as error:
+            others = ", keeping the others" if "," in text else ""
+            warnings.append(f"URL parameter models: {error}; left out{others}")
+    return tuple(dict.fromkeys(kept))
+
+
 def _dtype(text: str) -> str:
     return check_dtype(text)            # ValueError for unknown formats
 
@@ -338,7 +364,7 @@ def _field(allow_none: bool) -> Callable[[str], str]:
             raise ValueError
         return text
     parse.expected = ("a scenario field (" + ", ".join(EXPLORE_SCENARIO_FIELDS) + "), a numeric hardware field ("
-                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.grid.HARDWARE_FIELDS) or device"
+                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.grid.HARDWARE_FIELDS), device or model"
                       + (" or none" if allow_none else ""))
     return parse
 
@@ -348,6 +374,7 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "page": ("page", _choice(PAGES), str),
     "hw": ("devices", _devices, ",".join),
     "model": ("model", _model_id, str),
+    "models": ("models", _model_ids, ",".join),
     "phase": ("phase", _choice(PHASES), str),
     "batch": ("batch", _whole(1, 1_000_000), str),
     "in": ("input_length", _whole(1, 10_000_000), str),
@@ -401,8 +428,8 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
 PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
-OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla", "sv.wl", "sv.sd", "sv.dm", "sv.k", "sv.a", "sv.ds", "sv.n",
-                      "sv.dis")                                       # left out of links while at their default
+OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla", "models", "sv.wl", "sv.sd", "sv.dm", "sv.k", "sv.a", "sv.ds",
+                      "sv.n", "sv.dis")                               # left out of links while at their default
 OMITTED_WHEN_EMPTY = EXPLORE_KEYS + ("sv.pd", "sv.dd")               # "" means automatic: left out of links
 URL_KEY_OF = {attribute: key for key, (attribute, _, _) in SCALAR_PARAMETERS.items()}   # ViewState field -> URL key
 
@@ -428,7 +455,9 @@ def parse_query(params: Mapping[str, Any]) -> tuple[ViewState, list[str]]:
     carried: dict[str, Any] = {"dev": [], "cfg": ""}
     for key, raw in params.items():
         text = _single(raw)
-        if key in SCALAR_PARAMETERS:
+        if key == "models":
+            values["models"] = _some_model_ids(text, warnings)
+        elif key in SCALAR_PARAMETERS:
             attribute, parse, _ = SCALAR_PARAMETERS[key]
             try:
                 values[attribute] = parse(text)

@@ -5,6 +5,10 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 
+class GridError(ValueError):
+    """A grid field or value that cannot be swept (engine/grid.py); names the field and what is expected."""
+
+
 def one_line(error: BaseException) -> str:
     """A validation or loading error as a single line naming the bad field."""
     if isinstance(error, ValidationError):

@@ -12,7 +12,8 @@ Grid fields (docs/sweeps.md):
   (a factor on every matrix and vector rate) and `matrix_tflops` (the dense bf16 matrix peak in
   TFLOP/s; the other formats scale with it);
 - `device`: device names (from `devices`, else the workbook) — a device list;
-- `model`: model ids (engine.load_model).
+- `model`: model ids: the keys of `model` when it is a {id: model} mapping or a list of models / ids (then
+  the axis is added by itself when the grid does not name it, as the first field), else engine.load_model.
 
 How it is fast: points that differ only in batch and lengths share one stacked kernel table
 (engine/grid_points.py), and every hardware variant is timed on it at once (engine/grid_eval.py).
@@ -31,16 +32,17 @@ import numpy as np
 import pandas as pd
 
 from engine.collectives import check_interconnect
-from engine.errors import one_line
+from engine.errors import GridError, one_line
 from engine.estimate import estimate, updated_scenario
 from engine.grid_eval import evaluate_stack
+from engine.grid_models import MODEL_FIELD, model_choices, point_models
 from engine.grid_points import ROW_FIELDS, PointValues, can_stack, stacked_table
 from engine.grid_variants import LINK_ATTRIBUTES, Variant
 from engine.hardware import WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS, Hardware
 from engine.what_if import EditError, apply_edits
 from engine.workload import Scenario
 
-DEVICE_FIELD, MODEL_FIELD = "device", "model"
+DEVICE_FIELD = "device"
 PSEUDO_HARDWARE_FIELDS = {
     "compute_scale": "factor on every matrix and vector rate (1 = the device as specified)",
     "matrix_tflops": "dense bf16 matrix peak in TFLOP/s (every matrix format scales with it)",
@@ -50,13 +52,9 @@ SCENARIO_FIELDS = tuple(Scenario.model_fields)
 METRIC_COLUMNS = (
     "ttft_s", "tpot_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s", "time_s",
     "compute_bound_share", "flops", "bytes", "energy_j", "energy_per_token_j", "tokens_per_j", "average_power_w",
-    "tdp_w", "exceeds_tdp", "memory_per_device_bytes", "memory_capacity_bytes", "fits", "devices", "error",
+    "tdp_w", "exceeds_tdp", "weights_per_device_bytes", "memory_per_device_bytes", "memory_capacity_bytes", "fits", "devices", "error",
 )
 RECOVERABLE = (ValueError, KeyError)     # ScenarioError, ParallelismError, InterconnectError, ValidationError
-
-
-class GridError(ValueError):
-    """A grid field or value that cannot be swept; names the field and what is expected."""
 
 
 def field_unit(field: str) -> str:
@@ -102,21 +100,31 @@ def check_fields(fields) -> None:
 def sweep_grid(model, scenario: Scenario, grid: Mapping[str, Sequence[Any]], hardware: Optional[Hardware] = None,
                method: str = "roofline", devices: Optional[Mapping[str, Hardware]] = None) -> pd.DataFrame:
     """Every point of `grid` (field -> values) around `scenario` on `hardware`: one row per point with
-    the grid's fields and METRIC_COLUMNS (module docstring)."""
-    return _sweep(model, scenario, _grid_columns(grid), hardware, method, devices)
+    the grid's fields and METRIC_COLUMNS (module docstring). `model`: one model, or several as {id: model}
+    or a list of models / ids: a categorical `model` axis (first field unless the grid names it)."""
+    models = model_choices(model)
+    if models is not None and MODEL_FIELD not in grid:
+        grid = {MODEL_FIELD: list(models), **grid}
+    return _sweep(models if models is not None else model, scenario, _grid_columns(grid), hardware, method, devices)
 
 
 def sweep_points(model, scenario: Scenario, points: pd.DataFrame, hardware: Optional[Hardware] = None,
                  method: str = "roofline", devices: Optional[Mapping[str, Hardware]] = None) -> pd.DataFrame:
     """`sweep_grid` for an explicit list of points (a DataFrame whose columns are grid fields)."""
     check_fields(list(points.columns))
+    models = model_choices(model)
+    if models is not None:
+        if MODEL_FIELD not in points.columns:
+            raise GridError("several models: the points need a 'model' column naming one of "
+                            f"{', '.join(map(repr, models))}")
+        model = models
     return _sweep(model, scenario, {c: points[c].to_numpy() for c in points.columns}, hardware, method, devices)
 
 
 def _sweep(model, scenario: Scenario, points: dict[str, np.ndarray], hardware, method, devices) -> pd.DataFrame:
     n = len(next(iter(points.values()))) if points else 0
     variants = HardwareVariants(points, n, hardware, devices)
-    models = _models(points, n, model)
+    models = point_models(points, n, model)
     results = {c: np.full(n, np.nan) for c in METRIC_COLUMNS}
     results["error"] = np.full(n, "", dtype=object)
     results["exceeds_tdp"] = np.zeros(n, dtype=bool)
@@ -131,16 +139,6 @@ def _sweep(model, scenario: Scenario, points: dict[str, np.ndarray], hardware, m
             _run_group(models[index[0]], scenario, points, index, structural, variants, method, results)
     results["devices"] = pd.array(np.where(np.isnan(results["devices"]), None, results["devices"]), dtype="Int64")
     return pd.DataFrame({**points, **results}, copy=False)
-
-
-def _models(points: dict, n: int, model) -> list:
-    if MODEL_FIELD not in points:
-        if model is None:
-            raise GridError("no model: pass one or sweep the 'model' field")
-        return [model] * n
-    from engine.models import load_model
-    loaded = {name: load_model(str(name)) for name in dict.fromkeys(points[MODEL_FIELD].tolist())}
-    return [loaded[name] for name in points[MODEL_FIELD].tolist()]
 
 
 class HardwareVariants:
@@ -365,6 +363,7 @@ def metrics_from_estimate(result, hardware: Optional[Hardware] = None) -> dict[s
         "energy_j": value(energy.get("request_energy_j")), "energy_per_token_j": value(energy.get("energy_per_token_j")),
         "tokens_per_j": value(energy.get("tokens_per_j")), "average_power_w": value(energy.get("average_power_w")),
         "tdp_w": value(energy.get("tdp_w", None if hardware is None else hardware.tdp_w)), "exceeds_tdp": bool(energy.get("exceeds_tdp", False)),
+        "weights_per_device_bytes": float(memory.weights_bytes),
         "memory_per_device_bytes": float(memory.total_bytes), "memory_capacity_bytes": float(memory.capacity_bytes),
         "fits": bool(memory.fits), "devices": result.devices,
     }

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional, Sequence
 import pandas as pd
 
 from engine.grid import DEVICE_FIELD, MODEL_FIELD, GridError, check_fields, expand_grid, sweep_points
+from engine.grid_models import model_choices
 from engine.hardware import Hardware
 from engine.workload import Scenario
 
@@ -39,7 +40,11 @@ def sweep_grid_dask(model, scenario: Scenario, grid: Mapping[str, Sequence[Any]]
     The cluster: `client` (a dask.distributed.Client) when given, else a Client connected to `address`
     (a scheduler address such as "tcp://host:8786"; GridError when none answers within `connect_timeout`
     seconds), else (address None or "local") a LocalCluster on this machine (one single-threaded worker
-    process per core), closed again when the sweep is done."""
+    process per core), closed again when the sweep is done. Several models ({id: model} or a list) add a
+    `model` axis as engine.grid.sweep_grid does."""
+    models = model_choices(model)
+    if models is not None:
+        grid, model = ({MODEL_FIELD: list(models), **grid} if MODEL_FIELD not in grid else grid), models
     return sweep_points_dask(model, scenario, expand_grid(grid), hardware, method, devices, client=client,
                              address=address, chunk_points=chunk_points, connect_timeout=connect_timeout)
 

@@ -210,7 +210,8 @@ def _memory_metrics(stack: StackedTable, model, s: Scenario, values: PointValues
     kv = kv * kv_share_per_device(model, layout)
     capacity = np.array([v.get("memory_capacity_bytes") for v in variants])[None, :]
     total = weights + kv[:, None] + activations[:, None] + WORKSPACE_FRACTION * capacity
-    return {"memory_per_device_bytes": total, "memory_capacity_bytes": np.broadcast_to(capacity, total.shape),
+    return {"weights_per_device_bytes": np.broadcast_to(np.float64(weights), total.shape),
+            "memory_per_device_bytes": total, "memory_capacity_bytes": np.broadcast_to(capacity, total.shape),
             "fits": total <= capacity}
 
 

@@ -55,6 +55,16 @@ def test_connecting_by_address_and_another_method(client):
     assert (got["error"] == "").all() and (got["ttft_s"] > 0).all()
 
 
+def test_several_models_on_two_workers_equal_one_process(client):
+    models = {"gpt2": engine.load_model("openai-community/gpt2"), "llama": LLAMA8}
+    grid = {"batch": [1, 8], "tp": [1, 2]}
+    expected = sweep_grid(models, DECODE, grid, hardware=engine.load_hardware("H100-SXM"))
+    got = sweep_grid_dask(models, DECODE, grid, hardware=engine.load_hardware("H100-SXM"), client=client,
+                          chunk_points=3)
+    assert list(got["model"]) == ["gpt2"] * 4 + ["llama"] * 4       # the model axis added first, as in one process
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
 def test_chunked_in_one_process_is_identical():
     expected = sweep_grid(LLAMA8, DECODE, MIXED)
     from engine.grid import expand_grid

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from dashboard.charts.theme import BLACK, GREY, device_style, house_figure
 
 from dashboard.charts.explore_fields import (
-    DEVICE, ERROR_COLOR, MAX_MARKED_CELLS, METRICS, SEQUENTIAL, UNFIT_COLOR, axis_layout, display_values, field_label, field_title, field_unit_of, format_value, hover_field, point_status, series_colors,
+    CATEGORICAL, ERROR_COLOR, MAX_MARKED_CELLS, METRICS, SEQUENTIAL, UNFIT_COLOR, axis_layout, display_values, field_label, field_title, field_unit_of, format_value, hover_field, point_status, series_colors,
 )
 
 
@@ -30,7 +30,7 @@ def line_figure(frame: pd.DataFrame, x: str, metric: str, series: Optional[str] 
     info = METRICS[metric]
     series_values = list(dict.fromkeys(frame[series])) if series else [None]
     colors = series_colors(len(series_values))
-    categorical = x == DEVICE
+    categorical = x in CATEGORICAL
     data, any_unfit = [], False
     for index, value in enumerate(series_values):
         group = frame if value is None else frame[frame[series] == value]
@@ -41,12 +41,12 @@ def line_figure(frame: pd.DataFrame, x: str, metric: str, series: Optional[str] 
         ys = np.where((status == "") | (status == "does not fit in memory"), ys, np.nan)
         unfit = status == "does not fit in memory"
         any_unfit |= bool(unfit.any())
-        if series == DEVICE:
+        if series in CATEGORICAL:
             style = device_style(index)
             symbol, dash = style["symbol"], style["dash"]
         else:
             symbol, dash = "circle", "solid"
-        name = "" if value is None else (str(value) if series == DEVICE else
+        name = "" if value is None else (str(value) if series in CATEGORICAL else
                                          f"{field_label(series)} {format_value(value, field_unit_of(series))}")
         hover = (f"<b>{name}</b><br>" if name else "") + hover_field(x, "x") + \
             f"<br>{info.label} %{{y:.4g}} {info.unit}<br>%{{customdata}}<extra></extra>"

@@ -13,7 +13,8 @@ from plotly.colors import sample_colorscale
 from dashboard.charts.theme import SERIES_COLORS
 from engine.grid import field_unit
 
-DEVICE = "device"
+DEVICE, MODEL = "device", "model"
+CATEGORICAL = (DEVICE, MODEL)           # swept fields whose values are names, drawn as categories
 MAX_CLOUD_POINTS = 2500     # Pareto clouds above this are thinned (evenly, front points always kept)
 UNFIT_COLOR = "rgba(205,205,205,0.85)"   # wash over cells that do not fit in memory
 MAX_MARKED_CELLS = 2500                  # grids up to this size also get a cross on each such cell
@@ -44,6 +45,7 @@ METRICS = {
     "tokens_per_j": Metric("Tokens per joule", "tokens/J", 1.0, "higher"),
     "average_power_w": Metric("Average power", "W", 1.0, "lower"),
     "memory_per_device_bytes": Metric("Memory per device", "GB", 1e-9, "lower"),
+    "weights_per_device_bytes": Metric("Weights per device", "GB", 1e-9, "lower"),
     "compute_bound_share": Metric("Compute-bound share of time", "%", 100.0, "higher"),
 }
 
@@ -67,7 +69,7 @@ def field_label(field: str) -> str:
 
 
 def field_unit_of(field: str) -> str:
-    if field == DEVICE:
+    if field in CATEGORICAL:
         return ""
     unit = FIELD_LABELS.get(field, (None, None))[1]
     return unit or field_unit(field)
@@ -114,7 +116,7 @@ def point_status(frame: pd.DataFrame) -> np.ndarray:
 
 
 def axis_layout(field: str, values, log: Optional[bool]) -> dict:
-    if field == DEVICE or not pd.api.types.is_numeric_dtype(pd.Series(list(values))):
+    if field in CATEGORICAL or not pd.api.types.is_numeric_dtype(pd.Series(list(values))):
         return dict(type="category", title=dict(text=field_title(field)))
     log = is_geometric(values) if log is None else log
     return dict(type="log" if log else "linear", title=dict(text=field_title(field)))
@@ -123,6 +125,8 @@ def axis_layout(field: str, values, log: Optional[bool]) -> dict:
 def hover_field(field: str, axis_letter: str) -> str:
     if field == DEVICE:
         return f"%{{{axis_letter}}}"
+    if field == MODEL:
+        return f"Model %{{{axis_letter}}}"
     return f"{field_label(field)} %{{{axis_letter}:.4g}} {field_unit_of(field)}".rstrip()
 
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from dashboard.charts.facets import panels_layout
 from dashboard.charts.theme import BLACK, GREY, device_style, house_figure
 from dashboard.charts.explore_fields import (
-    DEVICE, MAX_CLOUD_POINTS, METRICS, display_values, field_label, field_unit_of, point_status,
+    CATEGORICAL, DEVICE, MAX_CLOUD_POINTS, METRICS, display_values, field_label, field_unit_of, point_status,
 )
 
 
@@ -76,7 +76,8 @@ def pareto_figure(frame: pd.DataFrame, fields: Sequence[str], latency: str = "tp
     for panel, (metric, _) in enumerate(PARETO_PANELS):
         info = METRICS[metric]
         xa, ya = ("x", "y") if panel == 0 else ("x2", "y2")
-        custom_hover = "".join(f"<br>{field_label(f)} %{{customdata[{i}]:.4g}} {field_unit_of(f)}"
+        custom_hover = "".join(f"<br>{field_label(f)} %{{customdata[{i}]}}" if f in CATEGORICAL else
+                               f"<br>{field_label(f)} %{{customdata[{i}]:.4g}} {field_unit_of(f)}"
                                for i, f in enumerate(fields))
         hover = (f"{x_info.label} %{{x:.4g}} {x_info.unit}<br>{info.label} %{{y:.4g}} {info.unit}"
                  + custom_hover + "<extra>%{fullData.name}</extra>")

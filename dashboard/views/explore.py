@@ -19,8 +19,8 @@ from dashboard import charts, data
 from dashboard.charts.explore_fields import METRICS, field_title
 from dashboard.context import PageContext
 from dashboard.state import (
-    DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, NO_FIELD, ValuesError,
-    field_bounds, parse_values,
+    DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, MODEL_FIELD, NO_FIELD,
+    ValuesError, check_model_id, field_bounds, parse_values,
 )
 from dashboard.views.explore_design import render_inverse, render_sensitivity
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
@@ -31,6 +31,7 @@ VIEW_TITLES = {"line": "Line", "heatmap": "Heatmap", "pareto": "Pareto fronts", 
                "inverse": "Inverse design"}
 MAX_POINTS = 40_000
 EXPLORE_SCENARIO_FIELDS_SET = set(EXPLORE_SCENARIO_FIELDS)
+NAMED_FIELDS = (DEVICE_FIELD, MODEL_FIELD)         # values are names (a categorical axis)
 WIDGETS = {"x": ("X values", "ex.xv", "w_ex_xv"), "y": ("Y values", "ex.yv", "w_ex_yv")}
 
 
@@ -50,10 +51,13 @@ def base_value(field: str, hardware: Hardware, scenario) -> Optional[float | str
     return hardware_base_value(hardware, field)
 
 
-def auto_spec(field: str, hardware: Hardware, scenario, model, selected: list[str]) -> str:
-    """The range a field gets when its values box is empty: around the sidebar's value."""
+def auto_spec(field: str, hardware: Hardware, scenario, model, selected: list[str], models: tuple = ()) -> str:
+    """The range a field gets when its values box is empty: around the sidebar's value (the selected devices;
+    the Compare models page's models, else the sidebar's model)."""
     if field == DEVICE_FIELD:
         return ",".join(selected)
+    if field == MODEL_FIELD:
+        return ",".join(models or (model.name,))
     if field == "batch":
         return "log:1:1024:11"
     if field in ("input_length", "output_length", "context_length"):
@@ -78,9 +82,14 @@ def axis_values(field: str, text: str, which: str, auto: str, devices: dict) -> 
     label, url_key, _ = WIDGETS[which]
     spec = text.strip() or auto
     try:
-        values, log = parse_values(spec, numeric=field != DEVICE_FIELD)
+        values, log = parse_values(spec, numeric=field not in NAMED_FIELDS)
     except ValuesError as error:
         raise ValuesError(f"{label} (URL parameter {url_key}): {error}") from None
+    if field == MODEL_FIELD:
+        try:
+            return [check_model_id(name) for name in values], False
+        except ValueError as error:
+            raise ValuesError(f"{label} (URL parameter {url_key}): {error}") from None
     if field == DEVICE_FIELD:
         unknown = [name for name in values if name not in devices]
         if unknown:
@@ -144,7 +153,7 @@ def sweep_controls(ctx: PageContext, view: str, placeholders: dict) -> None:
 def placeholders_for(ctx: PageContext) -> dict:
     primary = ctx.selected[0]
     return {which: auto_spec(st.session_state.get(key, NO_FIELD), primary, ctx.scenario, ctx.model,
-                             list(ctx.state.devices)) if st.session_state.get(key, NO_FIELD) != NO_FIELD else ""
+                             list(ctx.state.devices), ctx.state.models) if st.session_state.get(key, NO_FIELD) != NO_FIELD else ""
             for which, key in (("x", "w_ex_x"), ("y", "w_ex_y"))}
 
 
@@ -178,14 +187,40 @@ def run_sweep(ctx: PageContext, grid: dict) -> Optional[pd.DataFrame]:
         st.error(f"{grid_size(grid):,} points: at most {MAX_POINTS:,} (fewer values in X values / Y values)")
         return None
     names = grid.get(DEVICE_FIELD, [ctx.state.devices[0]])
+    model = ctx.model
+    if MODEL_FIELD in grid:
+        model = swept_models(ctx, grid[MODEL_FIELD])
+        if model is None:
+            return None
     try:
-        return data.grid_frame(ctx.model, ctx.scenario, grid, ctx.selected[0],
+        return data.grid_frame(model, ctx.scenario, grid, ctx.selected[0],
                                {name: ctx.devices[name] for name in names}, ctx.state.method)
     except ValueError as error:
         named = [f"{label} (URL parameter {url_key})" for which, (label, url_key, _) in WIDGETS.items()
                  if _axis_field(ctx.state, which) in str(error)]
         st.error(f"{', '.join(named)}: {error}" if named else str(error))
         return None
+
+
+def swept_models(ctx: PageContext, names: list[str]) -> Optional[dict]:
+    """{id: model} of a `model` axis: the sidebar's and Compare models' models, this session's uploads, else
+    the catalog or local cache (never the network); None after an error naming the widget and URL key."""
+    known = {ctx.state.model: ctx.model, **ctx.models, **st.session_state.get("uploaded_models", {})}
+    models = {}
+    for name in names:
+        try:
+            models[name] = known[name] if name in known else data.offline_model(name)
+        except (ValueError, OSError, ImportError) as error:
+            where = [f"{label} (URL parameter {url_key})" for which, (label, url_key, _) in WIDGETS.items()
+                     if _axis_field(ctx.state, which) == MODEL_FIELD]
+            st.error(f"{', '.join(where) or 'Model axis'}: model {name!r} cannot be loaded ({error})")
+            return None
+    return models
+
+
+def sidebar_value(ctx: PageContext, field: str):
+    """The sidebar's value of a swept field (marked on the charts): the model id for `model`."""
+    return ctx.state.model if field == MODEL_FIELD else base_value(field, ctx.selected[0], ctx.scenario)
 
 
 def _axis_field(state, which: str) -> str:
@@ -196,14 +231,13 @@ def _axis_field(state, which: str) -> str:
 def sweep_figures(ctx: PageContext, view: str, frame: pd.DataFrame, x: str, y: Optional[str], logs: dict,
                   series: Optional[str]) -> list[tuple[str, object]]:
     metric = ctx.state.explore_metric
-    primary = ctx.selected[0]
-    x_base = base_value(x, primary, ctx.scenario)
+    x_base = sidebar_value(ctx, x)
     if view == "line":
-        figure = charts.line_figure(frame, x, metric, series, base=x_base if x != DEVICE_FIELD else None,
+        figure = charts.line_figure(frame, x, metric, series, base=x_base if x not in NAMED_FIELDS else None,
                                     log_x=logs[x])
         return [(figure.layout.title.text, figure)]
     if view == "heatmap":
-        y_base = base_value(y, primary, ctx.scenario)
+        y_base = sidebar_value(ctx, y)
         figure = charts.heatmap_figure(frame, x, y, metric, base=(x_base, y_base), log_x=logs[x], log_y=logs[y])
         return [(figure.layout.title.text, figure)]
     latency = "tpot_s" if ctx.scenario.phase != "prefill" else "ttft_s"
@@ -223,7 +257,7 @@ def render_sweep(ctx: PageContext, view: str) -> None:
         return
     state = replace(state, explore_x=x, explore_y=y or NO_FIELD, explore_x_values=st.session_state["w_ex_xv"],
                     explore_y_values=st.session_state.get("w_ex_yv", ""))
-    ctx = PageContext(state, ctx.devices, ctx.model, ctx.scenario)
+    ctx = PageContext(state, ctx.devices, ctx.model, ctx.scenario, models=ctx.models)
     try:
         grid, logs, series = build_grid(ctx, view, x, y, placeholders)
     except ValuesError as error:
