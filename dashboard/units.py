@@ -8,6 +8,12 @@ import math
 # (seconds per unit, unit): a value is shown in the largest unit it reaches
 TIME_UNITS = ((1e-6, "µs"), (1e-3, "ms"), (1.0, "s"), (60.0, "min"), (3600.0, "h"))
 ENERGY_UNITS = ((1e-9, "nJ"), (1e-6, "µJ"), (1e-3, "mJ"), (1.0, "J"), (1e3, "kJ"), (1e6, "MJ"), (1e9, "GJ"))
+# decimal (SI, as the engine and the workbook's capacities) and binary (where a datasheet states KiB/MiB)
+DECIMAL_BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"), (1e15, "PB"))
+BINARY_BYTE_UNITS = ((1.0, "B"), (2.0**10, "KiB"), (2.0**20, "MiB"), (2.0**30, "GiB"), (2.0**40, "TiB"))
+FLOP_UNITS = ((1.0, "FLOP"), (1e3, "kFLOP"), (1e6, "MFLOP"), (1e9, "GFLOP"), (1e12, "TFLOP"), (1e15, "PFLOP"),
+              (1e18, "EFLOP"))
+COUNT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 
 
 def significant(value: float, digits: int = 3) -> str:
@@ -25,13 +31,15 @@ def significant(value: float, digits: int = 3) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _scaled(value: float, units: tuple[tuple[float, str], ...]) -> str:
+def _scaled(value: float, units: tuple[tuple[float, str], ...], digits: int = 3, joint: str = " ") -> str:
+    if not math.isfinite(value):
+        return significant(value)
     magnitude = abs(value)
     factor, unit = units[0]
-    for candidate_factor, candidate_unit in units:
-        if magnitude >= candidate_factor * (1 - 5e-4):     # 999.96 ms shows as 1 s, not 1,000 ms
+    for candidate_factor, candidate_unit in units:   # 999.96 ms shows as 1 s, not 1,000 ms (3 digits)
+        if magnitude >= candidate_factor * (1 - 0.5 * 10.0 ** -digits):
             factor, unit = candidate_factor, candidate_unit
-    return f"{significant(value / factor)} {unit}"
+    return f"{significant(value / factor, digits)}{joint}{unit}".rstrip()
 
 
 def duration(seconds: float | None) -> str:
@@ -56,5 +64,27 @@ def gigabytes(size_bytes: float) -> str:
 def memory_card(used_bytes: float, capacity_bytes: float, fits: bool) -> tuple[str, str]:
     """(value, delta) of the memory metric card: the use, then the capacity and the verdict, each short
     enough not to be cut off in a fifth of a 1440 px page: ('101 GB', 'fits in 141 GB')."""
-    capacity = gigabytes(capacity_bytes)
-    return gigabytes(used_bytes), (f"fits in {capacity}" if fits else f"exceeds {capacity}")
+    capacity = data_size(capacity_bytes)
+    return data_size(used_bytes), (f"fits in {capacity}" if fits else f"exceeds {capacity}")
+
+
+def data_size(size_bytes: float | None, binary: bool = False, digits: int = 3) -> str:
+    """Bytes in B .. PB (decimal, as the engine and the workbook's capacities) or, `binary`, B .. TiB (where a
+    datasheet states KiB/MiB): 100.7e9 -> '101 GB', 8192 binary -> '8 KiB', 1536 -> '1.54 kB'."""
+    if size_bytes is None or (isinstance(size_bytes, float) and math.isnan(size_bytes)):
+        return "—"
+    return _scaled(size_bytes, BINARY_BYTE_UNITS if binary else DECIMAL_BYTE_UNITS, digits)
+
+
+def flop_count(flops: float | None, digits: int = 4) -> str:
+    """FLOPs in FLOP .. EFLOP: 14576746233856 -> '14.58 TFLOP'."""
+    if flops is None or (isinstance(flops, float) and math.isnan(flops)):
+        return "—"
+    return _scaled(flops, FLOP_UNITS, digits)
+
+
+def count(value: float | None, digits: int = 3) -> str:
+    """A count or rate with k/M/G: 970 -> '970', 15_912 -> '15.9k', 2_500_000 -> '2.5M', 0.4 -> '0.4'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return _scaled(value, COUNT_UNITS, digits, joint="")

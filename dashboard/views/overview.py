@@ -9,7 +9,7 @@ from dashboard import charts, data
 from dashboard.charts.gaps import ideal_vs_realistic_figure
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
 from dashboard.state import STACK_BY
-from dashboard.units import duration, energy, memory_card
+from dashboard.units import count, duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
 from engine.estimators.validity import REALISTIC_METHODS
 
@@ -52,20 +52,20 @@ def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
     columns = st.columns(5 if devices > 1 else 4)
     ttft, tpot, rate, memory = columns[:4]
     name = "ideal roofline" if method != "roofline" else "realistic"
-    rate_text = lambda value: f"{value:,.0f}"   # noqa: E731
     ttft.metric("TTFT", duration(result.ttft_s), help=f"time to first token: the prefill ({method})",
                 **beside(name, other, "ttft_s", duration))
     tpot.metric("TPOT", duration(result.tpot_s), help=f"time per output token: one decode step ({method})",
                 **beside(name, other, "tpot_s", duration))
-    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else rate_text(result.tokens_per_s),
-                **beside(name, other, "tokens_per_s", rate_text))
+    rate.metric("Output tokens/s", count(result.tokens_per_s), help=f"output tokens per second, all devices ({method})",
+                **beside(name, other, "tokens_per_s", count))
     fit = result.memory
     used, verdict = memory_card(fit.total_bytes, fit.capacity_bytes, fit.fits)
     memory.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
                   delta_color="normal" if fit.fits else "inverse", help=getattr(fit, "message", None) or None)
     if devices > 1:
         per_device = getattr(result, "tokens_per_s_per_device", None)
-        columns[4].metric(f"Tokens/s per device ({devices} devices)", "—" if per_device is None else f"{per_device:,.0f}")
+        columns[4].metric("Tokens/s per device", count(per_device),
+                          help=f"output tokens per second divided by the {devices} devices of the layout")
     touched = getattr(result, "experts_touched", None) or {}
     if touched:
         st.caption("Experts touched per MoE layer per step (they decide the expert weight traffic): " + ", ".join(
