@@ -11,8 +11,7 @@ ENERGY_UNITS = ((1e-9, "nJ"), (1e-6, "µJ"), (1e-3, "mJ"), (1.0, "J"), (1e3, "kJ
 # decimal (SI, as the engine and the workbook's capacities) and binary (where a datasheet states KiB/MiB)
 DECIMAL_BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"), (1e15, "PB"))
 BINARY_BYTE_UNITS = ((1.0, "B"), (2.0**10, "KiB"), (2.0**20, "MiB"), (2.0**30, "GiB"), (2.0**40, "TiB"))
-FLOP_UNITS = ((1.0, "FLOP"), (1e3, "kFLOP"), (1e6, "MFLOP"), (1e9, "GFLOP"), (1e12, "TFLOP"), (1e15, "PFLOP"),
-              (1e18, "EFLOP"))
+SI_PREFIXES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T"), (1e15, "P"), (1e18, "E"))
 COUNT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 
 
@@ -76,11 +75,16 @@ def data_size(size_bytes: float | None, binary: bool = False, digits: int = 3) -
     return _scaled(size_bytes, BINARY_BYTE_UNITS if binary else DECIMAL_BYTE_UNITS, digits)
 
 
+def with_prefix(value: float | None, unit: str, digits: int = 4) -> str:
+    """A quantity with a decimal prefix (k .. E) before `unit`: 7.29e12, 'MAC' -> '7.29 TMAC'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return _scaled(value, tuple((factor, prefix + unit) for factor, prefix in SI_PREFIXES), digits)
+
+
 def flop_count(flops: float | None, digits: int = 4) -> str:
     """FLOPs in FLOP .. EFLOP: 14576746233856 -> '14.58 TFLOP'."""
-    if flops is None or (isinstance(flops, float) and math.isnan(flops)):
-        return "—"
-    return _scaled(flops, FLOP_UNITS, digits)
+    return with_prefix(flops, "FLOP", digits)
 
 
 def count(value: float | None, digits: int = 3) -> str:

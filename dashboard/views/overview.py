@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import charts, data
 from dashboard.charts.gaps import ideal_vs_realistic_figure
+from dashboard.charts.tables import kernel_table_view
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
 from dashboard.state import STACK_BY
 from dashboard.units import count, duration, energy, memory_card
@@ -198,6 +199,8 @@ def render(ctx: PageContext) -> None:
     if result.energy is None:  # no energy charts: the section says why, after the other charts
         energy_section(result)
     st.subheader("Kernels")
-    table = charts.kernel_table_frame(kernels_frame(primary))
-    st.dataframe(table, hide_index=True, width="stretch")
+    table = charts.kernel_table_frame(kernels_frame(primary))       # exact SI values: what CSV/XLSX export
+    shown, helps = kernel_table_view(table)                          # units per cell, help per column
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={column: st.column_config.Column(help=text) for column, text in helps.items()})
     table_downloads(table, "kernels", key="overview", scenario=ctx.summary())

@@ -1,0 +1,95 @@
+"""The kernel table: exact SI numbers in CSV/XLSX, units and separators on screen, help on every column."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import export
+from dashboard.charts.tables import COLUMN_HELP, kernel_table_frame, kernel_table_view, screen_text
+
+
+def one_row(**fields) -> pd.DataFrame:
+    row = dict(phase="prefill", name="FFN_up", type="Ma_Mw", m=1024, k=4096, n=14336, batch=1, count=32,
+               macs=7288373116928, flops=14576746233856, bytes=155_189_248.0, time_s=0.0123456, bound="compute")
+    row.update(fields)
+    return pd.DataFrame([row])
+
+
+def test_export_frame_keeps_the_engine_numbers_exactly(llama8b):
+    import engine
+
+    result = engine.estimate(engine.load_hardware("H100-SXM"), llama8b, engine.Scenario(), method="realistic")
+    kernels = result.kernels
+    table = kernel_table_frame(kernels)
+    for engine_column, column in (("flops", "FLOPs per call"), ("bytes", "Bytes per call"), ("macs", "MACs per call"),
+                                  ("time_s", "Time per call (s)")):
+        assert np.array_equal(table[column].to_numpy(dtype=float), kernels[engine_column].to_numpy(dtype=float))
+    assert np.array_equal(table["Calls"].to_numpy(dtype=float), kernels["count"].to_numpy(dtype=float))
+    total = kernels["count"] * kernels["time_s"]
+    assert np.array_equal(table["Total time (s)"].to_numpy(), total.to_numpy())
+    # the files carry the same numbers: CSV round-trips to float equality, XLSX cells are those floats
+    back = pd.read_csv(io.BytesIO(export.table_csv(table)))
+    assert np.array_equal(back["FLOPs per call"].to_numpy(dtype=float), kernels["flops"].to_numpy(dtype=float))
+    assert np.array_equal(back["Time per call (s)"].to_numpy(dtype=float), kernels["time_s"].to_numpy(dtype=float))
+    from openpyxl import load_workbook
+    rows = list(load_workbook(io.BytesIO(export.table_xlsx(table)))["kernels"].iter_rows(values_only=True))
+    column = rows[0].index("Time per call (s)")
+    # Excel keeps 15 significant digits
+    assert [r[column] for r in rows[1:]] == pytest.approx(list(kernels["time_s"].astype(float)), rel=1e-14)
+
+
+def test_screen_shows_units_separators_and_ms():
+    """Hand-formatted: 14,576,746,233,856 FLOP -> 14.58 TFLOP; 0.0123456 s -> 12.35 ms; 32 x that -> 395.1 ms;
+    155,189,248 B -> 155.2 MB; 14576746233856 / 155189248 = 93,928.8 FLOP/byte."""
+    text = screen_text(kernel_table_frame(one_row())).iloc[0]
+    assert text["FLOPs per call"] == "14.58 TFLOP"
+    assert text["MACs per call"] == "7.288 TMAC"
+    assert text["Bytes per call"] == "155.2 MB"
+    assert text["Time per call (ms)"] == "12.35"
+    assert text["Total time (ms)"] == "395.1"             # 32 x 12.3456 = 395.06
+    assert text["Intensity (FLOP/byte)"] == "93,929"
+    assert text["n"] == "14,336" and text["Calls"] == "32"
+    assert text["Share of phase (%)"] == "100.0"
+
+
+def test_zero_byte_rows_show_a_dash_not_inf():
+    table = kernel_table_frame(one_row(name="Softmax", type="Softmax", bytes=0.0, macs=0, flops=8.3968e7))
+    assert np.isinf(table["Intensity (FLOP/byte)"].iloc[0])          # the export keeps the exact value
+    text = screen_text(table).iloc[0]
+    assert text["Intensity (FLOP/byte)"] == "—" and text["Bytes per call"] == "0 B"
+    assert text["MACs per call"] == "0"
+    assert "inf" not in " ".join(map(str, text.values))
+
+
+def test_every_column_explains_itself_on_hover():
+    table = kernel_table_frame(one_row().assign(device="H100-SXM"))
+    styler, helps = kernel_table_view(table)
+    assert set(helps) == set(styler.data.columns)                   # every column shown has a help text
+    assert "Time per call (ms)" in styler.data.columns and "Time per call (s)" not in styler.data.columns
+    assert "sequences x KV heads" in helps["Batch"]                   # what Batch means on an attention row
+    assert "Ma_Mw" in helps["Type"] and "C[m,n] = A[m,k] @ B[k,n]" in helps["m"]
+    assert all(text.endswith(".") for text in COLUMN_HELP.values())
+    html = styler.to_html()
+    assert "14.58 TFLOP" in html and "12.35" in html
+    # the numbers under the text stay the exact seconds, so sorting by a column sorts by value
+    assert styler.data["Time per call (ms)"].iloc[0] == pytest.approx(0.0123456, rel=0)
+
+
+def test_overview_table_on_screen_has_units_and_help():
+    from tests.dashboard.test_views_honest import run_app
+    import pyarrow as pa
+    import json
+
+    app = run_app()
+    assert not app.exception
+    frame = app.dataframe[0]
+    shown = pa.ipc.open_stream(frame.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    cells = " ".join(shown.astype(str).to_numpy().ravel())
+    assert "TFLOP" in cells or "GFLOP" in cells
+    assert "inf" not in cells.split()
+    config = json.loads(frame.proto.columns)
+    assert "sequences x KV heads" in config["Batch"]["help"]
