@@ -290,7 +290,8 @@ def test_a_model_that_does_not_fit_says_so_and_names_the_fewest_devices():
     app = run_app(model="meta-llama/Llama-3.1-405B")
     assert not app.exception
     message = texts(app.error)
-    assert "needs 812 GB of weights; one H100-SXM holds 80 GB: does not fit. " in message   # sentences
+    assert message.startswith("Does not fit on one device: meta-llama/Llama-3.1-405B in bf16 needs 812 GB of "
+                              "weights and one H100-SXM holds 80 GB. ")                   # sentences
     assert "The fewest devices that fit it are 16 (TP 8 x PP 2" in message and message.endswith("parallelism.")
     memory = next(m for m in app.metric if m.label == "Memory")
     assert memory.delta == "exceeds 80 GB" and memory.value.endswith(" GB") and len(memory.value) <= 8

@@ -100,3 +100,12 @@ def test_count_uses_k_and_m(value, text):
 def test_memory_card_of_a_small_model_is_in_megabytes():
     """A 2-layer test model uses 12.3 MB: '12.3 MB', not '0.0123 GB'."""
     assert memory_card(12.3e6, 80e9, True) == ("12.3 MB", "fits in 80 GB")
+
+
+@pytest.mark.parametrize("value, unit, text", [
+    (3350, "GB/s", "3,350 GB/s"), (16384, "", "16,384"), (39800.0, "J", "39,800 J"), (0.0125, "s", "0.0125 s"),
+    ("H100-SXM", "", "H100-SXM"),
+])
+def test_explore_field_values_never_use_exponents(value, unit, text):
+    from dashboard.charts.explore_fields import format_value
+    assert format_value(value, unit) == text
