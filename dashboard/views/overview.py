@@ -32,10 +32,22 @@ def fewest_devices_hint(ctx: PageContext, device: str) -> str:
             "parallelism.")
 
 
+def sentence(text: str) -> str:
+    """One message as a sentence: a lower-case first word capitalised (names such as 'meta-llama/...' or 'tp=2'
+    are left as they are), a full stop at the end."""
+    text = text.strip()
+    if not text:
+        return ""
+    first = text.split(maxsplit=1)[0].rstrip(":,;")
+    if first.isalpha() and first.islower():
+        text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
 def as_sentences(*parts: str) -> str:
-    """Messages joined as sentences: each ends with a full stop, one space between them."""
-    ended = [part.strip() if part.strip()[-1:] in ".!?" else part.strip() + "." for part in parts if part.strip()]
-    return " ".join(ended)
+    """Messages joined as sentences: each starts with a capital (see `sentence`) and ends with a full stop, one
+    space between them."""
+    return " ".join(sentence(part) for part in parts if part.strip())
 
 
 def beside(name: str, other, attribute: str, show) -> dict:
@@ -76,7 +88,7 @@ def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
         st.error(as_sentences(message or f"{result.model_name} does not fit on {result.hardware_name}", hint()))
     for note in result.notes:
         if not is_energy_note(note):
-            st.info(note)
+            st.info(sentence(note))
 
 
 def number(value: float) -> str:
@@ -90,7 +102,7 @@ def energy_headline(result) -> None:
     notes = [note for note in result.notes if is_energy_note(note) and "TDP" not in note]
     if summary is None:
         for note in notes or [f"No energy values for {result.hardware_name} in the specs workbook."]:
-            st.info(note)
+            st.info(sentence(note))
         return
     per_token, tokens_per_j = summary["energy_per_token_j"], summary["tokens_per_j"]
     power, tdp = summary["average_power_w"], summary["tdp_w"]
@@ -112,7 +124,7 @@ def energy_headline(result) -> None:
                "bytes at the workbook's per-operation energies) plus static power x time; tokens are output "
                "tokens (prefill only: input tokens). The kernel bars follow the Stack by and Percent controls above.")
     for note in notes:
-        st.info(note)
+        st.info(sentence(note))
 
 
 def stack_controls() -> None:

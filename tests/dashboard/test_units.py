@@ -7,7 +7,7 @@ import math
 import pytest
 
 from dashboard.units import count, data_size, duration, energy, flop_count, gigabytes, memory_card, significant
-from dashboard.views.overview import as_sentences
+from dashboard.views.overview import as_sentences, sentence
 
 
 @pytest.mark.parametrize("seconds, text", [
@@ -57,10 +57,15 @@ def test_memory_card_is_short_enough_for_a_fifth_of_the_page():
 
 
 def test_messages_join_as_sentences():
+    """The issue's '...fits: 218) No layout up to...': each part a sentence, capitalised, full stop, one space."""
     joined = as_sentences("one H100-SXM holds 80 GB: does not fit (largest batch that fits: 218)",
                           "No layout up to TP 8 x PP 64 fits this workload.", "")
-    assert joined == ("one H100-SXM holds 80 GB: does not fit (largest batch that fits: 218). "
+    assert joined == ("One H100-SXM holds 80 GB: does not fit (largest batch that fits: 218). "
                       "No layout up to TP 8 x PP 64 fits this workload.")
+    assert as_sentences("meta-llama/Llama-3.1-8B is large", "tp=2 splits it") == (
+        "meta-llama/Llama-3.1-8B is large. tp=2 splits it.")          # names keep their case
+    assert sentence("energy unavailable: T4 has no per-operation energies") == (
+        "Energy unavailable: T4 has no per-operation energies.")
 
 
 @pytest.mark.parametrize("size, binary, text", [
