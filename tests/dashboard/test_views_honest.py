@@ -290,3 +290,26 @@ def test_mla_decode_attention_carries_the_latent_it_reads():
     assert (attention["kv_read_bytes"] * attention["count"]).sum() == pytest.approx(read, rel=1e-12)
     total = lambda frame: (frame["count"] * frame["time_s"]).sum()   # noqa: E731
     assert total(folded) == pytest.approx(total(kernels), rel=1e-12)
+
+
+# --- sidebar at 1440 px: the layout and dtype selects sit two per row, so none is cut off ---------------------
+
+def test_layout_and_dtype_selects_are_in_the_sidebar_two_per_row():
+    """At 1440 px, four selects in a 400 px sidebar row were 48 px wide and showed no value; two per row are
+    (400 - 2 x 24 padding - 16 gap) / 2 = 168 px, room for '64' or 'bf16' beside the arrow."""
+    import re
+    from pathlib import Path
+
+    width = int(re.search(r"SIDEBAR_WIDTH_PX = (\d+)", Path(APP).read_text()).group(1))   # app.py runs on import
+    assert (width - 2 * 24 - 16) / 2 >= 150
+    app = run_app()
+    assert not app.exception
+    placed = {}
+    for column in app.sidebar.columns:
+        for select in column.selectbox:
+            placed[select.key] = column.weight
+    wanted = ("w_tp", "w_pp", "w_dp", "w_ep", "w_weight_dtype", "w_act_dtype", "w_kv_dtype")
+    assert set(wanted) <= set(placed)                                   # every one exists, in the sidebar
+    assert all(placed[key] >= 0.5 for key in wanted)                    # at most two to a row
+    assert {app.selectbox(key=key).value for key in ("w_tp", "w_pp", "w_dp", "w_ep")} == {1}
+    assert app.selectbox(key="w_weight_dtype").value == "bf16"
