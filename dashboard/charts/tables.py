@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from dashboard.units import data_size, flop_count, significant, with_prefix
+from dashboard.units import count, data_size, duration, flop_count, significant, with_prefix
 
 # engine column -> export column (units in the name; values exactly as the engine computed them, SI)
 KERNEL_TABLE_COLUMNS = {
@@ -148,3 +148,31 @@ def screen_text(table: pd.DataFrame) -> pd.DataFrame:
         if column in shown:
             out[column] = [format_cell(value) for value in shown[column]]
     return out
+
+
+# the device comparison (dashboard.context.metrics_frame): column -> (screen name, cell text, help)
+METRICS_SCREEN = {
+    "device": ("device", str, "The device; its edits and clones are named in the scenario line above."),
+    "TTFT (ms)": ("TTFT", lambda ms: duration(ms / 1e3), "Time to first token: the prefill of the request."),
+    "TPOT (ms)": ("TPOT", lambda ms: duration(ms / 1e3), "Time per output token: one decode step."),
+    "end-to-end (ms)": ("end-to-end", lambda ms: duration(ms / 1e3), "TTFT plus every decode step."),
+    "output tokens/s": ("output tokens/s", count, "Output tokens per second over all devices (k = 1,000)."),
+    "memory (GB)": ("memory per device", lambda gb: data_size(gb * 1e9),
+                    "Weights, KV cache, activations and workspace on the most loaded device."),
+    "capacity (GB)": ("capacity", lambda gb: data_size(gb * 1e9), "The device's memory capacity."),
+    "fits": ("fits", lambda ok: "yes" if ok else "no", "Whether the memory per device fits its capacity."),
+    "largest batch that fits": ("largest batch that fits", lambda b: f"{int(b):,}" if pd.notna(b) else "—",
+                                "The largest batch whose memory fits one device."),
+}
+
+
+def metrics_view(metrics: pd.DataFrame):
+    """(styler, help by column) for the device comparison table: times in the unit that suits each value
+    ('4.64 h', not '16704591.15 ms'), sizes in GB/MB, tokens/s with k/M; the numbers underneath stay those
+    of `metrics` (and of its CSV/XLSX). Columns this does not know are shown as they are."""
+    names = {column: METRICS_SCREEN[column][0] for column in metrics if column in METRICS_SCREEN}
+    shown = metrics.rename(columns=names)
+    formats = {names[column]: (lambda cell, text=METRICS_SCREEN[column][1]: "—" if cell is None or (
+        isinstance(cell, float) and math.isnan(cell)) else text(cell)) for column in names}
+    helps = {names[column]: METRICS_SCREEN[column][2] for column in names}
+    return shown.style.format(formats), helps

@@ -93,3 +93,19 @@ def test_overview_table_on_screen_has_units_and_help():
     assert "inf" not in cells.split()
     config = json.loads(frame.proto.columns)
     assert "sequences x KV heads" in config["Batch"]["help"]
+
+
+def test_device_comparison_shows_each_time_in_its_unit():
+    """The issue's '16704591.15 ms' TTFT: 16,704,591.15 ms = 16,704.6 s = 4.64 h on screen; the frame keeps ms."""
+    from dashboard.charts.tables import metrics_view
+
+    metrics = pd.DataFrame([{"device": "H100-SXM", "TTFT (ms)": 16704591.15, "TPOT (ms)": 7.384,
+                             "end-to-end (ms)": 16706481.5, "output tokens/s": 15912.0, "memory (GB)": 100.7,
+                             "capacity (GB)": 141.0, "fits": True, "largest batch that fits": 218}])
+    styler, helps = metrics_view(metrics)
+    html = styler.to_html()
+    for text in ("4.64 h", "7.38 ms", "15.9k", "101 GB", "141 GB", ">yes<", ">218<"):
+        assert text in html
+    assert "16704591" not in html
+    assert styler.data["TTFT"].iloc[0] == 16704591.15              # the number underneath is unchanged
+    assert set(helps) == set(styler.data.columns)
