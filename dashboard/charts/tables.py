@@ -176,3 +176,52 @@ def metrics_view(metrics: pd.DataFrame):
         isinstance(cell, float) and math.isnan(cell)) else text(cell)) for column in names}
     helps = {names[column]: METRICS_SCREEN[column][2] for column in names}
     return shown.style.format(formats), helps
+
+
+# Explore's sweep table: the metrics in the charts' units (ms, GB, mJ, %) and a help text per column
+SWEEP_EXTRA_COLUMNS = {   # column -> (label, unit, scale from SI, help)
+    "time_s": ("Time", "ms", 1e3, "Time of the whole workload (the request, or the phase), in ms."),
+    "flops": ("FLOPs", "TFLOP", 1e-12, "Floating-point operations of the whole workload on one device."),
+    "bytes": ("Bytes moved", "GB", 1e-9, "Bytes to and from device memory for the whole workload, one device."),
+    "energy_j": ("Energy", "J", 1.0, "Energy of the whole workload over all devices."),
+    "tdp_w": ("TDP", "W", 1.0, "The device's thermal design power."),
+    "memory_capacity_bytes": ("Memory capacity", "GB", 1e-9, "The device's memory capacity."),
+}
+SWEEP_HELP = {
+    "tpot_s": "Time per output token: one decode step.", "ttft_s": "Time to first token: the prefill.",
+    "e2e_s": "TTFT plus every decode step.", "tokens_per_s": "Output tokens per second over all devices.",
+    "tokens_per_s_per_device": "Output tokens per second divided by the devices.",
+    "prefill_tokens_per_s": "Prompt tokens per second during the prefill.",
+    "energy_per_token_j": "Energy per output token (prefill only: per input token).",
+    "tokens_per_j": "Tokens per joule of energy.", "average_power_w": "Energy divided by time, per device.",
+    "memory_per_device_bytes": "Weights, KV cache, activations and workspace on the most loaded device.",
+    "compute_bound_share": "Share of the time spent in compute-bound kernels.",
+    "exceeds_tdp": "Whether the average power exceeds the TDP (the chip would throttle).",
+    "fits": "Whether the memory per device fits its capacity.", "devices": "Devices in the layout (TP x PP x DP).",
+    "error": "Why the point cannot run (empty when it runs).",
+}
+
+
+def sweep_table_view(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """(shown, help by shown column) for Explore's sweep table: each metric scaled to the unit its chart uses and
+    named with it ('TPOT (ms)', 'Memory per device (GB)'), the swept fields titled with their units; vectorised,
+    so 10,000 rows stay quick. The downloads keep `frame` itself (SI values)."""
+    from dashboard.charts.explore_fields import FIELD_LABELS, METRICS, field_title
+
+    shown = pd.DataFrame(index=frame.index)
+    helps = {}
+    for column in frame.columns:
+        if column in METRICS:
+            metric = METRICS[column]
+            name, values, text = metric.title, frame[column] * metric.scale, SWEEP_HELP.get(column, metric.label + ".")
+        elif column in SWEEP_EXTRA_COLUMNS:
+            label, unit, scale, text = SWEEP_EXTRA_COLUMNS[column]
+            name, values = f"{label} ({unit})", frame[column] * scale
+        elif column in FIELD_LABELS:
+            name, values, text = field_title(column), frame[column], "A swept field, in workbook units."
+        else:
+            name, values = column.replace("_", " ").capitalize(), frame[column]
+            text = SWEEP_HELP.get(column, "A swept field." if column not in SWEEP_HELP else "")
+        shown[name] = values
+        helps[name] = text
+    return shown.reset_index(drop=True), helps

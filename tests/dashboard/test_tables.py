@@ -109,3 +109,30 @@ def test_device_comparison_shows_each_time_in_its_unit():
     assert "16704591" not in html
     assert styler.data["TTFT"].iloc[0] == 16704591.15              # the number underneath is unchanged
     assert set(helps) == set(styler.data.columns)
+
+
+def test_explore_sweep_table_is_in_the_charts_units_and_explains_each_column():
+    from dashboard.charts.tables import sweep_table_view
+
+    frame = pd.DataFrame({"batch": [1, 4096], "tpot_s": [0.00767, 0.301472], "ttft_s": [0.027, 100.96],
+                          "memory_per_device_bytes": [24.3e9, 1072e9], "energy_per_token_j": [1.3026, 0.038954],
+                          "flops": [1.856e13, 7.602e16], "fits": [True, False], "error": ["", ""]})
+    shown, helps = sweep_table_view(frame)
+    assert list(shown["TPOT (ms)"]) == pytest.approx([7.67, 301.472])            # s x 1,000
+    assert list(shown["Memory per device (GB)"]) == pytest.approx([24.3, 1072])  # B / 1e9
+    assert list(shown["Energy per token (mJ)"]) == pytest.approx([1302.6, 38.954])
+    assert list(shown["FLOPs (TFLOP)"]) == pytest.approx([18.56, 76020])
+    assert "Batch (sequences)" in shown
+    assert set(helps) == set(shown.columns) and all(helps.values())
+    assert frame["tpot_s"].iloc[0] == 0.00767                                     # the download frame is untouched
+
+
+def test_explore_page_shows_the_sweep_table_in_ms():
+    from tests.dashboard.test_views_honest import run_app
+    import json
+
+    app = run_app(page="explore")
+    assert not app.exception
+    table = next(frame for frame in app.dataframe if "TPOT (ms)" in frame.value.columns)
+    assert (table.value["TPOT (ms)"] > 1).all()                                  # ms, not s, for an 8B model
+    assert "decode step" in json.loads(table.proto.columns)["TPOT (ms)"]["help"]
