@@ -18,7 +18,7 @@ COUNT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 
 def significant(value: float, digits: int = 3) -> str:
     """`value` to `digits` significant digits in plain notation, trailing zeros dropped; whole numbers from
-    10**digits up keep every digit, with thousands separators: 7.384 -> '7.38', 0.01234 -> '0.0123',
+    10**digits up keep every digit; thousands separators throughout: 7.384 -> '7.38', 0.01234 -> '0.0123',
     2.50 -> '2.5', 16704.6 -> '16,705'."""
     if not math.isfinite(value):
         return "∞" if value > 0 else "-∞" if value < 0 else "n/a"
@@ -27,7 +27,7 @@ def significant(value: float, digits: int = 3) -> str:
     decimals = digits - 1 - math.floor(math.log10(abs(value)))
     if decimals <= 0:
         return f"{value:,.0f}"
-    text = f"{value:.{decimals}f}"
+    text = f"{value:,.{decimals}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 

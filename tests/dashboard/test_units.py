@@ -114,3 +114,13 @@ def test_memory_card_of_a_small_model_is_in_megabytes():
 def test_explore_field_values_never_use_exponents(value, unit, text):
     from dashboard.charts.explore_fields import format_value
     assert format_value(value, unit) == text
+
+
+@pytest.mark.parametrize("value, digits, text", [
+    (6716.0, 4, "6,716"), (0.0022599, 4, "0.00226"), (12_345_678.0, 6, "12,345,678"), (6716.5, 6, "6,716.5"),
+    (None, 4, "—"),
+])
+def test_inverse_design_cards_never_use_exponents(value, digits, text):
+    """The inverse-design cards once wrote 1,234,567 as '1.23457e+06' (Python's ',.6g')."""
+    from dashboard.views.explore_design import number
+    assert number(value, digits) == text
