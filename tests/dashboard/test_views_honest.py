@@ -313,3 +313,26 @@ def test_layout_and_dtype_selects_are_in_the_sidebar_two_per_row():
     assert all(placed[key] >= 0.5 for key in wanted)                    # at most two to a row
     assert {app.selectbox(key=key).value for key in ("w_tp", "w_pp", "w_dp", "w_ep")} == {1}
     assert app.selectbox(key="w_weight_dtype").value == "bf16"
+
+
+def test_deck_names_the_scenario_with_its_layout_and_edits_on_every_slide(monkeypatch):
+    """The PPTX's cover subtitle and each slide's footer carry the scenario line (TP 4, the edited bandwidth)."""
+    import base64
+    import io
+
+    import plotly.graph_objects as go
+    from pptx import Presentation
+
+    from dashboard import export
+
+    one_pixel = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+    monkeypatch.setattr(export, "static_export_available", lambda: (True, ""))
+    monkeypatch.setattr(export, "figure_bytes", lambda *args, **kwargs: one_pixel)   # no Chromium needed here
+    state = ViewState(tp=4, edits=(("H100-SXM", (("memory_bandwidth", "6700"),)),))
+    line = scenario_line("meta-llama/Llama-3.1-8B", state, Scenario(tp=4))
+    deck = Presentation(io.BytesIO(export.deck_pptx([("Roofline", go.Figure()), ("Memory fit", go.Figure())], line)))
+    texts_per_slide = [" ".join(shape.text_frame.text for shape in slide.shapes if shape.has_text_frame)
+                       for slide in deck.slides]
+    assert len(texts_per_slide) == 3
+    for text in texts_per_slide:
+        assert EDITED in text and "TP 4" in text
