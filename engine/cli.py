@@ -13,6 +13,7 @@ from typing import Sequence
 
 from engine.cli_help import HelpFormatter, describe
 from engine.dtypes import DTYPES, check_dtype
+from engine import readable
 from engine.errors import one_line
 from engine.estimators import METHODS
 from engine.grid_spec import DEFAULT_MAX_POINTS, GridArgumentError, sweep_grid_arguments
@@ -169,9 +170,11 @@ def cmd_estimate(args) -> None:
     if energy is None:
         print("energy       unavailable (see note)")
     else:
-        per_token = "" if energy["energy_per_token_j"] is None else f", {energy['energy_per_token_j']:.4g} J/token"
-        print(f"energy       {energy['request_energy_j']:.4g} J on {result.devices} device(s){per_token}, "
-              f"{energy['tokens_per_j'] or 0:.4g} tokens/J; average power {energy['average_power_w'] or 0:.0f} W"
+        token_energy = energy["energy_per_token_j"]
+        per_token = "" if token_energy is None else f", {readable.energy(token_energy)}/token"
+        print(f"energy       {readable.energy(energy['request_energy_j'])} on {result.devices} device(s){per_token}, "
+              f"{readable.significant(energy['tokens_per_j'] or 0)} tokens/J; average power "
+              f"{energy['average_power_w'] or 0:,.0f} W"
               + (f" of {energy['tdp_w']:.0f} W TDP" if energy["tdp_w"] else "")
               + (" (EXCEEDS TDP)" if energy["exceeds_tdp"] else ""))
     print(memory_line(memory, result.devices))

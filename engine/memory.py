@@ -200,29 +200,34 @@ def memory_footprint(model, scenario, hardware, layout: Optional[ParallelLayout]
 
 
 def _layout_text(layout: ParallelLayout) -> str:
-    parts = [f"{name}={value}" for name, value in (("tp", layout.tp), ("pp", layout.pp), ("dp", layout.dp),
-                                                  ("ep", layout.ep)) if value > 1]
+    parts = [f"{name} {value}" for name, value in (("TP", layout.tp), ("PP", layout.pp), ("DP", layout.dp),
+                                                  ("EP", layout.ep)) if value > 1]
     return " x ".join(parts) if parts else "one device"
 
 
 def fit_message(memory: MemoryFootprint, model, scenario, hardware, layout: ParallelLayout,
                 weights_all: float) -> str:
-    """One sentence: fits (with the largest batch) or does not, and what is too big."""
+    """Sentences: it fits (and the largest batch that does), or it does not, where, and what is too big:
+    'Does not fit on one device: meta-llama/Llama-3.1-405B in bf16 needs 812 GB of weights and one H100-SXM
+    holds 80 GB.'"""
     capacity = memory.capacity_bytes / GB
     one = f"one {hardware.name} holds {capacity:.0f} GB"
+    largest = ("No batch fits." if memory.max_batch < 1
+               else f"The largest batch that fits is {memory.max_batch:,}.")
     if memory.fits:
-        return (f"fits: {memory.total_bytes / GB:.1f} of {capacity:.0f} GB per device "
-                f"(largest batch that fits: {memory.max_batch})")
+        return f"Fits: {memory.total_bytes / GB:.1f} of {capacity:.0f} GB per device. {largest}"
+    where = "on one device" if layout.devices == 1 else f"over {_layout_text(layout)}"
     if memory.weights_bytes > memory.capacity_bytes:
         if layout.devices == 1:
-            return (f"{model.name} in {scenario.weight_dtype} needs {memory.weights_bytes / GB:.0f} GB of weights; "
-                    f"{one}: does not fit")
-        return (f"{model.name} in {scenario.weight_dtype} needs {memory.weights_bytes / GB:.0f} GB of weights per "
-                f"device ({weights_all / layout.dp / GB:.0f} GB over {_layout_text(layout)}); {one}: does not fit")
-    return (f"{model.name} needs {memory.total_bytes / GB:.1f} GB per device (weights {memory.weights_bytes / GB:.1f}, "
-            f"KV cache {memory.kv_cache_bytes / GB:.1f}, activations {memory.activation_bytes / GB:.2f}, "
-            f"workspace {memory.workspace_bytes / GB:.1f} GB); {one}: does not fit "
-            f"(largest batch that fits: {memory.max_batch})")
+            return (f"Does not fit on one device: {model.name} in {scenario.weight_dtype} needs "
+                    f"{memory.weights_bytes / GB:.0f} GB of weights and {one}.")
+        return (f"Does not fit {where}: {model.name} in {scenario.weight_dtype} needs "
+                f"{memory.weights_bytes / GB:.0f} GB of weights per device ({weights_all / layout.dp / GB:.0f} GB "
+                f"in all) and {one}.")
+    return (f"Does not fit {where}: {model.name} needs {memory.total_bytes / GB:.1f} GB per device (weights "
+            f"{memory.weights_bytes / GB:.1f}, KV cache {memory.kv_cache_bytes / GB:.1f}, activations "
+            f"{memory.activation_bytes / GB:.2f}, workspace {memory.workspace_bytes / GB:.1f} GB) and {one}. "
+            f"{largest}")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -117,3 +118,18 @@ def test_cli_prints_energy(capsys):
                  "--input-len", "64", "--output-len", "8"]) in (0, None)
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("energy"))
     assert "J/token" in line and "tokens/J" in line and "700 W TDP" in line
+
+
+def test_cli_energy_is_in_the_unit_that_suits_it(capsys):
+    """A long request uses kilojoules: the line says 'kJ' with three digits, never '3.98e+03 J'."""
+    from engine.cli import main
+    assert main(["estimate", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--phase", "request",
+                 "--batch", "64", "--input-len", "4096", "--output-len", "4096", "--json"]) in (0, None)
+    request_j = json.loads(capsys.readouterr().out)["energy"]["request_energy_j"]
+    assert 1e3 <= request_j < 1e6                                  # this request's energy is in the kJ range
+    assert main(["estimate", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--phase", "request",
+                 "--batch", "64", "--input-len", "4096", "--output-len", "4096"]) in (0, None)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("energy"))
+    shown = line.split()[1:3]
+    assert shown[1] == "kJ" and "e+" not in line
+    assert float(shown[0]) == pytest.approx(request_j / 1e3, rel=5e-3)

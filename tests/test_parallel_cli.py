@@ -13,7 +13,7 @@ def test_tp_json_has_devices_per_device_rates_and_collectives():
     assert out["devices"] == 8 and out["parallelism"]["tp"] == 4
     assert out["tokens_per_s_per_device"] * 8 == out["tokens_per_s"]
     assert out["memory_total_bytes"] > 7.9 * out["memory"]["total_bytes"]
-    assert out["memory"]["message"].startswith("fits")
+    assert out["memory"]["message"].startswith("Fits: ")
     collectives = [k for k in out["kernels"] if k["op"] == "collective"]
     assert {k["name"] for k in collectives} == {"AllReduce_embed", "AllReduce_attn", "AllReduce_ffn", "AllGather_logits"}
     assert all(k["bound"] == "communication" and k["group_size"] == 4 and k["link_bytes"] > 0 for k in collectives)
@@ -27,8 +27,8 @@ def test_devices_are_inferred_from_the_other_ways():
 
 def test_text_output_says_it_does_not_fit_and_what_would():
     done = run("estimate", "--hardware", "H100-SXM", *MODEL, "--phase", "decode")
-    assert "meta-llama/Llama-3.1-70B in bf16 needs 141 GB of weights; one H100-SXM holds 80 GB: does not fit" \
-        in done.stdout
+    assert ("Does not fit on one device: meta-llama/Llama-3.1-70B in bf16 needs 141 GB of weights and one H100-SXM "
+            "holds 80 GB.") in done.stdout
     assert "fewest devices that fit: 2 (tp=2, pp=1)" in done.stdout
     assert "per device" in done.stdout
 

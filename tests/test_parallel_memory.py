@@ -33,8 +33,8 @@ def test_405b_in_bf16_does_not_fit_one_h100(devices):
     result = engine.estimate(devices["H100-SXM"], model, phase="decode", batch=1, context_length=1024)
     memory = result.memory
     assert memory.weights_bytes == 2 * 405_853_388_800 and not memory.fits and memory.max_batch == 0
-    assert memory.message == ("meta-llama/Llama-3.1-405B in bf16 needs 812 GB of weights; "
-                              "one H100-SXM holds 80 GB: does not fit")
+    assert memory.message == ("Does not fit on one device: meta-llama/Llama-3.1-405B in bf16 needs 812 GB of "
+                              "weights and one H100-SXM holds 80 GB.")
 
 
 def test_405b_in_fp8_fits_eight_h200(devices):
@@ -54,7 +54,7 @@ def test_405b_in_fp8_fits_eight_h200(devices):
     assert memory.activation_bytes == activations                                            # 12.9 GB
     total = sharded + replicated + kv + activations + WORKSPACE * 141e9
     assert memory.total_bytes == pytest.approx(total, rel=1e-12) and total < 141e9 and memory.fits
-    assert memory.message.startswith("fits:")
+    assert memory.message.startswith("Fits: ") and memory.message.endswith(f"is {memory.max_batch:,}.")
 
 
 def _70b_on_h100_bytes(batch, tokens, tp):
@@ -87,7 +87,7 @@ def test_not_fitting_kv_names_the_parts_and_the_largest_batch(devices, llama70b)
     scenario = engine.Scenario(phase="request", batch=8, input_length=1024, output_length=1024, tp=2)
     memory = engine.estimate(devices["H100-SXM"], llama70b, scenario).memory
     assert not memory.fits and memory.weights_bytes < 80e9
-    assert "does not fit" in memory.message and "KV cache" in memory.message
+    assert memory.message.startswith("Does not fit over TP 2: ") and "KV cache" in memory.message
     per_sequence = (memory.kv_cache_bytes + memory.activation_bytes) / 8
     assert memory.max_batch == int((80e9 - memory.weights_bytes - 8e9) // per_sequence)
-    assert f"largest batch that fits: {memory.max_batch}" in memory.message
+    assert memory.message.endswith(f"The largest batch that fits is {memory.max_batch:,}.")

@@ -12,6 +12,7 @@ from plotly.colors import sample_colorscale
 
 from dashboard.charts.theme import SERIES_COLORS
 from engine.grid import field_unit
+from engine.readable import significant
 
 DEVICE, MODEL = "device", "model"
 CATEGORICAL = (DEVICE, MODEL)           # swept fields whose values are names, drawn as categories
@@ -98,9 +99,10 @@ def is_geometric(values) -> bool:
 
 
 def format_value(value, unit: str = "") -> str:
-    """A field value for hover text and names: 3350 -> '3350 GB/s', 'H100-SXM' -> 'H100-SXM'."""
+    """A field value for hover text and names, four significant digits and never an exponent: 3350 -> '3,350 GB/s',
+    16384 -> '16,384', 0.0125 -> '0.0125', 'H100-SXM' -> 'H100-SXM'."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        return f"{float(value):.4g} {unit}".strip()
+        return f"{significant(float(value), 4)} {unit}".strip()
     return str(value)
 
 

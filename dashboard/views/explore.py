@@ -17,6 +17,7 @@ import streamlit as st
 
 from dashboard import charts, data
 from dashboard.charts.explore_fields import METRICS, field_title
+from dashboard.charts.tables import sweep_table_view
 from dashboard.context import PageContext
 from dashboard.state import (
     DEVICE_FIELD, EXPLORE_FIELDS, EXPLORE_METRICS, EXPLORE_SCENARIO_FIELDS, EXPLORE_VIEWS, MODEL_FIELD, NO_FIELD,
@@ -279,7 +280,11 @@ def render_sweep(ctx: PageContext, view: str) -> None:
     for index, (title, figure) in enumerate(figures):
         chart(figure, title, key=f"explore-{view}-{index}", scenario=ctx.summary())
     st.subheader("Sweep table")
-    st.dataframe(frame, hide_index=True, width="stretch", height=300)
+    shown, helps = sweep_table_view(frame)            # in the charts' units; the downloads keep SI values
+    st.dataframe(shown, hide_index=True, width="stretch", height=300, column_config={
+        name: (st.column_config.NumberColumn(help=text, format="localized")
+               if pd.api.types.is_float_dtype(shown[name]) else st.column_config.Column(help=text))
+        for name, text in helps.items()})
     lazy_table_downloads(frame, f"explore-{view}", key="explore", scenario=ctx.summary())
 
 

@@ -14,6 +14,7 @@ from dashboard.context import PageContext
 from dashboard.state import INVERSE_FIELDS, INVERSE_METRICS
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
 from engine.estimate import ScenarioError
+from engine.readable import significant
 from engine.grid import metrics_from_estimate
 from engine.hardware import Hardware
 
@@ -50,10 +51,11 @@ def round_up(value: float, digits: int = 4) -> float:
 
 
 def number(value: float, digits: int = 4) -> str:
-    """`digits` significant digits with thousands separators: 6716.0 -> '6,716', 0.0022599 -> '0.00226'."""
+    """`digits` significant digits with thousands separators, never an exponent: 6716.0 -> '6,716',
+    0.0022599 -> '0.00226', 12345678 -> '12,345,678'."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    return f"{value:,.{digits}g}"
+    return significant(float(value), digits)
 
 
 def base_metrics(ctx: PageContext, hardware: Hardware) -> dict:

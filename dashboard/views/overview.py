@@ -7,9 +7,10 @@ import streamlit as st
 
 from dashboard import charts, data
 from dashboard.charts.gaps import ideal_vs_realistic_figure
+from dashboard.charts.tables import kernel_table_view
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
 from dashboard.state import STACK_BY
-from dashboard.units import duration, energy, memory_card
+from dashboard.units import count, duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
 from engine.estimators.validity import REALISTIC_METHODS
 
@@ -31,10 +32,22 @@ def fewest_devices_hint(ctx: PageContext, device: str) -> str:
             "parallelism.")
 
 
+def sentence(text: str) -> str:
+    """One message as a sentence: a lower-case first word capitalised (names such as 'meta-llama/...' or 'tp=2'
+    are left as they are), a full stop at the end."""
+    text = text.strip()
+    if not text:
+        return ""
+    first = text.split(maxsplit=1)[0].rstrip(":,;")
+    if first.isalpha() and first.islower():
+        text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
 def as_sentences(*parts: str) -> str:
-    """Messages joined as sentences: each ends with a full stop, one space between them."""
-    ended = [part.strip() if part.strip()[-1:] in ".!?" else part.strip() + "." for part in parts if part.strip()]
-    return " ".join(ended)
+    """Messages joined as sentences: each starts with a capital (see `sentence`) and ends with a full stop, one
+    space between them."""
+    return " ".join(sentence(part) for part in parts if part.strip())
 
 
 def beside(name: str, other, attribute: str, show) -> dict:
@@ -52,20 +65,20 @@ def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
     columns = st.columns(5 if devices > 1 else 4)
     ttft, tpot, rate, memory = columns[:4]
     name = "ideal roofline" if method != "roofline" else "realistic"
-    rate_text = lambda value: f"{value:,.0f}"   # noqa: E731
     ttft.metric("TTFT", duration(result.ttft_s), help=f"time to first token: the prefill ({method})",
                 **beside(name, other, "ttft_s", duration))
     tpot.metric("TPOT", duration(result.tpot_s), help=f"time per output token: one decode step ({method})",
                 **beside(name, other, "tpot_s", duration))
-    rate.metric("Output tokens/s", "—" if result.tokens_per_s is None else rate_text(result.tokens_per_s),
-                **beside(name, other, "tokens_per_s", rate_text))
+    rate.metric("Output tokens/s", count(result.tokens_per_s), help=f"output tokens per second, all devices ({method})",
+                **beside(name, other, "tokens_per_s", count))
     fit = result.memory
     used, verdict = memory_card(fit.total_bytes, fit.capacity_bytes, fit.fits)
     memory.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
                   delta_color="normal" if fit.fits else "inverse", help=getattr(fit, "message", None) or None)
     if devices > 1:
         per_device = getattr(result, "tokens_per_s_per_device", None)
-        columns[4].metric(f"Tokens/s per device ({devices} devices)", "—" if per_device is None else f"{per_device:,.0f}")
+        columns[4].metric("Tokens/s per device", count(per_device),
+                          help=f"output tokens per second divided by the {devices} devices of the layout")
     touched = getattr(result, "experts_touched", None) or {}
     if touched:
         st.caption("Experts touched per MoE layer per step (they decide the expert weight traffic): " + ", ".join(
@@ -75,7 +88,7 @@ def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
         st.error(as_sentences(message or f"{result.model_name} does not fit on {result.hardware_name}", hint()))
     for note in result.notes:
         if not is_energy_note(note):
-            st.info(note)
+            st.info(sentence(note))
 
 
 def number(value: float) -> str:
@@ -89,7 +102,7 @@ def energy_headline(result) -> None:
     notes = [note for note in result.notes if is_energy_note(note) and "TDP" not in note]
     if summary is None:
         for note in notes or [f"No energy values for {result.hardware_name} in the specs workbook."]:
-            st.info(note)
+            st.info(sentence(note))
         return
     per_token, tokens_per_j = summary["energy_per_token_j"], summary["tokens_per_j"]
     power, tdp = summary["average_power_w"], summary["tdp_w"]
@@ -111,7 +124,7 @@ def energy_headline(result) -> None:
                "bytes at the workbook's per-operation energies) plus static power x time; tokens are output "
                "tokens (prefill only: input tokens). The kernel bars follow the Stack by and Percent controls above.")
     for note in notes:
-        st.info(note)
+        st.info(sentence(note))
 
 
 def stack_controls() -> None:
@@ -198,6 +211,8 @@ def render(ctx: PageContext) -> None:
     if result.energy is None:  # no energy charts: the section says why, after the other charts
         energy_section(result)
     st.subheader("Kernels")
-    table = charts.kernel_table_frame(kernels_frame(primary))
-    st.dataframe(table, hide_index=True, width="stretch")
+    table = charts.kernel_table_frame(kernels_frame(primary))       # exact SI values: what CSV/XLSX export
+    shown, helps = kernel_table_view(table)                          # units per cell, help per column
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={column: st.column_config.Column(help=text) for column, text in helps.items()})
     table_downloads(table, "kernels", key="overview", scenario=ctx.summary())

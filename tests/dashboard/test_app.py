@@ -241,12 +241,14 @@ def test_parallelism_controls_reach_the_estimate_and_the_url():
     app = run_app(model="meta-llama/Llama-3.1-70B", tp="4")
     assert not app.exception and not app.error
     metrics = {m.label: m.value for m in app.metric}
-    assert "Tokens/s per device (4 devices)" in metrics and metrics["Memory per device"].endswith(" GB")
+    assert "Tokens/s per device" in metrics and metrics["Memory per device"].endswith(" GB")
+    per_device = next(m for m in app.metric if m.label == "Tokens/s per device")
+    assert "the 4 devices" in per_device.proto.help      # the count in the help: a short label is not cut off
     memory = next(m for m in app.metric if m.label == "Memory per device")
     assert memory.delta == "fits in 80 GB"          # the capacity beside the verdict, not cut off in the value
     app.selectbox(key="w_tp").set_value(8).run()
     assert url_state(app).tp == 8
-    assert "Tokens/s per device (8 devices)" in {m.label for m in app.metric}
+    assert "the 8 devices" in next(m for m in app.metric if m.label == "Tokens/s per device").proto.help
 
 
 def test_tp_sweep_page_and_a_device_without_links():
@@ -288,7 +290,8 @@ def test_a_model_that_does_not_fit_says_so_and_names_the_fewest_devices():
     app = run_app(model="meta-llama/Llama-3.1-405B")
     assert not app.exception
     message = texts(app.error)
-    assert "needs 812 GB of weights; one H100-SXM holds 80 GB: does not fit. " in message   # sentences
+    assert message.startswith("Does not fit on one device: meta-llama/Llama-3.1-405B in bf16 needs 812 GB of "
+                              "weights and one H100-SXM holds 80 GB. ")                   # sentences
     assert "The fewest devices that fit it are 16 (TP 8 x PP 2" in message and message.endswith("parallelism.")
     memory = next(m for m in app.metric if m.label == "Memory")
     assert memory.delta == "exceeds 80 GB" and memory.value.endswith(" GB") and len(memory.value) <= 8

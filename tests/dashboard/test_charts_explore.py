@@ -127,7 +127,7 @@ def test_line_figure_per_value_of_a_second_field_names_it_with_its_unit():
     frame = pd.DataFrame({"batch": [1, 8, 1, 8], "memory_bandwidth": [2000, 2000, 4000, 4000],
                           "tokens_per_s": [100.0, 700.0, 150.0, 1100.0], "fits": True, "error": ""})
     fig = line_figure(frame, "batch", "tokens_per_s", "memory_bandwidth")
-    assert [t.name for t in traces(fig, "line")] == ["Memory bandwidth 2000 GB/s", "Memory bandwidth 4000 GB/s"]
+    assert [t.name for t in traces(fig, "line")] == ["Memory bandwidth 2,000 GB/s", "Memory bandwidth 4,000 GB/s"]
     assert fig.layout.yaxis.title.text == "Output tokens/s (tokens/s)"
 
 
