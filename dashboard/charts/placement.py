@@ -101,3 +101,25 @@ def side_by_side(labels: list[dict], plot: PlotArea, gap: float = 2.0) -> list[d
         placed.append(box)
         out.append(label)
     return out
+
+
+def wrap_name(name: str, chars: int) -> str:
+    """A device name broken into lines of at most `chars` characters at hyphens and spaces
+    ('A100-80GB-SXM', 9 -> 'A100-<br>80GB-SXM'); a part longer than `chars` keeps its own line."""
+    parts = re.findall(r"[^-\s]+(?:-|\s+|$)", name) or [name]
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1].rstrip()) + len(part.rstrip()) <= chars:
+            lines[-1] += part
+        else:
+            lines.append(part)
+    return "<br>".join(line.rstrip() for line in lines)
+
+
+def category_ticks(names: list[str], panel_px: float, font_size: float = 14) -> dict:
+    """Axis settings that keep category tick labels level: each name wrapped to the width of its slot
+    (`panel_px` shared by the categories), so plotly has no reason to rotate them."""
+    slot = panel_px / max(len(names), 1)
+    chars = max(int(slot / (CHAR_WIDTH * font_size)), 4)
+    return dict(tickmode="array", tickvals=list(names), ticktext=[wrap_name(str(n), chars) for n in names],
+                tickangle=0)

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from dashboard.charts.frames import attention_with_kv_reads, in_order, records, shape_text, si, with_device, wrap_words
 from dashboard.charts.placement import PlotArea, place, side_by_side
 from dashboard.charts.theme import (
-    BLACK, BLUE, BLUISH_GREEN, FIGURE_SIZE, GREY, MEMORY_LEVEL_COLORS, SKY_BLUE, TEXT, bound_color, bound_sort_key,
+    BLACK, BLUE, BLUISH_GREEN, FIGURE_SIZE, GREY, SCREEN_WIDTH, MEMORY_LEVEL_COLORS, SKY_BLUE, TEXT, bound_color, bound_sort_key,
     device_style, house_figure,
 )
 
@@ -23,7 +23,6 @@ COMPUTE_COLORS = {"matrix": BLUE, "vector": SKY_BLUE}
 # (scale-up keeps the device's dash; scale-out has a dash-dot pattern of its own)
 LINK_STYLES = {"scale-up link": dict(color=BLUISH_GREEN, width=2.5),
                "scale-out link": dict(color=BLACK, width=1.5, dash="10px,4px,2px,4px")}
-SCREEN_WIDTH = 960        # the figure's width in the dashboard's main column at a 1440 px window (export: 1280)
 HEIGHT = FIGURE_SIZE[1]   # on screen as in the export, so nothing is cut off at plotly's default 450 px
 MARGIN = dict(l=90, r=30, t=80)   # the dashboard adds 18 px per line of scenario subtitle to t
 SUBTITLE = 36             # two lines of scenario subtitle, left free in the plot height the labels assume
