@@ -37,3 +37,15 @@ def test_sensitivity_panels_leave_room_for_each_axis_title_before_the_next(devic
         assert gap_px >= UNDER_AXIS_PX, gap_px          # the upper panel's ticks and title fit above the next
     for domain in domains:
         assert (domain[1] - domain[0]) * plot_px >= 100  # and each panel keeps room for its bars
+
+
+def test_sweep_crossing_note_keeps_clear_of_the_ridge_labels(devices, llama8b):
+    from dashboard.charts import sweep_figure
+    from engine.sweeps import sweep
+    frame = sweep(devices["H100-SXM"], llama8b, engine.Scenario(), "batch", [1, 8, 64])
+    figure = sweep_figure(frame, x="value")
+    (note,) = [a for a in figure.layout.annotations if a.name == "crossing note"]
+    assert "memory-bound throughout" in note.text     # decode at batch 64: ~60 FLOP/B, below the 295 FLOP/B ridge
+    ridge = next(a for a in figure.layout.annotations if "ridge" in (a.text or "") and a.xref == "x")
+    # the ridge label starts at the left end of its line (top of the panel); the note sits bottom right
+    assert ridge.xanchor == "left" and note.xanchor == "right" and note.x >= 0.9 and note.y <= 0.1
