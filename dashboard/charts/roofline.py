@@ -11,10 +11,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.frames import attention_with_kv_reads, in_order, records, shape_text, si, with_device, wrap_words
-from dashboard.charts.placement import PlotArea, place, side_by_side
+from dashboard.charts.placement import PlotArea, label_box, place, side_by_side
+from dashboard.charts.roofline_legend import bound_key_traces, device_legend_group, legend_columns, legend_height
 from dashboard.charts.theme import (
-    BLACK, BLUE, BLUISH_GREEN, FIGURE_SIZE, GREY, SCREEN_WIDTH, MEMORY_LEVEL_COLORS, SKY_BLUE, TEXT, bound_color, bound_sort_key,
-    device_style, house_figure,
+    BLACK, BLUE, BLUISH_GREEN, FIGURE_SIZE, GREY, MEMORY_LEVEL_COLORS, SCREEN_WIDTH, SKY_BLUE, TEXT, bound_color,
+    bound_sort_key, device_style, house_figure,
 )
 
 COMPUTE_COLORS = {"matrix": BLUE, "vector": SKY_BLUE}
@@ -27,11 +28,7 @@ HEIGHT = FIGURE_SIZE[1]   # on screen as in the export, so nothing is cut off at
 MARGIN = dict(l=90, r=30, t=80)   # the dashboard adds 18 px per line of scenario subtitle to t
 SUBTITLE = 36             # two lines of scenario subtitle, left free in the plot height the labels assume
 LEGEND_WIDTH = 260        # a vertical legend right of the plot (one device)
-LEGEND_ROW = 21           # px per row of a horizontal legend (font 14)
 CAPTION_LINE = 18         # px per line of the footnote (font 13)
-DASH_WORDS = {"solid": "solid", "dash": "dashed", "dot": "dotted", "dashdot": "dash-dot", "longdash": "long-dashed",
-              "longdashdot": "long-dash-dot"}
-SYMBOL_GLYPHS = {"circle": "●", "diamond": "◆", "square": "■", "triangle-up": "▲", "cross": "✚", "star": "★"}
 X_TITLE = "Arithmetic intensity (FLOP/byte)"
 Y_TITLE = "Performance (FLOP/s)"
 
@@ -97,14 +94,6 @@ def _axis_ranges(compute: list[dict], memory: list[dict], points: list[dict]) ->
         lows.append(min(roof["value"] for roof in memory) * x_lo)
     y_lo = min(lows) / 2 if lows else top / 1e4
     return math.log10(x_lo), math.log10(x_hi), math.log10(max(y_lo, top / 1e9)), math.log10(top * 2.5)
-
-
-def device_legend_group(device: str, index: int) -> dict:
-    """With several devices, one legend group per device (its memory slopes and its kernels), titled with
-    the dash of its lines and the marker of its points."""
-    style = device_style(index)
-    title = f"{device}: {DASH_WORDS.get(style['dash'], style['dash'])} lines, {SYMBOL_GLYPHS.get(style['symbol'], '')} points"
-    return dict(legendgroup=f"device {device}", legendgrouptitle=dict(text=title))
 
 
 def _ceiling_traces(device: str, index: int, compute: list[dict], memory: list[dict],
@@ -194,7 +183,9 @@ def _link_labels(traces: list[dict], several: bool, plot: PlotArea, placed: list
                      text=(f"{trace['meta']['device']} " if several else "") + trace["name"],
                      bgcolor="rgba(255,255,255,0.8)", font=dict(size=12, color=trace["line"]["color"]), borderpad=1,
                      name="link label")
-        candidates = [dict(x=x, y=bandwidth + x) for x in np.arange(enters, x_hi, 0.25) if bandwidth + x < y_hi]
+        along = [x for x in np.arange(enters, x_hi, 0.25) if bandwidth + x < y_hi]
+        candidates = [dict(x=x, y=bandwidth + x, **side) for side in (
+            {}, dict(xanchor="right", yanchor="top", xshift=-2, yshift=-2)) for x in along]   # above-left, below-right
         labels.append(place(label, candidates, placed, plot))
     return labels
 
@@ -228,7 +219,7 @@ def _ridge_labels(ridge: dict, y_lo: float, several: bool) -> tuple[list[dict], 
                            layer="below", name="ridge drop line"))
         labels.append(dict(
             x=math.log10(x), y=y_lo, yanchor="bottom", xanchor="right", xshift=-2, yshift=6,
-            text=f"ridge {x:.0f} FLOP/B" + (f" ({ridge['meta']['device']})" if several else ""),
+            text=f"ridge {x:.0f} FLOP/B" + (f"<br>{ridge['meta']['device']}" if several else ""),   # two short lines
             textangle=-90, showarrow=False, font=dict(size=12, color=TEXT), borderpad=0, name="ridge",
         ))
     return shapes, labels
@@ -251,7 +242,8 @@ def _kernel_traces(points: list[dict], devices: list[str], several: bool = False
                             size=[8 + 34 * math.sqrt(share) for share in shares], opacity=0.8,
                             line=dict(color="white", width=1)),
                 hovertext=_hover(rows), hovertemplate="%{hovertext}<extra></extra>",
-                **(device_legend_group(device, index) if several else dict(
+                # several devices: in the device's group (its title hides them with it), the colours in the key
+                **(dict(device_legend_group(device, index), showlegend=False) if several else dict(
                     legendgroup=f"kernels {device}", legendgrouptitle=dict(text=f"{device} kernels"))),
                 meta=dict(role="kernels", device=device, bound=bound, names=[row["name"] for row in rows]),
             ))
@@ -306,13 +298,7 @@ def roofline_figure(ceilings: pd.DataFrame, kernels: Optional[pd.DataFrame] = No
 
     several = len(devices) > 1
     has_hbm = any(roof["level"] == "HBM" for roof in roofs)
-    caption = _left_out_caption(left_out)
-    legend_rows = _legend_rows(devices, memory, points) if several else 0
-    bottom = 70 + CAPTION_LINE * caption.count("<br>") + (CAPTION_LINE + 10 if caption else 0) + LEGEND_ROW * legend_rows
-    plot = PlotArea(SCREEN_WIDTH - MARGIN["l"] - MARGIN["r"] - (0 if several else LEGEND_WIDTH),
-                    HEIGHT - MARGIN["t"] - SUBTITLE - bottom, (x_lo, x_hi), (y_lo, y_hi))
-    data, shapes, annotations, ridge_labels, placed = [], [], [], [], []
-    ceiling_traces = []
+    data, shapes, ridge_labels, ceiling_traces = [], [], [], []
     for index, device in enumerate(devices):
         device_compute = [roof for roof in compute if roof["device"] == device]
         device_memory = [roof for roof in memory if roof["device"] == device]
@@ -325,10 +311,21 @@ def roofline_figure(ceilings: pd.DataFrame, kernels: Optional[pd.DataFrame] = No
             drop_lines, labels = _ridge_labels(ridge, y_lo, several)
             shapes += drop_lines
             ridge_labels += labels
+    data += _kernel_traces(points, devices, several)
+    if several:
+        data += bound_key_traces(point["bound"] for point in points)
+    # the bottom margin holds the axis title, the footnote and (several devices) the legend, sized for the
+    # dashboard's width; the plot area left is where the labels are placed
+    caption = _left_out_caption(left_out)
+    legend_px = legend_height(legend_columns(data), SCREEN_WIDTH - 20) if several else 0
+    caption_px = CAPTION_LINE * (caption.count("<br>") + 1) + 10 if caption else 0
+    bottom = int(70 + caption_px + legend_px)
+    plot = PlotArea(SCREEN_WIDTH - MARGIN["l"] - MARGIN["r"] - (0 if several else LEGEND_WIDTH),
+                    HEIGHT - MARGIN["t"] - SUBTITLE - bottom, (x_lo, x_hi), (y_lo, y_hi))
+    annotations = side_by_side(ridge_labels, plot)           # fixed along the x axis: placed first
+    placed = [label_box(label, plot) for label in annotations]
     annotations += _roof_labels(ceiling_traces, several, plot, placed)
     annotations += _link_labels(ceiling_traces, several, plot, placed)
-    annotations += side_by_side(ridge_labels, plot)
-    data += _kernel_traces(points, devices, several)
     if caption:
         annotations.append(dict(  # a footnote under the x axis: the plot area stays free for the data
             x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-62, showarrow=False, text=caption,
@@ -336,7 +333,8 @@ def roofline_figure(ceilings: pd.DataFrame, kernels: Optional[pd.DataFrame] = No
         ))
     decades = range(math.ceil(y_lo), math.floor(y_hi) + 1)
     # several devices: the legend along the bottom of the figure, under the axis title and the footnote
-    legend = (dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container") if several else
+    legend = (dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container",
+                   font=dict(size=13)) if several else
               dict(x=1.01, xanchor="left", y=1, yanchor="top"))
     layout = dict(
         height=HEIGHT, margin=dict(MARGIN, b=bottom),
@@ -357,10 +355,3 @@ def _left_out_caption(left_out: pd.DataFrame, width: int = 110) -> str:
         f"{len(left_out)} kernels ({', '.join(f'{d}: {n}' for d, n in per_device.items())})")
     names = ", ".join(in_order(left_out["name"]))
     return wrap_words(f"{counted} not plotted (zero FLOPs or zero bytes: no finite intensity): {names}", width)
-
-
-def _legend_rows(devices: list[str], memory: list[dict], points: list[dict]) -> int:
-    """Rows of the horizontal legend (one column per device): its title and its longest column."""
-    entries = Counter(row["device"] for row in memory if row["level"] not in LINK_STYLES)
-    entries.update(device for device, _ in {(point["device"], point["bound"]) for point in points})
-    return 2 + max((entries[device] for device in devices), default=0)   # title (taller) and padding

@@ -85,21 +85,33 @@ def test_legend_sits_under_the_plot_and_the_figure_is_tall_enough_for_it(figure)
     assert figure.layout.height == FIGURE_SIZE[1]            # on screen as exported, not plotly's 450 px
     legend = figure.layout.legend
     assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
-    # the legend is one column per device: its title and its longest column of entries, about 21 px a row
+    # one column per device plus the key to the bound colours; each column a title and its entries
     columns = {}
     for trace in figure.data:
         if trace.showlegend is not False and trace.legendgroup:
-            columns[trace.legendgroup] = columns.get(trace.legendgroup, 0) + 1
-    assert len(columns) == len(DEVICES)
-    rows = 1 + max(columns.values())
+            title = trace.legendgrouptitle.text
+            columns.setdefault(trace.legendgroup, (title, []))[1].append(trace.name)
+    assert len(columns) == len(DEVICES) + 1
+    # at 960 px the columns (title 14 px, entries 13 px plus a 46 px sample) must fit side by side, in rows
+    widths = [max(len(title) * 0.6 * 14, max(map(len, names)) * 0.6 * 13 + 46) + 12 for title, names in columns.values()]
+    rows_of_columns, used = 1, 0.0
+    for width in widths:
+        if used and used + width > SCREEN_WIDTH - 20:
+            rows_of_columns, used = rows_of_columns + 1, 0.0
+        used += width
+    tallest = max(len(names) for _, names in columns.values())
+    legend_px = rows_of_columns * (tallest + 1.5) * 20
     caption = next(a for a in figure.layout.annotations if a.name == "left out")
-    caption_height = 18 * (caption.text.count("<br>") + 1)
-    assert figure.layout.margin.b >= 60 + caption_height + 21 * rows        # axis title + footnote + legend
+    caption_px = 18 * (caption.text.count("<br>") + 1)
+    assert figure.layout.margin.b >= 60 + caption_px + legend_px              # axis title + footnote + legend
     assert plot_size(figure, SCREEN_WIDTH)[1] >= 300                           # and the plot keeps its room
     # the group titles say which dash and which marker are whose
-    titles = {trace.legendgrouptitle.text for trace in figure.data if trace.legendgrouptitle.text}
-    assert titles == {"H100-SXM: solid lines, ● points", "MI300X: dashed lines, ◆ points",
-                      "B200: dotted lines, ■ points"}
+    titles = {title for title, _ in columns.values()}
+    assert titles == {"H100-SXM: solid, ●", "MI300X: dashed, ◆", "B200: dotted, ■", "Kernels: colour = bound"}
+    # the kernel points sit in their device's group (its title hides them with it), out of the legend
+    for trace in figure.data:
+        if trace.meta and trace.meta.get("role") == "kernels":
+            assert trace.showlegend is False and trace.legendgroup == f"device {trace.meta['device']}"
 
 
 def test_not_plotted_footnote_is_wrapped_to_the_figure_width_and_names_every_kernel(figure, devices, llama8b):
@@ -137,3 +149,20 @@ def test_one_device_keeps_its_legend_right_of_the_plot_and_labels_apart(devices,
     labels = on_plot_labels(figure)
     for a, b in itertools.combinations(labels, 2):
         assert apart(box(a, figure, width), box(b, figure, width)), (a.text, b.text)
+
+
+def test_four_devices_keep_labels_apart_with_room_for_the_plot(devices, llama8b):
+    from dashboard.data import ceilings
+    names = ("H100-SXM", "A100-80GB-SXM", "MI300X", "B200")
+    scenario = engine.Scenario(tp=2)
+    figure = roofline_figure(
+        pd.concat([ceilings(devices[name], links=True) for name in names], ignore_index=True),
+        pd.concat([engine.estimate(devices[name], llama8b, scenario).kernels.assign(device=name) for name in names],
+                  ignore_index=True))
+    labels = on_plot_labels(figure)
+    links = [t for t in figure.data if t.meta and "link" in str(t.meta.get("level"))]
+    assert len(links) >= 7                     # MI300X's workbook column gives a scale-up link only
+    assert sum(a.name == "link label" for a in labels) == len(links)
+    for a, b in itertools.combinations(labels, 2):
+        assert apart(box(a, figure, SCREEN_WIDTH), box(b, figure, SCREEN_WIDTH)), (a.text, b.text)
+    assert plot_size(figure, SCREEN_WIDTH)[1] >= 300
