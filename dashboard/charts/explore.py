@@ -17,8 +17,11 @@ import plotly.graph_objects as go
 from dashboard.charts.theme import BLACK, GREY, device_style, house_figure
 
 from dashboard.charts.explore_fields import (
-    CATEGORICAL, ERROR_COLOR, MAX_MARKED_CELLS, METRICS, SEQUENTIAL, UNFIT_COLOR, axis_layout, display_values, field_label, field_title, field_unit_of, format_value, hover_field, point_status, series_colors,
+    CATEGORICAL, ERROR_COLOR, MAX_MARKED_CELLS, METRICS, SEQUENTIAL, UNFIT_COLOR, axis_layout,
+    devices_without_values, display_values, field_label, field_title, field_unit_of, format_value, hover_field,
+    left_out_note, point_status, series_colors,
 )
+from dashboard.charts.frames import wrap_words
 
 
 def line_figure(frame: pd.DataFrame, x: str, metric: str, series: Optional[str] = None, *,
@@ -70,11 +73,14 @@ def line_figure(frame: pd.DataFrame, x: str, metric: str, series: Optional[str] 
                 x=np.log10(base) if layout["xaxis"]["type"] == "log" else base, y=1, xref="x", yref="y domain",
                 yanchor="bottom", showarrow=False, text=f"sidebar: {format_value(base, field_unit_of(x))}",
                 font=dict(size=13, color=GREY)))
-    if any_unfit:
+    notes = ["hollow markers: does not fit in device memory" if any_unfit else "",
+             left_out_note(devices_without_values(frame, metric), metric)]   # devices the metric would drop silently
+    footnote = "<br>".join(wrap_words(note, 120) for note in notes if note)
+    if footnote:
         layout["annotations"].append(dict(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top",
-                                          yshift=-58, showarrow=False, font=dict(size=13, color=GREY),
-                                          text="hollow markers: does not fit in device memory"))
-        layout["margin"] = dict(b=100)
+                                          yshift=-58, showarrow=False, font=dict(size=13, color=GREY), align="left",
+                                          text=footnote, name="footnote"))
+        layout["margin"] = dict(b=82 + 18 * (footnote.count("<br>") + 1))
     return house_figure(data, layout, title or f"{info.label} over {field_label(x).lower()}")
 
 
@@ -148,5 +154,10 @@ def heatmap_figure(frame: pd.DataFrame, x: str, y: str, metric: str, *, base: Op
         axis.update(showgrid=False, ticks="outside")
     layout = dict(xaxis=x_axis, yaxis=y_axis, hovermode="closest",
                   legend=dict(orientation="h", x=1, xanchor="right", y=1.01, yanchor="bottom"))
+    note = left_out_note(devices_without_values(frame, metric), metric)
+    if note:       # a device without the metric's values (no energy in the workbook) would be an empty map
+        layout.update(margin=dict(b=100), annotations=[dict(
+            x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-58, showarrow=False,
+            font=dict(size=13, color=GREY), align="left", text=wrap_words(note, 120), name="footnote")])
     default_title = f"{info.label} over {field_label(x).lower()} × {field_label(y).lower()}"
     return house_figure(data, layout, title or default_title)

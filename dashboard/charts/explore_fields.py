@@ -139,3 +139,31 @@ def series_colors(count: int) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------- line
+
+
+ENERGY_METRICS = ("energy_per_token_j", "tokens_per_j", "average_power_w")
+
+
+def devices_without_values(frame: pd.DataFrame, metric: str) -> list[str]:
+    """Devices with points that run (fitting or not) but no value of `metric` anywhere: a chart of `metric`
+    would drop them silently (a device without energy values in the workbook has no tokens per joule)."""
+    if metric not in frame or frame.empty:
+        return []
+    runs = frame[np.isin(point_status(frame), ["", "does not fit in memory"])]
+    if DEVICE not in frame:     # one device: named "the device" when none of its points has a value
+        values = pd.to_numeric(runs[metric], errors="coerce").to_numpy(float)
+        return ["the device"] if len(runs) and not np.isfinite(values).any() else []
+    values = pd.to_numeric(runs[metric], errors="coerce")
+    has = np.isfinite(values.to_numpy(float))
+    with_values = set(runs.loc[has, DEVICE].astype(str))
+    return [device for device in dict.fromkeys(runs[DEVICE].astype(str)) if device not in with_values]
+
+
+def left_out_note(devices: list[str], metric: str) -> str:
+    """'Tokens per joule leaves out T4, TPU-v5e: ...', naming why when the metric is an energy one; '' when none."""
+    if not devices:
+        return ""
+    label = METRICS[metric].label if metric in METRICS else metric
+    why = ("no energy values for them in the specs workbook (per-operation energies and static power; "
+           "see docs/energy.md, or add them as edits)" if metric in ENERGY_METRICS else "the engine gives no value")
+    return f"{label} leaves out {', '.join(devices)}: {why}."

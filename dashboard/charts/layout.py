@@ -9,6 +9,7 @@ from dashboard.charts.facets import axis_ids, panels_layout
 from dashboard.charts.frames import in_order, wrap_words
 from dashboard.charts.theme import WARNING, device_style, house_figure
 
+FOOTNOTE_SHIFT = 66
 PANELS = (("tpot_s", "TPOT (ms)", 1e3), ("tokens_per_s_per_device", "Output tokens/s per device", 1.0))
 
 
@@ -45,7 +46,9 @@ def layout_sweep_figure(sweep: pd.DataFrame, field: str = "tp") -> go.Figure:
         xaxis, yaxis = axis_ids(panel)
         layout[f"xaxis{xaxis[1:]}"].update(type="log", dtick=0.30102999566, title=dict(text=f"{field.upper()} degree (devices)"))
         layout[f"yaxis{yaxis[1:]}"].update(title=dict(text=label), rangemode="tozero")
-    layout["annotations"].append(dict(text="hollow marker: does not fit in memory", x=0, y=-0.16,
-                                      xref="paper", yref="paper", showarrow=False, xanchor="left"))
-    layout["margin"] = dict(b=120)
+    # the footnote in pixels under the axis title (tick labels and title take about 55 px), not in paper units
+    layout["annotations"].append(dict(text="hollow marker: does not fit in memory (hover for why)", x=0, y=0,
+                                      yshift=-FOOTNOTE_SHIFT, xref="paper", yref="paper", yanchor="top",
+                                      showarrow=False, xanchor="left", font=dict(size=13), name="footnote"))
+    layout["margin"] = dict(b=FOOTNOTE_SHIFT + 30)
     return house_figure(data, layout, title=f"Sweep over {field.upper()}: latency vs throughput per device")

@@ -11,8 +11,10 @@ import plotly.graph_objects as go
 from dashboard.charts.facets import panels_layout
 from dashboard.charts.theme import BLACK, GREY, device_style, house_figure
 from dashboard.charts.explore_fields import (
-    CATEGORICAL, DEVICE, MAX_CLOUD_POINTS, METRICS, display_values, field_label, field_unit_of, point_status,
+    CATEGORICAL, DEVICE, MAX_CLOUD_POINTS, METRICS, devices_without_values, display_values, field_label,
+    field_unit_of, left_out_note, point_status,
 )
+from dashboard.charts.frames import wrap_words
 
 
 def pareto_front(frame: pd.DataFrame, x: str, y: str, x_better: str = "lower",
@@ -124,10 +126,15 @@ def pareto_figure(frame: pd.DataFrame, fields: Sequence[str], latency: str = "tp
         x_log = bool(len(spread) and spread.max() / spread.min() >= 30)
         layout["xaxis" + xa[1:]].update(title=dict(text=x_info.title), type="log" if x_log else "linear")
         layout["yaxis" + ya[1:]].update(title=dict(text=info.title), rangemode="tozero")
+    notes = [left_out_note(devices_without_values(frame, metric), metric) for metric, _ in PARETO_PANELS]
     if thinned:
-        annotations.append(dict(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-58,
-                                showarrow=False, font=dict(size=13, color=GREY),
-                                text=f"faint points thinned evenly to about {MAX_CLOUD_POINTS:,} of {len(frame):,}; "
-                                     "the front uses every point"))
-    layout.update(legend=dict(x=1.01, xanchor="left", y=1, yanchor="top"), margin=dict(b=100), hovermode="closest")
+        notes.append(f"Faint points thinned evenly to about {MAX_CLOUD_POINTS:,} of {len(frame):,}; "
+                     "the front uses every point.")
+    footnote = "<br>".join(wrap_words(note, 120) for note in notes if note)
+    if footnote:   # under the axis titles, in pixels
+        annotations.append(dict(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-62,
+                                showarrow=False, font=dict(size=13, color=GREY), align="left", text=footnote,
+                                name="footnote"))
+    layout.update(legend=dict(x=1.01, xanchor="left", y=1, yanchor="top"), hovermode="closest",
+                  margin=dict(b=90 + 18 * (footnote.count("<br>") + 1 if footnote else 0)))
     return house_figure(data, layout, title or "Pareto fronts over the sweep")

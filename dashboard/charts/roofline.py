@@ -10,12 +10,25 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.frames import attention_with_kv_reads, in_order, records, shape_text, si, with_device
+from dashboard.charts.frames import attention_with_kv_reads, in_order, records, shape_text, si, with_device, wrap_words
+from dashboard.charts.placement import PlotArea, label_box, place, side_by_side
+from dashboard.charts.roofline_legend import bound_key_traces, device_legend_group, legend_columns, legend_height
 from dashboard.charts.theme import (
-    BLUE, GREY, MEMORY_LEVEL_COLORS, SKY_BLUE, TEXT, bound_color, bound_sort_key, device_style, house_figure,
+    BLACK, BLUE, BLUISH_GREEN, FIGURE_SIZE, GREY, MEMORY_LEVEL_COLORS, SCREEN_WIDTH, SKY_BLUE, TEXT, bound_color,
+    bound_sort_key, device_style, house_figure,
 )
 
 COMPUTE_COLORS = {"matrix": BLUE, "vector": SKY_BLUE}
+# interconnect slopes (drawn when the layout spans devices): scale-up (NVLink, Infinity Fabric) and scale-out
+# (InfiniBand, Ethernet) differ in colour, width and dash pattern, and each is named on the plot
+# (scale-up keeps the device's dash; scale-out has a dash-dot pattern of its own)
+LINK_STYLES = {"scale-up link": dict(color=BLUISH_GREEN, width=2.5),
+               "scale-out link": dict(color=BLACK, width=1.5, dash="10px,4px,2px,4px")}
+HEIGHT = FIGURE_SIZE[1]   # on screen as in the export, so nothing is cut off at plotly's default 450 px
+MARGIN = dict(l=90, r=30, t=80)   # the dashboard adds 18 px per line of scenario subtitle to t
+SUBTITLE = 36             # two lines of scenario subtitle, left free in the plot height the labels assume
+LEGEND_WIDTH = 260        # a vertical legend right of the plot (one device)
+CAPTION_LINE = 18         # px per line of the footnote (font 13)
 X_TITLE = "Arithmetic intensity (FLOP/byte)"
 Y_TITLE = "Performance (FLOP/s)"
 
@@ -84,19 +97,24 @@ def _axis_ranges(compute: list[dict], memory: list[dict], points: list[dict]) ->
 
 
 def _ceiling_traces(device: str, index: int, compute: list[dict], memory: list[dict],
-                    x_lo: float, x_hi: float) -> list[dict]:
+                    x_lo: float, x_hi: float, several: bool = False) -> list[dict]:
+    """Memory slopes and compute roofs. With several devices the roofs and the interconnect slopes stay out of
+    the legend (each is named on the plot), so the legend is short enough to sit under the plot."""
     style = device_style(index)
-    group = dict(legendgroup=f"ceilings {device}", legendgrouptitle=dict(text=f"{device} ceilings"))
+    group = device_legend_group(device, index) if several else dict(
+        legendgroup=f"ceilings {device}", legendgrouptitle=dict(text=f"{device} ceilings"))
     traces = []
     top = max((roof["value"] for roof in compute), default=None)
     fastest = max((roof["value"] for roof in memory), default=None)
     for row in memory:
         bandwidth = row["value"]
         x_end = top / bandwidth if top else x_hi
+        line = dict(color=MEMORY_LEVEL_COLORS.get(row["level"], GREY), width=2.5, dash=style["dash"])
+        line.update(LINK_STYLES.get(row["level"], {}))
         traces.append(dict(
             type="scatter", x=[x_lo, x_end], y=[bandwidth * x_lo, bandwidth * x_end], mode="lines",
-            name=f"{row['level']} {si(bandwidth, 'B/s')}",
-            line=dict(color=MEMORY_LEVEL_COLORS.get(row["level"], GREY), width=2.5, dash=style["dash"]),
+            name=f"{row['level']} {si(bandwidth, 'B/s')}", line=line,
+            showlegend=not (several and row["level"] in LINK_STYLES),
             hovertemplate=f"{device} {row['level']} bandwidth {si(bandwidth, 'B/s')}<br>"
                           "%{x:.3g} FLOP/byte → %{y:.3s}FLOP/s<extra></extra>",
             meta=dict(role="ceiling", kind="memory", device=device, level=row["level"], value=bandwidth),
@@ -110,7 +128,7 @@ def _ceiling_traces(device: str, index: int, compute: list[dict], memory: list[d
             type="scatter", x=[x_start, x_hi], y=[peak, peak], mode="lines",
             name=f"{label} {si(peak, 'FLOP/s')}",
             line=dict(color=COMPUTE_COLORS.get(row["unit"], GREY), width=2.5, dash=style["dash"]),
-            hovertemplate=f"{device} {label} peak {si(peak, 'FLOP/s')}<extra></extra>",
+            hovertemplate=f"{device} {label} peak {si(peak, 'FLOP/s')}<extra></extra>", showlegend=not several,
             meta=dict(role="ceiling", kind="compute", device=device, unit=row["unit"], dtype=row["dtype"],
                       value=peak),
             **group,
@@ -118,25 +136,57 @@ def _ceiling_traces(device: str, index: int, compute: list[dict], memory: list[d
     return traces
 
 
-def _roof_labels(traces: list[dict], several: bool, x_lo: float, x_hi: float) -> list[dict]:
-    """Name each compute roof on the plot, above the line where it meets the fastest memory slope.
+def _roof_label_candidates(start: float, plot: PlotArea) -> list[dict]:
+    """Where a compute roof's label may go, best first: beside the point where the roof meets the fastest
+    memory slope (right of it in the left half of the plot, else left), above the line, then below it;
+    then further along the roof; then stacked above or below the line (a roof's label names its device,
+    peak and dtype, so it can stand a little off its line)."""
+    right = dict(xanchor="left", xshift=4)
+    left = dict(xanchor="right", xshift=-4)
+    sides = [right, left] if start < sum(plot.x_range) / 2 else [left, right]
+    above, below = dict(yanchor="bottom", yshift=1), dict(yanchor="top", yshift=-1)
+    near = [dict(side, **level) for level in (above, below) for side in sides]
+    along = [dict(right, x=x, **level) for x in np.arange(start + 0.25, plot.x_range[1], 0.25)
+             for level in (above, below)]
+    stacked = [dict(side, yanchor=anchor, yshift=sign * (1 + 12 * step))
+               for step in range(1, 6) for anchor, sign in (("bottom", 1), ("top", -1)) for side in sides]
+    return near + along + stacked
 
-    Roofs that start in the right half are labelled to the left of that point (above the slope,
-    where nothing else is drawn), others to its right, so labels stay inside the plot.
-    """
+
+def _roof_labels(traces: list[dict], several: bool, plot: PlotArea, placed: list) -> list[dict]:
+    """Name each compute roof on the plot, beside the point where it meets the fastest memory slope,
+    at the first place clear of the labels already placed (highest roof first)."""
     labels = []
-    for trace in traces:
-        if trace["meta"]["kind"] != "compute":
-            continue
+    roofs = sorted((trace for trace in traces if trace["meta"]["kind"] == "compute"), key=lambda t: -t["y"][0])
+    for trace in roofs:
         prefix = f"{trace['meta']['device']} · " if several else ""
         start = math.log10(trace["x"][0])
-        left = start > x_lo + 0.5 * (x_hi - x_lo)
-        labels.append(dict(
-            x=start, y=math.log10(trace["y"][0]), xanchor="right" if left else "left", yanchor="bottom",
-            xshift=-4 if left else 4, yshift=1, showarrow=False, text=f"{prefix}{trace['name']}",
-            bgcolor="rgba(255,255,255,0.8)", font=dict(size=14, color=trace["line"]["color"]), borderpad=1,
-            name="roof label",
-        ))
+        label = dict(x=start, y=math.log10(trace["y"][0]), showarrow=False, text=f"{prefix}{trace['name']}",
+                     bgcolor="rgba(255,255,255,0.8)", font=dict(size=14, color=trace["line"]["color"]), borderpad=1,
+                     name="roof label")
+        labels.append(place(label, _roof_label_candidates(start, plot), placed, plot))
+    return labels
+
+
+def _link_labels(traces: list[dict], several: bool, plot: PlotArea, placed: list) -> list[dict]:
+    """Name each interconnect slope on the plot (device, link, bandwidth), just above the line, at the first
+    place along it clear of the labels already placed."""
+    labels = []
+    (x_lo, x_hi), (y_lo, y_hi) = plot.x_range, plot.y_range
+    for trace in traces:
+        level = trace["meta"].get("level", "")
+        if trace["meta"]["kind"] != "memory" or level not in LINK_STYLES:
+            continue
+        bandwidth = math.log10(trace["meta"]["value"])
+        enters = max(x_lo, y_lo - bandwidth) + 0.1          # where the slope comes into the plot
+        label = dict(showarrow=False, xanchor="left", yanchor="bottom", xshift=2, yshift=2,
+                     text=(f"{trace['meta']['device']} " if several else "") + trace["name"],
+                     bgcolor="rgba(255,255,255,0.8)", font=dict(size=12, color=trace["line"]["color"]), borderpad=1,
+                     name="link label")
+        along = [x for x in np.arange(enters, x_hi, 0.25) if bandwidth + x < y_hi]
+        candidates = [dict(x=x, y=bandwidth + x, **side) for side in (
+            {}, dict(xanchor="right", yanchor="top", xshift=-2, yshift=-2)) for x in along]   # above-left, below-right
+        labels.append(place(label, candidates, placed, plot))
     return labels
 
 
@@ -161,20 +211,21 @@ def _ridge_trace(device: str, index: int, compute: list[dict], several: bool) ->
 
 
 def _ridge_labels(ridge: dict, y_lo: float, several: bool) -> tuple[list[dict], list[dict]]:
-    """A dotted drop line from each ridge point to the x axis, labelled with its intensity: (shapes, annotations)."""
+    """A dotted drop line from each ridge point to the x axis, labelled with its intensity: (shapes, annotations).
+    The labels stand upright left of their line; `placement.side_by_side` then moves apart those that would meet."""
     shapes, labels = [], []
     for x, y in zip(ridge["x"], ridge["y"]):
         shapes.append(dict(type="line", x0=x, x1=x, y0=10 ** y_lo, y1=y, line=dict(color=GREY, width=1, dash="dot"),
                            layer="below", name="ridge drop line"))
         labels.append(dict(
             x=math.log10(x), y=y_lo, yanchor="bottom", xanchor="right", xshift=-2, yshift=6,
-            text=f"ridge {x:.0f} FLOP/B" + (f" ({ridge['meta']['device']})" if several else ""),
-            textangle=-90, showarrow=False, font=dict(size=12, color=TEXT), name="ridge",
+            text=f"ridge {x:.0f} FLOP/B" + (f"<br>{ridge['meta']['device']}" if several else ""),   # two short lines
+            textangle=-90, showarrow=False, font=dict(size=12, color=TEXT), borderpad=0, name="ridge",
         ))
     return shapes, labels
 
 
-def _kernel_traces(points: list[dict], devices: list[str]) -> list[dict]:
+def _kernel_traces(points: list[dict], devices: list[str], several: bool = False) -> list[dict]:
     """One marker trace per device and bound: colour by bound, symbol by device, size by share of the phase."""
     groups: dict[tuple, list[dict]] = {}
     for point in points:
@@ -191,7 +242,9 @@ def _kernel_traces(points: list[dict], devices: list[str]) -> list[dict]:
                             size=[8 + 34 * math.sqrt(share) for share in shares], opacity=0.8,
                             line=dict(color="white", width=1)),
                 hovertext=_hover(rows), hovertemplate="%{hovertext}<extra></extra>",
-                legendgroup=f"kernels {device}", legendgrouptitle=dict(text=f"{device} kernels"),
+                # several devices: in the device's group (its title hides them with it), the colours in the key
+                **(dict(device_legend_group(device, index), showlegend=False) if several else dict(
+                    legendgroup=f"kernels {device}", legendgrouptitle=dict(text=f"{device} kernels"))),
                 meta=dict(role="kernels", device=device, bound=bound, names=[row["name"] for row in rows]),
             ))
     return traces
@@ -245,39 +298,60 @@ def roofline_figure(ceilings: pd.DataFrame, kernels: Optional[pd.DataFrame] = No
 
     several = len(devices) > 1
     has_hbm = any(roof["level"] == "HBM" for roof in roofs)
-    data, shapes, annotations = [], [], []
+    data, shapes, ridge_labels, ceiling_traces = [], [], [], []
     for index, device in enumerate(devices):
         device_compute = [roof for roof in compute if roof["device"] == device]
         device_memory = [roof for roof in memory if roof["device"] == device]
-        traces = _ceiling_traces(device, index, device_compute, device_memory, 10 ** x_lo, 10 ** x_hi)
+        traces = _ceiling_traces(device, index, device_compute, device_memory, 10 ** x_lo, 10 ** x_hi, several)
         data += traces
-        annotations += _roof_labels(traces, several, x_lo, x_hi)
+        ceiling_traces += traces
         ridge = _ridge_trace(device, index, device_compute, several) if has_hbm else None
         if ridge is not None:
             data.append(ridge)
             drop_lines, labels = _ridge_labels(ridge, y_lo, several)
             shapes += drop_lines
-            annotations += labels
-    data += _kernel_traces(points, devices)
-    layout = {}
-    if len(left_out):
-        names = in_order(left_out["name"])
-        shown = ", ".join(names[:6]) + (", …" if len(names) > 6 else "")
-        per_device = Counter(left_out["device"])
-        counted = f"{len(left_out)} kernels" if len(per_device) == 1 else (
-            f"{len(left_out)} kernels ({', '.join(f'{d}: {n}' for d, n in per_device.items())})")
+            ridge_labels += labels
+    data += _kernel_traces(points, devices, several)
+    if several:
+        data += bound_key_traces(point["bound"] for point in points)
+    # the bottom margin holds the axis title, the footnote and (several devices) the legend, sized for the
+    # dashboard's width; the plot area left is where the labels are placed
+    caption = _left_out_caption(left_out)
+    legend_px = legend_height(legend_columns(data), SCREEN_WIDTH - 20) if several else 0
+    caption_px = CAPTION_LINE * (caption.count("<br>") + 1) + 10 if caption else 0
+    bottom = int(70 + caption_px + legend_px)
+    plot = PlotArea(SCREEN_WIDTH - MARGIN["l"] - MARGIN["r"] - (0 if several else LEGEND_WIDTH),
+                    HEIGHT - MARGIN["t"] - SUBTITLE - bottom, (x_lo, x_hi), (y_lo, y_hi))
+    annotations = side_by_side(ridge_labels, plot)           # fixed along the x axis: placed first
+    placed = [label_box(label, plot) for label in annotations]
+    annotations += _roof_labels(ceiling_traces, several, plot, placed)
+    annotations += _link_labels(ceiling_traces, several, plot, placed)
+    if caption:
         annotations.append(dict(  # a footnote under the x axis: the plot area stays free for the data
-            x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-58, showarrow=False,
-            text=f"{counted} not plotted (zero FLOPs or zero bytes: no finite intensity): {shown}",
+            x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-62, showarrow=False, text=caption,
             font=dict(size=13, color=GREY), align="left", name="left out",
         ))
-        layout["margin"] = dict(b=100)
     decades = range(math.ceil(y_lo), math.floor(y_hi) + 1)
-    layout.update(
+    # several devices: the legend along the bottom of the figure, under the axis title and the footnote
+    legend = (dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container",
+                   font=dict(size=13)) if several else
+              dict(x=1.01, xanchor="left", y=1, yanchor="top"))
+    layout = dict(
+        height=HEIGHT, margin=dict(MARGIN, b=bottom),
         xaxis=dict(type="log", range=[x_lo, x_hi], title=dict(text=X_TITLE), dtick=1),
         yaxis=dict(type="log", range=[y_lo, y_hi], title=dict(text=Y_TITLE),
                    tickvals=[10.0 ** d for d in decades], ticktext=[si(10.0 ** d) for d in decades]),
-        shapes=shapes, annotations=annotations,
-        legend=dict(x=1.01, xanchor="left", y=1, yanchor="top"), hovermode="closest",
+        shapes=shapes, annotations=annotations, legend=legend, hovermode="closest",
     )
     return house_figure(data, layout, title or "Roofline: " + " vs ".join(devices))
+
+
+def _left_out_caption(left_out: pd.DataFrame, width: int = 110) -> str:
+    """'N kernels not plotted (...): names' wrapped into lines that fit the figure, every name listed."""
+    if left_out.empty:
+        return ""
+    per_device = Counter(left_out["device"])
+    counted = f"{len(left_out)} kernels" if len(per_device) == 1 else (
+        f"{len(left_out)} kernels ({', '.join(f'{d}: {n}' for d, n in per_device.items())})")
+    names = ", ".join(in_order(left_out["name"]))
+    return wrap_words(f"{counted} not plotted (zero FLOPs or zero bytes: no finite intensity): {names}", width)

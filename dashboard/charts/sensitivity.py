@@ -15,9 +15,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.explore_fields import METRICS, Metric
-from dashboard.charts.theme import BLUE, GREY, VERMILLION, house_figure
+from dashboard.charts.theme import BLUE, FIGURE_SIZE, GREY, VERMILLION, house_figure
 
 LOW_COLOR, HIGH_COLOR = BLUE, VERMILLION
+HEIGHT = FIGURE_SIZE[1]      # on screen as exported: three panels need more than plotly's default 450 px
+TOP = 116                    # title and a two-line scenario subtitle
+AXIS_BAND = 64               # px under each panel for its tick labels and axis title, clear of the next panel
 
 
 def tornado_order(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -58,7 +61,7 @@ def tornado_figure(frame: pd.DataFrame, metrics: Optional[Sequence[str]] = None,
         base, high = float(frame["base_value"].iloc[0]), float(frame["high_value"].iloc[0])
         change = abs(high / base - 1) if base else None
     step = f"{change * 100:.0f}%" if change else "X%"
-    layout = _rows_layout(max(len(metrics), 1), 0.1)
+    layout = _rows_layout(max(len(metrics), 1), AXIS_BAND / (HEIGHT - TOP - 110))   # 110: the largest bottom margin
     data, annotations = [], []
     left_out = []
     for panel, metric in enumerate(metrics):
@@ -96,6 +99,6 @@ def tornado_figure(frame: pd.DataFrame, metrics: Optional[Sequence[str]] = None,
                                 text=f"not evaluated: {shown}"))
     layout.update(barmode="overlay", annotations=annotations, hovermode="closest",
                   legend=dict(orientation="h", x=1, xanchor="right", y=1.01, yanchor="bottom"),
-                  margin=dict(l=80, r=30, t=80, b=110 if left_out else 70))
+                  margin=dict(l=80, r=30, t=80, b=110 if left_out else 70), height=HEIGHT)
     names = ", ".join(_metric_info(m).label for m in metrics)
     return house_figure(data, layout, title or f"Sensitivity of {names} to ±{step} in each field")

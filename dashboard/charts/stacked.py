@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from dashboard.charts.facets import axis_ids, panels_layout
 from dashboard.charts.frames import in_order
-from dashboard.charts.theme import TEXT, house_figure, register_template
+from dashboard.charts.placement import category_ticks
+from dashboard.charts.theme import LEGEND_WIDTH, SCREEN_WIDTH, TEXT, house_figure, register_template
 
 # What every segment shares, set once in the template rather than on each of the dozens of traces
 SEGMENTS_TEMPLATE = register_template("llm_roofline_segments", bar=[dict(
@@ -70,6 +71,9 @@ def phase_stacked_bars(segments: Iterable[tuple], *, color_of: Callable[[str], s
                 meta=dict(role="stack", phase=phase, stack=name),
             ))
             in_legend.add(name)  # one legend entry per stack key, in stacking order
+        x_layout = layout[f"xaxis{x_axis[1:]}"]
+        x_layout.update(category_ticks(devices, (SCREEN_WIDTH - 110 - LEGEND_WIDTH) * (x_layout["domain"][1]
+                                                                                      - x_layout["domain"][0])))
         y_layout = layout[f"yaxis{y_axis[1:]}"]
         if percent:
             y_layout.update(range=[0, 100.5], ticksuffix="")

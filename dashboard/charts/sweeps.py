@@ -169,9 +169,10 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
                        for x_ref, y_ref in (("x", "y"), ("x2", "y2"))]
     notes = [f"{device}: {row['status']}" for device, row in crossings.items() if row["status"] != "crosses"]
     if notes:
-        annotations.append(dict(x=0.01, y=0.99, xref="x domain", yref="y domain", xanchor="left", yanchor="top",
-                                showarrow=False, align="left", text="<br>".join(notes), font=dict(size=13, color=GREY),
-                                bgcolor="rgba(255,255,255,0.85)"))
+        # bottom right: the ridge labels sit at the left end of their lines, and intensity rises to the right
+        annotations.append(dict(x=0.99, y=0.01, xref="x domain", yref="y domain", xanchor="right", yanchor="bottom",
+                                showarrow=False, align="right", text="<br>".join(notes), font=dict(size=13, color=GREY),
+                                bgcolor="rgba(255,255,255,0.85)", name="crossing note"))
     if any_unfit:
         annotations.append(dict(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-70,
                                 showarrow=False, font=dict(size=13, color=GREY),

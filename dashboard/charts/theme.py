@@ -18,6 +18,8 @@ INK = "#2a3f5f"  # plotly_white's ink: arrows and shapes that name no colour of 
 WARNING = VERMILLION
 
 FIGURE_SIZE = (1280, 720)  # 16:9 slide size in layout pixels (export at scale 2 -> 2560 x 1440)
+SCREEN_WIDTH = 960         # a chart's width in the dashboard's main column at a 1440 px window: labels are fitted to it
+LEGEND_WIDTH = 220         # a vertical legend right of the plot, about
 FONT_FAMILY = "Liberation Sans, Arial, Helvetica, sans-serif"
 FONT_SIZE = 16
 

@@ -22,20 +22,32 @@ def realistic_kernels(devices, llama8b):
                                                                      method="realistic") for n in ("H100-SXM", "MI300X")}
 
 
-def test_realistic_bars_stack_to_the_phase_time_and_ideal_bars_to_the_ideal(realistic_kernels, devices, llama8b):
+def test_realistic_bars_stack_to_the_phase_time_and_ideal_segments_to_the_ideal(realistic_kernels, devices, llama8b):
+    """Several devices: one bar per device, its bottom segment the ideal roofline."""
     kernels, results = realistic_kernels
     figure = ideal_vs_realistic_figure(kernels)
     for device, result in results.items():
         for phase, time_s in result.phases["time_s"].items():
             panel = [t for t in figure.data
                      if t.xaxis == ("x" if phase == "prefill" else "x2")]
-            realistic = sum(t.y[list(t.x).index(f"{device}<br>realistic")] for t in panel)
-            ideal_bar = sum(t.y[list(t.x).index(f"{device}<br>ideal")] for t in panel)
+            realistic = sum(t.y[list(t.x).index(device)] for t in panel)
+            ideal = next(t for t in panel if t.name == "ideal roofline").y[list(panel[0].x).index(device)]
             assert realistic == pytest.approx(time_s * 1e3, rel=1e-9)
             roofline = engine.estimate(devices[device], llama8b, engine.Scenario()).phases.loc[phase, "time_s"]
-            assert ideal_bar == pytest.approx(roofline * 1e3, rel=1e-6)   # the ideal is the roofline
+            assert ideal == pytest.approx(roofline * 1e3, rel=1e-6)   # the ideal is the roofline
     assert {t.name for t in figure.data} == {label for _, label, _ in GAP_CAUSES}
     assert figure.layout.yaxis.title.text.endswith("(ms)")
+
+
+def test_one_device_shows_the_ideal_bar_beside_the_realistic_one(realistic_kernels, devices, llama8b):
+    kernels, results = realistic_kernels
+    figure = ideal_vs_realistic_figure(kernels[kernels["device"] == "H100-SXM"])
+    roofline = engine.estimate(devices["H100-SXM"], llama8b, engine.Scenario()).phases
+    for phase, time_s in results["H100-SXM"].phases["time_s"].items():
+        panel = [t for t in figure.data if t.xaxis == ("x" if phase == "prefill" else "x2")]
+        assert sum(t.y[list(t.x).index("H100-SXM<br>realistic")] for t in panel) == pytest.approx(time_s * 1e3)
+        assert sum(t.y[list(t.x).index("H100-SXM<br>ideal")] for t in panel) == pytest.approx(
+            roofline.loc[phase, "time_s"] * 1e3, rel=1e-6)
 
 
 def test_accuracy_figure_has_one_point_per_measurement():
