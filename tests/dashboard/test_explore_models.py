@@ -44,12 +44,12 @@ def test_a_heatmap_of_batch_by_model_has_one_row_per_model():
     z = array(heatmap["z"])
     assert z.shape == (2, 3)
     assert (np.diff(z, axis=1) > 0).all()                  # more sequences, more KV cache
-    table = app.dataframe[0].value
-    assert table["model"].tolist() == [LLAMA] * 3 + [QWEN] * 3
+    table = app.dataframe[0].value                         # on screen: labelled columns, charts' units (GB)
+    assert table["Model"].tolist() == [LLAMA] * 3 + [QWEN] * 3
     published = {LLAMA: 8_030_261_248, QWEN: 7_615_616_512}
     for model, params in published.items():
-        weights = table.loc[table["model"] == model, "weights_per_device_bytes"]
-        assert weights.tolist() == pytest.approx([params * 2] * 3, rel=1e-12)
+        weights = table.loc[table["Model"] == model, "Weights per device (GB)"]
+        assert weights.tolist() == pytest.approx([params * 2 / 1e9] * 3, rel=1e-9)
 
 
 def test_the_model_axis_defaults_to_the_compare_models_selection_and_shows_weights_per_device():
