@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.charts.tables import metrics_view
 from dashboard.context import PageContext, metrics_frame
 from dashboard.views.overview import figures, show_charts
 from dashboard.widgets import table_downloads
@@ -19,9 +20,9 @@ def render(ctx: PageContext) -> None:
     if len(results) < 2:
         st.info("Select two or more devices in the sidebar to compare them.")
     metrics = metrics_frame(results)
-    formats = {column: st.column_config.NumberColumn(format="%.2f") for column in metrics.columns
-               if column not in ("device", "fits", "largest batch that fits")}
-    st.dataframe(metrics, hide_index=True, width="stretch", column_config=formats)
+    shown, helps = metrics_view(metrics)          # each value in the unit that suits it; exports keep SI values
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={column: st.column_config.Column(help=text) for column, text in helps.items()})
     table_downloads(metrics, "device-comparison", key="compare", scenario=ctx.summary())
     roofline, *others = figures(ctx, results, results)
     show_charts([*others, roofline], ctx.summary(), key="compare")
