@@ -12,9 +12,12 @@
 
 Configurations: every parallel layout of `devices` devices (engine/serving/search_layouts.py: tp x pp x dp
 = devices, expert parallelism and attention data parallelism for MoE models) x `concurrencies` (default
-1, 2, 4, ..., 512) x `token_budgets` (default 2048 and 8192), each simulated as engine.serve() simulates it
-(closed loop, continuous batching; engine/serving/search_eval.py shares the work between points). A
-layout that does not fit (the model does not split that way, the weights leave no room for the KV cache,
+1, 2, 4, ..., 512) x `token_budgets` (default 2048 and 8192). Each is first screened in closed form
+(engine/serving/search_screen.py: TPOT and tokens/s within a few percent of serve(), TTFT within tens of
+percent); the ones the answer depends on (the front, the best and near misses per device) are then
+simulated exactly as engine.serve() simulates them (engine/serving/search_refine.py, search_eval.py), until
+every one of them is exact (`exact` True: the row's numbers are serve()'s). `exact=True` simulates every
+configuration (10-80 ms each instead of about 1 ms). A layout that does not fit (the model does not split that way, the weights leave no room for the KV cache,
 ...) is kept with `fits` False and the reason.
 
 The front is drawn per device (and mode) over the configurations that ran: a configuration is on it when
@@ -34,6 +37,7 @@ from engine.serving.curve import doubling_concurrencies
 from engine.serving.options import ServingOptions
 from engine.serving.search_layouts import check_layouts, enumerate_layouts
 from engine.serving.search_recommend import recommend
+from engine.serving.search_refine import refine
 from engine.serving.search_run import evaluate_all, finite
 from engine.serving.simulate import split_fields
 from engine.serving.sla import SLA
@@ -44,7 +48,7 @@ SEARCHED_FIELDS = ("tp", "pp", "dp", "ep", "devices", "concurrency", "token_budg
 DISAGGREGATED_COLUMNS = ("prefill_device", "decode_device", "prefill_layout", "decode_layout", "prefill_workers",
                          "decode_workers", "kv_transfer_s")
 CONFIG_COLUMNS = ("device", "mode", "tp", "pp", "dp", "ep", "attention_dp", "concurrency", "token_budget", "devices",
-                  "layout", "fits", "reason", "ttft_s", "ttft_p90_s", "tpot_s", "tpot_p90_s", "e2e_s", "tokens_per_s",
+                  "layout", "fits", "reason", "exact", "ttft_s", "ttft_p90_s", "tpot_s", "tpot_p90_s", "e2e_s", "tokens_per_s",
                   "tokens_per_s_per_device", "tokens_per_s_per_user", "requests_per_s", "meets_sla", "sla_failure",
                   "on_front", *DISAGGREGATED_COLUMNS)
 
@@ -81,10 +85,11 @@ def serving_search(hardware, model, *, devices: int, input_length: int = 1024, o
                    sla: SLA | None = None, method: str = "realistic", concurrencies=None, token_budgets=None,
                    layouts=None, requests_per_s: float | None = None, concurrent_users: int | None = None,
                    disaggregated: bool = False, prefill_hardware=None, decode_hardware=None, link=None,
-                   client=None, **fields) -> SearchResult:
+                   client=None, exact: bool = False, **fields) -> SearchResult:
     """Search the serving design space (module docstring). `hardware`: one Hardware or {name: Hardware};
     `fields`: serve()'s other fields (dtypes, backend, max_batch, requests_per_client, ...), the same for every
-    configuration; `client`: a dask.distributed Client to run the layouts on."""
+    configuration; `client`: a dask.distributed Client to run the layouts on; `exact`: simulate every
+    configuration as serve() does instead of screening them first."""
     device_map = _device_map(hardware)
     searched = sorted(set(fields) & set(SEARCHED_FIELDS))
     if searched:
@@ -99,12 +104,14 @@ def serving_search(hardware, model, *, devices: int, input_length: int = 1024, o
     layout_list = check_layouts(layouts) if layouts is not None else enumerate_layouts(model, devices)
     points = [(c, b) for b in budgets for c in concurrencies]
     tasks = [(name, layout) for name in device_map for layout in layout_list]
-    rows = evaluate_all(device_map, model, method, base, scenario_fields, tasks, points, client)
+    rows = evaluate_all(device_map, model, method, base, scenario_fields, tasks, points, client, exact)
     frame = pd.DataFrame(rows)
     if disaggregated:
         frame = pd.concat([frame, _disaggregated(model, device_map, devices, base, method, link, concurrencies,
                                                  prefill_hardware, decode_hardware)], ignore_index=True)
     configs = mark(frame, sla)
+    if not exact:
+        configs = refine(configs, sla, device_map, model, method, base, scenario_fields, mark)
     best, messages = best_per_device(configs, sla, model.name)
     recommendation = recommend(configs, sla, device_map, model, method, base, scenario_fields, requests_per_s,
                                concurrent_users) if requests_per_s is not None or concurrent_users is not None \
@@ -137,6 +144,7 @@ def mark(frame: pd.DataFrame, sla: SLA | None) -> pd.DataFrame:
     frame = frame.reindex(columns=list(CONFIG_COLUMNS) + [c for c in frame.columns if c not in CONFIG_COLUMNS])
     frame["fits"] = frame["fits"].fillna(False).astype(bool)
     frame["reason"] = frame["reason"].fillna("").astype(str)
+    frame["exact"] = frame["exact"].fillna(True).astype(bool)      # rows from elsewhere (disaggregated) stand as given
     frame["attention_dp"] = frame["attention_dp"].fillna(False).astype(bool)
     for name in ("prefill_device", "decode_device", "prefill_layout", "decode_layout"):
         frame[name] = frame[name].fillna("").astype(object)

@@ -1,0 +1,155 @@
+"""A fast first estimate of serve()'s metrics, to screen thousands of configurations before simulating few.
+
+serve() simulates every iteration of a closed-loop run; a search that did that at every configuration
+would spend 10-80 ms on each. The screen instead takes the run's steady cycle in closed form and times
+three representative iterations per configuration, all configurations of a layout in one estimator call:
+
+- a clients of a replica run at once: a = min(clients, max_batch, requests the KV cache holds); the
+  others wait a whole cycle (closed loop);
+- one prompt's prefill takes P = ceil(I / max(B - a, 1)) iterations (token budget B less the decode
+  tokens), then it decodes O - 1 tokens, one per iteration: a client's cycle is L = O - 1 + P iterations,
+  unless the budget cannot hold the cycle's tokens, a (I + O - 1) / B iterations (prefill-bound: prompts
+  queue);
+- of those L iterations m = min(L, max(a I / max(B - a, 1), ceil(a / g))) carry prompt chunks, where g
+  prompts (as many as the budget takes) start together as in the start-up burst (mixed, timed with their mean
+  prompt tokens and the clients still decoding), the rest decode only (timed at the mean decode batch
+  a (O - 1) / L); both at the mean context I + O / 2;
+- TPOT = cycle time / L; output tokens/s = a O / cycle time; TTFT = P mixed iterations (plus the queueing
+  of a prefill-bound run or of clients beyond a), and for each client's first request the start-up burst
+  (all clients send at t = 0: the mean prompt waits for half of the ceil(C I / B) burst iterations),
+  averaged over the measured requests as serve() counts them.
+
+The screen's error against serve() is printed by benchmarks/serving_search_speed.py; serving_search()
+re-simulates with serve()'s exact evaluation every configuration that reaches the front or the best
+(engine/serving/search.py), so the numbers reported there are serve()'s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from engine.estimate import check_fits_model
+from engine.estimators import get_method
+from engine.parallel import parallel_layout
+from engine.serving import cost
+from engine.serving.backends import overheads
+from engine.serving.options import ServingOptions
+from engine.serving.scheduler import MixedIteration
+from engine.serving.search_eval import _pair_pass
+from engine.serving.simulate import _check_supported, kv_budget
+from engine.workload import Scenario
+
+
+class LayoutScreen:
+    """Screened metrics of many (concurrency, token budget) points of one layout (module docstring)."""
+
+    def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict):
+        self.hardware, self.model, self.base = hardware, model, base
+        fields = dict(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
+        fields.update(input_length=base.input_length, output_length=base.output_length, devices=None)
+        self.scenario = Scenario.model_validate(fields)
+        self.method = get_method(method)
+        _check_supported(model, self.scenario, self.method.name)
+        check_fits_model(model, self.scenario)
+        self.graph = get_method("realistic-graph") if self.method.name == "realistic" and base.graph_decode \
+            else self.method
+        fitted = overheads(base.backend, self.method.name)
+        self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
+        self.request_overhead = (fitted[1] if base.request_overhead_s is None else base.request_overhead_s) or 0.0
+        s = self.scenario
+        self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
+        self.layout = parallel_layout(model, self.replica)
+        self._kv: dict = {}
+
+    def _admitted(self, budget: int) -> int:
+        """Requests the KV cache holds at once at this token budget (ServingCapacityError when none)."""
+        if budget not in self._kv:
+            options = self.base.model_copy(update={"token_budget": budget})
+            capacity, per_request = kv_budget(self.model, self.replica, self.hardware, options, self.layout)
+            need = float(per_request(np.array([self.base.input_length + self.base.output_length]))[0])
+            if need > capacity:
+                from engine.serving.scheduler import ServingCapacityError
+                raise ServingCapacityError(
+                    f"one request of {self.base.input_length} input + {self.base.output_length} output tokens needs "
+                    f"{need / 1e9:.3g} GB of KV cache per device, but the memory left for the KV cache is "
+                    f"{capacity / 1e9:.3g} GB: shorten the request, use a smaller kv dtype or more devices (tp/pp)")
+            self._kv[budget] = int(capacity // need) if need > 0 else 10**9
+        return self._kv[budget]
+
+    def evaluate(self, points: list[tuple[int, int]]) -> list[dict | Exception]:
+        """Per (concurrency, token budget): screened metrics, or the exception serve() would raise."""
+        I, O, R = self.base.input_length, self.base.output_length, self.base.requests_per_client
+        plans, mixed, decode = [], [], []
+        for concurrency, budget in points:
+            try:
+                options = ServingOptions.model_validate(
+                    {**self.base.model_dump(), "concurrency": concurrency, "token_budget": budget})
+                admitted = self._admitted(budget)
+                kinds = []
+                for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
+                    a = max(1, min(clients, options.max_batch or clients, admitted))
+                    free = max(budget - a, 1)
+                    prefill_its = math.ceil(I / free)
+                    cycle = max(O - 1 + prefill_its, a * (I + O - 1) / budget)
+                    group = max(1, min(a, free // I))       # prompts that finish prefill together
+                    mixed_its = min(cycle, max(a * I / free, math.ceil(a / group)))
+                    prompt_tokens = a * I / max(mixed_its, 1e-9)
+                    decoding_mix = max(a - prompt_tokens / I, 0.0)
+                    burst_its = math.ceil(clients * I / max(budget - a / 2, 1))
+                    index = len(mixed)
+                    mixed.append(_mixed_row(prompt_tokens, decoding_mix, I, O))
+                    mixed.append(_mixed_row(min(max(budget - a / 2, 1), clients * I), a / 2, I, O))
+                    decode.append((max(1, round(a * (O - 1) / cycle)), I + O / 2))
+                    kinds.append(dict(clients=clients, replicas=replicas, a=a, cycle=cycle, mixed_its=mixed_its,
+                                      prefill_its=prefill_its, burst_its=burst_its, mix=index, dec=len(decode) - 1))
+                plans.append(kinds)
+            except ValueError as error:
+                plans.append(error)
+        mixed_t, decode_t = self._time(mixed, decode)
+        return [p if isinstance(p, Exception) else self._metrics(p, mixed_t, decode_t, O, R) for p in plans]
+
+    def _time(self, mixed: list, decode: list) -> tuple[np.ndarray, np.ndarray]:
+        mixed_t = cost.time_pass(cost.mixed_pass(mixed), len(mixed), self.model, self.replica, self.hardware,
+                                 self.method, self.layout) + self.overhead if mixed else np.zeros(0)
+        decode_t = np.zeros(0)
+        if decode:
+            n, p = (np.array(values, dtype=float) for values in zip(*decode))
+            decode_t = cost.time_pass(_pair_pass(n, p), len(n), self.model, self.replica, self.hardware, self.graph,
+                                      self.layout) + self.overhead
+        return mixed_t, decode_t
+
+    def _metrics(self, kinds: list, mixed_t, decode_t, O: int, R: int) -> dict:
+        total_tokens_per_s, weights, ttfts, tpots = 0.0, [], [], []
+        for k in kinds:
+            t_mix, t_burst, t_dec = mixed_t[k["mix"]], mixed_t[k["mix"] + 1], decode_t[k["dec"]]
+            cycle_s = k["mixed_its"] * t_mix + (k["cycle"] - k["mixed_its"]) * t_dec
+            tpot = cycle_s / k["cycle"]
+            queue_its = max(k["cycle"] - (O - 1) - k["prefill_its"], 0.0)
+            waiting = (k["clients"] / k["a"] - 1) * cycle_s         # clients beyond those admitted at once
+            steady = (k["prefill_its"] + queue_its) * t_mix + waiting
+            first = t_burst * (k["burst_its"] + 1) / 2 + waiting
+            ttfts.append((first + max(R - 2, 0) * steady) / max(R - 1, 1) + self.request_overhead)
+            tpots.append(tpot if O > 1 else float("nan"))
+            weights.append(k["clients"] * k["replicas"])
+            total_tokens_per_s += k["replicas"] * k["a"] * O / cycle_s
+        w = np.array(weights, dtype=float)
+        ttft, tpot = float(np.average(ttfts, weights=w)), float(np.average(tpots, weights=w))
+        e2e = ttft + (O - 1) * (tpot if O > 1 else 0.0)
+        return {"ttft_s": ttft, "ttft_p90_s": float("nan"), "tpot_s": tpot, "tpot_p90_s": float("nan"), "e2e_s": e2e,
+                "tokens_per_s": total_tokens_per_s,
+                "tokens_per_s_per_device": total_tokens_per_s / self.scenario.device_count,
+                "tokens_per_s_per_user": 1.0 / tpot if tpot > 0 and np.isfinite(tpot) else float("nan"),
+                "requests_per_s": total_tokens_per_s / O}
+
+
+def _mixed_row(prompt_tokens: float, decoding: float, I: int, O: int) -> MixedIteration:
+    """A mixed iteration with `prompt_tokens` of prompts (whole prompts of I tokens from the start, the rest one
+    chunk half-way into a prompt) and `decoding` requests at the mean context I + O / 2."""
+    tokens = max(int(round(prompt_tokens)), 1)
+    whole, rest = divmod(tokens, I)
+    chunks = [float(I)] * whole + ([float(rest)] if rest else [])
+    priors = [0.0] * whole + ([float(max(I - rest, 0) // 2)] if rest else [])
+    n = max(int(round(decoding)), 0)
+    return MixedIteration(0, np.full(n, float(I + O // 2 - 1)), np.array(chunks), np.array(priors), whole)
