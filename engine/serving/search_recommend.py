@@ -112,7 +112,7 @@ def _check(pick: dict, sla, device, model, method, base, scenario_fields, reques
         fewer = pick["replicas"] - 1
         metrics = _serve_copies(unit, fewer, clients(fewer), budget, device, model, method, base, scenario_fields)
         short = _falls_short(metrics, sla, requests_per_s)
-        pick["one_fewer"] = (f"{fewer * pick['unit_devices']} devices ({fewer} replicas): "
+        pick["one_fewer"] = (f"{fewer * pick['unit_devices']} devices ({fewer} replica{'s' if fewer > 1 else ''}): "
                              + (short or "also meets it (a smaller layout may serve it)"))
     return pick
 
