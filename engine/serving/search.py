@@ -147,7 +147,7 @@ def mark(frame: pd.DataFrame, sla: SLA | None) -> pd.DataFrame:
     frame["exact"] = frame["exact"].fillna(True).astype(bool)      # rows from elsewhere (disaggregated) stand as given
     frame["attention_dp"] = frame["attention_dp"].fillna(False).astype(bool)
     for name in ("prefill_device", "decode_device", "prefill_layout", "decode_layout"):
-        frame[name] = frame[name].fillna("").astype(object)
+        frame[name] = frame[name].astype(object).where(frame[name].notna(), "")
     failures = []
     for fits, ttft, tpot, e2e in zip(frame["fits"], frame["ttft_s"], frame["tpot_s"], frame["e2e_s"]):
         if not fits:
