@@ -60,9 +60,9 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
                         help="how iterations are timed (docs/methods.md)")
     search.add_argument("--exact", action="store_true",
                         help="simulate every configuration as `serve` does (slow) instead of screening first")
-    search.add_argument("--weight-dtype", default="bf16", type=dtype)
-    search.add_argument("--act-dtype", default="bf16", type=dtype)
-    search.add_argument("--kv-dtype", default="bf16", type=dtype)
+    search.add_argument("--weight-dtype", default="bf16", type=dtype, help="weights dtype (bf16, fp8, int4, ...)")
+    search.add_argument("--act-dtype", default="bf16", type=dtype, help="activations dtype (bf16, fp8, ...)")
+    search.add_argument("--kv-dtype", default="bf16", type=dtype, help="KV cache dtype (bf16, fp8, ...)")
     search.add_argument("--backend", default="generic", choices=("generic", "vllm", "sglang", "trtllm"),
                         help="serving engine whose fitted host-side times apply")
     search.add_argument("--disaggregated", action="store_true",
