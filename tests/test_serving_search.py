@@ -188,3 +188,36 @@ def test_cli_json_keys(capsys):
     assert code == 0
     text = capsys.readouterr().out
     assert "Pareto front, H200-SXM (aggregated)" in text and "tok/s/dev" in text
+
+
+def test_disaggregated_rows_join_the_search_with_their_own_front_and_scaled_recommendation(monkeypatch):
+    """A stand-in for engine/serving/disagg_balance.py: its rows get their own front, best and recommendation."""
+    import types
+
+    import pandas as pd
+    calls = {}
+
+    def candidates(model, prefill_hw, decode_hw, total_devices, options, method, link=None, concurrencies=None,
+                   **fields):
+        calls.update(total=total_devices, prefill=prefill_hw.name, decode=decode_hw.name, fields=fields)
+        return pd.DataFrame([dict(device="H100-SXM→H200-SXM", mode="disaggregated", tp=1, pp=1, dp=1, ep=1,
+                                  concurrency=c, token_budget=2048, devices=2, fits=True, reason="",
+                                  layout=f"P[TP1] x1 D[TP1] x1", prefill_device="H100-SXM", decode_device="H200-SXM",
+                                  prefill_layout="TP1", decode_layout="TP1", prefill_workers=1, decode_workers=1,
+                                  kv_transfer_s=0.001, ttft_s=0.05 * c, tpot_s=0.004 + 0.001 * c, e2e_s=1.0,
+                                  tokens_per_s=32.0 * c, tokens_per_s_per_device=16.0 * c,
+                                  tokens_per_s_per_user=1 / (0.004 + 0.001 * c)) for c in (1, 2, 4)])
+    monkeypatch.setitem(sys.modules, "engine.serving.disagg_balance",
+                        types.SimpleNamespace(disaggregated_candidates=candidates))
+    result = serving_search({"H200-SXM": H200, "H100-SXM": H100}, LLAMA8, devices=2, disaggregated=True,
+                            prefill_hardware="H100-SXM", decode_hardware="H200-SXM", sla=SLA(ttft_max_s=0.15),
+                            concurrencies=[1, 2], token_budgets=[2048], output_length=32, requests_per_s=3,
+                            kv_dtype="fp8")
+    assert calls == dict(total=2, prefill="H100-SXM", decode="H200-SXM", fields={"kv_dtype": "fp8"})
+    disagg = result.configs[result.configs["mode"] == "disaggregated"]
+    assert list(disagg["meets_sla"]) == [True, True, False] and disagg["on_front"].all()   # none dominates another
+    best = result.best.set_index("mode").loc["disaggregated"]
+    assert best["concurrency"] == 2                                     # 32 tokens/s per device, TTFT 0.1 s
+    rec = result.recommendation.set_index("mode").loc["disaggregated"]
+    # 64 tokens/s / 32 output tokens = 2 requests/s per 2-device copy: 2 copies, 4 devices for 3 requests/s
+    assert (rec["replicas"], rec["devices_needed"]) == (2, 4) and "scaled" in rec["sentence"]

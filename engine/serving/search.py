@@ -108,7 +108,8 @@ def serving_search(hardware, model, *, devices: int, input_length: int = 1024, o
     frame = pd.DataFrame(rows)
     if disaggregated:
         frame = pd.concat([frame, _disaggregated(model, device_map, devices, base, method, link, concurrencies,
-                                                 prefill_hardware, decode_hardware)], ignore_index=True)
+                                                 prefill_hardware, decode_hardware, scenario_fields)],
+                          ignore_index=True)
     configs = mark(frame, sla)
     if not exact:
         configs = refine(configs, sla, device_map, model, method, base, scenario_fields, mark)
@@ -216,7 +217,8 @@ def describe(row) -> str:
     return f"{head} ({int(row['devices'])} devices) at concurrency {int(row['concurrency'])}{tail}"
 
 
-def _disaggregated(model, device_map, devices, base, method, link, concurrencies, prefill_hardware, decode_hardware):
+def _disaggregated(model, device_map, devices, base, method, link, concurrencies, prefill_hardware, decode_hardware,
+                   scenario_fields):
     try:
         from engine.serving.disagg_balance import disaggregated_candidates
     except ImportError as error:
@@ -227,7 +229,7 @@ def _disaggregated(model, device_map, devices, base, method, link, concurrencies
     prefill = _resolve(prefill_hardware, device_map) or first
     decode = _resolve(decode_hardware, device_map) or first
     frame = disaggregated_candidates(model, prefill, decode, devices, base, method, link=link,
-                                     concurrencies=concurrencies)
+                                     concurrencies=concurrencies, **scenario_fields)
     frame = frame.assign(mode="disaggregated")
     if "requests_per_s" not in frame.columns and "tokens_per_s" in frame.columns:
         frame["requests_per_s"] = frame["tokens_per_s"] / base.output_length
