@@ -78,18 +78,33 @@ class LayoutScreen:
             self._kv[budget] = int(capacity // need) if need > 0 else 10**9
         return self._kv[budget]
 
+    def _share_kv(self, budgets: list[int], clients: int) -> None:
+        """The largest budget leaves the least room for the KV cache (the largest activations): when even that
+        room holds every client's request, no budget limits admission and one kv_budget() call serves all."""
+        top = max(budgets, default=0)
+        try:
+            admitted = self._admitted(top) if top else 0
+        except ValueError:
+            return
+        if admitted >= clients:
+            for budget in budgets:
+                self._kv.setdefault(budget, admitted)
+
     def evaluate(self, points: list[tuple[int, int]]) -> list[dict | Exception]:
         """Per (concurrency, token budget): screened metrics, or the exception serve() would raise."""
         I, O, R = self.base.input_length, self.base.output_length, self.base.requests_per_client
-        plans, mixed, decode = [], [], []
+        self._share_kv([b for _, b in points], max((c for c, _ in points), default=1))
+        plans, mixed, decode = [], {}, {}     # rows to time: {key: position}, shared by the points alike
         for concurrency, budget in points:
             try:
-                options = ServingOptions.model_validate(
-                    {**self.base.model_dump(), "concurrency": concurrency, "token_budget": budget})
+                limit = self.base.max_batch
+                if budget < min(limit or concurrency, concurrency):    # ServingOptions refuses it: its message
+                    ServingOptions.model_validate({**self.base.model_dump(), "concurrency": concurrency,
+                                                   "token_budget": budget})
                 admitted = self._admitted(budget)
                 kinds = []
-                for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
-                    a = max(1, min(clients, options.max_batch or clients, admitted))
+                for clients, replicas in _replica_concurrencies(concurrency, self.scenario.dp):
+                    a = max(1, min(clients, limit or clients, admitted))
                     free = max(budget - a, 1)
                     prefill_its = math.ceil(I / free)
                     cycle = max(O - 1 + prefill_its, a * (I + O - 1) / budget)
@@ -98,19 +113,21 @@ class LayoutScreen:
                     prompt_tokens = a * I / max(mixed_its, 1e-9)
                     decoding_mix = max(a - prompt_tokens / I, 0.0)
                     burst_its = math.ceil(clients * I / max(budget - a / 2, 1))
-                    index = len(mixed)
-                    mixed.append(_mixed_row(prompt_tokens, decoding_mix, I, O))
-                    mixed.append(_mixed_row(min(max(budget - a / 2, 1), clients * I), a / 2, I, O))
-                    decode.append((max(1, round(a * (O - 1) / cycle)), I + O / 2))
+                    steady_row = _row_index(mixed, _mixed_key(prompt_tokens, decoding_mix))
+                    burst_row = _row_index(mixed, _mixed_key(min(max(budget - a / 2, 1), clients * I), a / 2))
+                    decode_row = _row_index(decode, (max(1, round(a * (O - 1) / cycle)), I + O / 2))
                     kinds.append(dict(clients=clients, replicas=replicas, a=a, cycle=cycle, mixed_its=mixed_its,
-                                      prefill_its=prefill_its, burst_its=burst_its, mix=index, dec=len(decode) - 1))
+                                      prefill_its=prefill_its, burst_its=burst_its, mix=steady_row, burst=burst_row,
+                                      dec=decode_row))
                 plans.append(kinds)
             except ValueError as error:
                 plans.append(error)
         mixed_t, decode_t = self._time(mixed, decode)
         return [p if isinstance(p, Exception) else self._metrics(p, mixed_t, decode_t, O, R) for p in plans]
 
-    def _time(self, mixed: list, decode: list) -> tuple[np.ndarray, np.ndarray]:
+    def _time(self, mixed: dict, decode: dict) -> tuple[np.ndarray, np.ndarray]:
+        mixed = [_mixed_row(tokens, decoding, self.base.input_length, self.base.output_length)
+                 for tokens, decoding in mixed]
         mixed_t = cost.time_pass(cost.mixed_pass(mixed), len(mixed), self.model, self.replica, self.hardware,
                                  self.method, self.layout) + self.overhead if mixed else np.zeros(0)
         decode_t = np.zeros(0)
@@ -123,7 +140,7 @@ class LayoutScreen:
     def _metrics(self, kinds: list, mixed_t, decode_t, O: int, R: int) -> dict:
         total_tokens_per_s, weights, ttfts, tpots = 0.0, [], [], []
         for k in kinds:
-            t_mix, t_burst, t_dec = mixed_t[k["mix"]], mixed_t[k["mix"] + 1], decode_t[k["dec"]]
+            t_mix, t_burst, t_dec = mixed_t[k["mix"]], mixed_t[k["burst"]], decode_t[k["dec"]]
             cycle_s = k["mixed_its"] * t_mix + (k["cycle"] - k["mixed_its"]) * t_dec
             tpot = cycle_s / k["cycle"]
             queue_its = max(k["cycle"] - (O - 1) - k["prefill_its"], 0.0)
@@ -134,14 +151,31 @@ class LayoutScreen:
             tpots.append(tpot if O > 1 else float("nan"))
             weights.append(k["clients"] * k["replicas"])
             total_tokens_per_s += k["replicas"] * k["a"] * O / cycle_s
-        w = np.array(weights, dtype=float)
-        ttft, tpot = float(np.average(ttfts, weights=w)), float(np.average(tpots, weights=w))
+        total = float(sum(weights))
+        ttft = sum(w * t for w, t in zip(weights, ttfts)) / total
+        tpot = sum(w * t for w, t in zip(weights, tpots)) / total
         e2e = ttft + (O - 1) * (tpot if O > 1 else 0.0)
         return {"ttft_s": ttft, "ttft_p90_s": float("nan"), "tpot_s": tpot, "tpot_p90_s": float("nan"), "e2e_s": e2e,
                 "tokens_per_s": total_tokens_per_s,
                 "tokens_per_s_per_device": total_tokens_per_s / self.scenario.device_count,
                 "tokens_per_s_per_user": 1.0 / tpot if tpot > 0 and np.isfinite(tpot) else float("nan"),
                 "requests_per_s": total_tokens_per_s / O}
+
+
+def _row_index(rows: dict, key) -> int:
+    return rows.setdefault(key, len(rows))
+
+
+def _mixed_key(prompt_tokens: float, decoding: float) -> tuple[int, int]:
+    """A mixed row as _mixed_row builds it: whole prompt tokens and decoding requests."""
+    return max(int(round(prompt_tokens)), 1), max(int(round(decoding)), 0)
+
+
+def _replica_concurrencies(concurrency: int, dp: int) -> list[tuple[int, int]]:
+    """ServingOptions.replica_concurrencies without building the options: [(clients of a replica, replicas)]."""
+    base, extra = divmod(concurrency, dp)
+    return [(clients, replicas) for clients, replicas in ((base + 1, extra), (base, dp - extra))
+            if clients > 0 and replicas > 0]
 
 
 def _mixed_row(prompt_tokens: float, decoding: float, I: int, O: int) -> MixedIteration:
