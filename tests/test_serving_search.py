@@ -221,3 +221,16 @@ def test_disaggregated_rows_join_the_search_with_their_own_front_and_scaled_reco
     rec = result.recommendation.set_index("mode").loc["disaggregated"]
     # 64 tokens/s / 32 output tokens = 2 requests/s per 2-device copy: 2 copies, 4 devices for 3 requests/s
     assert (rec["replicas"], rec["devices_needed"]) == (2, 4) and "scaled" in rec["sentence"]
+
+
+def test_dask_client_runs_the_layouts_and_gives_the_same_configurations():
+    from dask.distributed import Client, LocalCluster, get_task_stream
+    kwargs = dict(devices=2, concurrencies=[1, 4], token_budgets=[2048], output_length=32, sla=SLA(tpot_max_s=0.005))
+    expected = serving_search(H200, LLAMA8, **kwargs)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster) as client, get_task_stream(client) as stream:
+        got = serving_search(H200, LLAMA8, client=client, **kwargs)
+    tasks = [t for t in stream.data if str(t["key"]).startswith("llm-roofline-serving-search-")]
+    assert len(tasks) == 3                                             # one per layout of 2 devices
+    import pandas as pd
+    pd.testing.assert_frame_equal(got.configs, expected.configs)
