@@ -97,13 +97,12 @@ class ScheduleCache:
         return self.plans[key]
 
 
-class LayoutEvaluator:
-    """serve()'s metrics at many (concurrency, token budget) points of one layout (module docstring)."""
+class LayoutSetup:
+    """What serve() settles before its schedule, for one layout: the cost scenario, the replica whose kernel
+    table times the iterations, the estimators, the host-side times and the KV budget per token budget."""
 
-    def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict,
-                 schedules: ScheduleCache | None = None):
+    def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict):
         self.hardware, self.model, self.base = hardware, model, base
-        self.schedules = schedules or ScheduleCache()
         base_fields = dict(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
         base_fields.update(input_length=base.input_length, output_length=base.output_length, devices=None)
         self.scenario = Scenario.model_validate(base_fields)
@@ -116,6 +115,7 @@ class LayoutEvaluator:
         self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
         self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
         s = self.scenario
+        # replicas are independent unless the expert-parallel group spans them (attention data parallelism)
         self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
         self.layout = parallel_layout(model, self.replica)   # ParallelismError when the model does not divide
         self._budgets: dict = {}
@@ -126,6 +126,15 @@ class LayoutEvaluator:
             options = self.base.model_copy(update={"token_budget": token_budget})
             self._budgets[token_budget] = kv_budget(self.model, self.replica, self.hardware, options, self.layout)
         return self._budgets[token_budget]
+
+
+class LayoutEvaluator(LayoutSetup):
+    """serve()'s metrics at many (concurrency, token budget) points of one layout (module docstring)."""
+
+    def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict,
+                 schedules: ScheduleCache | None = None):
+        super().__init__(hardware, model, method, base, scenario_fields)
+        self.schedules = schedules or ScheduleCache()
 
     def evaluate(self, points: list[tuple[int, int]]) -> list[dict | Exception]:
         """Per (concurrency, token budget): serve()'s metrics dict, or the exception serve() would raise."""

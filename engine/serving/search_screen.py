@@ -30,47 +30,26 @@ import math
 
 import numpy as np
 
-from engine.estimate import check_fits_model
-from engine.estimators import get_method
-from engine.parallel import parallel_layout
 from engine.serving import cost
-from engine.serving.backends import overheads
 from engine.serving.options import ServingOptions
-from engine.serving.scheduler import MixedIteration
-from engine.serving.search_eval import _pair_pass
-from engine.serving.simulate import _check_supported, kv_budget
-from engine.workload import Scenario
+from engine.serving.scheduler import MixedIteration, ServingCapacityError
+from engine.serving.search_eval import LayoutSetup, _pair_pass
 
 
-class LayoutScreen:
+class LayoutScreen(LayoutSetup):
     """Screened metrics of many (concurrency, token budget) points of one layout (module docstring)."""
 
     def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict):
-        self.hardware, self.model, self.base = hardware, model, base
-        fields = dict(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
-        fields.update(input_length=base.input_length, output_length=base.output_length, devices=None)
-        self.scenario = Scenario.model_validate(fields)
-        self.method = get_method(method)
-        _check_supported(model, self.scenario, self.method.name)
-        check_fits_model(model, self.scenario)
-        self.graph = get_method("realistic-graph") if self.method.name == "realistic" and base.graph_decode \
-            else self.method
-        fitted = overheads(base.backend, self.method.name)
-        self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
-        self.request_overhead = (fitted[1] if base.request_overhead_s is None else base.request_overhead_s) or 0.0
-        s = self.scenario
-        self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
-        self.layout = parallel_layout(model, self.replica)
+        super().__init__(hardware, model, method, base, scenario_fields)
+        self.request_overhead = self.request_overhead or 0.0
         self._kv: dict = {}
 
     def _admitted(self, budget: int) -> int:
         """Requests the KV cache holds at once at this token budget (ServingCapacityError when none)."""
         if budget not in self._kv:
-            options = self.base.model_copy(update={"token_budget": budget})
-            capacity, per_request = kv_budget(self.model, self.replica, self.hardware, options, self.layout)
+            capacity, per_request = self.kv(budget)
             need = float(per_request(np.array([self.base.input_length + self.base.output_length]))[0])
             if need > capacity:
-                from engine.serving.scheduler import ServingCapacityError
                 raise ServingCapacityError(
                     f"one request of {self.base.input_length} input + {self.base.output_length} output tokens needs "
                     f"{need / 1e9:.3g} GB of KV cache per device, but the memory left for the KV cache is "
