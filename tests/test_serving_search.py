@@ -234,3 +234,32 @@ def test_dask_client_runs_the_layouts_and_gives_the_same_configurations():
     assert len(tasks) == 3                                             # one per layout of 2 devices
     import pandas as pd
     pd.testing.assert_frame_equal(got.configs, expected.configs)
+
+
+def test_screen_is_close_to_serve_on_tpot_and_throughput():
+    """The closed-form screen only chooses what to simulate, but it must stay near serve() on a chat-like
+    workload: TPOT within 8%, tokens/s within 6%, TTFT within 25% (docs/serving.md quotes the measured spread)."""
+    from engine.serving.search_screen import LayoutScreen
+    base = ServingOptions(input_length=1024, output_length=256)
+    points = [(1, 2048), (8, 2048), (64, 1024), (64, 8192)]
+    for layout in (dict(tp=1, pp=1, dp=1), dict(tp=2, pp=2, dp=1)):
+        screened = LayoutScreen(H200, LLAMA8, "realistic", base, layout).evaluate(points)
+        for (concurrency, budget), got in zip(points, screened):
+            expected = serve(H200, LLAMA8, concurrency=concurrency, token_budget=budget, input_length=1024,
+                             output_length=256, **layout).metrics
+            where = (layout, concurrency, budget)
+            assert got["tpot_s"] == pytest.approx(expected["tpot_s"], rel=0.08), where
+            assert got["tokens_per_s"] == pytest.approx(expected["tokens_per_s"], rel=0.06), where
+            assert got["ttft_s"] == pytest.approx(expected["ttft_s"], rel=0.25), where
+
+
+def test_recommendation_for_concurrent_users_holds_under_serve():
+    result = serving_search(H200, LLAMA8, devices=1, sla=SLA(tpot_max_s=0.0065), concurrent_users=40, **SMALL)
+    rec = result.recommendation.iloc[0]
+    assert rec["checked_by_serve"] and rec["layout"] == "TP1 PP1 DP1 EP1"
+    replicas = int(rec["replicas"])
+    assert rec["devices_needed"] == replicas and replicas * rec["concurrency_per_replica"] >= 40
+    answer = serve(H200, LLAMA8, concurrency=40, token_budget=int(rec["token_budget"]), input_length=512,
+                   output_length=64, dp=replicas).metrics
+    assert answer["tpot_s"] <= 0.0065 and answer["tpot_s"] == pytest.approx(rec["tpot_s"], rel=1e-9)
+    assert "40 concurrent users" in rec["sentence"]

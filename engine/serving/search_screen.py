@@ -12,7 +12,8 @@ three representative iterations per configuration, all configurations of a layou
   queue);
 - of those L iterations m = min(L, max(a I / max(B - a, 1), ceil(a / g))) carry prompt chunks, where g
   prompts (as many as the budget takes) start together as in the start-up burst (mixed, timed with their mean
-  prompt tokens and the clients still decoding), the rest decode only (timed at the mean decode batch
+  prompt tokens, and when prompts span iterations a / m of them holding the end of one prompt and the start of
+  the next and the clients still decoding), the rest decode only (timed at the mean decode batch
   a (O - 1) / L); both at the mean context I + O / 2;
 - TPOT = cycle time / L; output tokens/s = a O / cycle time; TTFT = P mixed iterations (plus the queueing
   of a prefill-bound run or of clients beyond a), and for each client's first request the start-up burst
@@ -90,13 +91,19 @@ class LayoutScreen(LayoutSetup):
                     group = max(1, min(a, free // I))       # prompts that finish prefill together
                     mixed_its = min(cycle, max(a * I / free, math.ceil(a / group)))
                     prompt_tokens = a * I / max(mixed_its, 1e-9)
-                    decoding_mix = max(a - prompt_tokens / I, 0.0)
+                    decoding_mix = max(min(a - prompt_tokens / I, a * (O - 1) / cycle), 0.0)
                     burst_its = math.ceil(clients * I / max(budget - a / 2, 1))
                     steady_row = _row_index(mixed, _mixed_key(prompt_tokens, decoding_mix))
+                    # prompts longer than an iteration's prompt tokens: a of the mixed iterations hold the end of
+                    # one prompt and the start of the next (two chunks), the others one chunk inside a prompt
+                    boundary = min(1.0, a / max(mixed_its, 1e-9)) if prompt_tokens < I else 0.0
+                    boundary_row = _row_index(mixed, _mixed_key(prompt_tokens, decoding_mix, True)) \
+                        if boundary else steady_row
                     burst_row = _row_index(mixed, _mixed_key(min(max(budget - a / 2, 1), clients * I), a / 2))
                     decode_row = _row_index(decode, (max(1, round(a * (O - 1) / cycle)), I + O / 2))
                     kinds.append(dict(clients=clients, replicas=replicas, a=a, cycle=cycle, mixed_its=mixed_its,
                                       prefill_its=prefill_its, burst_its=burst_its, mix=steady_row, burst=burst_row,
+                                      boundary_row=boundary_row, boundary=boundary,
                                       dec=decode_row))
                 plans.append(kinds)
             except ValueError as error:
@@ -105,8 +112,8 @@ class LayoutScreen(LayoutSetup):
         return [p if isinstance(p, Exception) else self._metrics(p, mixed_t, decode_t, O, R) for p in plans]
 
     def _time(self, mixed: dict, decode: dict) -> tuple[np.ndarray, np.ndarray]:
-        mixed = [_mixed_row(tokens, decoding, self.base.input_length, self.base.output_length)
-                 for tokens, decoding in mixed]
+        mixed = [_mixed_row(tokens, decoding, self.base.input_length, self.base.output_length, boundary)
+                 for tokens, decoding, boundary in mixed]
         mixed_t = cost.time_pass(cost.mixed_pass(mixed), len(mixed), self.model, self.replica, self.hardware,
                                  self.method, self.layout) + self.overhead if mixed else np.zeros(0)
         decode_t = np.zeros(0)
@@ -119,7 +126,8 @@ class LayoutScreen(LayoutSetup):
     def _metrics(self, kinds: list, mixed_t, decode_t, O: int, R: int) -> dict:
         total_tokens_per_s, weights, ttfts, tpots = 0.0, [], [], []
         for k in kinds:
-            t_mix, t_burst, t_dec = mixed_t[k["mix"]], mixed_t[k["burst"]], decode_t[k["dec"]]
+            t_mix = (1 - k["boundary"]) * mixed_t[k["mix"]] + k["boundary"] * mixed_t[k["boundary_row"]]
+            t_burst, t_dec = mixed_t[k["burst"]], decode_t[k["dec"]]
             cycle_s = k["mixed_its"] * t_mix + (k["cycle"] - k["mixed_its"]) * t_dec
             tpot = cycle_s / k["cycle"]
             queue_its = max(k["cycle"] - (O - 1) - k["prefill_its"], 0.0)
@@ -145,9 +153,9 @@ def _row_index(rows: dict, key) -> int:
     return rows.setdefault(key, len(rows))
 
 
-def _mixed_key(prompt_tokens: float, decoding: float) -> tuple[int, int]:
-    """A mixed row as _mixed_row builds it: whole prompt tokens and decoding requests."""
-    return max(int(round(prompt_tokens)), 1), max(int(round(decoding)), 0)
+def _mixed_key(prompt_tokens: float, decoding: float, boundary: bool = False) -> tuple[int, int, bool]:
+    """A mixed row as _mixed_row builds it: whole prompt tokens, decoding requests, a prompt boundary or not."""
+    return max(int(round(prompt_tokens)), 1), max(int(round(decoding)), 0), boundary
 
 
 def _replica_concurrencies(concurrency: int, dp: int) -> list[tuple[int, int]]:
@@ -157,12 +165,15 @@ def _replica_concurrencies(concurrency: int, dp: int) -> list[tuple[int, int]]:
             if clients > 0 and replicas > 0]
 
 
-def _mixed_row(prompt_tokens: float, decoding: float, I: int, O: int) -> MixedIteration:
-    """A mixed iteration with `prompt_tokens` of prompts (whole prompts of I tokens from the start, the rest one
-    chunk half-way into a prompt) and `decoding` requests at the mean context I + O / 2."""
-    tokens = max(int(round(prompt_tokens)), 1)
-    whole, rest = divmod(tokens, I)
-    chunks = [float(I)] * whole + ([float(rest)] if rest else [])
-    priors = [0.0] * whole + ([float(max(I - rest, 0) // 2)] if rest else [])
-    n = max(int(round(decoding)), 0)
-    return MixedIteration(0, np.full(n, float(I + O // 2 - 1)), np.array(chunks), np.array(priors), whole)
+def _mixed_row(prompt_tokens: int, decoding: int, I: int, O: int, boundary: bool = False) -> MixedIteration:
+    """A mixed iteration with `prompt_tokens` of prompts and `decoding` requests at the mean context I + O / 2.
+    Prompt tokens: whole prompts of I tokens from the start and the rest as one chunk half-way into a prompt; or,
+    at a `boundary`, the last half of them ending one prompt and the first half starting the next."""
+    whole, rest = divmod(prompt_tokens, I)
+    if boundary:
+        tail = prompt_tokens // 2
+        chunks, priors, whole = [float(tail), float(prompt_tokens - tail)], [float(I - tail), 0.0], 1
+    else:
+        chunks = [float(I)] * whole + ([float(rest)] if rest else [])
+        priors = [0.0] * whole + ([float(max(I - rest, 0) // 2)] if rest else [])
+    return MixedIteration(0, np.full(decoding, float(I + O // 2 - 1)), np.array(chunks), np.array(priors), whole)
