@@ -156,12 +156,18 @@ def test_layouts_of_n_devices_with_expert_and_attention_data_parallelism():
     assert [l.attention_dp for l in layouts if l.name == "TP1 PP1 DP4 EP4"] == [True]
 
 
-def test_several_devices_in_one_search_and_searched_fields_refused():
-    result = serving_search({"H200-SXM": H200, "H100-SXM": H100}, LLAMA8, devices=1, concurrencies=[1, 8],
-                            token_budgets=[2048], output_length=32)
-    assert set(result.configs["device"]) == {"H200-SXM", "H100-SXM"} and len(result.best) == 2
+def test_several_devices_in_one_search_an_edited_copy_kept_apart_and_searched_fields_refused():
+    faster = H200.model_copy(update={"memory_bandwidth_bytes_per_s": 2 * H200.memory_bandwidth_bytes_per_s})
+    devices = {"H200-SXM": H200, "H200 with 2x HBM bandwidth": faster, "H100-SXM": H100}
+    result = serving_search(devices, LLAMA8, devices=1, concurrencies=[1, 8], token_budgets=[2048], output_length=32,
+                            sla=SLA(tpot_max_s=0.1), requests_per_s=1)
+    assert set(result.configs["device"]) == set(devices) and len(result.best) == 3 and len(result.recommendation) == 3
+    speed = result.configs[result.configs["concurrency"] == 1].set_index("device")["tokens_per_s_per_user"]
+    assert speed["H200 with 2x HBM bandwidth"] > 1.3 * speed["H200-SXM"]     # batch-1 decode is bandwidth-bound
     with pytest.raises(TypeError, match="searches tp"):
         serving_search(H200, LLAMA8, devices=1, tp=2)
+    with pytest.raises(ValueError, match="seed"):
+        serving_search(H200, LLAMA8, devices=1, method="seed")
 
 
 def test_disaggregated_names_the_missing_module(monkeypatch):

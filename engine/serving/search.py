@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from engine.estimators import get_method
 from engine.serving.curve import doubling_concurrencies
 from engine.serving.options import ServingOptions
 from engine.serving.search_layouts import check_layouts, enumerate_layouts
@@ -86,7 +87,8 @@ def serving_search(hardware, model, *, devices: int, input_length: int = 1024, o
                    layouts=None, requests_per_s: float | None = None, concurrent_users: int | None = None,
                    disaggregated: bool = False, prefill_hardware=None, decode_hardware=None, link=None,
                    client=None, exact: bool = False, **fields) -> SearchResult:
-    """Search the serving design space (module docstring). `hardware`: one Hardware or {name: Hardware};
+    """Search the serving design space (module docstring). `hardware`: one Hardware or {label: Hardware} (the
+    label names the device in the results, so edited copies of one device stay apart);
     `fields`: serve()'s other fields (dtypes, backend, max_batch, requests_per_client, ...), the same for every
     configuration; `client`: a dask.distributed Client to run the layouts on; `exact`: simulate every
     configuration as serve() does instead of screening them first."""
@@ -97,6 +99,9 @@ def serving_search(hardware, model, *, devices: int, input_length: int = 1024, o
                         "token_budgets= or layouts= instead")
     if requests_per_s is not None and concurrent_users is not None:
         raise ValueError("give requests_per_s or concurrent_users, not both")
+    if get_method(method).name == "seed":
+        raise ValueError("method 'seed' reproduces the notebook's single-device decomposition and has no serving "
+                         "schedule; use roofline, hierarchical, realistic or realistic-graph")
     scenario_fields, option_fields = split_fields(fields)
     base = ServingOptions(input_length=input_length, output_length=output_length, **option_fields)
     concurrencies = _whole_numbers("concurrencies", concurrencies or doubling_concurrencies(DEFAULT_LARGEST_CONCURRENCY))

@@ -37,9 +37,11 @@ def _message(error: Exception) -> str:
 
 
 def layout_rows(hardware, model, method: str, base: ServingOptions, scenario_fields: dict, layout: Layout,
-                points: list[tuple[int, int]], schedules: ScheduleCache | None = None, exact: bool = True) -> list[dict]:
-    """One row per (concurrency, token budget) point of `layout` on `hardware` (module docstring)."""
-    rows = [_base_row(hardware.name, layout, c, b) for c, b in points]
+                points: list[tuple[int, int]], schedules: ScheduleCache | None = None, exact: bool = True,
+                label: str | None = None) -> list[dict]:
+    """One row per (concurrency, token budget) point of `layout` on `hardware` (module docstring); `label` names
+    the device in the rows (default: its name; a search's {label: Hardware} keeps edited copies apart)."""
+    rows = [_base_row(label or hardware.name, layout, c, b) for c, b in points]
     problem = layout_problem(model, layout)
     if problem:
         for row in rows:
@@ -79,7 +81,7 @@ def evaluate_all(devices: dict, model, method: str, base: ServingOptions, scenar
         rows = []
         for name, layout in tasks:
             rows.extend(layout_rows(devices[name], model, method, base, scenario_fields, layout, points,
-                                    caches[name], exact))
+                                    caches[name], exact, name))
         return rows
     [shared] = client.scatter([(devices, model, method, base, scenario_fields, points, exact)], broadcast=True,
                               hash=False)
@@ -95,7 +97,7 @@ def evaluate_all(devices: dict, model, method: str, base: ServingOptions, scenar
 
 def _task(shared: tuple, name: str, layout: Layout) -> list[dict]:
     devices, model, method, base, scenario_fields, points, exact = shared
-    return layout_rows(devices[name], model, method, base, scenario_fields, layout, points, exact=exact)
+    return layout_rows(devices[name], model, method, base, scenario_fields, layout, points, exact=exact, label=name)
 
 
 def finite(value) -> bool:
