@@ -57,12 +57,14 @@ def main(argv=None) -> int:
     hardware, model = engine.load_hardware("H200-SXM"), engine.load_model("meta-llama/Llama-3.1-8B")
     run(hardware, model, False, False)      # warm imports and the workbook
     kinds = [("screen", False, False), ("search", False, True)] + ([("exact", True, True)] if args.exact else [])
+    results = {}
     for label, exact, refine in kinds:
         times, cpu_times, result = [], [], None
         for _ in range(args.repeats if label != "exact" else 1):
             (seconds, cpu), result = run(hardware, model, exact, refine)
             times.append(seconds)
             cpu_times.append(cpu)
+        results[label] = result
         configs = result.configs
         n, median, cpu = int(configs["fits"].sum()), statistics.median(times), statistics.median(cpu_times)
         per_target = (median / n * TARGET_CONFIGS) / TARGET_S
@@ -78,6 +80,14 @@ def main(argv=None) -> int:
                 error = np.abs(screen.loc[exact_rows.index, metric] / exact_rows[metric] - 1)
                 print(f"        screen vs serve on the {len(error)} exact rows, {metric}: median {error.median():.1%}, "
                       f"max {error.max():.1%}")
+    if args.exact:      # does screening then simulating the few find what simulating everything finds?
+        key = ["layout", "concurrency", "token_budget"]
+        searched, exact = results["search"], results["exact"]
+        same_best = searched.best[key].to_dict("records") == exact.best[key].to_dict("records")
+        exact_front = {tuple(r) for r in exact.front[key].itertuples(index=False)}
+        found = {tuple(r) for r in searched.front[key].itertuples(index=False)} & exact_front
+        print(f"        search vs exact: same best {same_best}; {len(found)} of the {len(exact_front)} exact front "
+              "points on the search's front")
     return 0
 
 
