@@ -269,3 +269,7 @@ def test_recommendation_for_concurrent_users_holds_under_serve():
                    output_length=64, dp=replicas).metrics
     assert answer["tpot_s"] <= 0.0065 and answer["tpot_s"] == pytest.approx(rec["tpot_s"], rel=1e-9)
     assert "40 concurrent users" in rec["sentence"]
+    assert replicas > 1                                                 # one device fewer: TPOT over the SLA
+    fewer = serve(H200, LLAMA8, concurrency=40, token_budget=int(rec["token_budget"]), input_length=512,
+                  output_length=64, dp=replicas - 1).metrics
+    assert fewer["tpot_s"] > 0.0065 and f"{replicas - 1} devices" in rec["one_fewer"]

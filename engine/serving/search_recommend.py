@@ -7,7 +7,8 @@ independent, so n copies serve n times the requests/s at the same TTFT and TPOT,
 clients. For each unit the copies needed are n = ceil(R / its requests/s) (or ceil(C / its clients)); the
 recommendation is the unit with the fewest devices n x unit (ties: the most tokens/s per device). It is then
 re-checked with engine.serve() at dp = n replicas (and, for users, at exactly C clients), growing n while
-the check fails, and simulated once more with one copy fewer to show that it falls short.
+the check fails and then bisecting down to the fewest copies serve() confirms (fewer users per copy than the
+searched concurrency may still meet the SLA); the row reports serve() at one copy fewer, which falls short.
 Disaggregated configurations are scaled the same way from their simulated totals (not re-simulated).
 """
 
@@ -92,28 +93,44 @@ def _falls_short(metrics: dict, sla, requests_per_s) -> str:
 
 
 def _check(pick: dict, sla, device, model, method, base, scenario_fields, requests_per_s, users) -> dict:
-    """Re-simulate the answer with serve(), growing the copies while it falls short; then one copy fewer."""
-    unit, n, per_copy = pick["unit"], pick["replicas"], pick["concurrency_per_replica"]
-    budget = pick["token_budget"]
+    """Re-simulate the answer with serve(): grow the copies while it falls short, then search down for the fewest
+    copies that still meet the target (bisection: more copies never serve less), and report one copy fewer."""
+    unit, per_copy, budget = pick["unit"], pick["concurrency_per_replica"], pick["token_budget"]
+    results: dict = {}
 
     def clients(copies):
         return copies * per_copy if users is None else int(users)
+
+    def short(copies) -> str:
+        """"" when `copies` copies meet the SLA and the target under serve(), else why not."""
+        if copies not in results:
+            metrics = _serve_copies(unit, copies, clients(copies), budget, device, model, method, base, scenario_fields)
+            results[copies] = (metrics, _falls_short(metrics, sla, requests_per_s))
+        return results[copies][1]
+    most = pick["replicas"] if users is None else min(pick["replicas"], int(users))   # every copy needs a client
     for _ in range(MAX_GROWTH):
-        if users is not None and clients(n) < n:   # fewer users than copies: every copy needs a client
+        if not short(most):
             break
-        metrics = _serve_copies(unit, n, clients(n), budget, device, model, method, base, scenario_fields)
-        if not _falls_short(metrics, sla, requests_per_s):
-            pick.update(replicas=n, devices_needed=n * pick["unit_devices"], concurrency=clients(n),
-                        requests_per_s=metrics["requests_per_s"], ttft_s=metrics["ttft_s"], tpot_s=metrics["tpot_s"],
-                        e2e_s=metrics["e2e_s"], checked_by_serve=True)
-            break
-        n += 1
-    if pick["checked_by_serve"] and pick["replicas"] > 1 and (users is None or clients(pick["replicas"] - 1) >= 1):
-        fewer = pick["replicas"] - 1
-        metrics = _serve_copies(unit, fewer, clients(fewer), budget, device, model, method, base, scenario_fields)
-        short = _falls_short(metrics, sla, requests_per_s)
-        pick["one_fewer"] = (f"{fewer * pick['unit_devices']} devices ({fewer} replica{'s' if fewer > 1 else ''}): "
-                             + (short or "also meets it (a smaller layout may serve it)"))
+        if users is not None and most >= users:
+            return pick
+        most += 1
+    else:
+        return pick
+    low, high = 1, most                     # high meets the target; find the fewest copies that do
+    while low < high:
+        middle = (low + high) // 2
+        if short(middle):
+            low = middle + 1
+        else:
+            high = middle
+    metrics = results[high][0]
+    pick.update(replicas=high, devices_needed=high * pick["unit_devices"], concurrency=clients(high),
+                requests_per_s=metrics["requests_per_s"], ttft_s=metrics["ttft_s"], tpot_s=metrics["tpot_s"],
+                e2e_s=metrics["e2e_s"], checked_by_serve=True, concurrency_per_replica=math.ceil(clients(high) / high))
+    if high > 1:
+        fewer = high - 1
+        pick["one_fewer"] = f"{fewer * pick['unit_devices']} devices ({fewer} replica{'s' if fewer > 1 else ''}): " \
+            + short(fewer)
     return pick
 
 

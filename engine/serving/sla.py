@@ -42,7 +42,7 @@ class SLA(BaseModel):
         misses = []
         for label, value, limit in self._pairs(ttft_s, tpot_s, e2e_s):
             if not value <= limit:       # NaN (not measured) misses too
-                shown = "not measured" if math.isnan(value) else f"{_seconds(value)} > {_seconds(limit)}"
+                shown = "not measured" if math.isnan(value) else _over(value, limit)
                 misses.append(f"{label} {shown}")
         return "; ".join(misses)
 
@@ -58,6 +58,14 @@ class SLA(BaseModel):
         return ", ".join(parts) or "no limits"
 
 
-def _seconds(value: float) -> str:
+def _seconds(value: float, digits: int = 3) -> str:
     """0.5 -> "0.5 s", 0.02 -> "20 ms", 0.00081 -> "0.81 ms"."""
-    return f"{value:.3g} s" if value >= 0.1 else f"{value * 1e3:.3g} ms"
+    return f"{value:.{digits}g} s" if value >= 0.1 else f"{value * 1e3:.{digits}g} ms"
+
+
+def _over(value: float, limit: float) -> str:
+    """"1.02 s > 1 s", with more digits when three do not tell them apart ("1.0004 s > 1 s")."""
+    for digits in (3, 5, 8):
+        if _seconds(value, digits) != _seconds(limit, digits):
+            return f"{_seconds(value, digits)} > {_seconds(limit, digits)}"
+    return f"{_seconds(value, 12)} > {_seconds(limit, 12)}"
