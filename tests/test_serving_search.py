@@ -100,7 +100,7 @@ def test_an_sla_nobody_meets_names_the_closest_configuration():
     assert best["ttft_s"] == fastest["ttft_s"] and best["exact"]
     message = result.messages[0]
     assert message.startswith("No configuration of meta-llama/Llama-3.1-8B on H200-SXM (aggregated) meets the SLA")
-    assert f"{best['layout']} (1 devices) at concurrency {int(best['concurrency'])}" in message
+    assert f"{best['layout']} (1 device) at concurrency {int(best['concurrency'])}" in message
     assert "TTFT" in message and "> 0.1 ms" in message and "over)" in message
 
 

@@ -219,7 +219,8 @@ def describe(row) -> str:
         head = str(row.get("layout"))
     budget = row.get("token_budget")
     tail = f", token budget {int(budget)}" if budget is not None and finite(budget) else ""
-    return f"{head} ({int(row['devices'])} devices) at concurrency {int(row['concurrency'])}{tail}"
+    devices = int(row["devices"])
+    return f"{head} ({devices} device{'s' if devices != 1 else ''}) at concurrency {int(row['concurrency'])}{tail}"
 
 
 def _disaggregated(model, device_map, devices, base, method, link, concurrencies, prefill_hardware, decode_hardware,
