@@ -133,9 +133,11 @@ def print_search(result) -> None:
     print()
     for message in result.messages:
         print(message)
-    left_out = configs[~configs["fits"]].drop_duplicates(["device", "layout", "reason"])
+    left_out = configs[~configs["fits"]].drop_duplicates(["device", "layout"])     # the first reason of each layout
     for row in left_out.head(12).to_dict("records"):
         print(f"left out: {row['device']} {row['layout']}: {row['reason']}")
+    if len(left_out) > 12:
+        print(f"left out: {len(left_out) - 12} more layouts (--csv writes every configuration with its reason)")
 
 
 def _cell(name: str, value) -> str:
