@@ -191,7 +191,8 @@ def best_per_device(configs: pd.DataFrame, sla: SLA | None, model_name: str) -> 
         inside = ran[ran["meets_sla"]]
         if len(inside):
             row = inside.loc[inside["tokens_per_s_per_device"].astype(float).idxmax()].to_dict()
-            row["message"] = (f"{model_name} on {device} ({mode}): best within the SLA is {describe(row)}: "
+            where = "best within the SLA" if sla is not None and not sla.is_empty else "most tokens/s per device (no SLA)"
+            row["message"] = (f"{model_name} on {device} ({mode}): {where} is {describe(row)}: "
                               f"{row['tokens_per_s_per_device']:.1f} tokens/s per device, "
                               f"{row['tokens_per_s_per_user']:.1f} tokens/s per user")
         elif len(ran):
