@@ -5,10 +5,11 @@ with attention data parallelism the whole expert-parallel group, tp x pp x dp) s
 clients (the concurrency / replicas, when the clients split evenly). Replicas of a closed-loop layout are
 independent, so n copies serve n times the requests/s at the same TTFT and TPOT, and hold n times the
 clients. For each unit the copies needed are n = ceil(R / its requests/s) (or ceil(C / its clients)); the
-recommendation is the unit with the fewest devices n x unit (ties: the most tokens/s per device). It is then
-re-checked with engine.serve() at dp = n replicas (and, for users, at exactly C clients), growing n while
-the check fails and then bisecting down to the fewest copies serve() confirms (fewer users per copy than the
-searched concurrency may still meet the SLA); the row reports serve() at one copy fewer, which falls short.
+recommendation is the unit with the fewest devices n x unit (ties: the most tokens/s per device). The best
+copy of each of the CHECKED most promising layouts is then re-checked with engine.serve() at dp = n replicas
+(and, for users, at exactly C clients), growing n while the check fails and then bisecting down to the fewest
+copies serve() confirms (fewer users per copy than the searched concurrency may still meet the SLA); the
+fewest devices serve() confirms wins, and the row reports serve() at one copy fewer, which falls short.
 Disaggregated configurations are scaled the same way from their simulated totals (not re-simulated).
 """
 
@@ -26,6 +27,7 @@ RECOMMENDATION_COLUMNS = ("device", "mode", "target", "devices_needed", "layout"
                           "concurrency_per_replica", "token_budget", "requests_per_s", "users", "ttft_s", "tpot_s",
                           "e2e_s", "checked_by_serve", "one_fewer", "sentence")
 MAX_GROWTH = 8
+CHECKED = 3
 
 
 def recommend(configs: pd.DataFrame, sla: SLA | None, device_map: dict, model, method: str, base, scenario_fields: dict,
@@ -47,10 +49,19 @@ def recommend(configs: pd.DataFrame, sla: SLA | None, device_map: dict, model, m
                                f"count serves {target} {within}")
             rows.append(row)
             continue
-        pick = min(candidates, key=lambda c: (c["devices_needed"], -c["tokens_per_s_per_device"]))
-        if mode == "aggregated":
-            pick = _check(pick, sla, device_map[device], model, method, base, scenario_fields, requests_per_s,
-                          concurrent_users)
+        candidates.sort(key=lambda c: (c["devices_needed"], -c["tokens_per_s_per_device"]))
+        pick = candidates[0]
+        if mode == "aggregated":       # the most promising copy of each of the CHECKED layouts, confirmed by serve()
+            units, seen = [], set()
+            for candidate in candidates:
+                if candidate["layout"] not in seen:
+                    seen.add(candidate["layout"])
+                    units.append(candidate)
+            units = units[:CHECKED]
+            checked = [_check(c, sla, device_map[device], model, method, base, scenario_fields, requests_per_s,
+                              concurrent_users) for c in units]
+            pick = min(checked, key=lambda c: (not c["checked_by_serve"], c["devices_needed"],
+                                               -c["tokens_per_s_per_device"]))
         row.update({k: pick.get(k) for k in RECOMMENDATION_COLUMNS if k in pick})
         row["sentence"] = _sentence(model.name, device, mode, target, within, pick)
         rows.append(row)
