@@ -2,7 +2,8 @@
 
 serve() simulates every iteration of a closed-loop run; a search that did that at every configuration
 would spend 10-80 ms on each. The screen instead takes the run's steady cycle in closed form and times
-three representative iterations per configuration, all configurations of a layout in one estimator call:
+three or four representative iterations per configuration, all configurations of a layout in two estimator
+calls (the iterations with prompt chunks, the decode-only ones), iterations alike between configurations once:
 
 - a clients of a replica run at once: a = min(clients, max_batch, requests the KV cache holds); the
   others wait a whole cycle (closed loop);
