@@ -25,6 +25,8 @@
 
     # serving at a fixed concurrency: closed-loop clients, continuous batching (docs/serving.md)
     engine.serve(hw, model, concurrency=32, input_length=1024, output_length=1024, method="realistic")
+    # the design space: layouts x concurrency x token budget, Pareto front, SLA, fewest devices (docs/serving.md)
+    engine.serving_search(hw, model, devices=8, sla=engine.SLA(ttft_max_s=0.5, tpot_max_s=0.02), requests_per_s=20)
 
 The engine never imports streamlit or plotly.
 """
@@ -50,7 +52,7 @@ __all__ = [
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
     "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
     "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError", "least_value",
-    "serve", "serving_curve", "ServingOptions",
+    "serve", "serving_curve", "ServingOptions", "serving_search", "SLA",
 ]
 
 
@@ -61,7 +63,7 @@ def __getattr__(name):  # specs and models load lazily (openpyxl, huggingface_hu
     if name in ("load_model", "ModelConfig", "catalog_ids"):
         from engine import models
         return getattr(models, name)
-    if name in ("serve", "serving_curve", "ServingOptions"):   # engine/serving (docs/serving.md)
+    if name in ("serve", "serving_curve", "ServingOptions", "serving_search", "SLA"):   # engine/serving (docs/serving.md)
         from engine import serving
         return getattr(serving, name)
     if name == "sweep_grid_dask":   # Dask itself is imported only when a Dask sweep runs

@@ -223,6 +223,11 @@ def cmd_serve(args) -> None:
         print_serving(result)
 
 
+def cmd_serving_search(args) -> None:
+    from engine.cli_search import run_search
+    run_search(args, _load_model(args), _print_json)
+
+
 # ---- sweep ---------------------------------------------------------------------------------
 
 SWEEP_FORMATS = ("csv", "parquet")
@@ -440,6 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from engine.cli_serve import add_serve_parser
     add_serve_parser(commands, _number, _add_layout_arguments, _add_model_source, METHODS, cmd_serve)
+    from engine.cli_search import add_search_parser
+    add_search_parser(commands, _number, _dtype, _add_model_source, METHODS, cmd_serving_search)
 
     sweep = commands.add_parser("sweep", help="every point of a grid of scenario and hardware values, one row each",
                                 description="Sweep a grid of scenario and hardware fields (docs/sweeps.md); one "

@@ -9,6 +9,7 @@
                  acceptance_rate=0.7))      # speculative decoding (or mtp_layers=1 for the target's MTP layers)
     WORKLOADS["chat"]                       # (input_length, output_length) of a workload preset
     engine.serving.serving_curve(hw, model, [1, 2, 4, 8, 16, 32], input_length=1024)  # one row per concurrency
+    engine.serving_search(hw, model, devices=8, sla=engine.serving.SLA(ttft_max_s=0.5, tpot_max_s=0.02))  # design space
 
 Disaggregated serving (prefill pool on one device, decode pool on another, KV cache over a link):
     from engine.serving import serve_disaggregated, compare_with_aggregated, KVLink, balance_pools
@@ -25,8 +26,12 @@ from engine.serving.disagg_balance import balance_pools, disaggregated_candidate
 from engine.serving.kv_transfer import KVLink, transfer_seconds, workbook_link
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
+from engine.serving.search import SearchResult, serving_search
 from engine.serving.simulate import ServingResult, serve
+from engine.serving.sla import SLA
 
-__all__ = ["DisaggregatedResult", "KVLink", "ServingCapacityError", "ServingOptions", "ServingResult", "balance_pools",
-           "compare_with_aggregated", "disaggregated_candidates", "doubling_concurrencies", "pool_rates", "schedule",
-           "serve", "serve_disaggregated", "serving_curve", "transfer_seconds", "workbook_link"]
+__all__ = ["DisaggregatedResult", "KVLink", "SLA", "SearchResult", "ServingCapacityError", "ServingOptions",
+           "ServingResult", "SpeculativeDecoding", "WORKLOADS", "WORKLOAD_LABELS", "balance_pools",
+           "compare_with_aggregated", "disaggregated_candidates", "doubling_concurrencies", "expected_tokens_per_step",
+           "pool_rates", "schedule", "serve", "serve_disaggregated", "serving_curve", "serving_search",
+           "transfer_seconds", "workbook_link", "workload_lengths"]

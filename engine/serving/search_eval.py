@@ -1,0 +1,239 @@
+"""serve() over many (concurrency, token budget) points of one parallel layout, sharing the work.
+
+A design-space search runs serve() at hundreds of configurations that differ only in the concurrency
+and the token budget. Done one by one that costs two estimator calls, a schedule and a pandas request
+table per point (~10-40 ms). `LayoutEvaluator` gives the same numbers (tests/test_serving_search.py
+holds them to serve() to 1e-9) by sharing:
+
+- schedules: the schedule depends on token counts only, so it is computed once per (clients of a
+  replica, token budget, admission limit) and shared by every layout whose KV cache can hold all of its
+  clients' sequences at once (then the KV capacity never limits admission); layouts whose cache can limit
+  admission get their own schedule;
+- iteration costs: every distinct prompt-chunk iteration of every schedule of a layout is timed in ONE
+  estimator call, and every (decode batch, mean context) grid point that serve()'s interpolation grids
+  need in another (the row times of a pass do not depend on the other rows, so this equals timing each
+  schedule on its own); each schedule's decode iterations are then interpolated on its own grid exactly
+  as engine/serving/cost.py does;
+- the statistics: numpy arrays instead of serve()'s request DataFrame.
+
+Anything serve() supports that this does not reproduce (drawn lengths, options added later) falls back
+to serve() itself, point by point (`needs_serve`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.estimate import check_fits_model
+from engine.estimators import get_method
+from engine.parallel import parallel_layout
+from engine.serving import cost
+from engine.serving.backends import overheads
+from engine.serving.options import ServingOptions
+from engine.serving.scheduler import schedule
+from engine.serving.simulate import _check_supported, _mean, _quantile, kv_budget
+from engine.workload import Scenario
+
+# ServingOptions fields this module reproduces; any other field set away from its default -> serve()
+SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length", "length_spread", "seed",
+                                  "token_budget", "max_batch", "requests_per_client", "warmup_requests", "backend",
+                                  "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
+                                  "kv_cache_fraction"})
+
+
+def needs_serve(options: ServingOptions) -> bool:
+    """True when the shared evaluation cannot reproduce serve() for these options (point-by-point serve())."""
+    if options.length_spread > 0:      # lengths drawn per concurrency: the cost scenario changes with it
+        return True
+    defaults = ServingOptions.model_fields
+    return any(name not in SHARED_OPTION_FIELDS and getattr(options, name) != defaults[name].default
+               for name in type(options).model_fields)
+
+
+@dataclass
+class _Plan:
+    """A schedule and what the statistics need from it that does not depend on time."""
+
+    schedule: object
+    produced: np.ndarray      # output tokens produced in each iteration (decode tokens + first tokens)
+    mixed_keys: list          # per mixed iteration: its content key (for the shared timing)
+    decode: tuple | None      # (iteration index, batch, mean prior, grid batches, grid contexts)
+
+
+def _mixed_key(it) -> bytes:
+    return b"|".join((np.sort(it.decode_priors).tobytes(), it.chunk_tokens.tobytes(), it.chunk_priors.tobytes(),
+                      bytes([min(it.completions, 255)])))
+
+
+def _plan(plan) -> _Plan:
+    produced = plan.decode_tokens() + np.bincount(plan.requests["first_token_iteration"], minlength=plan.iterations)
+    decode = None
+    if plan.segments:
+        index, batch, mean_prior = cost.decode_iterations(plan)
+        decode = (index, batch, mean_prior, *cost.decode_grid(batch, mean_prior))
+    return _Plan(plan, produced, [_mixed_key(it) for it in plan.mixed], decode)
+
+
+class ScheduleCache:
+    """Schedules shared by the layouts of one search (same lengths and options apart from the layout)."""
+
+    def __init__(self):
+        self.plans: dict = {}
+
+    def get(self, options: ServingOptions, clients: int, capacity: float, per_request) -> _Plan:
+        isl, osl = options.lengths(clients)
+        reserve = per_request(isl + osl)
+        limit = options.max_batch or clients
+        # at most `clients` requests are ever in flight: if the cache holds the largest `clients` of them,
+        # the capacity never refuses an admission and the schedule is the same for every layout
+        unlimited = float(np.sort(reserve)[-clients:].sum()) * (1 + 1e-9) <= capacity
+        key = (clients, options.token_budget, limit) + (() if unlimited else (capacity, reserve.tobytes()))
+        if key not in self.plans:
+            plan = schedule(isl, osl, clients, options.token_budget, limit,
+                            np.inf if unlimited else capacity, np.zeros_like(reserve) if unlimited else reserve)
+            self.plans[key] = _plan(plan)
+        return self.plans[key]
+
+
+class LayoutSetup:
+    """What serve() settles before its schedule, for one layout: the cost scenario, the replica whose kernel
+    table times the iterations, the estimators, the host-side times and the KV budget per token budget."""
+
+    def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict):
+        self.hardware, self.model, self.base = hardware, model, base
+        base_fields = dict(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
+        base_fields.update(input_length=base.input_length, output_length=base.output_length, devices=None)
+        self.scenario = Scenario.model_validate(base_fields)
+        self.method = get_method(method)
+        _check_supported(model, self.scenario, self.method.name)
+        check_fits_model(model, self.scenario)
+        self.graph = get_method("realistic-graph") if self.method.name == "realistic" and base.graph_decode \
+            else self.method
+        fitted = overheads(base.backend, self.method.name)
+        self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
+        self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
+        s = self.scenario
+        # replicas are independent unless the expert-parallel group spans them (attention data parallelism)
+        self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
+        self.layout = parallel_layout(model, self.replica)   # ParallelismError when the model does not divide
+        self._budgets: dict = {}
+
+    def kv(self, token_budget: int):
+        """(KV capacity per device, bytes per request) at this token budget (ServingCapacityError: no room)."""
+        if token_budget not in self._budgets:
+            options = self.base.model_copy(update={"token_budget": token_budget})
+            self._budgets[token_budget] = kv_budget(self.model, self.replica, self.hardware, options, self.layout)
+        return self._budgets[token_budget]
+
+
+class LayoutEvaluator(LayoutSetup):
+    """serve()'s metrics at many (concurrency, token budget) points of one layout (module docstring)."""
+
+    def __init__(self, hardware, model, method: str, base: ServingOptions, scenario_fields: dict,
+                 schedules: ScheduleCache | None = None):
+        super().__init__(hardware, model, method, base, scenario_fields)
+        self.schedules = schedules or ScheduleCache()
+
+    def evaluate(self, points: list[tuple[int, int]]) -> list[dict | Exception]:
+        """Per (concurrency, token budget): serve()'s metrics dict, or the exception serve() would raise."""
+        runs_per_point, plans = [], {}
+        for concurrency, budget in points:
+            try:
+                options = ServingOptions.model_validate(
+                    {**self.base.model_dump(), "concurrency": concurrency, "token_budget": budget})
+                capacity, per_request = self.kv(budget)
+                runs = []
+                for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
+                    plan = self.schedules.get(options, clients, capacity, per_request)
+                    plans[id(plan)] = plan
+                    runs.append((replicas, plan))
+                runs_per_point.append((options, runs))
+            except ValueError as error:    # ServingCapacityError, an invalid option (budget < batch), ...
+                runs_per_point.append(error)
+        times = self._time(list(plans.values()))
+        return [entry if isinstance(entry, Exception) else self._metrics(entry[0], entry[1], times)
+                for entry in runs_per_point]
+
+    def _time(self, plans: list[_Plan]) -> dict:
+        """{id(plan): seconds of each iteration, host overhead included}: two estimator calls for all plans."""
+        mixed, seen = [], {}
+        for plan in plans:
+            for it, key in zip(plan.schedule.mixed, plan.mixed_keys):
+                if key not in seen:
+                    seen[key] = len(mixed)
+                    mixed.append(it)
+        mixed_times = cost.time_pass(cost.mixed_pass(mixed), len(mixed), self.model, self.replica, self.hardware,
+                                     self.method, self.layout) if mixed else np.zeros(0)
+        pairs = {}
+        for plan in plans:
+            if plan.decode is not None:
+                batches, contexts = plan.decode[3], plan.decode[4]
+                for n in batches:
+                    for p in contexts:
+                        pairs.setdefault((float(n), float(p)), len(pairs))
+        grid_times = np.zeros(0)
+        if pairs:
+            n, p = (np.array(values) for values in zip(*pairs))
+            grid_times = cost.time_pass(_pair_pass(n, p), len(n), self.model, self.replica, self.hardware,
+                                        self.graph, self.layout)
+        out = {}
+        for plan in plans:
+            sched = plan.schedule
+            times = np.zeros(sched.iterations)
+            if sched.mixed:
+                index = np.array([it.index for it in sched.mixed])
+                times[index] = mixed_times[[seen[key] for key in plan.mixed_keys]]
+            if plan.decode is not None:
+                index, batch, mean_prior, batches, contexts = plan.decode
+                grid = grid_times[[pairs[(float(n), float(p))] for n in batches for p in contexts]]
+                times[index] = cost.interpolate_grid(grid, batches, contexts, batch, mean_prior)
+            out[id(plan)] = times + self.overhead
+        return out
+
+    def _metrics(self, options: ServingOptions, runs: list, times: dict) -> dict:
+        """serve()'s metrics (engine/serving/simulate.py _result) from numpy arrays."""
+        tokens_per_s, parts = 0.0, []
+        for replicas, plan in runs:
+            r = plan.schedule.requests
+            ends = np.cumsum(times[id(plan)])
+            starts = ends - times[id(plan)]
+            arrival = starts[r["arrival_iteration"]]
+            first = ends[r["first_token_iteration"]]
+            finish = ends[r["finish_iteration"]]
+            osl = r["output_length"].astype(float)
+            tpot = np.where(osl > 1, (finish - first) / np.maximum(osl - 1, 1), np.nan)
+            warmup = r["sequence"] < options.warmup_requests
+            settled = r["arrival_iteration"] > (r["first_token_iteration"][warmup].max() if warmup.any() else -1)
+            measured = ~warmup & settled & (r["sequence"] < options.requests_per_client - 1)
+            last = r["sequence"] == np.bincount(r["client"])[r["client"]] - 1
+            start, stop = float(arrival[measured].min()), float(finish[last].min())
+            inside = (ends > start) & (ends <= stop)
+            tokens_per_s += replicas * float(plan.produced[inside].sum()) / (stop - start)
+            client = self.request_overhead or 0.0
+            parts.append((first - arrival + client, tpot, finish - arrival + client, osl, measured, replicas))
+        ttft, tpot, e2e, osl = (np.concatenate([p[i][p[4]] for p in parts]) for i in range(4))
+        weights = np.concatenate([np.full(int(p[4].sum()), float(p[5])) for p in parts])
+        mean_tpot = _mean(tpot, weights)
+        devices = self.scenario.device_count
+        metrics = {
+            "ttft_s": _mean(ttft, weights), "ttft_p50_s": _quantile(ttft, weights, 0.5),
+            "ttft_p90_s": _quantile(ttft, weights, 0.9), "ttft_p99_s": _quantile(ttft, weights, 0.99),
+            "tpot_s": mean_tpot, "tpot_p50_s": _quantile(tpot, weights, 0.5),
+            "tpot_p90_s": _quantile(tpot, weights, 0.9),
+            "e2e_s": _mean(e2e, weights), "e2e_p90_s": _quantile(e2e, weights, 0.9),
+            "tokens_per_s": tokens_per_s, "tokens_per_s_per_device": tokens_per_s / devices,
+            "tokens_per_s_per_user": 1.0 / mean_tpot if mean_tpot and np.isfinite(mean_tpot) else float("nan"),
+        }
+        metrics["requests_per_s"] = tokens_per_s / float(np.average(osl, weights=weights))
+        return metrics
+
+
+def _pair_pass(n: np.ndarray, p: np.ndarray):
+    """Decode rows at arbitrary (batch, mean cached tokens) pairs, built as cost.grid_pass builds its rows."""
+    rows = len(n)
+    per_sequence = np.repeat(np.arange(rows), n.astype(np.int64))
+    priors = np.repeat(p, n.astype(np.int64))
+    part = cost._part("", "Va_Mqa", per_sequence, rows, np.ones_like(priors), priors)
+    return cost.ForwardPass("serve", n, n, 1, (part,))
