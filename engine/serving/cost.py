@@ -40,8 +40,20 @@ def _part_totals(row: np.ndarray, rows: int, new: np.ndarray, prior: np.ndarray,
     context = key_span(new, prior, window)
     from_cache = (new == 1) | (prior > 0)
     sequences = total(np.ones_like(new))
-    return dict(sequences=sequences, query_tokens=total(new), context=total(context) / np.maximum(sequences, 1.0),
-                pairs=total(causal_pairs(new, prior, window)), cache_tokens=total(np.where(from_cache, context, 0.0)),
+    pairs = total(causal_pairs(new, prior, window))
+    keys = total(context) / np.maximum(sequences, 1.0)
+    if window is None:
+        # A row stands for `sequences` alike sequences of q = query_tokens / sequences queries after a common
+        # prior (the fused attention estimate recovers q from the row's shape and MACs: estimators/
+        # fused_attention.py query_tokens). Chunks of unequal length (the end of one prompt after 7k cached
+        # tokens beside the first 24 tokens of the next) have no such common prior at their mean key span:
+        # take the span n = pairs / q + (q - 1) / 2 that gives the row's exact pairs (MACs), n >= q. Rows of
+        # equal chunks keep their own span (the same number).
+        q = total(new) / np.maximum(sequences, 1.0)
+        consistent = pairs / np.maximum(sequences, 1.0) / np.maximum(q, 1.0) + (q - 1.0) / 2.0
+        keys = np.where(sequences > 0, np.maximum(consistent, q), keys)
+    return dict(sequences=sequences, query_tokens=total(new), context=keys,
+                pairs=pairs, cache_tokens=total(np.where(from_cache, context, 0.0)),
                 fresh_tokens=total(np.where(from_cache, 0.0, new)))
 
 
