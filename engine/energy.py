@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from engine.hardware import Hardware
+from engine.report_columns import finite
 
 ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_energy_j", "sram_energy_j",
                   "link_energy_j", "static_energy_j", "energy_j")
@@ -28,7 +29,7 @@ ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_ene
 def _column(kernels, name: str) -> np.ndarray:
     if name not in kernels:
         return np.zeros(len(kernels["count"]))
-    return np.nan_to_num(np.asarray(kernels[name], dtype=float))
+    return finite(kernels[name])
 
 
 def _mac_energy(hardware: Hardware, rate_dtype: str) -> Optional[float]:

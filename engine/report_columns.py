@@ -78,7 +78,7 @@ def combine_steps(columns: dict) -> KernelColumns:
     divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
     for column in MEAN_COLUMNS:
         if column in columns:
-            values = np.nan_to_num(columns[column].astype(float))
+            values = finite(columns[column])
             means = np.bincount(inverse, weights=values * count) / divisor
             out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
     # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
@@ -94,10 +94,17 @@ def combine_steps(columns: dict) -> KernelColumns:
 
 def first_seen_codes(values) -> tuple[np.ndarray, list]:
     """(code per value, the distinct values in order of first appearance): pandas.factorize without pandas."""
-    index: dict = {}
-    codes = np.fromiter((index.setdefault(value, len(index)) for value in values), dtype=np.intp,
-                        count=len(values))
-    return codes, list(index)
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    labels = list(dict.fromkeys(values))
+    lookup = {label: code for code, label in enumerate(labels)}
+    return np.fromiter(map(lookup.__getitem__, values), dtype=np.intp, count=len(values)), labels
+
+
+def finite(values) -> np.ndarray:
+    """`values` as floats with NaN as 0 and infinities as the largest floats (numpy.nan_to_num), without
+    copying when every value is finite already (the common case; callers do not write to the result)."""
+    values = np.asarray(values, dtype=float)
+    return values if np.isfinite(values).all() else np.nan_to_num(values)
 
 
 def group_sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
@@ -105,8 +112,8 @@ def group_sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray
     adds them, so the fast path's time shares are bit-identical to the pandas path's: `np.add.reduceat`
     over each group's run when every group is one contiguous run and no value is NaN, else a compensated
     (Kahan) sum in row order."""
-    if len(codes) and not np.isnan(values).any() and (np.diff(codes) >= 0).all():
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    if len(codes) and not np.isnan(values).any() and (codes[1:] >= codes[:-1]).all():
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
         sums = np.zeros(groups)
         sums[codes[starts]] = np.add.reduceat(values, starts)
         return sums
@@ -144,8 +151,8 @@ def step_bound_times(columns: dict) -> dict[tuple[str, str], float]:
     """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
     combined: the time during which each bound holds, step by step (a kernel compute bound over a short
     context and memory bound over a long one counts on both sides)."""
-    phase_code, phases = first_seen_codes(np.asarray(columns["phase"], dtype=object).tolist())
-    bound_code, bounds = first_seen_codes(np.asarray(columns["bound"], dtype=object).tolist())
+    phase_code, phases = first_seen_codes(np.asarray(columns["phase"], dtype=object))
+    bound_code, bounds = first_seen_codes(np.asarray(columns["bound"], dtype=object))
     work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
     sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
     return {(str(p), str(b)): float(sums[i * len(bounds) + j])
@@ -161,9 +168,9 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
     phase = np.asarray(kernels["phase"])
     count = numbers("count")
     launches = count * (numbers("launches") if "launches" in kernels else 1.0)
-    launches = np.where(np.asarray(kernels["op"]) == "bubble", 0.0, np.nan_to_num(launches))
+    launches = np.where(np.asarray(kernels["op"]) == "bubble", 0.0, finite(launches))
     zeros = np.zeros(len(count))
-    link_bytes, communication, hidden = (np.nan_to_num(numbers(name)) * count if name in kernels else zeros
+    link_bytes, communication, hidden = (finite(kernels[name]) * count if name in kernels else zeros
                                          for name in ("link_bytes", "communication_time_s", "hidden_time_s"))
     time = numbers("time_s") * count
     macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
