@@ -82,10 +82,17 @@ def combine_steps(columns: dict) -> KernelColumns:
             means = np.bincount(inverse, weights=values * count) / divisor
             out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
     # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
-    labels, label_codes = np.unique(np.asarray(columns["bound"]).astype(str), return_inverse=True)
-    time_by_label = np.zeros((len(codes), len(labels)))
-    np.add.at(time_by_label, (inverse, label_codes.reshape(-1)), columns["time_s"] * count)
-    out["bound"] = labels[time_by_label.argmax(axis=1)].astype(object)
+    bound = np.asarray(columns["bound"]).astype(object)
+    labels = set(bound.tolist())
+    if not all(isinstance(label, str) for label in labels):
+        bound = bound.astype(str).astype(object)
+        labels = set(bound.tolist())
+    labels = sorted(labels)                       # ties go to the first label in alphabetical order
+    label_codes = label_codes_of(bound, labels)
+    work = columns["time_s"] * count
+    time_by_label = np.bincount(inverse * len(labels) + label_codes, weights=work,
+                                minlength=len(codes) * len(labels)).reshape(len(codes), len(labels))
+    out["bound"] = np.array(labels, dtype=str)[time_by_label.argmax(axis=1)].astype(object)
     out["count"] = total_count
     with np.errstate(divide="ignore", invalid="ignore"):
         out["intensity"] = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.inf)
@@ -94,10 +101,18 @@ def combine_steps(columns: dict) -> KernelColumns:
 
 def first_seen_codes(values) -> tuple[np.ndarray, list]:
     """(code per value, the distinct values in order of first appearance): pandas.factorize without pandas."""
-    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    labels = list(dict.fromkeys(values))
-    lookup = {label: code for code, label in enumerate(labels)}
-    return np.fromiter(map(lookup.__getitem__, values), dtype=np.intp, count=len(values)), labels
+    values = np.asarray(values, dtype=object)
+    labels = list(dict.fromkeys(values.tolist()))
+    return label_codes_of(values, labels), labels
+
+
+def label_codes_of(values: np.ndarray, labels: list) -> np.ndarray:
+    """The position in `labels` of each of `values` (an object array holding only those labels); one
+    vectorized comparison per label, since a table holds a handful of phases or bound labels."""
+    codes = np.zeros(len(values), dtype=np.intp)
+    for code, label in enumerate(labels[1:], start=1):
+        codes[values == label] = code
+    return codes
 
 
 def finite(values) -> np.ndarray:
@@ -151,8 +166,10 @@ def step_bound_times(columns: dict) -> dict[tuple[str, str], float]:
     """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
     combined: the time during which each bound holds, step by step (a kernel compute bound over a short
     context and memory bound over a long one counts on both sides)."""
-    phase_code, phases = first_seen_codes(np.asarray(columns["phase"], dtype=object))
-    bound_code, bounds = first_seen_codes(np.asarray(columns["bound"], dtype=object))
+    phase_code, phases = first_seen_codes(columns["phase"])
+    bound = np.asarray(columns["bound"], dtype=object)
+    bounds = list(set(bound.tolist()))               # any order: the result is keyed by label
+    bound_code = label_codes_of(bound, bounds)
     work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
     sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
     return {(str(p), str(b)): float(sums[i * len(bounds) + j])
