@@ -101,12 +101,12 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
     keys = np.stack([m, n, k, batch, nbytes, per_core, value_bytes], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    chosen = [_choose_unique(unique[rows], hardware, rates, vb)
-              for vb, rows in _by_value_bytes(unique[:, 6])]
+    by_value_bytes = list(_by_value_bytes(unique[:, 6]))
+    chosen = [_choose_unique(unique[rows], hardware, rates, vb) for vb, rows in by_value_bytes]
     merged = {}
     for field in Tiling.__dataclass_fields__:
         values = np.empty(len(unique))
-        for (vb, rows), result in zip(_by_value_bytes(unique[:, 6]), chosen):
+        for (vb, rows), result in zip(by_value_bytes, chosen):
             values[rows] = getattr(result, field)
         merged[field] = values[inverse]
     return Tiling(**merged)
