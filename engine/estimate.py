@@ -16,7 +16,7 @@ from engine.kernels import KernelTableBuilder
 from engine.memory import memory_footprint
 from engine.parallel import add_pipeline_bubble, parallel_layout
 from engine.report import Estimate, latency_metrics
-from engine.report_columns import (combine_steps, experts_touched, fallback_notes, phase_total_rows,  # noqa: F401
+from engine.report_columns import (combine_steps, experts_touched, fallback_notes, phase_total_rows,
                                    presentation_columns, step_bound_times)
 from engine.workload import Scenario
 
