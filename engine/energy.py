@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from engine.hardware import Hardware
-from engine.report_columns import finite
+from engine.report_columns import KernelColumns, finite
 
 ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_energy_j", "sram_energy_j",
                   "link_energy_j", "static_energy_j", "energy_j")
@@ -86,7 +86,7 @@ def add_energy(kernels, hardware: Hardware) -> list[str]:
     `kernels`: a kernel DataFrame or engine/report_columns.KernelColumns."""
     columns, notes = kernel_energy(kernels, hardware)
     if columns is not None:
-        add = kernels.add if hasattr(kernels, "added") else kernels.__setitem__
+        add = kernels.add if isinstance(kernels, KernelColumns) else kernels.__setitem__
         for name in ENERGY_COLUMNS:
             add(name, columns[name])
         add("total_energy_j", np.asarray(kernels["count"], dtype=float) * columns["energy_j"])

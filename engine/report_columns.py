@@ -50,14 +50,14 @@ class KernelColumns:
         self.added[name] = values
 
     def frame(self):
-        """The kernel DataFrame, built the way the pandas path built it (same columns, order and dtypes)."""
+        """The kernel DataFrame in one construction: the columns, order and dtypes the pandas path gave."""
         import pandas as pd
-        frame = pd.DataFrame(self.source)
-        if self.keep is not None:
-            frame = frame[self.keep].reset_index(drop=True)
-        for name, values in self.added.items():
-            frame[name] = values
-        return frame
+        if self.keep is None:
+            data = dict(self.source)
+        else:
+            data = {name: np.asarray(values)[self.keep] for name, values in self.source.items()}
+        data.update(self.added)
+        return pd.DataFrame(data)
 
 
 def combine_steps(columns: dict) -> KernelColumns:
