@@ -54,8 +54,10 @@ def model_key(model) -> str:
 # that identify them (hashed): an edited device or another workload is a new entry.
 @st.cache_data(show_spinner=False, max_entries=512)
 def _estimate(hardware_json: str, model_json: str, scenario_json: str, method: str, _model):
-    return engine.estimate(Hardware.model_validate_json(hardware_json), _model,
-                           Scenario.model_validate_json(scenario_json), method=method)
+    result = engine.estimate(Hardware.model_validate_json(hardware_json), _model,
+                             Scenario.model_validate_json(scenario_json), method=method)
+    result.kernels, result.phases    # noqa: B018  the pages show both: build the lazy frames once, cached with it
+    return result
 
 
 def estimate(hardware: Hardware, model, scenario: Scenario, method: str):

@@ -31,21 +31,35 @@
 The engine never imports streamlit or plotly.
 """
 
-from engine.auto import is_automatic, load_any_model
-from engine.ceilings import roofline_ceilings
-from engine.decompose import decompose
-from engine.decompose_seed import decompose_seed
-from engine.dtypes import BYTES_PER_VALUE, bytes_per_value
-from engine.estimate import ScenarioError, estimate, estimate_gemm
-from engine.estimators import METHODS, get_method
-from engine.grid import GridError, sweep_grid, sweep_points
-from engine.hardware import Hardware
-from engine.inverse import least_value
-from engine.layout_sweep import layout_sweep
-from engine.memory import fewest_devices
-from engine.report import Estimate
-from engine.sweeps import sweep
-from engine.workload import PHASES, Scenario
+import importlib
+import importlib.util
+import sys
+import types
+
+# Public name -> the module that defines it. Nothing is imported until a name is first used, so
+# `import engine` stays light (pandas, openpyxl and the workbook load with the first estimate).
+_PUBLIC = {
+    "is_automatic": "engine.auto", "load_any_model": "engine.auto",
+    "roofline_ceilings": "engine.ceilings",
+    "decompose": "engine.decompose",
+    "decompose_seed": "engine.decompose_seed",
+    "BYTES_PER_VALUE": "engine.dtypes", "bytes_per_value": "engine.dtypes",
+    "ScenarioError": "engine.estimate", "estimate": "engine.estimate", "estimate_gemm": "engine.estimate",
+    "METHODS": "engine.estimators", "get_method": "engine.estimators",
+    "GridError": "engine.grid", "sweep_grid": "engine.grid", "sweep_points": "engine.grid",
+    "Hardware": "engine.hardware",
+    "least_value": "engine.inverse",
+    "layout_sweep": "engine.layout_sweep",
+    "fewest_devices": "engine.memory",
+    "Estimate": "engine.report",
+    "sweep": "engine.sweeps",
+    "PHASES": "engine.workload", "Scenario": "engine.workload",
+    "load_hardware": "engine.specs", "load_specs": "engine.specs",   # openpyxl and the workbook
+    "load_model": "engine.models", "ModelConfig": "engine.models", "catalog_ids": "engine.models",
+    "serve": "engine.serving", "serving_curve": "engine.serving", "ServingOptions": "engine.serving",
+    "serving_search": "engine.serving", "SLA": "engine.serving",
+    "sweep_grid_dask": "engine.grid_dask",   # Dask itself is imported only when a Dask sweep runs
+}
 
 __all__ = [
     "BYTES_PER_VALUE", "Estimate", "Hardware", "METHODS", "PHASES", "Scenario", "ScenarioError",
@@ -56,17 +70,52 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # specs and models load lazily (openpyxl, huggingface_hub)
-    if name in ("load_hardware", "load_specs"):
-        from engine import specs
-        return getattr(specs, name)
-    if name in ("load_model", "ModelConfig", "catalog_ids"):
-        from engine import models
-        return getattr(models, name)
-    if name in ("serve", "serving_curve", "ServingOptions", "serving_search", "SLA"):   # engine/serving (docs/serving.md)
-        from engine import serving
-        return getattr(serving, name)
-    if name == "sweep_grid_dask":   # Dask itself is imported only when a Dask sweep runs
-        from engine.grid_dask import sweep_grid_dask
-        return sweep_grid_dask
+def _public(name: str):
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    if name not in _SHADOWING:
+        globals()[name] = value          # later lookups skip __getattr__
+    return value
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        return _public(name)
+    if not name.startswith("_") and importlib.util.find_spec(f"engine.{name}") is not None:
+        return importlib.import_module(f"engine.{name}")     # a submodule: engine.models, engine.specs, ...
     raise AttributeError(f"module 'engine' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+# Functions named like the module that defines them (engine.estimate in engine/estimate.py, ...): importing
+# that module makes it an attribute of `engine`, which would hide the function; these names always give the
+# function (a value assigned by a user, e.g. a test's monkeypatch, wins until it is removed).
+_SHADOWING = ("estimate", "decompose", "decompose_seed", "layout_sweep")
+
+
+class _Engine(types.ModuleType):
+    pass
+
+
+def _shadowing_property(name: str) -> property:
+    def get(module):
+        override = module.__dict__.get(f"_override_{name}")
+        return override if override is not None else _public(name)
+
+    def set_(module, value):
+        if isinstance(value, types.ModuleType) and value.__name__ == f"engine.{name}":
+            module.__dict__[f"_module_{name}"] = value     # the import system recording the submodule
+        else:
+            module.__dict__[f"_override_{name}"] = value
+
+    def delete(module):
+        module.__dict__.pop(f"_override_{name}", None)
+
+    return property(get, set_, delete)
+
+
+for _name in _SHADOWING:
+    setattr(_Engine, _name, _shadowing_property(_name))
+sys.modules[__name__].__class__ = _Engine

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from engine.hardware import Hardware
+from engine.report_columns import KernelColumns, finite
 
 ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_energy_j", "sram_energy_j",
                   "link_energy_j", "static_energy_j", "energy_j")
@@ -29,7 +29,7 @@ ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_ene
 def _column(kernels, name: str) -> np.ndarray:
     if name not in kernels:
         return np.zeros(len(kernels["count"]))
-    return np.nan_to_num(np.asarray(kernels[name], dtype=float))
+    return finite(kernels[name])
 
 
 def _mac_energy(hardware: Hardware, rate_dtype: str) -> Optional[float]:
@@ -46,7 +46,7 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     per_mac = np.zeros(len(macs))
     if (macs > 0).any():
         dtypes = np.asarray(kernels["dtype"])
-        for dtype in pd.unique(dtypes[macs > 0]):
+        for dtype in dict.fromkeys(dtypes[macs > 0].tolist()):
             rate = hardware.matrix_rate_dtype(dtype)
             value = _mac_energy(hardware, rate)
             if value is None:
@@ -81,13 +81,15 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     return out, notes
 
 
-def add_energy(kernels: pd.DataFrame, hardware: Hardware) -> list[str]:
-    """Add the ENERGY_COLUMNS to `kernels` (per occurrence) when the spec allows; returns notes."""
+def add_energy(kernels, hardware: Hardware) -> list[str]:
+    """Add the ENERGY_COLUMNS to `kernels` (per occurrence) when the spec allows; returns notes.
+    `kernels`: a kernel DataFrame or engine/report_columns.KernelColumns."""
     columns, notes = kernel_energy(kernels, hardware)
     if columns is not None:
+        add = kernels.add if isinstance(kernels, KernelColumns) else kernels.__setitem__
         for name in ENERGY_COLUMNS:
-            kernels[name] = columns[name]
-        kernels["total_energy_j"] = kernels["count"].to_numpy(dtype=float) * kernels["energy_j"]
+            add(name, columns[name])
+        add("total_energy_j", np.asarray(kernels["count"], dtype=float) * columns["energy_j"])
     return notes
 
 
@@ -101,7 +103,7 @@ def energy_tokens(phase: str, batch, input_length, output_length, dp: int):
     return dp * batch * output_length
 
 
-def energy_summary(kernels: pd.DataFrame, hardware: Hardware, scenario) -> Optional[dict]:
+def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
     """Energy per phase, per request (all devices) and per token; average power against TDP.
 
     The kernel table is one device's view, so the energy of all devices is devices x that device's energy
@@ -110,15 +112,16 @@ def energy_summary(kernels: pd.DataFrame, hardware: Hardware, scenario) -> Optio
     """
     if "energy_j" not in kernels:
         return None
-    count = kernels["count"].to_numpy(dtype=float)
+    count = np.asarray(kernels["count"], dtype=float)
+    columns = {c: np.asarray(kernels[c], dtype=float) for c in ("energy_j", "time_s") + ENERGY_COLUMNS[:-1]}
+    phase = np.asarray(kernels["phase"])
     phases = {}
-    for phase, rows in kernels.groupby("phase", sort=False):
-        n = rows["count"].to_numpy(dtype=float)
-        phases[str(phase)] = {"energy_j": float(np.dot(n, rows["energy_j"])),
-                              "time_s": float(np.dot(n, rows["time_s"])),
-                              **{c: float(np.dot(n, rows[c])) for c in ENERGY_COLUMNS[:-1]}}
-    device_energy = float(np.dot(count, kernels["energy_j"]))
-    device_time = float(np.dot(count, kernels["time_s"]))
+    for name in dict.fromkeys(phase.tolist()):
+        rows = phase == name
+        n = count[rows]
+        phases[str(name)] = {c: float(np.dot(n, values[rows])) for c, values in columns.items()}
+    device_energy = float(np.dot(count, columns["energy_j"]))
+    device_time = float(np.dot(count, columns["time_s"]))
     devices = scenario.device_count
     s = scenario
     tokens = energy_tokens(s.phase, s.batch, s.input_length, s.output_length, s.dp)
@@ -135,7 +138,7 @@ def energy_summary(kernels: pd.DataFrame, hardware: Hardware, scenario) -> Optio
         "average_power_w": power,
         "tdp_w": tdp,
         "exceeds_tdp": bool(power is not None and tdp is not None and power > tdp),
-        "components_j": {c: float(np.dot(count, kernels[c])) for c in ENERGY_COLUMNS[:-1]},
+        "components_j": {c: float(np.dot(count, columns[c])) for c in ENERGY_COLUMNS[:-1]},
     }
 
 

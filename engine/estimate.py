@@ -8,15 +8,16 @@ import pandas as pd
 from engine.auto import is_automatic
 from engine.collectives import check_interconnect
 from engine.energy import add_energy, energy_summary, tdp_note
-from engine.dtypes import bytes_per_value, check_dtype, compute_dtype, compute_format, number_format
+from engine.dtypes import bytes_per_value, check_dtype, compute_dtype, number_format
 from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.hardware import Hardware
 from engine.kernels import KernelTableBuilder
 from engine.memory import memory_footprint
 from engine.parallel import add_pipeline_bubble, parallel_layout
-from engine.report import (Estimate, add_presentation_columns, aggregate_steps, bound_times, latency_metrics,
-                           phase_totals)
+from engine.report import Estimate, latency_metrics
+from engine.report_columns import (combine_steps, experts_touched, fallback_notes, phase_total_rows,
+                                   presentation_columns, step_bound_times)
 from engine.workload import Scenario
 
 LAYOUT_FIELDS = ("tp", "pp", "dp")
@@ -69,9 +70,11 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     schedule = _chunked_schedule_tables(per_step, scenario) if scenario.chunked_prefill else None
     micro_batches = {"prefill": scenario.prefill_micro_batches}
     per_step = add_pipeline_bubble(per_step, scenario, micro_batches)
-    kernels = add_presentation_columns(aggregate_steps(per_step))
+    kernels = combine_steps(per_step)            # numpy columns; result.kernels builds the DataFrame when asked
+    for name, values in presentation_columns(kernels).items():
+        kernels.add(name, values)
     energy_notes = add_energy(kernels, hardware)
-    phases = phase_totals(kernels, bound_times(per_step))
+    phases = phase_total_rows(kernels, step_bound_times(per_step))
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
                       memory_footprint(model, scenario, hardware, layout, activation_bytes=activations),
                       devices=scenario.device_count)
@@ -83,7 +86,7 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     energy_notes += tdp_note(result.energy, hardware)
     if automatic:
         result.notes.append(automatic_note(model))
-    result.notes.extend(_fallback_notes(kernels, hardware))
+    result.notes.extend(fallback_notes(kernels, hardware.name))
     result.notes.extend(precision_notes(scenario))
     result.validation = realistic_validation(hardware, chosen.name)
     result.notes.extend(validation_notes(hardware, chosen.name))
@@ -123,22 +126,10 @@ def automatic_note(model) -> str:
             "whole sequence (an upper bound for sliding-window layers)")
 
 
-def experts_touched(kernels: pd.DataFrame) -> dict[str, float]:
-    """Per phase: routed experts whose weights one device reads per MoE layer per step (the mean over the
-    phase's steps), from the expert GEMMs' `batch` (engine/decompose_moe.py). Empty for dense models."""
-    rows = kernels[kernels["name"] == "Expert_up"]
-    found = {}
-    for phase, group in rows.groupby("phase", sort=False):
-        count = group["count"].to_numpy(dtype=float)
-        if count.sum() > 0:
-            found[str(phase)] = float(np.dot(group["batch"].to_numpy(dtype=float), count) / count.sum())
-    return found
-
-
 def _fill_metrics(result: Estimate, s: Scenario) -> None:
     """Latency per replica; throughput over all dp replicas (each runs its own `batch`)."""
     if result.requests is None:
-        times = result.phases["time_s"]
+        times = {phase: row["time_s"] for phase, row in result.phase_rows.items()}
         prefill = float(times["prefill"]) if "prefill" in times else float("nan")
         decode = float(times["decode"]) if "decode" in times else 0.0
         metrics = latency_metrics(s.phase, prefill, decode, s.batch, s.input_length, s.output_length, s.dp,
@@ -172,14 +163,6 @@ def _chunked_schedule_tables(per_step: dict, s: Scenario) -> tuple[pd.DataFrame,
                                "decode_tokens": plan.decode_tokens, "prefill_sequences": plan.prefill_sequences,
                                "completions": plan.completions, "time_s": times, "end_s": np.cumsum(times)})
     return requests, iterations
-
-
-def _fallback_notes(kernels, hardware: Hardware) -> list[str]:
-    if "matrix_rate_dtype" not in kernels:
-        return []
-    pairs = dict.fromkeys(zip(kernels["dtype"], kernels["matrix_rate_dtype"]))
-    return [f"{hardware.name} has no {dtype} matrix rate: {dtype} matrix work runs at the {rate} rate"
-            for dtype, rate in pairs if rate and rate != compute_format(dtype)]
 
 
 def precision_notes(s: Scenario) -> list[str]:

@@ -87,38 +87,45 @@ class KernelTableBuilder:
     """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
 
     def __init__(self) -> None:
-        self._rows: list[tuple[int, dict, dict]] = []
+        # per `add`: (rows, the first value of each NUMBER_COLUMNS entry, {column index: array of > 1 values},
+        # the STRING_COLUMNS values)
+        self._rows: list[tuple[int, list, dict, tuple]] = []
 
     def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
             m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
             weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
-        numbers = dict(m=m, k=k, n=n, batch=batch, context=context, attention_window=attention_window,
-                       count=count, macs=macs,
-                       matrix_flops=np.multiply(2.0, macs), vector_flops=vector_flops,
-                       weight_bytes=weight_bytes, activation_bytes=activation_bytes, kv_bytes=kv_bytes,
-                       link_bytes=link_bytes, group_size=group_size, overlap_group=overlap_group)
-        rows = max((v.size for v in numbers.values() if isinstance(v, np.ndarray) and v.ndim), default=1)
-        strings = dict(phase=phase, name=name, type=type, op=op, unit=unit, dtype=dtype)
-        self._rows.append((rows, numbers, strings))
+        numbers = [m, k, n, batch, context, attention_window, count, macs, np.multiply(2.0, macs), vector_flops,
+                   weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
+        rows, wide = 1, {}
+        sized = False
+        for index, value in enumerate(numbers):
+            if isinstance(value, np.ndarray):
+                if value.ndim:
+                    rows = value.size if not sized else max(rows, value.size)
+                    sized = True
+                if value.size > 1:
+                    wide[index] = value
+                numbers[index] = value.item(0)
+        self._rows.append((rows, numbers, wide, (phase, name, type, op, unit, dtype)))
         return len(self._rows) - 1
 
     def build_columns(self) -> dict[str, np.ndarray]:
         """The table as a dict of numpy arrays (the engine's fast internal form)."""
-        lengths = np.array([rows for rows, _, _ in self._rows], dtype=np.int64)
+        lengths = np.array([entry[0] for entry in self._rows], dtype=np.int64)
         ends = np.cumsum(lengths)
-        data: dict[str, np.ndarray] = {}
-        for key in NUMBER_COLUMNS:
-            values = [numbers[key] for _, numbers, _ in self._rows]
-            # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
-            wide = [i for i, v in enumerate(values) if isinstance(v, np.ndarray) and v.size > 1]
-            firsts = [v.item(0) if isinstance(v, np.ndarray) else v for v in values]
-            column = np.repeat(np.array(firsts, dtype=float), lengths)
-            for i in wide:
-                column[ends[i] - lengths[i]:ends[i]] = values[i]
-            data[key] = column
-        for key in STRING_COLUMNS:
-            data[key] = np.repeat(np.array([strings[key] for _, _, strings in self._rows], dtype=object), lengths)
+        # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
+        firsts = np.array([entry[1] for entry in self._rows], dtype=float).reshape(len(self._rows),
+                                                                                   len(NUMBER_COLUMNS))
+        numbers = np.repeat(np.ascontiguousarray(firsts.T), lengths, axis=1)   # one contiguous row per column
+        for i, (_, _, wide, _) in enumerate(self._rows):
+            for index, values in wide.items():
+                numbers[index, ends[i] - lengths[i]:ends[i]] = values
+        data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
+        strings = np.array([entry[3] for entry in self._rows], dtype=object).reshape(len(self._rows),
+                                                                                    len(STRING_COLUMNS))
+        for index, key in enumerate(STRING_COLUMNS):
+            data[key] = np.repeat(strings[:, index], lengths)
         data["group"] = np.repeat(np.arange(len(self._rows)), lengths)
         data["flops"] = data["matrix_flops"] + data["vector_flops"]
         data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]

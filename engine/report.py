@@ -9,15 +9,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from engine.estimators import STEP_MEAN_COLUMNS
-from engine.kernels import kernel_family
 from engine.memory import MemoryFootprint, kv_tokens, memory_footprint  # noqa: F401  (re-exported)
+from engine.report_columns import (MEAN_COLUMNS, KernelColumns, combine_steps, phase_frame,  # noqa: F401
+                                   phase_total_rows, presentation_columns, step_bound_times)
 
-# per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
-MEAN_COLUMNS = (
-    "m", "k", "n", "batch", "context", "macs", "matrix_flops", "vector_flops", "flops", "weight_bytes",
-    "activation_bytes", "kv_bytes", "bytes", "compute_time_s", "memory_time_s", "time_s", "link_bytes",
-) + STEP_MEAN_COLUMNS
 JSON_KERNEL_COLUMNS = (
     "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "attention_window", "count",
     "macs",
@@ -36,43 +31,15 @@ JSON_KERNEL_COLUMNS = (
 
 
 def aggregate_steps(columns: dict) -> pd.DataFrame:
-    """One row per kernel: rows sharing a `group` (a kernel at each decode step) are combined.
-
-    Per-occurrence values become count-weighted means, so count x time_s still sums to the
-    phase time; `bound` is the bound that holds for most of the kernel's time.
-    """
-    groups = columns["group"]
-    codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
-    if len(codes) == len(groups):
-        frame = pd.DataFrame(columns)
-        return frame[frame["count"] > 0].reset_index(drop=True) if (frame["count"] <= 0).any() else frame
-    out = {key: np.asarray(values)[first] for key, values in columns.items()}
-    count = columns["count"].astype(float)
-    total_count = np.bincount(inverse, weights=count)
-    divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
-    for column in MEAN_COLUMNS:
-        if column in columns:
-            values = np.nan_to_num(columns[column].astype(float))
-            means = np.bincount(inverse, weights=values * count) / divisor
-            out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
-    # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
-    labels, label_codes = np.unique(np.asarray(columns["bound"]).astype(str), return_inverse=True)
-    time_by_label = np.zeros((len(codes), len(labels)))
-    np.add.at(time_by_label, (inverse, label_codes.reshape(-1)), columns["time_s"] * count)
-    out["bound"] = labels[time_by_label.argmax(axis=1)].astype(object)
-    out["count"] = total_count
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["intensity"] = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.inf)
-    frame = pd.DataFrame(out)
-    return frame[total_count > 0].reset_index(drop=True) if (total_count <= 0).any() else frame
+    """One row per kernel: rows sharing a `group` (a kernel at each decode step) are combined
+    (engine/report_columns.combine_steps: count-weighted means; `bound` holds for most of the time)."""
+    return combine_steps(columns).frame()
 
 
 def add_presentation_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     """family (for grouped charts), total_time_s = count x time_s, and time_share within the phase."""
-    kernels["family"] = [kernel_family(name) for name in kernels["name"]]
-    kernels["total_time_s"] = kernels["count"] * kernels["time_s"]
-    phase_time = kernels.groupby("phase", sort=False)["total_time_s"].transform("sum")
-    kernels["time_share"] = np.where(phase_time > 0, kernels["total_time_s"] / phase_time, 0.0)
+    for name, values in presentation_columns(kernels).items():
+        kernels[name] = values
     return kernels
 
 
@@ -100,16 +67,7 @@ def latency_metrics(phase: str, prefill_s, decode_s, batch, input_length, output
             "tokens_per_s_per_device": rate / devices, "prefill_tokens_per_s": prefill_rate}
 
 
-def bound_times(columns: dict) -> dict[tuple[str, str], float]:
-    """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
-    combined: the time during which each bound holds, step by step (a kernel compute bound over a short
-    context and memory bound over a long one counts on both sides)."""
-    phase_code, phases = pd.factorize(np.asarray(columns["phase"], dtype=object))
-    bound_code, bounds = pd.factorize(np.asarray(columns["bound"], dtype=object))
-    work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
-    sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
-    return {(str(p), str(b)): float(sums[i * len(bounds) + j])
-            for i, p in enumerate(phases) for j, b in enumerate(bounds)}
+bound_times = step_bound_times
 
 
 def phase_totals(kernels: pd.DataFrame, by_bound: Optional[dict[tuple[str, str], float]] = None) -> pd.DataFrame:
@@ -121,35 +79,7 @@ def phase_totals(kernels: pd.DataFrame, by_bound: Optional[dict[tuple[str, str],
     link_bytes, communication_time_s (their full time) and hidden_communication_time_s (the part
     overlapped with compute): time_s + hidden_communication_time_s is the time without overlap.
     """
-    phase = kernels["phase"].to_numpy()
-    count = kernels["count"].to_numpy(dtype=float)
-    launches = count * (kernels["launches"].to_numpy(dtype=float) if "launches" in kernels else 1.0)
-    launches = np.where(kernels["op"].to_numpy() == "bubble", 0.0, np.nan_to_num(launches))
-    column = lambda name: (np.nan_to_num(kernels[name].to_numpy(dtype=float)) * count  # noqa: E731
-                           if name in kernels else np.zeros(len(count)))
-    link_bytes, communication, hidden = column("link_bytes"), column("communication_time_s"), column("hidden_time_s")
-    time = kernels["time_s"].to_numpy(dtype=float) * count
-    bound = kernels["bound"].to_numpy().astype(str)
-    present = set(bound) | {label for _, label in (by_bound or {})}
-    labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
-    totals = {}
-    for name in dict.fromkeys(phase):
-        rows = phase == name
-        totals[name] = {
-            "time_s": time[rows].sum(),
-            "macs": (kernels["macs"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
-            "flops": (kernels["flops"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
-            "bytes": (kernels["bytes"].to_numpy(dtype=float)[rows] * count[rows]).sum(),
-            "kernel_launches": launches[rows].sum(),
-            **{f"{label}_bound_time_s": (by_bound.get((name, label), 0.0) if by_bound is not None
-                                          else time[rows & (bound == label)].sum()) for label in labels},
-            "link_bytes": link_bytes[rows].sum(),
-            "communication_time_s": communication[rows].sum(),
-            "hidden_communication_time_s": hidden[rows].sum(),
-        }
-    frame = pd.DataFrame.from_dict(totals, orient="index")
-    frame.index.name = "phase"
-    return frame
+    return phase_frame(phase_total_rows(kernels, by_bound))
 
 
 def _clean(value):
@@ -170,8 +100,8 @@ class Estimate:
     model_name: str
     method: str
     scenario: object
-    kernels: pd.DataFrame
-    phases: pd.DataFrame
+    kernel_columns: KernelColumns                      # the kernel table as numpy columns (`kernels` builds
+    phase_rows: dict                                   # the DataFrame on first use); {phase: totals}
     memory: MemoryFootprint
     ttft_s: Optional[float] = None
     tpot_s: Optional[float] = None
@@ -189,9 +119,36 @@ class Estimate:
     validation: Optional[dict] = None                  # realistic methods: validated on measurements or not
                                                        # (engine/estimators/validity.py)
 
+    _kernels: Optional[pd.DataFrame] = field(default=None, init=False, repr=False, compare=False)
+    _phases: Optional[pd.DataFrame] = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """One row per kernel (a DataFrame built on first use from `kernel_columns`, then kept)."""
+        if self._kernels is None:
+            self._kernels = self.kernel_columns.frame()
+        return self._kernels
+
+    @kernels.setter
+    def kernels(self, frame: pd.DataFrame) -> None:
+        self._kernels = frame
+
+    @property
+    def phases(self) -> pd.DataFrame:
+        """Totals per phase, one row each (a DataFrame built on first use from `phase_rows`, then kept)."""
+        if self._phases is None:
+            self._phases = phase_frame(self.phase_rows)
+        return self._phases
+
+    @phases.setter
+    def phases(self, frame: pd.DataFrame) -> None:
+        self._phases = frame
+
     @property
     def total_time_s(self) -> float:
-        return float(self.phases["time_s"].sum())
+        if self._phases is not None:
+            return float(self._phases["time_s"].sum())
+        return float(np.nansum(np.array([row["time_s"] for row in self.phase_rows.values()], dtype=float)))
 
     @property
     def parallelism(self) -> dict:
@@ -212,11 +169,16 @@ class Estimate:
                 "ttft_max_s": float(r["ttft_s"].max()), "tpot_mean_s": _clean(float(r["tpot_s"].mean())),
                 "tpot_max_s": _clean(float(r["tpot_s"].max())), "e2e_max_s": float(r["e2e_s"].max())}
 
+    def _phase_dicts(self) -> dict:
+        if self._phases is not None:
+            return {phase: {k: _clean(v) for k, v in row.items()} for phase, row in self._phases.iterrows()}
+        return {phase: {k: _clean(float(v)) for k, v in row.items()} for phase, row in self.phase_rows.items()}
+
     def to_dict(self, include_kernels: bool = True) -> dict:
         result = {
             "hardware": self.hardware_name, "model": self.model_name, "method": self.method,
             "scenario": self.scenario.model_dump(),
-            "phases": {phase: {k: _clean(v) for k, v in row.items()} for phase, row in self.phases.iterrows()},
+            "phases": self._phase_dicts(),
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s,
             "tokens_per_s": self.tokens_per_s, "prefill_tokens_per_s": self.prefill_tokens_per_s,
             "devices": self.devices, "parallelism": self.parallelism,

@@ -68,15 +68,22 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     Rows of one attention share phase, name prefix and position within their decode-step block.
     """
     row_groups = row_groups or RowGroups(columns)
-    op = row_groups.strings("op")
-    rows = np.flatnonzero(np.isin(op, ATTENTION_OPS))
-    result = np.full(len(op), -1, dtype=np.int64)
+    attention = np.isin(row_groups.group_strings("op"), ATTENTION_OPS)      # per group: string work once each
+    rows = np.flatnonzero(attention[row_groups.inverse])
+    result = np.full(len(row_groups.inverse), -1, dtype=np.int64)
     if rows.size == 0:
         return result
-    unique_names, name_code = np.unique(row_groups.strings("name")[rows], return_inverse=True)
-    _, prefix_of_name = np.unique([_prefix(name) for name in unique_names], return_inverse=True)
-    _, phase_code = np.unique(row_groups.strings("phase")[rows], return_inverse=True)
     block = row_groups.inverse[rows]
+
+    def codes(key):   # per attention row: the rank of its group's value among the attention groups' values
+        unique, code_of_group = np.unique(row_groups.group_strings(key)[attention], return_inverse=True)
+        by_group = np.full(len(attention), -1, dtype=np.int64)
+        by_group[attention] = code_of_group.reshape(-1)
+        return unique, by_group[block]
+
+    unique_names, name_code = codes("name")
+    _, prefix_of_name = np.unique([_prefix(name) for name in unique_names], return_inverse=True)
+    _, phase_code = codes("phase")
     _, first = np.unique(block, return_index=True)
     position = np.arange(rows.size) - first[np.searchsorted(np.unique(block), block)]
     prefix_code = prefix_of_name.reshape(-1)[name_code.reshape(-1)]

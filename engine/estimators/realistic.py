@@ -304,8 +304,9 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     groups = int(group.max()) + 1
     total = lambda column: np.bincount(group, weights=out[column][rows].astype(float), minlength=groups)  # noqa: E731
     # shape, dtype and kind from each group's Q*gK row (the first matrix row if it has none)
-    is_scores = is_scores_row(row_groups.strings("name")[rows])
-    is_matrix = row_groups.strings("op")[rows] == "attention"
+    of_row = row_groups.inverse[rows]     # string tests once per group, then per row
+    is_scores = is_scores_row(row_groups.group_strings("name"))[of_row]
+    is_matrix = (row_groups.group_strings("op") == "attention")[of_row]
     order = np.lexsort((~is_scores, ~is_matrix, group))
     lead = rows[order][np.unique(group[order], return_index=True)[1]]
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
@@ -315,7 +316,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
         "matrix_fraction": rates.matrix_fraction * constants.attention_matrix_efficiency,
         "memory_fraction": rates.memory_fraction,
     }
-    decode = row_groups.strings("type")[lead] == "Va_Mqa"
+    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
     score_macs = np.where(score_macs > 0, score_macs, total("macs") / 2.0)   # a group without a Q*gK row

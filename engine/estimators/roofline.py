@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.estimators.row_groups import RowGroups
 from engine.hardware import Hardware
 from engine.kernels import as_columns
 
@@ -31,7 +32,9 @@ def estimate_roofline(table, hardware: Hardware, scenario=None) -> dict[str, np.
     out = as_columns(table)
     matrix_flops, vector_flops = out["matrix_flops"].astype(float), out["vector_flops"].astype(float)
     flops, nbytes = out["flops"].astype(float), out["bytes"].astype(float)
-    matrix_peak, rate_dtype = matrix_peaks(out["dtype"], hardware)
+    groups = RowGroups(out)                 # dtype lookups once per kernel, not once per decode-step row
+    matrix_peak, rate_dtype = (values[groups.inverse]
+                               for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))
     compute_time, memory_time = roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak,
                                                hardware.vector_flops_per_s, hardware.memory_bandwidth_bytes_per_s)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -20,7 +20,11 @@ class RowGroups:
 
     def strings(self, key: str) -> np.ndarray:
         """The column as a str array, converted once per group."""
-        return np.asarray(self._columns[key])[self.first].astype(str)[self.inverse]
+        return self.group_strings(key)[self.inverse]
+
+    def group_strings(self, key: str) -> np.ndarray:
+        """The column's value of each group (one per group, in group order), as a str array."""
+        return np.asarray(self._columns[key])[self.first].astype(str)
 
     def map(self, key: str, function) -> np.ndarray:
         """function(value) per group, broadcast to the rows (e.g. bytes per value of each dtype)."""

@@ -33,6 +33,7 @@ SPLIT_K_FACTORS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 16)
 TILE_K = 32              # k elements per pipeline stage of a tile
 PIPELINE_STAGES = 2      # a tile fits the core's SRAM if two stages of its A and B slices do
 PARTIAL_SUM_BYTES = 4.0  # split-K partial sums are fp32, written once and read once
+SMALL_TABLE_ROWS = 64    # choose_tilings evaluates up to this many GEMM rows without removing duplicates
 
 
 def tile_count(m, n, tile_m, tile_n, batch=1, split_k=1):
@@ -91,7 +92,8 @@ class Tiling:
 
 
 def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates) -> Tiling:
-    """The fastest (tile, split-K) per GEMM row; identical rows are evaluated once."""
+    """The fastest (tile, split-K) per GEMM row (each row's choice depends on that row alone); identical rows
+    of a large table are evaluated once."""
     m, n, k, batch, nbytes = (np.asarray(v, dtype=float) for v in (m, n, k, batch, nbytes))
     per_core = np.broadcast_to(np.asarray(rates.macs_per_s_per_core, dtype=float), m.shape)
     value_bytes = np.broadcast_to(np.asarray(rates.value_bytes, dtype=float), m.shape)
@@ -99,14 +101,17 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
         empty = np.zeros(0)
         return Tiling(*([empty] * 11))
     keys = np.stack([m, n, k, batch, nbytes, per_core, value_bytes], axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    chosen = [_choose_unique(unique[rows], hardware, rates, vb)
-              for vb, rows in _by_value_bytes(unique[:, 6])]
+    if len(keys) <= SMALL_TABLE_ROWS:     # each row's choice is its own: dedup only pays off on large tables
+        unique, inverse = keys, np.arange(len(keys))
+    else:
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    by_value_bytes = list(_by_value_bytes(unique[:, 6]))
+    chosen = [_choose_unique(unique[rows], hardware, rates, vb) for vb, rows in by_value_bytes]
     merged = {}
     for field in Tiling.__dataclass_fields__:
         values = np.empty(len(unique))
-        for (vb, rows), result in zip(_by_value_bytes(unique[:, 6]), chosen):
+        for (vb, rows), result in zip(by_value_bytes, chosen):
             values[rows] = getattr(result, field)
         merged[field] = values[inverse]
     return Tiling(**merged)
@@ -153,7 +158,8 @@ def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s)
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
-    pick = lambda a: np.take_along_axis(np.broadcast_to(a, time.shape), best[:, None], axis=1)[:, 0]  # noqa: E731
+    chosen = (np.arange(len(best)), best)
+    pick = lambda a: np.broadcast_to(a, time.shape)[chosen]  # noqa: E731
     return Tiling(
         tile_m=pick(terms["tile_m"]), tile_n=pick(terms["tile_n"]), split_k=pick(terms["split_k"]),
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
