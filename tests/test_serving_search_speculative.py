@@ -74,3 +74,27 @@ def test_a_front_point_of_a_speculative_search_is_serve_at_that_configuration():
                          speculative=MTP).metrics
         for name in METRICS:
             assert row[name] == pytest.approx(expected[name], rel=1e-9), (row["layout"], row["concurrency"], name)
+
+
+def test_cli_speculative_flags_and_workload_reach_the_search(capsys):
+    import json
+    from pathlib import Path
+
+    from engine.cli import main
+    from engine.cli_search import JSON_KEYS
+    code = main(["serving-search", "--hardware", "H200-SXM", "--model", "meta-llama/Llama-3.1-8B", "--devices", "1",
+                 "--workload", "chat", "--output-len", "32", "--concurrency", "4", "--token-budget", "2048",
+                 "--mtp-layers", "1", "--draft-tokens", "2", "--acceptance-rate", "0.6", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == set(JSON_KEYS)
+    [row] = data["front"]
+    expected = serve(H200, LLAMA8, concurrency=4, token_budget=2048, input_length=1024, output_length=32,
+                     speculative=MTP).metrics                       # chat's 1k prompt, --output-len wins
+    assert row["tpot_s"] == pytest.approx(expected["tpot_s"], rel=1e-9)
+    plain = serve(H200, LLAMA8, concurrency=4, token_budget=2048, input_length=1024, output_length=32).metrics
+    assert abs(row["tpot_s"] / plain["tpot_s"] - 1) > 0.05           # the flags changed the answer
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    section = docs[docs.index("## Design-space search"):]
+    for key in JSON_KEYS:                                             # every --json key is documented
+        assert f"`{key}`" in section, key
