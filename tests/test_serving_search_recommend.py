@@ -1,0 +1,44 @@
+"""The serving search's recommendation re-checked by simulation: the disaggregated answer by serve_disaggregated()
+at the answer and with one device fewer (every split of the pools falls short), and the requests/s target whose
+copies would need more clients than the searched concurrencies."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine
+from engine.serving import SLA, serving_search
+from engine.serving.disagg import serve_disaggregated
+
+H200 = engine.load_hardware("H200-SXM")
+LLAMA8 = engine.load_model("meta-llama/Llama-3.1-8B")
+TP1 = dict(tp=1)
+
+
+@pytest.fixture(scope="module")
+def disaggregated():
+    return serving_search(H200, LLAMA8, devices=2, disaggregated=True, concurrencies=[4, 16], token_budgets=[2048],
+                          input_length=512, output_length=32, sla=SLA(ttft_max_s=0.2), requests_per_s=200)
+
+
+def test_disaggregated_recommendation_is_serve_disaggregated_at_the_answer(disaggregated):
+    rec = disaggregated.recommendation.set_index("mode").loc["disaggregated"]
+    assert rec["checked_by_serve"] and "checked with serve_disaggregated" in rec["sentence"]
+    workers = int(rec["prefill_workers"]), int(rec["decode_workers"])
+    assert sum(workers) == rec["devices_needed"]                  # one-device workers (TP1) on both sides
+    answer = serve_disaggregated(LLAMA8, H200, H200, TP1, TP1, *workers, concurrency=int(rec["concurrency"]),
+                                 input_length=512, output_length=32, token_budget=int(rec["token_budget"]))
+    assert answer.requests_per_s >= 200 and answer.ttft_s <= 0.2
+    assert answer.requests_per_s == pytest.approx(rec["requests_per_s"], rel=1e-9)
+    assert answer.ttft_s == pytest.approx(rec["ttft_s"], rel=1e-9)
+
+
+def test_disaggregated_recommendation_fails_with_one_device_fewer_however_the_pools_split(disaggregated):
+    rec = disaggregated.recommendation.set_index("mode").loc["disaggregated"]
+    fewer = int(rec["devices_needed"]) - 1
+    assert rec["one_fewer"].startswith(f"{fewer} devices")
+    clients = int(rec["one_fewer"].split(" clients")[0].rsplit(", ", 1)[1])
+    for prefill_workers in range(1, fewer):                        # every split of the devices left
+        result = serve_disaggregated(LLAMA8, H200, H200, TP1, TP1, prefill_workers, fewer - prefill_workers,
+                                     concurrency=clients, input_length=512, output_length=32, token_budget=8192)
+        assert result.requests_per_s < 200 or result.ttft_s > 0.2, prefill_workers
