@@ -31,6 +31,7 @@ RECOMMENDATION_COLUMNS = ("device", "mode", "target", "devices_needed", "layout"
                           "e2e_s", "checked_by_serve", "one_fewer", "sentence", "prefill_workers", "decode_workers")
 MAX_GROWTH = 8
 CHECKED = 3
+MAX_EXTENSION = 4        # doublings of a copy's clients beyond the largest searched concurrency (16 x)
 
 
 def recommend(configs: pd.DataFrame, sla: SLA | None, device_map: dict, model, method: str, base, scenario_fields: dict,
@@ -63,6 +64,11 @@ def recommend(configs: pd.DataFrame, sla: SLA | None, device_map: dict, model, m
                 units.append(candidate)
         units = units[:CHECKED]
         if mode == "aggregated":       # confirmed by serve()
+            if requests_per_s is not None:      # copies at the largest load searched: try heavier loads
+                largest = group.groupby("layout")["concurrency"].max()
+                units = [_extend(c, sla, device_map[device], model, method, base, scenario_fields, requests_per_s)
+                         if c["searched_concurrency"] >= largest.get(c["searched_layout"], float("inf")) else c
+                         for c in units]
             checked = [_check(c, sla, device_map[device], model, method, base, scenario_fields, requests_per_s,
                               concurrent_users) for c in units]
             pick = min(checked, key=lambda c: (not c["checked_by_serve"], c["devices_needed"],
@@ -99,7 +105,41 @@ def _candidate(row: dict, requests_per_s, users) -> dict | None:
             "concurrency_per_replica": per_copy_clients, "layout": unit.name if unit is not None else row["layout"],
             "requests_per_s": n * per_copy_rate,
             "concurrency": n * per_copy_clients if users is None else int(users), "users": n * per_copy_clients,
-            "checked_by_serve": False, "one_fewer": ""}
+            "checked_by_serve": False, "one_fewer": "", "searched_concurrency": int(row["concurrency"]),
+            "searched_layout": row["layout"], "load_note": ""}
+
+
+def _extend(pick: dict, sla, device, model, method, base, scenario_fields, requests_per_s) -> dict:
+    """A copy at the largest searched concurrency still meets the SLA, so a heavier load may serve more requests/s
+    per copy (fewer copies): double its clients with serve() on one copy while it meets the SLA, MAX_EXTENSION
+    times at most; keep the load needing the fewest copies; say how far it went in `load_note`."""
+    clients, best, why = pick["concurrency_per_replica"], None, ""
+    searched = clients
+    for _ in range(MAX_EXTENSION):
+        clients *= 2
+        metrics = _serve_copies(pick["unit"], 1, clients, pick["token_budget"], device, model, method, base,
+                                scenario_fields)
+        why = sla.check(metrics["ttft_s"], metrics["tpot_s"], metrics["e2e_s"]) if sla is not None else ""
+        if why:
+            break
+        if best is None or metrics["requests_per_s"] > best[1]["requests_per_s"]:
+            best = (clients, metrics)
+    if why:
+        held = f"{best[0]} clients per copy meet it, " if best is not None else ""
+        note = (f"copies were also tried beyond the searched concurrencies (at most {searched} clients per copy): "
+                f"{held}{clients} miss the SLA ({why})")
+    else:
+        note = (f"copies were tried beyond the searched concurrencies up to {clients} clients each, still within "
+                f"the SLA: heavier loads (search larger concurrencies) may need fewer devices")
+    if best is None:
+        return {**pick, "load_note": note}
+    clients, metrics = best
+    n = math.ceil(requests_per_s / metrics["requests_per_s"])
+    if n * pick["unit_devices"] > pick["devices_needed"]:
+        return {**pick, "load_note": note}
+    return {**pick, "load_note": note, "replicas": n, "devices_needed": n * pick["unit_devices"],
+            "concurrency_per_replica": clients, "concurrency": n * clients, "users": n * clients,
+            "requests_per_s": n * metrics["requests_per_s"]}
 
 
 def _serve_copies(unit: Layout, n: int, clients: int, budget: int, device, model, method, base, scenario_fields):
@@ -177,4 +217,6 @@ def _sentence(model_name, device, mode, target, within, pick) -> str:
         text += " (scaled from the simulated configuration; serve_disaggregated did not confirm it)"
     if pick.get("one_fewer"):
         text += f"; with {pick['one_fewer']}"
+    if pick.get("load_note"):
+        text += f"; {pick['load_note']}"
     return text
