@@ -17,8 +17,8 @@ holds them to serve() to 1e-9) by sharing:
 - the statistics: numpy arrays instead of serve()'s request DataFrame;
 - speculative decoding: the schedules advance E tokens per step and take k + 1 of the token budget per
   decoding request, the target's verification rows (mixed and grid) take k + 1 query tokens, the KV budget
-  holds the draft's weights and KV, and the draft's passes are timed per schedule as serve() times them
-  (engine/serving/speculative.py draft_times).
+  holds the draft's weights and KV, and the draft's passes are timed as serve() times them
+  (engine/serving/speculative.py draft_times), for all schedules of a layout in two more estimator calls.
 
 Anything serve() supports that this does not reproduce (drawn lengths, options added later) falls back
 to serve() itself, point by point (`needs_serve`).
@@ -38,7 +38,6 @@ from engine.serving.backends import overheads
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget
-from engine.serving.speculative import draft_times
 from engine.workload import Scenario
 
 # ServingOptions fields this module reproduces; any other field set away from its default -> serve()
@@ -190,6 +189,7 @@ class LayoutEvaluator(LayoutSetup):
             n, p = (np.array(values) for values in zip(*pairs))
             grid_times = cost.time_pass(_pair_pass(n, p, self.verify_tokens), len(n), self.model, self.replica,
                                         self.hardware, self.graph, self.layout)
+        draft = self._draft_times(plans, mixed, seen) if self.draft is not None else {}
         out = {}
         for plan in plans:
             sched = plan.schedule
@@ -202,10 +202,54 @@ class LayoutEvaluator(LayoutSetup):
                 grid = grid_times[[pairs[(float(n), float(p))] for n in batches for p in contexts]]
                 times[index] = cost.interpolate_grid(grid, batches, contexts, batch, mean_prior)
             if self.draft is not None:
-                drafter, scenario, layout = self.draft
-                times = times + draft_times(sched, self.speculative, drafter, scenario, self.hardware, self.method,
-                                            layout, self.graph)
+                times = times + draft[id(plan)]
             out[id(plan)] = times + self.overhead
+        return out
+
+    def _draft_times(self, plans: list[_Plan], mixed: list, seen: dict) -> dict:
+        """{id(plan): seconds the draft adds to each iteration}, as speculative.draft_times gives them plan by plan,
+        in two estimator calls for all plans: the draft over the distinct mixed iterations, and every grid point of
+        the plans' one-token draft passes."""
+        drafter, scenario, layout = self.draft
+        k = self.speculative.draft_tokens
+        mixed_times = cost.time_pass(cost.mixed_pass(mixed), len(mixed), drafter, scenario, self.hardware,
+                                     self.method, layout) if mixed else np.zeros(0)
+        passes, pairs = {}, {}
+        for plan in plans:
+            sched = plan.schedule
+            index, batch, prior = cost.decode_iterations(sched) if sched.segments else \
+                (np.zeros(0, int), np.zeros(0), np.zeros(0))
+            count = np.full(len(index), float(k))
+            decoding = [it for it in sched.mixed if len(it.decode_priors)]
+            if decoding and k > 1:
+                index = np.concatenate([index, [it.index for it in decoding]]).astype(np.int64)
+                batch = np.concatenate([batch, [float(len(it.decode_priors)) for it in decoding]])
+                prior = np.concatenate([prior, [float(np.mean(it.decode_priors)) for it in decoding]])
+                count = np.concatenate([count, np.full(len(decoding), float(k - 1))])
+            grid = None
+            if len(index):
+                prior = prior + (k - 1) / 2.0      # the draft's passes attend to p, p + 1, ..., p + k - 1 tokens
+                grid = cost.decode_grid(batch, prior)
+                for n in grid[0]:
+                    for p in grid[1]:
+                        pairs.setdefault((float(n), float(p)), len(pairs))
+            passes[id(plan)] = (index, batch, prior, count, grid)
+        grid_times = np.zeros(0)
+        if pairs:
+            n, p = (np.array(values) for values in zip(*pairs))
+            grid_times = cost.time_pass(_pair_pass(n, p), len(n), drafter, scenario, self.hardware, self.graph, layout)
+        out = {}
+        for plan in plans:
+            sched = plan.schedule
+            times = np.zeros(sched.iterations)
+            if sched.mixed:
+                times[np.array([it.index for it in sched.mixed])] = mixed_times[[seen[key] for key in plan.mixed_keys]]
+            index, batch, prior, count, grid = passes[id(plan)]
+            if grid is not None:
+                batches, contexts = grid
+                table = grid_times[[pairs[(float(n), float(p))] for n in batches for p in contexts]]
+                np.add.at(times, index, count * cost.interpolate_grid(table, batches, contexts, batch, prior))
+            out[id(plan)] = times
         return out
 
     def _metrics(self, options: ServingOptions, runs: list, times: dict) -> dict:
