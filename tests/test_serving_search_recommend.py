@@ -68,3 +68,23 @@ def test_requests_per_s_says_when_heavier_loads_were_not_exhausted():
                             output_length=64, sla=SLA(tpot_max_s=0.02), requests_per_s=50)
     assert "up to 32 clients each, still within the SLA: heavier loads (search larger concurrencies) may need " \
            "fewer devices" in result.recommendation.iloc[0]["sentence"]
+
+
+def test_disaggregated_users_target_holds_and_no_split_of_one_device_fewer_does():
+    """For users the pools are split for the SLA, not only for requests/s: the answer holds under
+    serve_disaggregated at exactly 100 clients, and every split of one device fewer misses the SLA."""
+    sla = SLA(ttft_max_s=0.3, tpot_max_s=0.0065)
+    result = serving_search(H200, LLAMA8, devices=2, disaggregated=True, concurrencies=[4, 16], token_budgets=[2048],
+                            input_length=512, output_length=32, sla=sla, concurrent_users=100)
+    rec = result.recommendation.set_index("mode").loc["disaggregated"]
+    assert rec["checked_by_serve"] and rec["concurrency"] == 100
+    answer = serve_disaggregated(LLAMA8, H200, H200, TP1, TP1, int(rec["prefill_workers"]), int(rec["decode_workers"]),
+                                 concurrency=100, input_length=512, output_length=32, token_budget=8192)
+    assert sla.check(answer.ttft_s, answer.tpot_s, answer.e2e_s) == ""
+    assert answer.tpot_s == pytest.approx(rec["tpot_s"], rel=1e-9)
+    fewer = int(rec["devices_needed"]) - 1
+    assert fewer >= 2 and rec["one_fewer"].startswith(f"{fewer} devices")
+    for prefill_workers in range(1, fewer):
+        result = serve_disaggregated(LLAMA8, H200, H200, TP1, TP1, prefill_workers, fewer - prefill_workers,
+                                     concurrency=100, input_length=512, output_length=32, token_budget=8192)
+        assert sla.check(result.ttft_s, result.tpot_s, result.e2e_s) != "", prefill_workers

@@ -5,10 +5,13 @@ on N0 devices, C clients) first gives a scaled estimate, as an aggregated one do
 requests/s) (or ceil(U / C)) copies, n x N0 devices. That estimate is then re-run: for a device count N the
 pools are balanced again within N devices (disagg_balance.balance_pools on the pools' rates at this load) and
 engine.serving.disagg.serve_disaggregated simulates the result with C_N clients (the users target: U; a
-requests/s target: C x N / N0, the load growing with the devices as the copies' would). N grows (N0 at a time,
-at most MAX_GROWTH times) while the result falls short of the SLA or the target, then bisects down to the fewest
-devices that meet both; the row reports that answer (`checked_by_serve` True) and serve_disaggregated at one
-device fewer, balanced again (`one_fewer`: the workers and why it falls short).
+requests/s target: C x N / N0, the load growing with the devices as the copies' would). The balance maximises
+requests/s, which is not always what an SLA needs (more decode workers for a TPOT limit), so when the balanced
+split falls short every other split of the N devices is tried too (nearest the balanced one first): N is met when
+any split meets the SLA and the target. N grows (N0 at a time, at most MAX_GROWTH times) while it falls short,
+then bisects down to the fewest devices that meet both; the row reports that answer (`checked_by_serve` True)
+and serve_disaggregated at one device fewer (`one_fewer`: the balanced split's workers and why it falls short;
+every other split of those devices falls short too).
 """
 
 from __future__ import annotations
@@ -58,13 +61,27 @@ def check_disaggregated(pick: dict, sla, context: dict, model, method: str, base
             load = options.model_copy(update={"concurrency": clients(total)})
             try:
                 rates = pool_rates(model, context["prefill"], context["decode"], prefill, decode, load, method, cache)
-                workers = balance_pools(rates["prefill"], lambda w: rates["decode"](load.concurrency / w), total,
-                                        rates["prefill_devices"], rates["decode_devices"])
-                result = serve_disaggregated(model, context["prefill"], context["decode"], prefill, decode,
-                                             workers[0], workers[1], load, method, context.get("link"), cache=cache)
-                runs[total] = (result, falls_short(result.metrics, sla, requests_per_s))
+                balanced = balance_pools(rates["prefill"], lambda w: rates["decode"](load.concurrency / w), total,
+                                         rates["prefill_devices"], rates["decode_devices"])
             except (ScenarioError, ValueError) as error:
                 runs[total] = (None, " ".join(str(error).split()))
+                return runs[total]
+            first = None
+            for workers in splits(total, prefill.device_count, decode.device_count, balanced):
+                # the prefill pool's serve() results are shared; the decode grid is sized afresh for each run (a
+                # shared one spans the largest batch asked first), so the numbers are a fresh call's
+                fresh = {key: value for key, value in cache.items() if key[0] != "decode"}
+                try:
+                    result = serve_disaggregated(model, context["prefill"], context["decode"], prefill, decode,
+                                                 workers[0], workers[1], load, method, context.get("link"), cache=fresh)
+                except (ScenarioError, ValueError) as error:
+                    outcome = (None, " ".join(str(error).split()))
+                else:
+                    outcome = (result, falls_short(result.metrics, sla, requests_per_s))
+                first = first or outcome
+                if not outcome[1]:
+                    break
+            runs[total] = outcome if not outcome[1] else first       # a split that meets it, else the balanced one
         return runs[total]
 
     most = max(int(pick["devices_needed"]), smallest)
@@ -92,6 +109,18 @@ def check_disaggregated(pick: dict, sla, context: dict, model, method: str, base
     what = f" ({describe_pools(fewer)}, {fewer.options.concurrency} clients)" if fewer is not None else ""
     pick["one_fewer"] = f"{result.devices - 1} devices{what}: {why or 'meets the target too'}"
     return pick
+
+
+def splits(total: int, prefill_devices: int, decode_devices: int, balanced: tuple[int, int]) -> list:
+    """Every (prefill workers, decode workers) using as many of `total` devices as fit, the balanced one first,
+    then the others by their distance from it."""
+    options = []
+    for prefill_workers in range(1, total // prefill_devices + 1):
+        decode_workers = (total - prefill_workers * prefill_devices) // decode_devices
+        if decode_workers >= 1:
+            options.append((prefill_workers, decode_workers))
+    options.sort(key=lambda w: (w != tuple(balanced), abs(w[0] - balanced[0])))
+    return ([tuple(balanced)] if tuple(balanced) not in options else []) + options
 
 
 def describe_pools(result) -> str:
