@@ -7,6 +7,10 @@ TPOT <= 10 ms. Timed three ways (median of --repeats, a fresh search each time, 
 - search: the screen, then the front, the best and near misses simulated exactly (what serving_search does);
 - exact (--exact): every configuration simulated as serve() does (slow; off by default).
 Also prints the screen's error against serve() over the configurations refined (exact) in the search.
+Speculative decoding (--no-speculative skips it): Llama-3.1-70B with a Llama-3.1-8B draft (k = 3, acceptance
+0.7) on 2 x H200-SXM, every layout of 2 devices (2), the 9 default concurrencies 1..256 x 2 token budgets,
+SLA TTFT <= 1 s, TPOT <= 30 ms: the search the dashboard ran in 89 s when speculation fell back to serve()
+point by point; printed beside the same search with serve() at every configuration (the old fallback).
 Run: .venv/bin/python benchmarks/serving_search_speed.py [--repeats N] [--exact]
 On a shared machine the wall seconds are an upper bound: say how loaded it was when quoting them; the CPU
 seconds (this process's, numpy runs single-threaded here) are closer to an idle core's wall time.
@@ -53,6 +57,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--exact", action="store_true", help="also time the all-exact search (minutes)")
+    parser.add_argument("--no-speculative", action="store_true", help="skip the speculative-decoding search")
     args = parser.parse_args(argv)
     hardware, model = engine.load_hardware("H200-SXM"), engine.load_model("meta-llama/Llama-3.1-8B")
     run(hardware, model, False, False)      # warm imports and the workbook
@@ -80,6 +85,8 @@ def main(argv=None) -> int:
                 error = np.abs(screen.loc[exact_rows.index, metric] / exact_rows[metric] - 1)
                 print(f"        screen vs serve on the {len(error)} exact rows, {metric}: median {error.median():.1%}, "
                       f"max {error.max():.1%}")
+    if not args.no_speculative:
+        speculative(args.repeats)
     if args.exact:      # does screening then simulating the few find what simulating everything finds?
         key = ["layout", "concurrency", "token_budget"]
         searched, exact = results["search"], results["exact"]
@@ -94,6 +101,44 @@ def main(argv=None) -> int:
         print(f"        search vs exact: same best {same_best}; {len(found)} of the {len(exact_front)} exact front "
               f"points on the search's front; the others within {max(gaps, default=0):.2%} of it")
     return 0
+
+
+def speculative(repeats: int) -> None:
+    """The speculative search of the module docstring, against the same search with serve() at every point."""
+    from engine.serving import search_run
+    from engine.serving.speculative import SpeculativeDecoding
+    hardware, model = engine.load_hardware("H200-SXM"), engine.load_model("meta-llama/Llama-3.1-70B")
+    spec = SpeculativeDecoding(draft_model=engine.load_model("meta-llama/Llama-3.1-8B"), draft_tokens=3,
+                               acceptance_rate=0.7)
+
+    def search():
+        return engine.serving_search(hardware, model, devices=2, input_length=1024, output_length=256,
+                                     concurrencies=(1, 2, 4, 8, 16, 32, 64, 128, 256), token_budgets=(2048, 8192),
+                                     sla=SLA(ttft_max_s=1.0, tpot_max_s=0.03), speculative=spec)
+    times, cpu_times = [], []
+    for _ in range(repeats):
+        start, cpu = time.perf_counter(), time.process_time()
+        result = search()
+        times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu)
+    configs = result.configs
+    n = int(configs["fits"].sum())
+    # the same search with every configuration run by serve() itself, as before speculation was shared
+    original = search_run.needs_serve
+    search_run.needs_serve = lambda options: True
+    try:
+        start, cpu = time.perf_counter(), time.process_time()
+        fallback = search()
+        serve_s, serve_cpu = time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        search_run.needs_serve = original
+    wall, cpu = statistics.median(times), statistics.median(cpu_times)
+    same = fallback.best[["layout", "concurrency", "token_budget"]].equals(result.best[["layout", "concurrency",
+                                                                                        "token_budget"]])
+    print(f"speculative {len(configs)} configurations ({n} run), median {wall:.2f} s wall ({cpu:.2f} s CPU), "
+          f"{int(configs['exact'].sum())} simulated exactly; serve() at every configuration: {serve_s:.2f} s wall "
+          f"({serve_cpu:.2f} s CPU): {serve_cpu / cpu:.1f}x the CPU; same best {same}")
+    print(f"        {result.messages[0]}")
 
 
 if __name__ == "__main__":

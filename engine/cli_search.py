@@ -3,20 +3,15 @@
 
 from __future__ import annotations
 
-# the presets of engine/serving/presets.py (issue 16), used until that module is installed beside this one
-FALLBACK_WORKLOADS = {"chat": (1024, 256), "rag": (8192, 256), "code": (2048, 1024), "reasoning": (1024, 8192)}
+from engine.cli_serve import add_speculative_arguments, speculative_option
+from engine.serving.presets import WORKLOAD_LABELS, WORKLOADS
+
 DEFAULT_LENGTHS = (1024, 1024)
+# what --json prints (docs/serving.md "Design-space search" describes each)
+JSON_KEYS = ("front", "best", "recommendation", "messages", "sla", "configurations")
 TABLE_COLUMNS = (("layout", "layout", 16), ("concurrency", "clients", 7), ("token_budget", "budget", 6),
                  ("ttft_s", "TTFT ms", 8), ("tpot_s", "TPOT ms", 8), ("tokens_per_s_per_user", "tok/s/user", 10),
                  ("tokens_per_s_per_device", "tok/s/dev", 10), ("meets_sla", "SLA", 4))
-
-
-def workloads() -> dict:
-    try:
-        from engine.serving.presets import WORKLOADS
-        return dict(WORKLOADS)
-    except ImportError:
-        return dict(FALLBACK_WORKLOADS)
 
 
 def _list_of(number):
@@ -37,9 +32,9 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
                         help="device name in the specs workbook; repeat to compare devices")
     search.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
     search.add_argument("--devices", type=positive, required=True, help="devices per configuration (tp x pp x dp)")
-    search.add_argument("--workload", choices=sorted(workloads()), default=None,
-                        help="preset request lengths (chat 1k/256, rag 8k/256, code 2k/1k, reasoning 1k/8k); "
-                             "--input-len/--output-len override them")
+    search.add_argument("--workload", choices=tuple(WORKLOADS), default=None,
+                        help="request lengths of a preset: " + "; ".join(WORKLOAD_LABELS.values()) +
+                             " (--input-len/--output-len given win)")
     search.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=None,
                         help="prompt tokens per request (default 1024, or the workload's)")
     search.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=None,
@@ -65,6 +60,7 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
     search.add_argument("--kv-dtype", default="bf16", type=dtype, help="KV cache dtype (bf16, fp8, ...)")
     search.add_argument("--backend", default="generic", choices=("generic", "vllm", "sglang", "trtllm"),
                         help="serving engine whose fitted host-side times apply")
+    add_speculative_arguments(search, number)
     search.add_argument("--disaggregated", action="store_true",
                         help="also search disaggregated serving: a prefill pool and a decode pool")
     search.add_argument("--prefill-hardware", help="device of the prefill pool (default: the first --hardware)")
@@ -74,7 +70,8 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
     search.add_argument("--csv", metavar="PATH", help="write every configuration tried as CSV")
     search.add_argument("--specs", help="path to a specs workbook (default: bundled specs.xlsx)")
     search.add_argument("--json", action="store_true",
-                        help="print JSON: front, best, recommendation, messages (and --all-configs: configs)")
+                        help="print JSON: front, best, recommendation, messages, sla, configurations (the count; "
+                             "--all-configs adds configs); docs/serving.md describes each")
     search.add_argument("--all-configs", action="store_true", help="with --json, also every configuration tried")
     add_model_source(search)
     search.set_defaults(handler=handler)
@@ -83,7 +80,7 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
 def search_arguments(args) -> dict:
     """engine.serving_search()'s keyword arguments (not hardware, model, client) from the parsed arguments."""
     from engine.serving.sla import SLA
-    preset = workloads()[args.workload] if args.workload else DEFAULT_LENGTHS
+    preset = WORKLOADS[args.workload] if args.workload else DEFAULT_LENGTHS
     sla = SLA(ttft_max_s=args.ttft_max, tpot_max_s=args.tpot_max, latency_max_s=args.latency_max)
     return dict(devices=args.devices, input_length=args.input_len or preset[0],
                 output_length=args.output_len or preset[1], sla=None if sla.is_empty else sla, method=args.method,
@@ -91,7 +88,7 @@ def search_arguments(args) -> dict:
                 concurrent_users=args.users, disaggregated=args.disaggregated,
                 prefill_hardware=args.prefill_hardware, decode_hardware=args.decode_hardware, exact=args.exact,
                 weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
-                backend=args.backend)
+                backend=args.backend, speculative=speculative_option(args))
 
 
 def run_search(args, model, print_json) -> None:

@@ -111,16 +111,19 @@ def serving_search(hardware, model, *, devices: int, input_length: int = 1024, o
     tasks = [(name, layout) for name in device_map for layout in layout_list]
     rows = evaluate_all(device_map, model, method, base, scenario_fields, tasks, points, client, exact)
     frame = pd.DataFrame(rows)
+    pools = None
     if disaggregated:
-        frame = pd.concat([frame, _disaggregated(model, device_map, devices, base, method, link, concurrencies,
-                                                 prefill_hardware, decode_hardware, scenario_fields)],
-                          ignore_index=True)
+        first = next(iter(device_map.values()))
+        pools = {"prefill": _resolve(prefill_hardware, device_map) or first,
+                 "decode": _resolve(decode_hardware, device_map) or first, "link": link}
+        frame = pd.concat([frame, _disaggregated(model, pools, devices, base, method, concurrencies,
+                                                 scenario_fields)], ignore_index=True)
     configs = mark(frame, sla)
     if not exact:
         configs = refine(configs, sla, device_map, model, method, base, scenario_fields, mark)
     best, messages = best_per_device(configs, sla, model.name)
     recommendation = recommend(configs, sla, device_map, model, method, base, scenario_fields, requests_per_s,
-                               concurrent_users) if requests_per_s is not None or concurrent_users is not None \
+                               concurrent_users, pools) if requests_per_s is not None or concurrent_users is not None \
         else pd.DataFrame(columns=["device", "mode"])
     messages += [s for s in recommendation.get("sentence", []) if s]
     return SearchResult(configs, best, recommendation, messages, sla)
@@ -224,19 +227,15 @@ def describe(row) -> str:
     return f"{head} ({devices} device{'s' if devices != 1 else ''}) at concurrency {int(row['concurrency'])}{tail}"
 
 
-def _disaggregated(model, device_map, devices, base, method, link, concurrencies, prefill_hardware, decode_hardware,
-                   scenario_fields):
+def _disaggregated(model, pools, devices, base, method, concurrencies, scenario_fields):
     try:
         from engine.serving.disagg_balance import disaggregated_candidates
     except ImportError as error:
         raise NotImplementedError(
             "disaggregated=True needs engine.serving.disagg_balance.disaggregated_candidates, which this "
             f"installation does not have yet ({error})") from None
-    first = next(iter(device_map.values()))
-    prefill = _resolve(prefill_hardware, device_map) or first
-    decode = _resolve(decode_hardware, device_map) or first
-    frame = disaggregated_candidates(model, prefill, decode, devices, base, method, link=link,
-                                     concurrencies=concurrencies, **scenario_fields)
+    frame = disaggregated_candidates(model, pools["prefill"], pools["decode"], devices, base, method,
+                                     link=pools["link"], concurrencies=concurrencies, **scenario_fields)
     frame = frame.assign(mode="disaggregated")
     if "requests_per_s" not in frame.columns and "tokens_per_s" in frame.columns:
         frame["requests_per_s"] = frame["tokens_per_s"] / base.output_length

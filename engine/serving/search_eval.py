@@ -14,7 +14,11 @@ holds them to serve() to 1e-9) by sharing:
   need in another (the row times of a pass do not depend on the other rows, so this equals timing each
   schedule on its own); each schedule's decode iterations are then interpolated on its own grid exactly
   as engine/serving/cost.py does;
-- the statistics: numpy arrays instead of serve()'s request DataFrame.
+- the statistics: numpy arrays instead of serve()'s request DataFrame;
+- speculative decoding: the schedules advance E tokens per step and take k + 1 of the token budget per
+  decoding request, the target's verification rows (mixed and grid) take k + 1 query tokens, the KV budget
+  holds the draft's weights and KV, and the draft's passes are timed as serve() times them
+  (engine/serving/speculative.py draft_times), for all schedules of a layout in two more estimator calls.
 
 Anything serve() supports that this does not reproduce (drawn lengths, options added later) falls back
 to serve() itself, point by point (`needs_serve`).
@@ -33,14 +37,14 @@ from engine.serving import cost
 from engine.serving.backends import overheads
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
-from engine.serving.simulate import _check_supported, _mean, _quantile, kv_budget
+from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget
 from engine.workload import Scenario
 
 # ServingOptions fields this module reproduces; any other field set away from its default -> serve()
 SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length", "length_spread", "seed",
                                   "token_budget", "max_batch", "requests_per_client", "warmup_requests", "backend",
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
-                                  "kv_cache_fraction"})
+                                  "kv_cache_fraction", "speculative"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -83,16 +87,20 @@ class ScheduleCache:
         self.plans: dict = {}
 
     def get(self, options: ServingOptions, clients: int, capacity: float, per_request) -> _Plan:
+        spec = options.speculative
+        step, verify = (spec.tokens_per_step, spec.verify_tokens) if spec is not None else (1.0, 1)
         isl, osl = options.lengths(clients)
         reserve = per_request(isl + osl)
         limit = options.max_batch or clients
         # at most `clients` requests are ever in flight: if the cache holds the largest `clients` of them,
         # the capacity never refuses an admission and the schedule is the same for every layout
         unlimited = float(np.sort(reserve)[-clients:].sum()) * (1 + 1e-9) <= capacity
-        key = (clients, options.token_budget, limit) + (() if unlimited else (capacity, reserve.tobytes()))
+        key = (clients, options.token_budget, limit, step, verify) + \
+            (() if unlimited else (capacity, reserve.tobytes()))
         if key not in self.plans:
             plan = schedule(isl, osl, clients, options.token_budget, limit,
-                            np.inf if unlimited else capacity, np.zeros_like(reserve) if unlimited else reserve)
+                            np.inf if unlimited else capacity, np.zeros_like(reserve) if unlimited else reserve,
+                            tokens_per_step=step, verify_tokens=verify)
             self.plans[key] = _plan(plan)
         return self.plans[key]
 
@@ -118,13 +126,17 @@ class LayoutSetup:
         # replicas are independent unless the expert-parallel group spans them (attention data parallelism)
         self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
         self.layout = parallel_layout(model, self.replica)   # ParallelismError when the model does not divide
+        self.speculative = base.speculative
+        self.draft = _draft(base.speculative, model, self.replica)   # (draft model, scenario, layout) or None
+        self.verify_tokens = base.speculative.verify_tokens if base.speculative is not None else 1
         self._budgets: dict = {}
 
     def kv(self, token_budget: int):
         """(KV capacity per device, bytes per request) at this token budget (ServingCapacityError: no room)."""
         if token_budget not in self._budgets:
             options = self.base.model_copy(update={"token_budget": token_budget})
-            self._budgets[token_budget] = kv_budget(self.model, self.replica, self.hardware, options, self.layout)
+            self._budgets[token_budget] = kv_budget(self.model, self.replica, self.hardware, options, self.layout,
+                                                    self.draft)
         return self._budgets[token_budget]
 
 
@@ -141,8 +153,7 @@ class LayoutEvaluator(LayoutSetup):
         runs_per_point, plans = [], {}
         for concurrency, budget in points:
             try:
-                options = ServingOptions.model_validate(
-                    {**self.base.model_dump(), "concurrency": concurrency, "token_budget": budget})
+                options = options_at(self.base, concurrency, budget)
                 capacity, per_request = self.kv(budget)
                 runs = []
                 for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
@@ -164,8 +175,8 @@ class LayoutEvaluator(LayoutSetup):
                 if key not in seen:
                     seen[key] = len(mixed)
                     mixed.append(it)
-        mixed_times = cost.time_pass(cost.mixed_pass(mixed), len(mixed), self.model, self.replica, self.hardware,
-                                     self.method, self.layout) if mixed else np.zeros(0)
+        mixed_times = cost.time_pass(cost.mixed_pass(mixed, self.verify_tokens), len(mixed), self.model,
+                                     self.replica, self.hardware, self.method, self.layout) if mixed else np.zeros(0)
         pairs = {}
         for plan in plans:
             if plan.decode is not None:
@@ -176,8 +187,9 @@ class LayoutEvaluator(LayoutSetup):
         grid_times = np.zeros(0)
         if pairs:
             n, p = (np.array(values) for values in zip(*pairs))
-            grid_times = cost.time_pass(_pair_pass(n, p), len(n), self.model, self.replica, self.hardware,
-                                        self.graph, self.layout)
+            grid_times = cost.time_pass(_pair_pass(n, p, self.verify_tokens), len(n), self.model, self.replica,
+                                        self.hardware, self.graph, self.layout)
+        draft = self._draft_times(plans, mixed, seen) if self.draft is not None else {}
         out = {}
         for plan in plans:
             sched = plan.schedule
@@ -189,7 +201,55 @@ class LayoutEvaluator(LayoutSetup):
                 index, batch, mean_prior, batches, contexts = plan.decode
                 grid = grid_times[[pairs[(float(n), float(p))] for n in batches for p in contexts]]
                 times[index] = cost.interpolate_grid(grid, batches, contexts, batch, mean_prior)
+            if self.draft is not None:
+                times = times + draft[id(plan)]
             out[id(plan)] = times + self.overhead
+        return out
+
+    def _draft_times(self, plans: list[_Plan], mixed: list, seen: dict) -> dict:
+        """{id(plan): seconds the draft adds to each iteration}, as speculative.draft_times gives them plan by plan,
+        in two estimator calls for all plans: the draft over the distinct mixed iterations, and every grid point of
+        the plans' one-token draft passes."""
+        drafter, scenario, layout = self.draft
+        k = self.speculative.draft_tokens
+        mixed_times = cost.time_pass(cost.mixed_pass(mixed), len(mixed), drafter, scenario, self.hardware,
+                                     self.method, layout) if mixed else np.zeros(0)
+        passes, pairs = {}, {}
+        for plan in plans:
+            sched = plan.schedule
+            index, batch, prior = cost.decode_iterations(sched) if sched.segments else \
+                (np.zeros(0, int), np.zeros(0), np.zeros(0))
+            count = np.full(len(index), float(k))
+            decoding = [it for it in sched.mixed if len(it.decode_priors)]
+            if decoding and k > 1:
+                index = np.concatenate([index, [it.index for it in decoding]]).astype(np.int64)
+                batch = np.concatenate([batch, [float(len(it.decode_priors)) for it in decoding]])
+                prior = np.concatenate([prior, [float(np.mean(it.decode_priors)) for it in decoding]])
+                count = np.concatenate([count, np.full(len(decoding), float(k - 1))])
+            grid = None
+            if len(index):
+                prior = prior + (k - 1) / 2.0      # the draft's passes attend to p, p + 1, ..., p + k - 1 tokens
+                grid = cost.decode_grid(batch, prior)
+                for n in grid[0]:
+                    for p in grid[1]:
+                        pairs.setdefault((float(n), float(p)), len(pairs))
+            passes[id(plan)] = (index, batch, prior, count, grid)
+        grid_times = np.zeros(0)
+        if pairs:
+            n, p = (np.array(values) for values in zip(*pairs))
+            grid_times = cost.time_pass(_pair_pass(n, p), len(n), drafter, scenario, self.hardware, self.graph, layout)
+        out = {}
+        for plan in plans:
+            sched = plan.schedule
+            times = np.zeros(sched.iterations)
+            if sched.mixed:
+                times[np.array([it.index for it in sched.mixed])] = mixed_times[[seen[key] for key in plan.mixed_keys]]
+            index, batch, prior, count, grid = passes[id(plan)]
+            if grid is not None:
+                batches, contexts = grid
+                table = grid_times[[pairs[(float(n), float(p))] for n in batches for p in contexts]]
+                np.add.at(times, index, count * cost.interpolate_grid(table, batches, contexts, batch, prior))
+            out[id(plan)] = times
         return out
 
     def _metrics(self, options: ServingOptions, runs: list, times: dict) -> dict:
@@ -230,10 +290,17 @@ class LayoutEvaluator(LayoutSetup):
         return metrics
 
 
-def _pair_pass(n: np.ndarray, p: np.ndarray):
-    """Decode rows at arbitrary (batch, mean cached tokens) pairs, built as cost.grid_pass builds its rows."""
+def options_at(base: ServingOptions, concurrency: int, token_budget: int) -> ServingOptions:
+    """`base` at one point, validated (a token budget below the decode batch x verify tokens is refused); the
+    speculative option (a draft ModelConfig) is passed on as it is, not re-read from its name."""
+    return ServingOptions(**{**dict(base), "concurrency": concurrency, "token_budget": token_budget})
+
+
+def _pair_pass(n: np.ndarray, p: np.ndarray, decode_tokens: int = 1):
+    """Decode rows at arbitrary (batch, mean cached tokens) pairs, built as cost.grid_pass builds its rows
+    (`decode_tokens` query tokens per sequence: k + 1 in a speculative verification pass)."""
     rows = len(n)
     per_sequence = np.repeat(np.arange(rows), n.astype(np.int64))
     priors = np.repeat(p, n.astype(np.int64))
-    part = cost._part("", "Va_Mqa", per_sequence, rows, np.ones_like(priors), priors)
-    return cost.ForwardPass("serve", n, n, 1, (part,))
+    part = cost._part("", "Va_Mqa", per_sequence, rows, np.full_like(priors, float(decode_tokens)), priors)
+    return cost.ForwardPass("serve", n * decode_tokens, n * decode_tokens, 1, (part,))

@@ -19,7 +19,12 @@ calls (the iterations with prompt chunks, the decode-only ones), iterations alik
 - TPOT = cycle time / L; output tokens/s = a O / cycle time; TTFT = P mixed iterations (plus the queueing
   of a prefill-bound run or of clients beyond a), and for each client's first request the start-up burst
   (all clients send at t = 0: the mean prompt waits for half of the ceil(C I / B) burst iterations),
-  averaged over the measured requests as serve() counts them.
+  averaged over the measured requests as serve() counts them;
+- speculative decoding (k drafted tokens, E tokens per step): O - 1 tokens take ceil((O - 1) / E) decode
+  steps, each decoding request takes k + 1 tokens of the budget and of the target's verification rows, the
+  draft's passes are added to each representative iteration as serve() adds them (over the prompt chunks and
+  k - 1 one-token passes in a mixed iteration, k one-token passes in a decode-only one), and the KV budget
+  holds the draft's weights and KV cache.
 
 The screen's error against serve() is printed by benchmarks/serving_search_speed.py; serving_search()
 re-simulates with serve()'s exact evaluation every configuration that reaches the front or the best
@@ -35,7 +40,7 @@ import numpy as np
 from engine.serving import cost
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import MixedIteration, ServingCapacityError
-from engine.serving.search_eval import LayoutSetup, _pair_pass
+from engine.serving.search_eval import LayoutSetup, _pair_pass, options_at
 
 
 class LayoutScreen(LayoutSetup):
@@ -74,34 +79,34 @@ class LayoutScreen(LayoutSetup):
     def evaluate(self, points: list[tuple[int, int]]) -> list[dict | Exception]:
         """Per (concurrency, token budget): screened metrics, or the exception serve() would raise."""
         I, O, R = self.base.input_length, self.base.output_length, self.base.requests_per_client
+        V, steps = self.verify_tokens, self._decode_steps()
         self._share_kv([b for _, b in points], max((c for c, _ in points), default=1))
         plans, mixed, decode = [], {}, {}     # rows to time: {key: position}, shared by the points alike
         for concurrency, budget in points:
             try:
                 limit = self.base.max_batch
-                if budget < min(limit or concurrency, concurrency):    # ServingOptions refuses it: its message
-                    ServingOptions.model_validate({**self.base.model_dump(), "concurrency": concurrency,
-                                                   "token_budget": budget})
+                if budget < min(limit or concurrency, concurrency) * V:   # ServingOptions refuses it: its message
+                    options_at(self.base, concurrency, budget)
                 admitted = self._admitted(budget)
                 kinds = []
                 for clients, replicas in _replica_concurrencies(concurrency, self.scenario.dp):
                     a = max(1, min(clients, limit or clients, admitted))
-                    free = max(budget - a, 1)
+                    free = max(budget - a * V, 1)
                     prefill_its = math.ceil(I / free)
-                    cycle = max(O - 1 + prefill_its, a * (I + O - 1) / budget)
+                    cycle = max(steps + prefill_its, a * (I + V * steps) / budget)
                     group = max(1, min(a, free // I))       # prompts that finish prefill together
                     mixed_its = min(cycle, max(a * I / free, math.ceil(a / group)))
                     prompt_tokens = a * I / max(mixed_its, 1e-9)
-                    decoding_mix = max(min(a - prompt_tokens / I, a * (O - 1) / cycle), 0.0)
-                    burst_its = math.ceil(clients * I / max(budget - a / 2, 1))
+                    decoding_mix = max(min(a - prompt_tokens / I, a * steps / cycle), 0.0)
+                    burst_its = math.ceil(clients * I / max(budget - a * V / 2, 1))
                     steady_row = _row_index(mixed, _mixed_key(prompt_tokens, decoding_mix))
                     # prompts longer than an iteration's prompt tokens: a of the mixed iterations hold the end of
                     # one prompt and the start of the next (two chunks), the others one chunk inside a prompt
                     boundary = min(1.0, a / max(mixed_its, 1e-9)) if prompt_tokens < I else 0.0
                     boundary_row = _row_index(mixed, _mixed_key(prompt_tokens, decoding_mix, True)) \
                         if boundary else steady_row
-                    burst_row = _row_index(mixed, _mixed_key(min(max(budget - a / 2, 1), clients * I), a / 2))
-                    decode_row = _row_index(decode, (max(1, round(a * (O - 1) / cycle)), I + O / 2))
+                    burst_row = _row_index(mixed, _mixed_key(min(max(budget - a * V / 2, 1), clients * I), a / 2))
+                    decode_row = _row_index(decode, (max(1, round(a * steps / cycle)), I + O / 2))
                     kinds.append(dict(clients=clients, replicas=replicas, a=a, cycle=cycle, mixed_its=mixed_its,
                                       prefill_its=prefill_its, burst_its=burst_its, mix=steady_row, burst=burst_row,
                                       boundary_row=boundary_row, boundary=boundary,
@@ -112,33 +117,68 @@ class LayoutScreen(LayoutSetup):
         mixed_t, decode_t = self._time(mixed, decode)
         return [p if isinstance(p, Exception) else self._metrics(p, mixed_t, decode_t, O, R) for p in plans]
 
+    def _decode_steps(self) -> int:
+        """Decode iterations after a request's first token: O - 1, or ceil((O - 1) / E) with speculative decoding
+        (E tokens per verification step, as the scheduler steps a request until its tokens are out)."""
+        left = self.base.output_length - 1
+        step = self.speculative.tokens_per_step if self.speculative is not None else 1.0
+        return max(int(math.ceil(left / step - 1e-9)), 0) if left > 0 else 0
+
     def _time(self, mixed: dict, decode: dict) -> tuple[np.ndarray, np.ndarray]:
-        mixed = [_mixed_row(tokens, decoding, self.base.input_length, self.base.output_length, boundary)
-                 for tokens, decoding, boundary in mixed]
-        mixed_t = cost.time_pass(cost.mixed_pass(mixed), len(mixed), self.model, self.replica, self.hardware,
-                                 self.method, self.layout) + self.overhead if mixed else np.zeros(0)
+        I, O, V = self.base.input_length, self.base.output_length, self.verify_tokens
+        rows = [_mixed_row(tokens, decoding, I, O, boundary) for tokens, decoding, boundary in mixed]
+        mixed_t = cost.time_pass(cost.mixed_pass(rows, V), len(rows), self.model, self.replica, self.hardware,
+                                 self.method, self.layout) + self.overhead if rows else np.zeros(0)
         decode_t = np.zeros(0)
         if decode:
             n, p = (np.array(values, dtype=float) for values in zip(*decode))
-            decode_t = cost.time_pass(_pair_pass(n, p), len(n), self.model, self.replica, self.hardware, self.graph,
-                                      self.layout) + self.overhead
+            decode_t = cost.time_pass(_pair_pass(n, p, V), len(n), self.model, self.replica, self.hardware,
+                                      self.graph, self.layout) + self.overhead
+        if self.draft is not None:
+            mixed_t, decode_t = self._draft_time(rows, decode, mixed_t, decode_t)
+        return mixed_t, decode_t
+
+    def _draft_time(self, rows: list, decode: dict, mixed_t: np.ndarray, decode_t: np.ndarray):
+        """The draft's share, as speculative.draft_times adds it: over a mixed iteration's chunks and one token per
+        decoding request, then k - 1 one-token passes; k one-token passes per decode-only iteration; the one-token
+        passes at the context + (k - 1) / 2."""
+        drafter, scenario, layout = self.draft
+        k = self.speculative.draft_tokens
+        if rows:
+            mixed_t = mixed_t + cost.time_pass(cost.mixed_pass(rows), len(rows), drafter, scenario, self.hardware,
+                                               self.method, layout)
+        decoding = [(position, row) for position, row in enumerate(rows) if len(row.decode_priors) and k > 1]
+        pairs = [(float(len(row.decode_priors)), float(np.mean(row.decode_priors))) for _, row in decoding] + \
+            [(float(n), float(p)) for n, p in decode]
+        if pairs:
+            n, p = (np.array(values) for values in zip(*pairs))
+            one = cost.time_pass(_pair_pass(n, p + (k - 1) / 2.0), len(n), drafter, scenario, self.hardware,
+                                 self.graph, layout)
+            if decoding:
+                mixed_t = mixed_t.copy()
+                mixed_t[[position for position, _ in decoding]] += (k - 1) * one[:len(decoding)]
+            if decode:
+                decode_t = decode_t + k * one[len(decoding):]
         return mixed_t, decode_t
 
     def _metrics(self, kinds: list, mixed_t, decode_t, O: int, R: int) -> dict:
+        steps = self._decode_steps()
+        step = self.speculative.tokens_per_step if self.speculative is not None else 1.0
         total_tokens_per_s, weights, ttfts, tpots = 0.0, [], [], []
         for k in kinds:
             t_mix = (1 - k["boundary"]) * mixed_t[k["mix"]] + k["boundary"] * mixed_t[k["boundary_row"]]
             t_burst, t_dec = mixed_t[k["burst"]], decode_t[k["dec"]]
             cycle_s = k["mixed_its"] * t_mix + (k["cycle"] - k["mixed_its"]) * t_dec
-            tpot = cycle_s / k["cycle"]
-            queue_its = max(k["cycle"] - (O - 1) - k["prefill_its"], 0.0)
+            tpot = cycle_s / k["cycle"] * steps / max(O - 1, 1)      # O - 1 tokens in `steps` iterations
+            queue_its = max(k["cycle"] - steps - k["prefill_its"], 0.0)
             waiting = (k["clients"] / k["a"] - 1) * cycle_s         # clients beyond those admitted at once
             steady = (k["prefill_its"] + queue_its) * t_mix + waiting
             first = t_burst * (k["burst_its"] + 1) / 2 + waiting
             ttfts.append((first + max(R - 2, 0) * steady) / max(R - 1, 1) + self.request_overhead)
             tpots.append(tpot if O > 1 else float("nan"))
             weights.append(k["clients"] * k["replicas"])
-            total_tokens_per_s += k["replicas"] * k["a"] * O / cycle_s
+            # as serve() counts them: the first token and E per decode step (O without speculation)
+            total_tokens_per_s += k["replicas"] * k["a"] * (1 + steps * step) / cycle_s
         total = float(sum(weights))
         ttft = sum(w * t for w, t in zip(weights, ttfts)) / total
         tpot = sum(w * t for w, t in zip(weights, tpots)) / total
