@@ -1,6 +1,9 @@
 """Serving-engine profiles: the host-side times a serving engine adds to the kernels' time.
 
-Two terms, each a software property, not a device's:
+Scheduling: `mixed_prefill` says whether prompt chunks share an iteration with the decoding requests
+(vLLM V1 and TensorRT-LLM do; SGLang runs prefill batches alone unless `--enable-mixed-chunk`).
+
+Two host-side terms, each a software property, not a device's:
 - `iteration_overhead_s`: per iteration (scheduling, sampling, output processing between forward passes);
 - `request_overhead_s`: per request, on the client's clock (HTTP, tokenization, the first scheduling
   pass, detokenization of the first token): added to TTFT and to the request latency.
@@ -24,13 +27,15 @@ class BackendProfile:
     iteration_overhead_s: float
     request_overhead_s: float
     description: str
+    mixed_prefill: bool = True      # prompt chunks share iterations with decoding (False: prefill batches run alone)
 
 
 BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     # values printed by benchmarks/serving_accuracy.py ("host-side times fitted on all runs"), 2,354 runs, 2026-11-23
     BackendProfile("generic", 0.0, 0.035, "fitted over the vLLM, SGLang and TensorRT-LLM runs together"),
     BackendProfile("vllm", 0.0, 0.025, "vLLM (runs of 0.12 - 0.19)"),
-    BackendProfile("sglang", 0.0, 0.210, "SGLang (runs of 0.5.x): prompts wait longer than the kernels explain"),
+    BackendProfile("sglang", 0.0, 0.210, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
+                   "off by default), decoding waits for them", mixed_prefill=False),
     BackendProfile("trtllm", 0.0, 0.075, "TensorRT-LLM (runs of 1.0 - 1.3)"),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")

@@ -31,7 +31,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.parallel import parallel_layout
-from engine.serving.backends import overheads
+from engine.serving.backends import backend_profile, overheads
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -117,7 +117,9 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     fitted = overheads(options.backend, chosen.name)
     overhead = fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s
     per_request = fitted[1] if options.request_overhead_s is None else options.request_overhead_s
-    options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request})
+    mixed = backend_profile(options.backend).mixed_prefill if options.mixed_prefill is None else options.mixed_prefill
+    options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request,
+                                         "mixed_prefill": mixed})
     graph = get_method("realistic-graph") if chosen.name == "realistic" and options.graph_decode else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
@@ -130,7 +132,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     for clients, replicas in options.replica_concurrencies(cost_scenario.dp).items():
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
-                        kv_per_request(isl + osl))
+                        kv_per_request(isl + osl), mix_decode=options.mixed_prefill)
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph) + overhead
         runs.append((replicas, plan, times))
     return _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
