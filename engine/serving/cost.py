@@ -113,12 +113,23 @@ def grid_pass(batches: np.ndarray, contexts: np.ndarray) -> ForwardPass:
     return ForwardPass("serve", n, n, 1, (part,))
 
 
-def time_pass(forward_pass: ForwardPass, rows: int, model, scenario, hardware, method, layout) -> np.ndarray:
-    """Seconds of each row of `forward_pass` on one device (with the pipeline's wait when pp > 1)."""
+def time_pass(forward_pass: ForwardPass, rows: int, model, scenario, hardware, method, layout,
+              latency_overlap: float = 0.0, latencies: list | None = None) -> np.ndarray:
+    """Seconds of each row of `forward_pass` on one device (with the pipeline's wait when pp > 1).
+    `latency_overlap`: the share of every kernel's device latency (the realistic `gap_overhead_s`) hidden
+    behind its neighbours (a graph-replayed step of a serving engine: fused kernels, programmatic dependent
+    launch); `latencies`, when given, receives each row's summed kernel latency."""
     builder = KernelTableBuilder()
     add_forward_pass(builder, model, scenario, forward_pass, layout)
     timed = method.estimate(builder.build_columns(), hardware, scenario)
-    return pass_row_times(timed, rows, scenario.pp)
+    times = pass_row_times(timed, rows, scenario.pp)
+    if latency_overlap or latencies is not None:
+        gaps = timed.get("gap_overhead_s", np.zeros(len(timed["time_s"])))
+        floor = pass_row_times({**timed, "time_s": np.asarray(gaps, dtype=float)}, rows, scenario.pp)
+        if latencies is not None:
+            latencies.append(floor)
+        times = times - latency_overlap * floor
+    return times
 
 
 def interpolate_grid(times: np.ndarray, batches: np.ndarray, contexts: np.ndarray, batch: np.ndarray,
@@ -135,8 +146,10 @@ def interpolate_grid(times: np.ndarray, batches: np.ndarray, contexts: np.ndarra
     return (1 - weight) * at_context[lower, columns] + weight * at_context[upper, columns]
 
 
-def iteration_times(schedule: Schedule, model, scenario, hardware, method, layout, graph_method=None) -> np.ndarray:
-    """Seconds of every iteration of `schedule` (before per-iteration host overhead)."""
+def iteration_times(schedule: Schedule, model, scenario, hardware, method, layout, graph_method=None,
+                    latency_overlap: float = 0.0, latencies: list | None = None) -> np.ndarray:
+    """Seconds of every iteration of `schedule` (before per-iteration host overhead). `latency_overlap` and
+    `latencies` apply to the decode-only iterations (time_pass)."""
     times = np.zeros(schedule.iterations)
     if schedule.mixed:
         index = np.array([it.index for it in schedule.mixed])
@@ -146,6 +159,6 @@ def iteration_times(schedule: Schedule, model, scenario, hardware, method, layou
         index, batch, mean_prior = decode_iterations(schedule)
         batches, contexts = decode_grid(batch, mean_prior)
         grid = time_pass(grid_pass(batches, contexts), len(batches) * len(contexts), model, scenario, hardware,
-                         graph_method or method, layout)
+                         graph_method or method, layout, latency_overlap, latencies)
         times[index] = interpolate_grid(grid, batches, contexts, batch, mean_prior)
     return times
