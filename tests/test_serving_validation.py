@@ -70,7 +70,7 @@ def test_cross_validated_floors(scored):
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
-    floor = 0.10      # TPOT median with the shipped constants (0.089 when written; 0.116 with the change below)
+    floor = 0.10      # TPOT median with the shipped constants (0.086 when written; 0.116 with the change below)
     assert validation.summary(validation.errors(scored)).iloc[0]["tpot_median"] <= floor
     # the achievable memory-bandwidth fraction (fitted per device on measured kernels) 15% lower: decode steps,
     # which stream weights and KV cache, slow down by 1/0.85 and the floor no longer holds
@@ -90,7 +90,7 @@ def test_refit_host_side_times_move_ttft_and_tpot_as_stated(scored):
 
 def in_bounds(summary) -> bool:
     """The shipped serving terms' accuracy on the subset: TPOT median and bias, TTFT median and bias (values
-    when written: 0.089, -0.007, 0.494, +0.373)."""
+    when written: 0.086, -0.007, 0.493, +0.372)."""
     return (summary["tpot_median"] <= 0.095 and -0.015 <= summary["tpot_bias"] <= 0.005
             and summary["ttft_median"] <= 0.50 and 0.35 <= summary["ttft_bias"] <= 0.39)
 

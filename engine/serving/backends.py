@@ -37,13 +37,13 @@ class BackendProfile:
 
 
 BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
-    # values printed by benchmarks/serving_accuracy.py ("serving terms fitted on all runs"), 2,354 runs, 2026-11-26
+    # values printed by benchmarks/serving_accuracy.py ("serving terms fitted on all runs"), 2,354 runs, 2026-11-26 (second pass)
     BackendProfile("generic", 0.0001, 0.070, "fitted over the vLLM, SGLang and TensorRT-LLM runs together",
                    graph_latency_overlap=0.30),
     BackendProfile("vllm", 0.0001, 0.020, "vLLM (runs of 0.12 - 0.19)", graph_latency_overlap=0.25),
-    BackendProfile("sglang", 0.0003, 0.135, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
-                   "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.40),
-    BackendProfile("trtllm", 0.0007, 0.075, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
+    BackendProfile("sglang", 0.0012, 0.130, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
+                   "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.50),
+    BackendProfile("trtllm", 0.0006, 0.075, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
