@@ -4,8 +4,9 @@
 
 Needs the `calibration` extra (aiconfigurator-core). Prints, for TTFT and TPOT: median and p90 of
 |predicted / measured - 1| and the median signed error (bias), per system, model family, backend and
-concurrency bucket; the host-side times fitted on all runs (engine/serving/backends.py holds them);
-and the headline, leave-one-system-out (host-side times fitted without the scored system).
+concurrency bucket; the serving terms fitted on all runs (iteration and request overhead, graph latency
+overlap; engine/serving/backends.py holds them); and the headline, leave-one-system-out (the terms fitted
+without the scored system, per backend).
 """
 
 from __future__ import annotations
@@ -63,15 +64,15 @@ def main(argv=None) -> int:
     for by in (["system"], ["family"], ["backend"], ["concurrency_bucket"], ["system", "family", "backend"]):
         show(f"by {' x '.join(by)}", validation.summary(errors, by))
 
-    print("\nhost-side times fitted on all runs (iteration ms, request ms):")
+    print("\nserving terms fitted on all runs (iteration ms, request ms, graph latency overlap):")
     for backend, group in expressed.groupby("backend"):
-        iteration, request = validation.fit_overheads(group)
-        print(f"  {backend:<8} {iteration * 1e3:6.2f} {request * 1e3:7.1f}")
-    iteration, request = validation.fit_overheads(expressed)
-    print(f"  {'generic':<8} {iteration * 1e3:6.2f} {request * 1e3:7.1f}")
+        iteration, request, overlap = validation.fit_overheads(group)
+        print(f"  {backend:<8} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f}")
+    iteration, request, overlap = validation.fit_overheads(expressed)
+    print(f"  {'generic':<8} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f}")
 
     held_out = validation.errors(validation.leave_one_system_out(scored))
-    show("HEADLINE leave-one-system-out (host-side times fitted without the scored system, per backend)",
+    show("HEADLINE leave-one-system-out (serving terms fitted without the scored system, per backend)",
          validation.summary(held_out))
     show("leave-one-system-out by system", validation.summary(held_out, ["system"]))
     headline = validation.summary(held_out).iloc[0]

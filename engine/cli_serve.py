@@ -41,6 +41,11 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
                             "roofline and hierarchical)")
     serve.add_argument("--request-overhead-ms", type=milliseconds, default=None,
                        help="client-side time per request, in TTFT and latency (default: the backend's fitted value)")
+    serve.add_argument("--graph-latency-overlap", type=number(float, 0, 1), default=None,
+                       help="share of each kernel's device latency hidden in a CUDA-graph decode step (default: the "
+                            "backend's fitted value; realistic only)")
+    serve.add_argument("--mixed-prefill", choices=("on", "off"), default=None,
+                       help="prompt chunks share iterations with decoding (default: the backend's; SGLang off)")
     serve.add_argument("--eager-decode", action="store_true",
                        help="decode iterations launch kernels one by one (default: CUDA-graph decode)")
     serve.add_argument("--method", default="realistic", choices=[m for m in methods if m != "seed"],
@@ -102,6 +107,8 @@ def serving_fields(args) -> dict:
                 requests_per_client=args.requests_per_client, warmup_requests=args.warmup_requests,
                 stagger_start=args.stagger_start, backend=args.backend, iteration_overhead_s=overhead,
                 request_overhead_s=per_request, graph_decode=not args.eager_decode,
+                graph_latency_overlap=args.graph_latency_overlap,
+                mixed_prefill=None if args.mixed_prefill is None else args.mixed_prefill == "on",
                 weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                 tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
                 overlap_communication=args.overlap_communication, collective_algorithm=args.collective_algorithm,

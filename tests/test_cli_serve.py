@@ -27,6 +27,20 @@ def test_json_matches_the_python_api(capsys):
     assert data["tokens_per_s_per_device"] == pytest.approx(data["tokens_per_s"] / 4)
 
 
+def test_backend_scheduling_flags_reach_serve(capsys):
+    base = ["serve", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--concurrency", "4",
+            "--input-len", "512", "--output-len", "64", "--backend", "sglang", "--json"]
+    assert main(base + ["--mixed-prefill", "on", "--graph-latency-overlap", "0"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["serving"]["mixed_prefill"] is True and data["serving"]["graph_latency_overlap"] == 0.0
+    expected = serve(engine.load_hardware("H100-SXM"), engine.load_model("meta-llama/Llama-3.1-8B"), concurrency=4,
+                     input_length=512, output_length=64, backend="sglang", mixed_prefill=True, graph_latency_overlap=0.0)
+    assert data["tpot_s"] == pytest.approx(expected.tpot_s, rel=1e-12)
+    assert main(base) == 0      # SGLang's defaults: prefill batches alone, its fitted overlap
+    data = json.loads(capsys.readouterr().out)
+    assert data["serving"]["mixed_prefill"] is False and data["serving"]["graph_latency_overlap"] > 0
+
+
 def test_text_output_and_requests_csv(capsys, tmp_path):
     out = tmp_path / "requests.csv"
     code = main(["serve", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--concurrency", "4",

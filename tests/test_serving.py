@@ -38,6 +38,23 @@ def test_two_clients_by_hand():
     assert plan.iterations == int(r["finish_iteration"].max()) + 1
 
 
+def test_prefill_batches_without_decode_by_hand():
+    # the same case with prefill batches that run alone (SGLang's default): request 0 waits while request 1's
+    # second chunk runs, and that chunk may use the whole budget
+    plan = schedule(np.full(4, 4), np.full(4, 3), concurrency=2, token_budget=6, max_batch=2,
+                    kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(4), mix_decode=False)
+    mixed = {it.index: it for it in plan.mixed}
+    assert list(mixed[0].chunk_tokens) == [4, 2] and mixed[0].completions == 1
+    assert len(mixed[1].decode_priors) == 0 and list(mixed[1].chunk_tokens) == [2]
+    # iterations 2-3: both decode their 2nd and 3rd tokens from 4 cached tokens each; then requests 2, 3 arrive
+    assert [(seg.start, seg.length, list(seg.priors)) for seg in plan.segments] == [(2, 2, [4, 4]), (6, 2, [4, 4])]
+    r = plan.requests
+    assert list(r["first_token_iteration"]) == [0, 1, 4, 5]
+    assert list(r["finish_iteration"]) == [3, 3, 7, 7]
+    assert list(r["arrival_iteration"]) == [0, 0, 4, 4] and plan.iterations == 8
+    assert list(plan.decode_tokens()) == [0, 0, 2, 2, 0, 0, 2, 2]
+
+
 def test_token_budget_splits_a_prompt():
     plan = schedule(np.array([10, 10]), np.array([1, 1]), concurrency=1, token_budget=4, max_batch=1,
                     kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(2))

@@ -63,12 +63,14 @@ def test_every_subset_run_is_scored_or_says_why(scored, runs):
 def test_cross_validated_floors(scored):
     # host-side times fitted without the scored system (per backend), then scored on it
     held_out = validation.summary(validation.errors(validation.leave_one_system_out(scored))).iloc[0]
-    assert held_out["tpot_median"] <= 0.16       # 0.148 when written
-    assert held_out["ttft_median"] <= 0.52       # 0.492 when written
+    assert held_out["tpot_median"] <= 0.12       # 0.110 when written (0.148 before the graph latency overlap)
+    # 0.557 when written (0.492 before SGLang's prefill batches ran alone: the subset's 8 SGLang runs are
+    # Llama-3.1-8B on H200, the one SGLang group that scheduling change makes worse; docs/serving.md)
+    assert held_out["ttft_median"] <= 0.58
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
-    floor = 0.145     # TPOT median with the shipped constants (0.136 when written)
+    floor = 0.10      # TPOT median with the shipped constants (0.086 when written; 0.116 with the change below)
     assert validation.summary(validation.errors(scored)).iloc[0]["tpot_median"] <= floor
     # the achievable memory-bandwidth fraction (fitted per device on measured kernels) 15% lower: decode steps,
     # which stream weights and KV cache, slow down by 1/0.85 and the floor no longer holds
@@ -84,3 +86,35 @@ def test_refit_host_side_times_move_ttft_and_tpot_as_stated(scored):
     assert (shifted["tpot_s"] - ok["tpot_s"]).to_numpy() == pytest.approx(1e-3)
     assert (shifted["ttft_s"] - ok["ttft_s"]).to_numpy() == pytest.approx(
         (0.05 + 1e-3 * ok["first_token_iterations"]).to_numpy())
+
+
+def in_bounds(summary) -> bool:
+    """The shipped serving terms' accuracy on the subset: TPOT median and bias, TTFT median and bias (values
+    when written: 0.086, -0.007, 0.493, +0.372)."""
+    return (summary["tpot_median"] <= 0.095 and -0.015 <= summary["tpot_bias"] <= 0.005
+            and summary["ttft_median"] <= 0.50 and 0.35 <= summary["ttft_bias"] <= 0.39)
+
+
+@pytest.mark.parametrize("factor", [0.85, 1.15])
+@pytest.mark.parametrize("term", ["graph_latency_overlap", "request_overhead_s"])
+def test_a_15_percent_change_of_a_fitted_serving_term_breaks_the_floor(scored, term, factor):
+    ok = scored[scored["reason"] == ""]
+    assert in_bounds(validation.summary(validation.errors(ok)).iloc[0])
+    # every backend's fitted term 15% off (re-timed as the leave-one-system-out refit does): TPOT moves by the
+    # change x the decode step's kernel latency, TTFT by the change in request overhead
+    overlap, request = ok["graph_latency_overlap"], ok["request_overhead_s"]
+    if term == "graph_latency_overlap":
+        overlap = overlap * factor
+    else:
+        request = request * factor
+    changed = validation.with_overheads(ok, ok["iteration_overhead_s"], request, overlap)
+    assert not in_bounds(validation.summary(validation.errors(changed)).iloc[0])
+
+
+def test_graph_latency_overlap_retimes_tpot_by_the_kernel_latency(scored):
+    ok = scored[scored["reason"] == ""]
+    assert (ok["decode_kernel_latency_s"] > 0).all() and (ok["graph_latency_overlap"] > 0).all()
+    shifted = validation.with_overheads(ok, ok["iteration_overhead_s"], ok["request_overhead_s"],
+                                        ok["graph_latency_overlap"] + 0.1)
+    assert (ok["tpot_s"] - shifted["tpot_s"]).to_numpy() == pytest.approx(0.1 * ok["decode_kernel_latency_s"].to_numpy())
+    assert (shifted["ttft_s"] == ok["ttft_s"]).all()

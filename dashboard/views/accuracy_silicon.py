@@ -11,7 +11,7 @@ from engine.silicon.results import ResultsFileError, read_results
 
 SPLIT_TEXT = {"in-sample": "fitted on all devices, scored on them",
               "leave-one-device-out": "fitted without the scored device",
-              "leave-one-system-out": "host-side times fitted without the scored system"}
+              "leave-one-system-out": "serving terms fitted without the scored system"}
 
 
 def display_frame(results: pd.DataFrame) -> pd.DataFrame:

@@ -130,12 +130,23 @@ def grid_pass(batches: np.ndarray, contexts: np.ndarray, decode_tokens: int = 1)
     return ForwardPass("serve", n * decode_tokens, n * decode_tokens, 1, (part,))
 
 
-def time_pass(forward_pass: ForwardPass, rows: int, model, scenario, hardware, method, layout) -> np.ndarray:
-    """Seconds of each row of `forward_pass` on one device (with the pipeline's wait when pp > 1)."""
+def time_pass(forward_pass: ForwardPass, rows: int, model, scenario, hardware, method, layout,
+              latency_overlap: float = 0.0, latencies: list | None = None) -> np.ndarray:
+    """Seconds of each row of `forward_pass` on one device (with the pipeline's wait when pp > 1).
+    `latency_overlap`: the share of every kernel's device latency (the realistic `gap_overhead_s`) hidden
+    behind its neighbours (a graph-replayed step of a serving engine: fused kernels, programmatic dependent
+    launch); `latencies`, when given, receives each row's summed kernel latency."""
     builder = KernelTableBuilder()
     add_forward_pass(builder, model, scenario, forward_pass, layout)
     timed = method.estimate(builder.build_columns(), hardware, scenario)
-    return pass_row_times(timed, rows, scenario.pp)
+    times = pass_row_times(timed, rows, scenario.pp)
+    if latency_overlap or latencies is not None:
+        gaps = timed.get("gap_overhead_s", np.zeros(len(timed["time_s"])))
+        floor = pass_row_times({**timed, "time_s": np.asarray(gaps, dtype=float)}, rows, scenario.pp)
+        if latencies is not None:
+            latencies.append(floor)
+        times = times - latency_overlap * floor
+    return times
 
 
 def interpolate_grid(times: np.ndarray, batches: np.ndarray, contexts: np.ndarray, batch: np.ndarray,
@@ -153,9 +164,10 @@ def interpolate_grid(times: np.ndarray, batches: np.ndarray, contexts: np.ndarra
 
 
 def iteration_times(schedule: Schedule, model, scenario, hardware, method, layout, graph_method=None,
-                    decode_tokens: int = 1) -> np.ndarray:
+                    decode_tokens: int = 1, latency_overlap: float = 0.0, latencies: list | None = None) -> np.ndarray:
     """Seconds of every iteration of `schedule` (before per-iteration host overhead); `decode_tokens` query
-    tokens per decoding request (k + 1 when the target verifies k drafted tokens)."""
+    tokens per decoding request (k + 1 when the target verifies k drafted tokens). `latency_overlap` and
+    `latencies` apply to the decode-only iterations (time_pass)."""
     times = np.zeros(schedule.iterations)
     if schedule.mixed:
         index = np.array([it.index for it in schedule.mixed])
@@ -166,6 +178,6 @@ def iteration_times(schedule: Schedule, model, scenario, hardware, method, layou
         index, batch, mean_prior = decode_iterations(schedule)
         batches, contexts = decode_grid(batch, mean_prior)
         grid = time_pass(grid_pass(batches, contexts, decode_tokens), len(batches) * len(contexts), model, scenario,
-                         hardware, graph_method or method, layout)
+                         hardware, graph_method or method, layout, latency_overlap, latencies)
         times[index] = interpolate_grid(grid, batches, contexts, batch, mean_prior)
     return times

@@ -46,7 +46,7 @@ from engine.serving.kv_transfer import KVLink, as_link, kv_bytes_per_request, wo
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError
 from engine.serving.simulate import SCENARIO_FIELDS, kv_budget, serve, split_fields, _quantile
-from engine.serving.backends import overheads
+from engine.serving.backends import backend_profile, overheads
 from engine.memory import kv_share_per_device
 from engine.workload import Scenario
 
@@ -149,9 +149,12 @@ def _decode_costs(model, hardware, scenario: Scenario, options: ServingOptions, 
     first, last = options.input_length, options.input_length + max(options.output_length - 2, 0)
     contexts = np.unique(np.round(np.linspace(first, last, DECODE_GRID_CONTEXTS)))
     chosen = get_method(method)
-    graph = get_method("realistic-graph") if chosen.name == "realistic" and options.graph_decode else chosen
+    graphed = chosen.name == "realistic" and options.graph_decode
+    graph = get_method("realistic-graph") if graphed else chosen
+    overlap = (backend_profile(options.backend).graph_latency_overlap if options.graph_latency_overlap is None
+               else options.graph_latency_overlap) if graphed else 0.0    # as serve() (engine/serving/backends.py)
     times = time_pass(grid_pass(batches, contexts), len(batches) * len(contexts), model, replica, hardware,
-                      graph, layout).reshape(len(batches), len(contexts)).mean(axis=1)
+                      graph, layout, overlap).reshape(len(batches), len(contexts)).mean(axis=1)
     overhead = options.iteration_overhead_s or 0.0
 
     def tau(n):

@@ -34,6 +34,12 @@ class ServingOptions(BaseModel):
       generic, vllm, sglang, trtllm); `iteration_overhead_s` (per iteration) and `request_overhead_s`
       (per request, added to TTFT and latency) override them. Ideal methods (roofline, hierarchical)
       add none unless given.
+    - `mixed_prefill`: iterations with prompt chunks also decode the running requests (vLLM and TensorRT-LLM
+      by default); False: prefill batches run alone and decoding waits (SGLang's default, `enable_mixed_chunk`
+      off). None: the backend's default (engine/serving/backends.py).
+    - `graph_latency_overlap`: share of each kernel's device latency hidden in a CUDA-graph-replayed decode
+      step (the engine's fused kernels and programmatic dependent launch overlap a kernel's ramp-up with
+      its predecessor's tail); None: the backend's fitted value. Only under `realistic` with `graph_decode`.
     - `graph_decode`: decode-only iterations are CUDA-graph launched (no per-kernel host launch cost).
     - `kv_cache_fraction`: share of the memory left after weights, activations and workspace that
       holds the KV cache.
@@ -56,6 +62,8 @@ class ServingOptions(BaseModel):
     iteration_overhead_s: Optional[float] = Field(None, ge=0.0, le=10.0)
     request_overhead_s: Optional[float] = Field(None, ge=0.0, le=100.0)
     stagger_start: bool = False
+    mixed_prefill: Optional[bool] = None
+    graph_latency_overlap: Optional[float] = Field(None, ge=0.0, le=1.0)
     graph_decode: bool = True
     kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)
     speculative: Optional[SpeculativeDecoding] = None

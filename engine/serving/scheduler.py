@@ -116,12 +116,14 @@ class _Running:
 
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
-             tokens_per_step: float = 1.0, verify_tokens: int = 1) -> Schedule:
+             tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
     `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
 
     Speculative decoding (engine/serving/speculative.py): a decoding request advances `tokens_per_step` tokens
-    per iteration and takes `verify_tokens` tokens of the iteration's token budget."""
+    per iteration and takes `verify_tokens` tokens of the iteration's token budget.
+    `mix_decode` False: an iteration with prompt chunks runs no decode tokens (SGLang's default: prefill batches
+    run alone and take the whole token budget; the decoding requests wait for them)."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
@@ -156,7 +158,7 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
             running.step(length)
             i += length
         else:
-            budget = token_budget - len(running.ids) * verify_tokens
+            budget = token_budget - (len(running.ids) * verify_tokens if mix_decode else 0)
             new, prior, completed = [], [], []
             for entry in prefilling:
                 if budget <= 0:
@@ -170,9 +172,11 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
                 if entry[1] == isl[request]:
                     completed.append(request)
             del prefilling[:len(completed)]    # prompts finish in order: the finished ones lead the list
-            mixed.append(MixedIteration(i, running.priors.copy(), np.array(new, dtype=float),
+            decoding = running.priors.copy() if mix_decode else running.priors[:0].copy()
+            mixed.append(MixedIteration(i, decoding, np.array(new, dtype=float),
                                         np.array(prior, dtype=float), len(completed)))
-            running.step()
+            if mix_decode:
+                running.step()
             if completed:
                 first_token[completed] = i
                 running.add(np.array(completed, dtype=np.int64), isl, osl)

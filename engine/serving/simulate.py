@@ -31,7 +31,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.parallel import parallel_layout
-from engine.serving.backends import overheads
+from engine.serving.backends import backend_profile, overheads
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -60,6 +60,7 @@ class ServingResult:
     iteration_overhead_s: float
     notes: list[str] = field(default_factory=list)
     validation: dict | None = None  # realistic methods: validated on measurements or not (estimators/validity.py)
+    decode_kernel_latency_s: float = 0.0   # a decode-only step's summed kernel latency (before graph_latency_overlap)
 
     def __getattr__(self, name):
         metrics = self.__dict__.get("metrics", {})
@@ -118,8 +119,14 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     fitted = overheads(options.backend, chosen.name)
     overhead = fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s
     per_request = fitted[1] if options.request_overhead_s is None else options.request_overhead_s
-    options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request})
-    graph = get_method("realistic-graph") if chosen.name == "realistic" and options.graph_decode else chosen
+    profile = backend_profile(options.backend)
+    mixed = profile.mixed_prefill if options.mixed_prefill is None else options.mixed_prefill
+    graphed = chosen.name == "realistic" and options.graph_decode
+    overlap = (profile.graph_latency_overlap if options.graph_latency_overlap is None
+               else options.graph_latency_overlap) if graphed else 0.0
+    options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request,
+                                         "mixed_prefill": mixed, "graph_latency_overlap": overlap})
+    graph = get_method("realistic-graph") if graphed else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
         replica = Scenario.model_validate({**cost_scenario.model_dump(), "dp": 1, "devices": None})
@@ -130,16 +137,20 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     capacity, kv_per_request = kv_budget(model, replica, hardware, options, layout, draft)
     spec = options.speculative
     step, verify = (spec.tokens_per_step, spec.verify_tokens) if spec is not None else (1.0, 1)
-    runs = []
+    runs, latencies = [], []
     for clients, replicas in options.replica_concurrencies(cost_scenario.dp).items():
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
-                        kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify)
-        times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify) + overhead
+                        kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify,
+                        mix_decode=options.mixed_prefill)
+        times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify,
+                                latency_overlap=overlap, latencies=latencies) + overhead
         if draft is not None:
             times = times + draft_times(plan, spec, draft[0], draft[1], hardware, chosen, draft[2], graph)
         runs.append((replicas, plan, times))
-    return _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
+    result = _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
+    result.decode_kernel_latency_s = float(np.mean(latencies[0])) if latencies else 0.0
+    return result
 
 
 def _draft(spec, model, replica: Scenario):
