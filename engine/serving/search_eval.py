@@ -34,7 +34,7 @@ from engine.estimate import check_fits_model
 from engine.estimators import get_method
 from engine.parallel import parallel_layout
 from engine.serving import cost
-from engine.serving.backends import overheads
+from engine.serving.backends import backend_profile, overheads
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget
@@ -44,7 +44,7 @@ from engine.workload import Scenario
 SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length", "length_spread", "seed",
                                   "token_budget", "max_batch", "requests_per_client", "warmup_requests", "backend",
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
-                                  "kv_cache_fraction", "speculative"})
+                                  "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -86,7 +86,7 @@ class ScheduleCache:
     def __init__(self):
         self.plans: dict = {}
 
-    def get(self, options: ServingOptions, clients: int, capacity: float, per_request) -> _Plan:
+    def get(self, options: ServingOptions, clients: int, capacity: float, per_request, mix: bool = True) -> _Plan:
         spec = options.speculative
         step, verify = (spec.tokens_per_step, spec.verify_tokens) if spec is not None else (1.0, 1)
         isl, osl = options.lengths(clients)
@@ -95,12 +95,12 @@ class ScheduleCache:
         # at most `clients` requests are ever in flight: if the cache holds the largest `clients` of them,
         # the capacity never refuses an admission and the schedule is the same for every layout
         unlimited = float(np.sort(reserve)[-clients:].sum()) * (1 + 1e-9) <= capacity
-        key = (clients, options.token_budget, limit, step, verify) + \
+        key = (clients, options.token_budget, limit, step, verify, mix) + \
             (() if unlimited else (capacity, reserve.tobytes()))
         if key not in self.plans:
             plan = schedule(isl, osl, clients, options.token_budget, limit,
                             np.inf if unlimited else capacity, np.zeros_like(reserve) if unlimited else reserve,
-                            tokens_per_step=step, verify_tokens=verify)
+                            tokens_per_step=step, verify_tokens=verify, mix_decode=mix)
             self.plans[key] = _plan(plan)
         return self.plans[key]
 
@@ -117,8 +117,12 @@ class LayoutSetup:
         self.method = get_method(method)
         _check_supported(model, self.scenario, self.method.name)
         check_fits_model(model, self.scenario)
-        self.graph = get_method("realistic-graph") if self.method.name == "realistic" and base.graph_decode \
-            else self.method
+        graphed = self.method.name == "realistic" and base.graph_decode
+        self.graph = get_method("realistic-graph") if graphed else self.method
+        profile = backend_profile(base.backend)          # as serve(): prefill mixed into decode, hidden latency
+        self.mix = profile.mixed_prefill if base.mixed_prefill is None else base.mixed_prefill
+        self.overlap = (profile.graph_latency_overlap if base.graph_latency_overlap is None
+                        else base.graph_latency_overlap) if graphed else 0.0
         fitted = overheads(base.backend, self.method.name)
         self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
         self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
@@ -157,7 +161,7 @@ class LayoutEvaluator(LayoutSetup):
                 capacity, per_request = self.kv(budget)
                 runs = []
                 for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
-                    plan = self.schedules.get(options, clients, capacity, per_request)
+                    plan = self.schedules.get(options, clients, capacity, per_request, self.mix)
                     plans[id(plan)] = plan
                     runs.append((replicas, plan))
                 runs_per_point.append((options, runs))
@@ -188,7 +192,7 @@ class LayoutEvaluator(LayoutSetup):
         if pairs:
             n, p = (np.array(values) for values in zip(*pairs))
             grid_times = cost.time_pass(_pair_pass(n, p, self.verify_tokens), len(n), self.model, self.replica,
-                                        self.hardware, self.graph, self.layout)
+                                        self.hardware, self.graph, self.layout, self.overlap)
         draft = self._draft_times(plans, mixed, seen) if self.draft is not None else {}
         out = {}
         for plan in plans:

@@ -133,7 +133,7 @@ class LayoutScreen(LayoutSetup):
         if decode:
             n, p = (np.array(values, dtype=float) for values in zip(*decode))
             decode_t = cost.time_pass(_pair_pass(n, p, V), len(n), self.model, self.replica, self.hardware,
-                                      self.graph, self.layout) + self.overhead
+                                      self.graph, self.layout, self.overlap) + self.overhead
         if self.draft is not None:
             mixed_t, decode_t = self._draft_time(rows, decode, mixed_t, decode_t)
         return mixed_t, decode_t
