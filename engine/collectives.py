@@ -62,6 +62,18 @@ class CollectiveConstants:
     pipeline_cross: float                                   # r: time = lat + transfer + r sqrt(lat x transfer)
     custom_latency_s: float = 5.32e-6                       # a_custom: one-shot custom all-reduce floor
     custom_fraction: float = 0.458                          # e_custom: share of NVLink its peer reads reach
+    # the latency (a_kind + hops x hop) scales with the device: x (1 GHz / clock) ** latency_clock_exponent
+    # x (1 + latency_llc_share x last-level cache MiB / 100) (0, 0: alike on every device)
+    latency_clock_exponent: float = 0.0
+    latency_llc_share: float = 0.0
+
+    def latency_scale(self, fields) -> np.ndarray:
+        """The device factor on the latency, from the fields' clock_hz and llc_mib (NaN: factor 1)."""
+        clock = np.asarray(fields.clock_hz, dtype=float)
+        llc = np.nan_to_num(np.asarray(fields.llc_mib, dtype=float))
+        with np.errstate(invalid="ignore"):
+            by_clock = np.where(np.isnan(clock), 1.0, (1e9 / clock) ** self.latency_clock_exponent)
+        return by_clock * (1.0 + self.latency_llc_share * llc / 100.0)
 
     def base(self, kind: str) -> float:
         return self.base_latency_s[FITTED_KINDS.index(kind)]
@@ -176,6 +188,8 @@ class LinkFields:
     per_node: object
     net_bandwidth: object = np.nan
     net_latency: object = np.nan
+    clock_hz: object = np.nan           # the device clock (Hz) and last-level cache (MiB) scale the latency
+    llc_mib: object = np.nan
 
 
 def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") -> LinkFields:
@@ -186,7 +200,9 @@ def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") 
     if group_size > hardware.devices_per_node:
         out = scale_out_link(hardware, why)
         net_bandwidth, net_latency = out.bandwidth_bytes_per_s, out.hop_latency_s
-    return LinkFields(up.bandwidth_bytes_per_s, latency, hardware.devices_per_node, net_bandwidth, net_latency)
+    llc = np.nan if hardware.llc_capacity_bytes is None else hardware.llc_capacity_bytes / 2 ** 20
+    return LinkFields(up.bandwidth_bytes_per_s, latency, hardware.devices_per_node, net_bandwidth, net_latency,
+                      hardware.clock_hz, llc)
 
 
 def _flat(kind, message, n, bandwidth, hop, constants, algorithm="ring"):
@@ -211,8 +227,8 @@ def _across_nodes(kind, message, n, fields: LinkFields, up_hop, constants, algor
     return hop_in + hop_out, transfer_in + transfer_out
 
 
-def _total(kind, latency_hops, transfer, constants):
-    latency = constants.base(kind) + latency_hops
+def _total(kind, latency_hops, transfer, constants, scale=1.0):
+    latency = (constants.base(kind) + latency_hops) * scale
     return latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
 
 
@@ -235,12 +251,14 @@ def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorith
     up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s,
                       fields.up_latency)
     with np.errstate(invalid="ignore", divide="ignore"):
-        seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants)
+        scale = constants.latency_scale(fields)
+        seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants,
+                         scale)
         spans = n > np.asarray(fields.per_node, dtype=float)
         if np.any(spans):
             inter = ("ring", "tree") if kind == "all_reduce" and algorithm != "tree" else (algorithm,)
             across = np.min([_total(kind, *_across_nodes(kind, message, n, fields, up_hop, constants, way),
-                                    constants) for way in inter], axis=0)
+                                    constants, scale) for way in inter], axis=0)
             seconds = np.where(spans, across, seconds)
         if kind == "all_reduce" and custom_all_reduce:
             custom = custom_all_reduce_seconds(message, n, fields, constants)
