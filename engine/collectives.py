@@ -20,7 +20,10 @@ has no link_latency, e_kind (the share of the scale-up bandwidth a collective re
 messages), c (small groups reach less of it: fewer channels) and r (the cross term: a message cut
 into chunks pays the latency of the pipeline fill) are fitted to NCCL's measured tables
 (engine/silicon/collectives_fit.py, docs/parallelism.md); they are the same for every device: only
-the workbook's link fields differ.
+the workbook's fields differ. The fitted latencies (a_kind, and the hop where link_latency is blank) are
+cycles at the device clock and grow with its last-level cache: x (1 GHz / clock) x (1 + s x LLC MiB / 100)
+(s fitted: Hopper's NCCL floor is ~35% under A100's and Blackwell's, which the clock (A100 1.41 GHz) and
+the L2 (Blackwell's 126 MB over two dies) tell apart).
 
 Inside one node (n <= devices_per_node) a group uses the scale-up links (link_bandwidth x
 num_links, link_latency per hop). A group spanning N = ceil(n / d) nodes of d devices is
@@ -62,8 +65,9 @@ class CollectiveConstants:
     pipeline_cross: float                                   # r: time = lat + transfer + r sqrt(lat x transfer)
     custom_latency_s: float = 5.32e-6                       # a_custom: one-shot custom all-reduce floor
     custom_fraction: float = 0.458                          # e_custom: share of NVLink its peer reads reach
-    # the latency (a_kind + hops x hop) scales with the device: x (1 GHz / clock) ** latency_clock_exponent
-    # x (1 + latency_llc_share x last-level cache MiB / 100) (0, 0: alike on every device)
+    # the fitted latencies (a_kind, and the hop where link_latency is blank) scale with the device:
+    # x (1 GHz / clock) ** latency_clock_exponent x (1 + latency_llc_share x last-level cache MiB / 100)
+    # (a_kind and hop are then per 1 GHz clock and no cache; exponent 0, share 0: alike on every device)
     latency_clock_exponent: float = 0.0
     latency_llc_share: float = 0.0
 
@@ -86,10 +90,13 @@ class CollectiveConstants:
 FITTED_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # Fitted to aiconfigurator-core 0.12.0's NCCL tables (7 devices, 2-8 GPUs, 512 B - 512 MB;
 # engine/silicon/collectives_fit.py, benchmarks/collectives_accuracy.py; docs/parallelism.md)
-FITTED = CollectiveConstants(base_latency_s=(7.18e-6, 7.09e-6, 6.82e-6, 8.46e-6), hop_latency_s=0.953e-6,
-                             bandwidth_fraction=(1.0, 0.891, 0.867, 0.877), small_group_loss=0.689,
-                             pipeline_cross=1.243, custom_latency_s=5.32e-6, custom_fraction=0.458)
-DEFAULT_LINK_LATENCY_S = FITTED.hop_latency_s   # fitted: one NVLink hop incl. NCCL step overhead
+FITTED = CollectiveConstants(base_latency_s=(7.08e-6, 7.21e-6, 6.94e-6, 8.65e-6), hop_latency_s=1.019e-6,
+                             bandwidth_fraction=(1.0, 0.894, 0.870, 0.879), small_group_loss=0.682,
+                             pipeline_cross=1.278, custom_latency_s=5.34e-6, custom_fraction=0.471,
+                             latency_clock_exponent=1.0, latency_llc_share=0.868)
+# one NVLink hop incl. NCCL step overhead for point-to-point sends (pipeline stages, KV transfer): the hop fitted
+# before the device scale above (collectives scale FITTED.hop_latency_s by the device instead)
+DEFAULT_LINK_LATENCY_S = 0.953e-6
 DEFAULT_INTER_NODE_LATENCY_S = 5e-6    # assumption: one InfiniBand/RoCE hop incl. NCCL step overhead
 
 
@@ -228,7 +235,7 @@ def _across_nodes(kind, message, n, fields: LinkFields, up_hop, constants, algor
 
 
 def _total(kind, latency_hops, transfer, constants, scale=1.0):
-    latency = (constants.base(kind) + latency_hops) * scale
+    latency = constants.base(kind) * scale + latency_hops
     return latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
 
 
@@ -248,10 +255,10 @@ def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorith
     all-reduce inside one node takes the faster of NCCL and the custom all-reduce (custom_all_reduce=False:
     NCCL only)."""
     message, n = np.asarray(message_bytes, dtype=float), np.asarray(n, dtype=float)
-    up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s,
+    scale = constants.latency_scale(fields)
+    up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s * scale,
                       fields.up_latency)
     with np.errstate(invalid="ignore", divide="ignore"):
-        scale = constants.latency_scale(fields)
         seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants,
                          scale)
         spans = n > np.asarray(fields.per_node, dtype=float)

@@ -173,7 +173,9 @@ def describe(constants: CollectiveConstants) -> str:
             f"c (small-group loss, fraction = e (1 - c/n)): {constants.small_group_loss:.3f}\n"
             f"r (pipelining cross term): {constants.pipeline_cross:.3f}\n"
             f"custom all-reduce: a_custom {constants.custom_latency_s * 1e6:.2f} us, "
-            f"e_custom {constants.custom_fraction:.3f}")
+            f"e_custom {constants.custom_fraction:.3f}\n"
+            f"latency scale (1 GHz / clock) ** {constants.latency_clock_exponent:g} x (1 + "
+            f"{constants.latency_llc_share:.3f} x LLC MiB / 100)")
 
 
 __all__ = ["BUCKET_LABELS", "describe", "fit_constants", "leave_one_device_out",
