@@ -6,7 +6,8 @@ device, evaluates the realistic routed-expert time (engine/silicon/score.py) on 
 (engine/silicon/moe_fit.py). Prints |error| median / p90, bias per device, per tokens-per-expert bucket and
 per dtype under: before (both 1), lodo (fitted without the device), shipped (RealisticConstants).
 
-Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR]
+Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
+(--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
 Needs the `calibration` extra (aiconfigurator-core).
 """
 
@@ -18,7 +19,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from engine.silicon import moe_fit
+from engine.silicon import installed_version, moe_fit
+from engine.silicon.results import write_results
 from engine.specs import load_specs
 
 TARGET_MEDIAN = 0.08
@@ -41,6 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
     parser.add_argument("--rows-per-device", type=int, default=1000, help="measurements per device (fixed seed)")
+    parser.add_argument("--write", action="store_true", help="record the scores in calibration/results/")
     args = parser.parse_args()
     started = time.perf_counter()
     devices = load_specs()
@@ -69,7 +72,26 @@ def main() -> None:
     lodo = tidy[tidy["model"] == "lodo"].groupby("device")["error"].apply(lambda e: np.median(np.abs(e)))
     print(f"\nleave-one-device-out median per device: {', '.join(f'{d} {100 * v:.1f}%' for d, v in lodo.items())}"
           f" (GEMM target <= {100 * TARGET_MEDIAN:.0f}%)")
+    if args.write:
+        path = write_results(result_rows(tidy), "kernel_moe", "benchmarks/moe_accuracy.py",
+                             installed_version() if args.root is None else None)
+        print(f"recorded in {path}")
     print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+def result_rows(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Per device and over all devices: `before` (in-sample: nothing fitted) and `lodo` rows for write_results."""
+    lines = []
+    for (model, device), part in pd.concat([tidy, tidy.assign(device="all")]).groupby(["model", "device"]):
+        if model == "shipped":
+            continue
+        error = part["error"].to_numpy()
+        lines.append({"scope": "kernel", "family": "moe", "subject": device,
+                      "variant": "grouped GEMMs as plain GEMMs" if model == "before" else "realistic, fitted",
+                      "split": "in-sample" if model == "before" else "leave-one-device-out", "count": error.size,
+                      "median_abs_error": float(np.median(np.abs(error))),
+                      "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))})
+    return pd.DataFrame(lines)
 
 
 if __name__ == "__main__":
