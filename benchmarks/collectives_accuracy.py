@@ -9,7 +9,8 @@ then the calibrated model per message-size bucket and group size; against the fr
 all-reduce tables (TRT-LLM, vLLM and SGLang under CUDA graphs): NCCL alone, the engine's min(NCCL, custom),
 leave-one-device-out; and the constants refitted on all devices.
 
-Run: .venv/bin/python benchmarks/collectives_accuracy.py [--root SYSTEMS_DIR]
+Run: .venv/bin/python benchmarks/collectives_accuracy.py [--root SYSTEMS_DIR] [--write]
+(--write records the leave-one-device-out scores in calibration/results/kernel_collectives.csv)
 Needs the `calibration` extra (aiconfigurator-core); --root reads another copy (tests/data/aiconfigurator/systems).
 """
 
@@ -22,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from engine.collectives import FITTED
+from engine.silicon import installed_version
+from engine.silicon.results import write_results
 from engine.silicon.collectives_fit import (CUSTOM_GRAPHED, describe, fit_constants, fit_custom_all_reduce,
                                             leave_one_device_out, leave_one_device_out_custom, measured_collectives,
                                             predict, previous_model_seconds, scores)
@@ -40,6 +43,7 @@ def _print(title: str, table: pd.DataFrame) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="a systems/ folder (default: the installed package)")
+    parser.add_argument("--write", action="store_true", help="record the scores in calibration/results/")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     nccl = measured_collectives(args.root)
@@ -54,6 +58,14 @@ def main(argv=None) -> None:
     per_device, per_op = leave_one_device_out(nccl)
     _print("leave-one-device-out per device (headline)", per_device)
     _print("leave-one-device-out per device x op", per_op)
+    if args.write:
+        rows = pd.DataFrame({"scope": "kernel", "family": "collective (nccl)", "subject": per_device.index,
+                             "variant": "realistic, fitted", "split": "leave-one-device-out",
+                             "count": per_device["rows"].to_numpy(), "median_abs_error": per_device["median"].to_numpy(),
+                             "p90_abs_error": per_device["p90"].to_numpy(), "bias": per_device["bias"].to_numpy()})
+        path = write_results(rows, "kernel_collectives", "benchmarks/collectives_accuracy.py",
+                             installed_version() if args.root is None else None)
+        print(f"recorded in {path}")
     overall = float(np.median(per_device["median"]))
     print(f"\nleave-one-device-out: median over devices of the per-device median {100 * overall:.1f}% "
           f"(target <= {100 * TARGET_MEDIAN:.0f}%); devices over target: "

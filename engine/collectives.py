@@ -20,7 +20,10 @@ has no link_latency, e_kind (the share of the scale-up bandwidth a collective re
 messages), c (small groups reach less of it: fewer channels) and r (the cross term: a message cut
 into chunks pays the latency of the pipeline fill) are fitted to NCCL's measured tables
 (engine/silicon/collectives_fit.py, docs/parallelism.md); they are the same for every device: only
-the workbook's link fields differ.
+the workbook's fields differ. The fitted latencies (a_kind, and the hop where link_latency is blank) are
+cycles at the device clock and grow with its last-level cache: x (1 GHz / clock) x (1 + s x LLC MiB / 100)
+(s fitted: Hopper's NCCL floor is ~35% under A100's and Blackwell's, which the clock (A100 1.41 GHz) and
+the L2 (Blackwell's 126 MB over two dies) tell apart).
 
 Inside one node (n <= devices_per_node) a group uses the scale-up links (link_bandwidth x
 num_links, link_latency per hop). A group spanning N = ceil(n / d) nodes of d devices is
@@ -62,6 +65,19 @@ class CollectiveConstants:
     pipeline_cross: float                                   # r: time = lat + transfer + r sqrt(lat x transfer)
     custom_latency_s: float = 5.32e-6                       # a_custom: one-shot custom all-reduce floor
     custom_fraction: float = 0.458                          # e_custom: share of NVLink its peer reads reach
+    # the fitted latencies (a_kind, and the hop where link_latency is blank) scale with the device:
+    # x (1 GHz / clock) ** latency_clock_exponent x (1 + latency_llc_share x last-level cache MiB / 100)
+    # (a_kind and hop are then per 1 GHz clock and no cache; exponent 0, share 0: alike on every device)
+    latency_clock_exponent: float = 0.0
+    latency_llc_share: float = 0.0
+
+    def latency_scale(self, fields) -> np.ndarray:
+        """The device factor on the latency, from the fields' clock_hz and llc_mib (NaN: factor 1)."""
+        clock = np.asarray(fields.clock_hz, dtype=float)
+        llc = np.nan_to_num(np.asarray(fields.llc_mib, dtype=float))
+        with np.errstate(invalid="ignore"):
+            by_clock = np.where(np.isnan(clock), 1.0, (1e9 / clock) ** self.latency_clock_exponent)
+        return by_clock * (1.0 + self.latency_llc_share * llc / 100.0)
 
     def base(self, kind: str) -> float:
         return self.base_latency_s[FITTED_KINDS.index(kind)]
@@ -74,10 +90,13 @@ class CollectiveConstants:
 FITTED_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # Fitted to aiconfigurator-core 0.12.0's NCCL tables (7 devices, 2-8 GPUs, 512 B - 512 MB;
 # engine/silicon/collectives_fit.py, benchmarks/collectives_accuracy.py; docs/parallelism.md)
-FITTED = CollectiveConstants(base_latency_s=(7.18e-6, 7.09e-6, 6.82e-6, 8.46e-6), hop_latency_s=0.953e-6,
-                             bandwidth_fraction=(1.0, 0.891, 0.867, 0.877), small_group_loss=0.689,
-                             pipeline_cross=1.243, custom_latency_s=5.32e-6, custom_fraction=0.458)
-DEFAULT_LINK_LATENCY_S = FITTED.hop_latency_s   # fitted: one NVLink hop incl. NCCL step overhead
+FITTED = CollectiveConstants(base_latency_s=(7.08e-6, 7.21e-6, 6.94e-6, 8.65e-6), hop_latency_s=1.019e-6,
+                             bandwidth_fraction=(1.0, 0.894, 0.870, 0.879), small_group_loss=0.682,
+                             pipeline_cross=1.278, custom_latency_s=5.34e-6, custom_fraction=0.471,
+                             latency_clock_exponent=1.0, latency_llc_share=0.868)
+# one NVLink hop incl. NCCL step overhead for point-to-point sends (pipeline stages, KV transfer): the hop fitted
+# before the device scale above (collectives scale FITTED.hop_latency_s by the device instead)
+DEFAULT_LINK_LATENCY_S = 0.953e-6
 DEFAULT_INTER_NODE_LATENCY_S = 5e-6    # assumption: one InfiniBand/RoCE hop incl. NCCL step overhead
 
 
@@ -176,6 +195,8 @@ class LinkFields:
     per_node: object
     net_bandwidth: object = np.nan
     net_latency: object = np.nan
+    clock_hz: object = np.nan           # the device clock (Hz) and last-level cache (MiB) scale the latency
+    llc_mib: object = np.nan
 
 
 def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") -> LinkFields:
@@ -186,7 +207,9 @@ def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") 
     if group_size > hardware.devices_per_node:
         out = scale_out_link(hardware, why)
         net_bandwidth, net_latency = out.bandwidth_bytes_per_s, out.hop_latency_s
-    return LinkFields(up.bandwidth_bytes_per_s, latency, hardware.devices_per_node, net_bandwidth, net_latency)
+    llc = np.nan if hardware.llc_capacity_bytes is None else hardware.llc_capacity_bytes / 2 ** 20
+    return LinkFields(up.bandwidth_bytes_per_s, latency, hardware.devices_per_node, net_bandwidth, net_latency,
+                      hardware.clock_hz, llc)
 
 
 def _flat(kind, message, n, bandwidth, hop, constants, algorithm="ring"):
@@ -211,8 +234,8 @@ def _across_nodes(kind, message, n, fields: LinkFields, up_hop, constants, algor
     return hop_in + hop_out, transfer_in + transfer_out
 
 
-def _total(kind, latency_hops, transfer, constants):
-    latency = constants.base(kind) + latency_hops
+def _total(kind, latency_hops, transfer, constants, scale=1.0):
+    latency = constants.base(kind) * scale + latency_hops
     return latency + transfer + constants.pipeline_cross * np.sqrt(latency * transfer)
 
 
@@ -232,15 +255,17 @@ def collective_seconds(kind: str, message_bytes, n, fields: LinkFields, algorith
     all-reduce inside one node takes the faster of NCCL and the custom all-reduce (custom_all_reduce=False:
     NCCL only)."""
     message, n = np.asarray(message_bytes, dtype=float), np.asarray(n, dtype=float)
-    up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s,
+    scale = constants.latency_scale(fields)
+    up_hop = np.where(np.isnan(np.asarray(fields.up_latency, dtype=float)), constants.hop_latency_s * scale,
                       fields.up_latency)
     with np.errstate(invalid="ignore", divide="ignore"):
-        seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants)
+        seconds = _total(kind, *_flat(kind, message, n, fields.up_bandwidth, up_hop, constants, algorithm), constants,
+                         scale)
         spans = n > np.asarray(fields.per_node, dtype=float)
         if np.any(spans):
             inter = ("ring", "tree") if kind == "all_reduce" and algorithm != "tree" else (algorithm,)
             across = np.min([_total(kind, *_across_nodes(kind, message, n, fields, up_hop, constants, way),
-                                    constants) for way in inter], axis=0)
+                                    constants, scale) for way in inter], axis=0)
             seconds = np.where(spans, across, seconds)
         if kind == "all_reduce" and custom_all_reduce:
             custom = custom_all_reduce_seconds(message, n, fields, constants)

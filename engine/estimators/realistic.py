@@ -102,6 +102,12 @@ class RealisticConstants:
     # frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with the Vidur-fitted kernel_latency, see the doc).
     gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
     gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
+    # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
+    # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
+    # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
+    # engine/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
+    moe_matrix_efficiency: float = 1.0
+    moe_bandwidth_efficiency: float = 0.85
 
     # --- fused attention (engine/estimators/fused_attention.py; fitted on AIConfigurator's attention tables,
     # leave-one-device-out: engine/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
@@ -218,14 +224,18 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
     return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
 
 
-def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates, per_core, value_bytes, efficiency):
-    """choose_tilings once per distinct format efficiency (usually one or two), merged back per row."""
+def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates, per_core, value_bytes, efficiency,
+                           memory_efficiency=None):
+    """choose_tilings once per distinct (matrix, memory) efficiency pair (usually one or two), merged back per row."""
     parts = {}
-    for value in np.unique(efficiency):
-        mine = efficiency == value
+    memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
+    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for number, (value, memory_value) in enumerate(pairs):
+        mine = inverse == number
         gemm_rates = GemmRates(per_core[mine], value_bytes[mine], rates.matrix_fraction * value, rates.bandwidth,
-                               rates.memory_fraction, rates.kernel_latency_s)
-        parts[value] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
+                               min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s)
+        parts[number] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
                                              gemm_rates))
     if len(parts) == 1:
         return next(iter(parts.values()))[1]
@@ -238,6 +248,11 @@ def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates,
     return Tiling(**merged)
 
 
+def is_expert_gemm(names) -> np.ndarray:
+    """MoE grouped-GEMM rows (engine/decompose_moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
+    return np.char.find(np.asarray(names).astype(str), "Expert_") >= 0
+
+
 def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_bytes, constants, chain, compute,
                 memory, latency) -> None:
     if not rows.any():
@@ -245,8 +260,13 @@ def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_by
     m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
     nbytes = out["bytes"][rows].astype(float)
     efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
+    memory_efficiency = np.ones_like(efficiency)
+    if constants.moe_matrix_efficiency != 1.0 or constants.moe_bandwidth_efficiency != 1.0:
+        grouped = is_expert_gemm(np.asarray(out["name"])[rows])
+        efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
+        memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
     tiling = _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates, per_core_macs[rows], value_bytes[rows],
-                                    efficiency)
+                                    efficiency, memory_efficiency)
     latency[rows] = np.maximum(latency[rows] + extra_latency, 0.0)
     ideal = chain["t1"][rows]
     t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))

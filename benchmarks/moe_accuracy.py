@@ -1,0 +1,98 @@
+"""MoE grouped GEMMs: the realistic method against aiconfigurator's measured MoE tables, leave-one-device-out.
+
+Samples --rows-per-device balanced-routing trtllm MoE measurements (bf16, fp8, fp8 block-scaled) per workbook
+device, evaluates the realistic routed-expert time (engine/silicon/score.py) on a grid of
+(moe_matrix_efficiency, moe_bandwidth_efficiency), fits the pair without each device and scores the device
+(engine/silicon/moe_fit.py). Prints |error| median / p90, bias per device, per tokens-per-expert bucket and
+per dtype under: before (both 1), lodo (fitted without the device), shipped (RealisticConstants).
+
+Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
+(--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
+Needs the `calibration` extra (aiconfigurator-core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from engine.silicon import installed_version, moe_fit
+from engine.silicon.results import write_results
+from engine.specs import load_specs
+
+TARGET_MEDIAN = 0.08
+
+
+def wide(tidy: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    lines = []
+    for key, rows in tidy.groupby(keys, observed=True, sort=True):
+        line = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        for model, part in rows.groupby("model", sort=False):
+            error = part["error"].to_numpy()
+            line["count"] = error.size
+            line[model] = (f"{100 * np.median(np.abs(error)):.1f}% / {100 * np.quantile(np.abs(error), 0.9):.1f}%, "
+                           f"{100 * np.median(error):+.1f}%")
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
+    parser.add_argument("--rows-per-device", type=int, default=1000, help="measurements per device (fixed seed)")
+    parser.add_argument("--write", action="store_true", help="record the scores in calibration/results/")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    devices = load_specs()
+    rows = moe_fit.fit_rows(devices, args.root, args.rows_per_device)
+    print(f"{len(rows):,} MoE measurements on {rows['device'].nunique()} devices; grid "
+          f"{len(moe_fit.MATRIX_GRID)} x {len(moe_fit.BANDWIDTH_GRID)}", flush=True)
+    predictions = moe_fit.grid_predictions(rows, devices)
+    print(f"grid evaluated in {time.perf_counter() - started:.0f} s", flush=True)
+    tidy, fitted = moe_fit.leave_one_device_out(rows, devices, predictions)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_rows", 500)
+    print("\n|error| median / p90, bias. before: grouped GEMMs as plain GEMMs; lodo: fitted without the device; "
+          "shipped: RealisticConstants (all devices)\n")
+    print("## Per device\n")
+    print(wide(tidy, ["device"]).to_string(index=False))
+    print("\n## Per device x tokens per expert (tokens x topk / experts)\n")
+    print(wide(tidy, ["device", "tokens_bucket"]).to_string(index=False))
+    print("\n## All devices, per dtype and per tokens per expert\n")
+    print(wide(tidy, ["weight_dtype"]).to_string(index=False))
+    print(wide(tidy, ["tokens_bucket"]).to_string(index=False))
+    print(wide(tidy.assign(all="moe"), ["all"]).to_string(index=False))
+    print("\n## (moe_matrix_efficiency, moe_bandwidth_efficiency) fitted without each device\n")
+    for device, point in fitted.items():
+        print(f"{device}: {point}")
+    print(f"all devices: {moe_fit.fit_all(rows, devices, predictions)}")
+    lodo = tidy[tidy["model"] == "lodo"].groupby("device")["error"].apply(lambda e: np.median(np.abs(e)))
+    print(f"\nleave-one-device-out median per device: {', '.join(f'{d} {100 * v:.1f}%' for d, v in lodo.items())}"
+          f" (GEMM target <= {100 * TARGET_MEDIAN:.0f}%)")
+    if args.write:
+        path = write_results(result_rows(tidy), "kernel_moe", "benchmarks/moe_accuracy.py",
+                             installed_version() if args.root is None else None)
+        print(f"recorded in {path}")
+    print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+def result_rows(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Per device and over all devices: `before` (in-sample: nothing fitted) and `lodo` rows for write_results."""
+    lines = []
+    for (model, device), part in pd.concat([tidy, tidy.assign(device="all")]).groupby(["model", "device"]):
+        if model == "shipped":
+            continue
+        error = part["error"].to_numpy()
+        lines.append({"scope": "kernel", "family": "moe", "subject": device,
+                      "variant": "grouped GEMMs as plain GEMMs" if model == "before" else "realistic, fitted",
+                      "split": "in-sample" if model == "before" else "leave-one-device-out", "count": error.size,
+                      "median_abs_error": float(np.median(np.abs(error))),
+                      "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))})
+    return pd.DataFrame(lines)
+
+
+if __name__ == "__main__":
+    main()
