@@ -50,6 +50,10 @@ def test_express_maps_precision_layout_and_refusals():
     _, _, wide = validation.express(run_row(tp=1, attention_dp=4, moe_tp=2, moe_ep=2), devices, models)
     assert (wide["tp"], wide["dp"], wide["ep"]) == (1, 4, 4)
     assert "no config" in validation.express(run_row(model_path="zhipuai/GLM-5"), devices, models)
+    # a layout field written as 0 (15 Qwen3-32B runs on GB200 write attention_dp_size 0) means no split
+    _, _, zero = validation.express(run_row(model_path="meta-llama/Llama-3.1-70B", attention_dp=0, moe_tp=0,
+                                            moe_ep=0), devices, models)
+    assert (zero["dp"], zero["ep"]) == (1, 1)
 
 
 def test_every_subset_run_is_scored_or_says_why(scored, runs):

@@ -104,8 +104,8 @@ def express(run, devices: dict, models: ModelSource):
 
 
 def _whole(value) -> int:
-    """A layout field of a run (1 where the file leaves it empty)."""
-    return int(value) if pd.notna(value) else 1
+    """A layout field of a run (1 where the file leaves it empty or writes 0, as 15 Qwen3-32B runs on GB200 do)."""
+    return max(1, int(value)) if pd.notna(value) else 1
 
 
 def concurrency_of(run) -> int:
