@@ -8,7 +8,7 @@ configs, an architecture the hand models do not cover, a layout the parallelism 
 Layout: tp, pp as given; attention data parallelism (attention_dp replicas) is dp, with the experts over
 moe_tp x moe_ep devices taken as one expert-parallel group of that many devices (whole experts each; the
 expert tensor split is not modelled), which spans the replicas. Where moe_tp x moe_ep exceeds tp and the file
-gives no attention_dp (19 vLLM/SGLang Qwen3-235B runs: tp 1 or 2, moe_tp 2 or 4), dp is taken as their
+gives no attention_dp (19 vLLM Qwen3-235B runs on H200: tp 1 or 2, moe_tp 2 or 4), dp is taken as their
 ratio, the data-parallel attention those engines run under a wider MoE group. A run whose tp divides neither
 the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
 
