@@ -243,7 +243,7 @@ def test_model_is_frozen():
 # ------------------------------------------------------------------ errors name the field
 
 SUPPORTED_LIST = ("llama, mistral, qwen2, gpt2, gpt_neox, opt, mixtral, qwen2_moe, qwen3, qwen3_moe, "
-                  "deepseek_v2, deepseek_v3, gemma2, gemma3, gemma3_text, phi3, gpt_oss")
+                  "deepseek_v2, deepseek_v3, gemma2, gemma3, gemma3_text, phi3, gpt_oss, kimi_k2, kimi_k25, minimax_m2")
 
 
 @pytest.mark.parametrize("model_type", ["t5", "jamba", "bert", "mamba", "deepseek_v4"])

@@ -50,6 +50,33 @@ def test_express_maps_precision_layout_and_refusals():
     _, _, wide = validation.express(run_row(tp=1, attention_dp=4, moe_tp=2, moe_ep=2), devices, models)
     assert (wide["tp"], wide["dp"], wide["ep"]) == (1, 4, 4)
     assert "no config" in validation.express(run_row(model_path="zhipuai/GLM-5"), devices, models)
+    # a layout field written as 0 (15 Qwen3-32B runs on GB200 write attention_dp_size 0) means no split
+    _, _, zero = validation.express(run_row(model_path="meta-llama/Llama-3.1-70B", attention_dp=0, moe_tp=0,
+                                            moe_ep=0), devices, models)
+    assert (zero["dp"], zero["ep"]) == (1, 1)
+
+
+def test_express_infers_attention_dp_and_names_layouts_that_cannot_run(tmp_path):
+    devices, models = load_specs(), validation.ModelSource(ROOT)
+    # experts over moe_tp 4 devices, tp 1, no attention_dp written: 4 data-parallel attention replicas
+    _, _, wide = validation.express(run_row(tp=1, moe_tp=4, moe_ep=1), devices, models)
+    assert (wide["tp"], wide["dp"], wide["ep"]) == (1, 4, 4)
+    _, _, plain = validation.express(run_row(tp=2, moe_tp=2, moe_ep=1), devices, models)
+    assert (plain["dp"], plain["ep"]) == (1, 2)
+    # DeepSeek-V3 shapes (128 heads, 256 experts) at tp 36, moe_tp 36, attention_dp 1 (GB200 runs of the file)
+    reason = validation.express(run_row(model_path="deepseek-ai/DeepSeek-V3", tp=36, moe_tp=36, moe_ep=1,
+                                        attention_dp=1), devices, models)
+    assert isinstance(reason, str) and "tp=36" in reason and "128 heads" in reason and "256 experts" in reason
+    # a run named for a checkpoint the package has no config for reads its architecture's config
+    from engine.models import load_catalog_config
+    import json
+    (tmp_path / "model_configs").mkdir()
+    (tmp_path / "model_configs" / "deepseek-ai--DeepSeek-R1_config.json").write_text(
+        json.dumps(load_catalog_config("deepseek-ai/DeepSeek-V3")))
+    aliased = validation.ModelSource(tmp_path / "systems")
+    _, model, _ = validation.express(run_row(model_path="nvidia/DeepSeek-R1-NVFP4", tp=8, moe_tp=1, moe_ep=8),
+                                     devices, aliased)
+    assert model.attention_kind == "mla" and model.num_experts == 256
 
 
 def test_every_subset_run_is_scored_or_says_why(scored, runs):

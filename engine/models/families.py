@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.models.config_reader import MISSING, ConfigReader, ModelConfigError, field_error
+from engine.models.families_recent import parse_kimi_k25, parse_minimax_m2
 from engine.models.validation import check_experts, check_heads
 
 # Fields that mean "mixture of experts" or "multi-head latent attention". A family that does not model
@@ -497,6 +498,10 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family(_parse_gemma3_text),
     "phi3": Family(_parse_phi3),
     "gpt_oss": Family(_parse_gpt_oss, frozenset({"num_local_experts"})),
+    "kimi_k2": Family(_parse_deepseek, frozenset({"n_routed_experts", "moe_intermediate_size",
+                                                  "q_lora_rank", "kv_lora_rank"})),   # Kimi-K2: DeepSeek-V3 shapes
+    "kimi_k25": Family(parse_kimi_k25),     # its MoE and MLA fields are under text_config
+    "minimax_m2": Family(parse_minimax_m2, frozenset({"num_local_experts"})),
 }
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(FAMILIES)
 
@@ -519,6 +524,8 @@ ARCHITECTURE_TO_MODEL_TYPE: dict[str, str] = {
     "Gemma3ForConditionalGeneration": "gemma3",
     "Phi3ForCausalLM": "phi3",
     "GptOssForCausalLM": "gpt_oss",
+    "KimiK25ForConditionalGeneration": "kimi_k25",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
 }
 
 

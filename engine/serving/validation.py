@@ -7,7 +7,10 @@ configs, an architecture the hand models do not cover, a layout the parallelism 
 
 Layout: tp, pp as given; attention data parallelism (attention_dp replicas) is dp, with the experts over
 moe_tp x moe_ep devices taken as one expert-parallel group of that many devices (whole experts each; the
-expert tensor split is not modelled), which spans the replicas.
+expert tensor split is not modelled), which spans the replicas. Where moe_tp x moe_ep exceeds tp and the file
+gives no attention_dp (19 vLLM Qwen3-235B runs on H200: tp 1 or 2, moe_tp 2 or 4), dp is taken as their
+ratio, the data-parallel attention those engines run under a wider MoE group. A run whose tp divides neither
+the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
 
 Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
@@ -31,6 +34,13 @@ CATALOG_MODELS = {
     "meta-llama/Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
     "openai/gpt-oss-120b": "openai/gpt-oss-120b",
     "deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-V3",
+}
+# Runs named for a repository whose config.json the package does not ship: the same architecture's config
+# (the precision comes from the run's gemm_quant_mode, not from the checkpoint).
+CONFIG_ALIASES = {
+    "zhipuai/GLM-5": "zai-org/GLM-5",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-ai/DeepSeek-R1",
+    "nvidia/Qwen3-32B-NVFP4": "Qwen/Qwen3-32B",
 }
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
@@ -60,7 +70,8 @@ class ModelSource:
         from engine.models import load_model
         source = CATALOG_MODELS.get(model_path)
         if source is None:
-            path = self.directory / f"{model_path.replace('/', '--')}_config.json"
+            stem = CONFIG_ALIASES.get(model_path, model_path).replace('/', '--')
+            path = self.directory / f"{stem}_config.json"
             if not path.is_file():
                 return f"no config for {model_path} in the catalog or the package's model_configs"
             source = str(path)
@@ -94,8 +105,14 @@ def express(run, devices: dict, models: ModelSource):
         return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
     moe = getattr(model, "is_moe", False)
     ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
-    dp = _whole(run.attention_dp)
-    if dp > 1 and ep <= int(run.tp):
+    dp, tp = _whole(run.attention_dp), int(run.tp)
+    if moe and dp == 1 and ep > tp and ep % tp == 0:
+        dp = ep // tp   # experts over more devices than tp: the file leaves out the attention DP that spans them
+    if dp == 1 and moe and model.num_attention_heads % tp and model.num_experts % tp:
+        return (f"tp={tp} (moe_tp x moe_ep = {ep}, attention_dp 1) splits neither the {model.num_attention_heads} "
+                f"heads nor the {model.num_experts} experts evenly: as recorded the layout cannot run; an "
+                "attention-DP, wide-EP deployment with redundant experts is likely, which is not modelled")
+    if dp > 1 and ep <= tp:
         return "attention data parallelism without an expert-parallel group spanning the replicas"
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=int(run.tp), pp=_whole(run.pp), dp=dp, ep=ep,
@@ -104,8 +121,8 @@ def express(run, devices: dict, models: ModelSource):
 
 
 def _whole(value) -> int:
-    """A layout field of a run (1 where the file leaves it empty)."""
-    return int(value) if pd.notna(value) else 1
+    """A layout field of a run (1 where the file leaves it empty or writes 0, as 15 Qwen3-32B runs on GB200 do)."""
+    return max(1, int(value)) if pd.notna(value) else 1
 
 
 def concurrency_of(run) -> int:
