@@ -8,6 +8,7 @@ import pytest
 from pptx import Presentation
 
 from tests.browser.conftest import ARTIFACTS
+from tests.browser.waits import charts_drawn, wait_idle
 
 pytestmark = pytest.mark.browser
 PAGES = ("overview", "compare", "sweeps", "serving", "hardware", "accuracy")
@@ -18,28 +19,8 @@ def open_view(page, url: str, expected_charts: int):
     page.goto(url)
     page.wait_for_selector('[data-testid="stSidebar"]', timeout=60_000)
     if expected_charts:
-        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {expected_charts}",
-                               timeout=60_000)
+        page.wait_for_function(charts_drawn(expected_charts), timeout=60_000)
     wait_idle(page)
-
-
-# Streamlit's app root says whether a script run is under way (data-test-script-state: initial before the first
-# run, running, rerunRequested, notRunning); elements a run has not yet redrawn carry data-stale="true".
-# Idle must hold on two polls in a row, so that the hand-over between two runs (st.rerun) does not count.
-IDLE = """() => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const idle = app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
-        && app.getAttribute('data-test-connection-state') === 'CONNECTED'
-        && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]');
-    window.__idlePolls = idle ? (window.__idlePolls || 0) + 1 : 0;
-    return window.__idlePolls >= 2;
-}"""
-
-
-def wait_idle(page):
-    """Until Streamlit has finished the current run: the app reports no run under way and nothing stale."""
-    page.evaluate("window.__idlePolls = 0")
-    page.wait_for_function(IDLE, polling=100, timeout=60_000)
 
 
 def metrics(page) -> dict:

@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.test_dashboard_browser import open_shared_link, open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_shared_link, open_view
+from tests.browser.waits import wait_idle
 
 pytestmark = pytest.mark.browser
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:20",

@@ -11,7 +11,8 @@ import pytest
 
 from engine.models import load_catalog_config
 from engine.specs import default_specs_path
-from tests.browser.test_dashboard_browser import metrics, open_shared_link, open_view, wait_idle
+from tests.browser.test_dashboard_browser import metrics, open_shared_link, open_view
+from tests.browser.waits import wait_idle
 
 pytestmark = pytest.mark.browser
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

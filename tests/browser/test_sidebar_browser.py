@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.test_dashboard_browser import open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_view
+from tests.browser.waits import wait_idle
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,8 @@ import re
 import pytest
 from pptx import Presentation
 
-from tests.browser.test_dashboard_browser import open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_view
+from tests.browser.waits import wait_idle
 from tests.dashboard.test_app import cell_of, edited_workbook
 
 pytestmark = pytest.mark.browser
