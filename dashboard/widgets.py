@@ -24,6 +24,12 @@ def _static_bytes(figure_json: str, fmt: str) -> bytes:
     return export.figure_bytes(pio.from_json(figure_json), fmt)
 
 
+def _figure_file(figure, fmt: str) -> bytes:
+    """The download's bytes, made when the button is clicked (the figure's JSON is the cache key): a rerun
+    that nobody downloads from serialises nothing."""
+    return _static_bytes(figure.to_json(), fmt)
+
+
 def scenario_subtitle(figure, scenario: str, width: int = 120):
     """The scenario line under the figure's title (wrapped at its ' · ' joints), room made above the plot."""
     lines: list[str] = []
@@ -59,9 +65,8 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
         st.caption(reason)
         return
     columns = st.columns([1, 1, 1, 6])
-    figure_json = figure.to_json()
     for column, fmt in zip(columns, ("png", "svg", "pdf")):
-        column.download_button(fmt.upper(), data=functools.partial(_static_bytes, figure_json, fmt),
+        column.download_button(fmt.upper(), data=functools.partial(_figure_file, figure, fmt),
                                file_name=file_name(name, scenario, fmt), mime=MIME[fmt], key=f"dl-{key}-{fmt}",
                                on_click="ignore", icon=":material/download:")
 
