@@ -38,6 +38,17 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture(autouse=True)
+def close_contexts_left_open(request):
+    """After each test, close every browser context it opened and left open (a fresh context for a shared link,
+    a 1440 px one), also when it failed before closing it: an open context keeps its page and its Streamlit
+    session alive, and every later test on the shared server and browser would run beside it."""
+    yield
+    if "browser" in request.fixturenames:
+        for context in list(request.getfixturevalue("browser").contexts):
+            context.close()
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)

@@ -20,6 +20,9 @@ CHROMIUM = os.environ.get("LLM_ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 POLL_MS = 50
+# The most a browser test waits for one condition (not a pause: every wait returns as soon as its condition holds).
+# A page's first run takes 40-65 s on a 2-core machine shared by several test runs, so 60 s was too tight there.
+TIMEOUT_MS = int(os.environ.get("LLM_ROOFLINE_BROWSER_TIMEOUT_MS", "180000"))
 
 IDLE = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
@@ -42,13 +45,13 @@ def url_param_is(key: str, value: str) -> str:
     return f"() => new URL(location.href).searchParams.get({key!r}) === {value!r}"
 
 
-def wait_idle(page, timeout_ms: int = 60_000) -> None:
+def wait_idle(page, timeout_ms: int = TIMEOUT_MS) -> None:
     """Until Streamlit has finished the current run: no run under way and nothing stale (sync Playwright)."""
     page.evaluate(RESET)
     page.wait_for_function(IDLE, polling=POLL_MS, timeout=timeout_ms)
 
 
-async def wait_idle_async(page, timeout_ms: int = 120_000) -> None:
+async def wait_idle_async(page, timeout_ms: int = TIMEOUT_MS) -> None:
     """wait_idle for Playwright's async API."""
     await page.evaluate(RESET)
     await page.wait_for_function(IDLE, polling=POLL_MS, timeout=timeout_ms)
