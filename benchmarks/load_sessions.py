@@ -59,24 +59,24 @@ async def tpot_shown(page) -> str:
     return dict(zip(labels, values)).get("TPOT", "")
 
 
-async def session(browser, url: str, index: int, results: list) -> None:
+async def session(browser, url: str, index: int, results: list, timeout_ms: int) -> None:
     device = ("H100-SXM", "H200-SXM")[index % 2]
     batch, changed = index + 1, 64 + index
     context = await browser.new_context(viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(120_000)
+    context.set_default_timeout(timeout_ms)
     page = await context.new_page()
     started = time.perf_counter()
     await page.goto(f"{url}/?hw={device}&batch={batch}", wait_until="domcontentloaded")
     await page.locator('[data-testid="stMetricLabel"]', has_text="TPOT").first.wait_for()   # the first run has drawn
-    await wait_idle_async(page)
+    await wait_idle_async(page, timeout_ms)
     first = time.perf_counter() - started
     shown_before, method_before = await tpot_shown(page), await shown_method(page)
     field = page.get_by_label("Batch", exact=True)
     await field.fill(str(changed))
     started = time.perf_counter()
     await field.press("Enter")
-    await page.wait_for_function(url_param_is("batch", str(changed)), timeout=120_000)
-    await wait_idle_async(page)
+    await page.wait_for_function(url_param_is("batch", str(changed)), timeout=timeout_ms)
+    await wait_idle_async(page, timeout_ms)
     rerun = time.perf_counter() - started
     shown_after, method_after = await tpot_shown(page), await shown_method(page)
     results.append({"index": index, "device": device, "first_s": first, "rerun_s": rerun,
@@ -92,7 +92,8 @@ async def run(url: str, sessions: int, timeout: float) -> list:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
-            await asyncio.wait_for(asyncio.gather(*(session(browser, url, i, results) for i in range(sessions))),
+            await asyncio.wait_for(asyncio.gather(*(session(browser, url, i, results, int(timeout * 1000))
+                                                  for i in range(sessions))),
                                    timeout)
         finally:
             await browser.close()

@@ -72,9 +72,11 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
 
 
 def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
-    """CSV and XLSX buttons; the file names carry the table's name and the scenario line."""
+    """CSV and XLSX buttons (each file made when its button is clicked); the file names carry the table's name
+    and the scenario line."""
     left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=export.table_csv(frame), file_name=file_name(name, scenario, "csv"),
+    left.download_button("CSV", data=functools.partial(export.table_csv, frame),
+                         file_name=file_name(name, scenario, "csv"),
                          mime="text/csv",
                          key=f"csv-{key}", on_click="ignore", icon=":material/download:")
     right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame),
