@@ -17,10 +17,19 @@ CHART_COUNTS = {"overview": 5, "compare": 5, "sweeps": 1, "serving": 2, "hardwar
 
 def open_view(page, url: str, expected_charts: int):
     page.goto(url)
-    page.wait_for_selector('[data-testid="stSidebar"]', timeout=TIMEOUT_MS)
-    if expected_charts:
-        page.wait_for_function(charts_drawn(expected_charts), timeout=TIMEOUT_MS)
-    wait_idle(page)
+    try:
+        page.wait_for_selector('[data-testid="stSidebar"]', timeout=TIMEOUT_MS)
+        if expected_charts:
+            page.wait_for_function(charts_drawn(expected_charts), timeout=TIMEOUT_MS)
+        wait_idle(page)
+    except Exception as error:      # say what the page showed: charts drawn, exceptions, warnings, a screenshot
+        shot = ARTIFACTS / f"failed-{abs(hash(url)) % 10**8}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        drawn = page.locator(".js-plotly-plot .main-svg").count()
+        exceptions = page.locator('[data-testid="stException"]').all_inner_texts()
+        alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+        raise AssertionError(f"{url}: {drawn} of {expected_charts} charts drawn; exceptions {exceptions}; "
+                             f"alerts {alerts}; screenshot {shot}") from error
 
 
 def metrics(page) -> dict:
