@@ -27,7 +27,7 @@ from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_por
 
 TARGETS_S = {"first chart visible": 2.0, "input change answered": 1.0, "model switch": 1.5,
              "download ready (PNG)": 1.0, "deck built (PPTX)": 3.0}
-MODELS = ("Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B")
+MODELS = ("Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2-9b")   # none the default
 DEFAULT_CHARTS = 5            # the overview draws at least five charts
 TIMEOUT_MS = 120_000
 
