@@ -3,7 +3,9 @@
 
 Streamlit's app root says whether a script run is under way (data-test-script-state: initial before the first
 run, running, rerunRequested, notRunning); elements a run has not yet redrawn carry data-stale="true". Idle must
-hold on two polls in a row, so that the hand-over between two runs (st.rerun) does not count.
+hold on two polls in a row, so that the hand-over between two runs (st.rerun) does not count. An element whose
+code the browser is still loading shows a placeholder (data-testid="stSkeleton", React Suspense): a page with one
+has not settled either (metric cards read from a page with placeholders come back incomplete).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("LLM_ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
-POLL_MS = 50
+POLL_MS = 100          # idle on two polls in a row: 100-200 ms without a run (covers the hand-over between runs)
 # The most a browser test waits for one condition (not a pause: every wait returns as soon as its condition holds).
 # A page's first run takes 40-65 s on a 2-core machine shared by several test runs, so 60 s was too tight there.
 TIMEOUT_MS = int(os.environ.get("LLM_ROOFLINE_BROWSER_TIMEOUT_MS", "180000"))
@@ -28,7 +30,8 @@ IDLE = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     const idle = app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
         && app.getAttribute('data-test-connection-state') === 'CONNECTED'
-        && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]');
+        && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]')
+        && !document.querySelector('[data-testid="stSkeleton"]');
     window.__idlePolls = idle ? (window.__idlePolls || 0) + 1 : 0;
     return window.__idlePolls >= 2;
 }"""
