@@ -24,6 +24,12 @@ def _static_bytes(figure_json: str, fmt: str) -> bytes:
     return export.figure_bytes(pio.from_json(figure_json), fmt)
 
 
+def _figure_file(figure, fmt: str) -> bytes:
+    """The download's bytes, made when the button is clicked (the figure's JSON is the cache key): a rerun
+    that nobody downloads from serialises nothing."""
+    return _static_bytes(figure.to_json(), fmt)
+
+
 def scenario_subtitle(figure, scenario: str, width: int = 120):
     """The scenario line under the figure's title (wrapped at its ' · ' joints), room made above the plot."""
     lines: list[str] = []
@@ -59,17 +65,18 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
         st.caption(reason)
         return
     columns = st.columns([1, 1, 1, 6])
-    figure_json = figure.to_json()
     for column, fmt in zip(columns, ("png", "svg", "pdf")):
-        column.download_button(fmt.upper(), data=functools.partial(_static_bytes, figure_json, fmt),
+        column.download_button(fmt.upper(), data=functools.partial(_figure_file, figure, fmt),
                                file_name=file_name(name, scenario, fmt), mime=MIME[fmt], key=f"dl-{key}-{fmt}",
                                on_click="ignore", icon=":material/download:")
 
 
 def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
-    """CSV and XLSX buttons; the file names carry the table's name and the scenario line."""
+    """CSV and XLSX buttons (each file made when its button is clicked); the file names carry the table's name
+    and the scenario line."""
     left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=export.table_csv(frame), file_name=file_name(name, scenario, "csv"),
+    left.download_button("CSV", data=functools.partial(export.table_csv, frame),
+                         file_name=file_name(name, scenario, "csv"),
                          mime="text/csv",
                          key=f"csv-{key}", on_click="ignore", icon=":material/download:")
     right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame),

@@ -9,6 +9,7 @@ from dashboard import charts, data
 from dashboard.charts.gaps import ideal_vs_realistic_figure
 from dashboard.charts.tables import kernel_table_view
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
+from dashboard.figure_cache import shared_figures, view_key
 from dashboard.state import STACK_BY
 from dashboard.units import count, duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
@@ -142,7 +143,14 @@ def gap_method_for(method: str) -> str:
 def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
     """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`;
     the ideal-vs-realistic comparison uses the selected method when it is a realistic one (realistic,
-    realistic-graph), else realistic (the other methods have no gap breakdown; its title says which)."""
+    realistic-graph), else realistic (the other methods have no gap breakdown; its title says which).
+    Built once per view (dashboard.figure_cache), with the scenario line as each figure's subtitle."""
+    key = view_key(ctx, chart="overview", results=list(results), roofline=list(roofline_results),
+                   stack_by=ctx.state.stack_by, percent=ctx.state.percent)
+    return shared_figures(key, ctx.summary(), lambda: build_figures(ctx, results, roofline_results))
+
+
+def build_figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
     kernels = kernels_frame(results)
     links = ctx.scenario.device_count > 1
     ceilings = pd.concat([data.ceilings(ctx.devices[name], links) for name in roofline_results], ignore_index=True)

@@ -2,52 +2,26 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, free_port, start_dashboard
 from tests.conftest import REPO
 
-CHROMIUM = os.environ.get("LLM_ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
 def server_url():
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "streamlit.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        process.kill()
-        pytest.fail("streamlit did not start within 60 s; see test-artifacts/streamlit.log")
-    yield url
+    port = free_port()
+    try:
+        process = start_dashboard(port, log)
+    except RuntimeError as error:
+        pytest.fail(f"{error}; see test-artifacts/streamlit.log")
+    yield f"http://127.0.0.1:{port}"
     process.terminate()
     process.wait(timeout=20)
     log.close()
@@ -62,6 +36,17 @@ def browser():
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(autouse=True)
+def close_contexts_left_open(request):
+    """After each test, close every browser context it opened and left open (a fresh context for a shared link,
+    a 1440 px one), also when it failed before closing it: an open context keeps its page and its Streamlit
+    session alive, and every later test on the shared server and browser would run beside it."""
+    yield
+    if "browser" in request.fixturenames:
+        for context in list(request.getfixturevalue("browser").contexts):
+            context.close()
 
 
 @pytest.fixture

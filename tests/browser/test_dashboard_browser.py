@@ -8,6 +8,7 @@ import pytest
 from pptx import Presentation
 
 from tests.browser.conftest import ARTIFACTS
+from tests.browser.waits import TIMEOUT_MS, charts_drawn, wait_idle
 
 pytestmark = pytest.mark.browser
 PAGES = ("overview", "compare", "sweeps", "serving", "hardware", "accuracy")
@@ -16,30 +17,19 @@ CHART_COUNTS = {"overview": 5, "compare": 5, "sweeps": 1, "serving": 2, "hardwar
 
 def open_view(page, url: str, expected_charts: int):
     page.goto(url)
-    page.wait_for_selector('[data-testid="stSidebar"]', timeout=60_000)
-    if expected_charts:
-        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {expected_charts}",
-                               timeout=60_000)
-    wait_idle(page)
-
-
-# Streamlit's app root says whether a script run is under way (data-test-script-state: initial before the first
-# run, running, rerunRequested, notRunning); elements a run has not yet redrawn carry data-stale="true".
-# Idle must hold on two polls in a row, so that the hand-over between two runs (st.rerun) does not count.
-IDLE = """() => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const idle = app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
-        && app.getAttribute('data-test-connection-state') === 'CONNECTED'
-        && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]');
-    window.__idlePolls = idle ? (window.__idlePolls || 0) + 1 : 0;
-    return window.__idlePolls >= 2;
-}"""
-
-
-def wait_idle(page):
-    """Until Streamlit has finished the current run: the app reports no run under way and nothing stale."""
-    page.evaluate("window.__idlePolls = 0")
-    page.wait_for_function(IDLE, polling=100, timeout=60_000)
+    try:
+        page.wait_for_selector('[data-testid="stSidebar"]', timeout=TIMEOUT_MS)
+        if expected_charts:
+            page.wait_for_function(charts_drawn(expected_charts), timeout=TIMEOUT_MS)
+        wait_idle(page)
+    except Exception as error:      # say what the page showed: charts drawn, exceptions, warnings, a screenshot
+        shot = ARTIFACTS / f"failed-{abs(hash(url)) % 10**8}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        drawn = page.locator(".js-plotly-plot .main-svg").count()
+        exceptions = page.locator('[data-testid="stException"]').all_inner_texts()
+        alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+        raise AssertionError(f"{url}: {drawn} of {expected_charts} charts drawn; exceptions {exceptions}; "
+                             f"alerts {alerts}; screenshot {shot}") from error
 
 
 def metrics(page) -> dict:
@@ -67,7 +57,7 @@ def test_changing_an_input_changes_the_chart_and_the_url(page, server_url):
     batch = page.get_by_label("Batch", exact=True)
     batch.fill("64")
     batch.press("Enter")
-    page.wait_for_function("window.location.search.includes('batch=64')", timeout=90_000)
+    page.wait_for_function("window.location.search.includes('batch=64')", timeout=TIMEOUT_MS)
     wait_idle(page)
     assert metrics(page)["TPOT"] != before_metrics["TPOT"]
     assert chart_data(page, 1) != before_bars
@@ -83,7 +73,6 @@ def open_shared_link(browser, page, server_url: str, expected_charts: int, must_
     return fresh
 
 
-@pytest.mark.xfail(strict=False, reason="passes alone, fails after the other browser tests on the same server since the share-link carry merge (2026-11-23): order dependence under investigation")
 def test_copied_link_reproduces_the_view_in_a_fresh_browser(browser, page, server_url):
     open_view(page, f"{server_url}/?hw=A100-80GB-SXM&model=Qwen/Qwen2.5-7B&phase=decode&batch=16&ctx=4096", 5)
     shown = metrics(page)
@@ -95,11 +84,11 @@ def test_copied_link_reproduces_the_view_in_a_fresh_browser(browser, page, serve
 
 def test_png_and_deck_downloads_are_valid_files(page, server_url):
     open_view(page, f"{server_url}/", 5)
-    with page.expect_download(timeout=90_000) as png_download:
+    with page.expect_download(timeout=TIMEOUT_MS) as png_download:
         page.get_by_role("button", name="PNG").first.click()
     png = open(png_download.value.path(), "rb").read()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    with page.expect_download(timeout=120_000) as deck_download:
+    with page.expect_download(timeout=TIMEOUT_MS) as deck_download:
         page.get_by_role("button", name="Download deck (PPTX)").click()
     deck = Presentation(io.BytesIO(open(deck_download.value.path(), "rb").read()))
     assert len(deck.slides) == 1 + page.locator(".js-plotly-plot").count()     # a title slide, then every chart

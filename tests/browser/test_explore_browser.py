@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.test_dashboard_browser import open_shared_link, open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_shared_link, open_view
+from tests.browser.waits import TIMEOUT_MS, wait_idle
 
 pytestmark = pytest.mark.browser
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:20",
@@ -41,7 +42,7 @@ def test_heatmap_link_draws_the_heatmap_and_a_control_moves_url_and_chart(page, 
     values.fill("log:1000:10000:15")
     values.press("Enter")
     page.wait_for_function("new URLSearchParams(window.location.search).get('ex.xv') === 'log:1000:10000:15'",
-                           timeout=90_000)
+                           timeout=TIMEOUT_MS)
     wait_idle(page)
     after = first_chart(page)
     assert len(after["x"]) == 15 and len(after["z"]) == 15 * 20
@@ -63,9 +64,9 @@ def test_each_view_is_one_click_away(page, server_url, view):
     open_view(page, f"{server_url}/?{urlencode({**HEATMAP, 'hw': 'H100-SXM,MI300X'})}", 1)
     page.get_by_role("radio", name=VIEW_LABELS[view], exact=True).click()
     page.wait_for_function(f"new URLSearchParams(window.location.search).get('ex.view') === {view!r}",
-                           timeout=90_000)
+                           timeout=TIMEOUT_MS)
     wait_idle(page)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 1", timeout=60_000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 1", timeout=TIMEOUT_MS)
     assert page.locator('[data-testid="stException"]').count() == 0
     page.screenshot(path=str(ARTIFACTS / f"page-explore-{view}.png"), full_page=True)
     assert page.console_errors == []

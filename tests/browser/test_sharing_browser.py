@@ -11,7 +11,8 @@ import pytest
 
 from engine.models import load_catalog_config
 from engine.specs import default_specs_path
-from tests.browser.test_dashboard_browser import metrics, open_shared_link, open_view, wait_idle
+from tests.browser.test_dashboard_browser import metrics, open_shared_link, open_view
+from tests.browser.waits import TIMEOUT_MS, wait_idle
 
 pytestmark = pytest.mark.browser
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -41,7 +42,7 @@ def test_link_with_an_uploaded_device_and_config_reproduces_the_numbers(browser,
     wait_idle(page)
     config = json.dumps(load_catalog_config("openai-community/gpt2")).encode()
     upload(page, 1, "gpt2.json", "application/json", config)
-    page.wait_for_function("window.location.search.includes('cfg=')", timeout=60_000)
+    page.wait_for_function("window.location.search.includes('cfg=')", timeout=TIMEOUT_MS)
     wait_idle(page)
     shown = metrics(page)
     assert shown["TPOT"] and shown["Memory"]

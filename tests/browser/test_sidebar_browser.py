@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.test_dashboard_browser import open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_view
+from tests.browser.waits import TIMEOUT_MS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +31,7 @@ def test_sidebar_inputs_show_their_whole_value_at_1440(browser, server_url, name
     page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
     open_view(page, f"{server_url}/?{VIEWS[name]}", 0)
     for label in EXPECTED:                       # the sidebar fully drawn (the first run may still be under way)
-        page.wait_for_selector(f'[data-testid="stSidebar"] input[aria-label="{label}"]', timeout=60_000)
+        page.wait_for_selector(f'[data-testid="stSidebar"] input[aria-label="{label}"]', timeout=TIMEOUT_MS)
     wait_idle(page)
     inputs = page.evaluate(CLIPPED)
     page.screenshot(path=str(ARTIFACTS / f"sidebar-1440-{name}.png"))

@@ -9,7 +9,8 @@ import re
 import pytest
 from pptx import Presentation
 
-from tests.browser.test_dashboard_browser import open_view, wait_idle
+from tests.browser.test_dashboard_browser import open_view
+from tests.browser.waits import TIMEOUT_MS, wait_idle
 from tests.dashboard.test_app import cell_of, edited_workbook
 
 pytestmark = pytest.mark.browser
@@ -30,7 +31,6 @@ def _hw(page) -> str:
     return page.evaluate("new URLSearchParams(window.location.search).get('hw')") or ""
 
 
-@pytest.mark.xfail(strict=False, reason="passes alone, fails after the other browser tests on the same server since the share-link carry merge (2026-11-23): order dependence under investigation")
 def test_bad_workbook_upload_keeps_the_uploaded_device_selected(page, server_url, tmp_path):
     """The browser's uploader empties itself while swapping files; the previous upload and selection stay."""
     good, bad = tmp_path / "mine.xlsx", tmp_path / "bad.xlsx"
@@ -39,18 +39,18 @@ def test_bad_workbook_upload_keeps_the_uploaded_device_selected(page, server_url
     open_view(page, f"{server_url}/?page=compare", 1)
     uploader = page.locator('[data-testid="stSidebar"] input[type="file"]').first
     uploader.set_input_files(str(good))
-    page.wait_for_selector("text=Using mine.xlsx", timeout=60_000)
+    page.wait_for_selector("text=Using mine.xlsx", timeout=TIMEOUT_MS)
     wait_idle(page)
     page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.click()
     page.keyboard.type("MY-CHIP")
     page.keyboard.press("Enter")
     page.keyboard.press("Escape")
     page.wait_for_function("new URLSearchParams(window.location.search).get('hw').includes('MY-CHIP')",
-                           timeout=60_000)
+                           timeout=TIMEOUT_MS)
     wait_idle(page)
     selected = _hw(page)
     uploader.set_input_files(str(bad))
-    page.wait_for_selector("text=keeping the previous workbook", timeout=60_000)
+    page.wait_for_selector("text=keeping the previous workbook", timeout=TIMEOUT_MS)
     wait_idle(page)
     assert _hw(page) == selected
     tags = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.inner_text()
@@ -65,11 +65,11 @@ def test_scenario_line_with_tp_and_edits_in_the_header_the_deck_and_file_names(p
     open_view(page, f"{server_url}/?tp=4&edit.H100-SXM=memory_bandwidth:6700", 5)
     header = page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]').first.inner_text()
     assert EDITED in header and "TP 4" in header
-    with page.expect_download(timeout=90_000) as png_download:
+    with page.expect_download(timeout=TIMEOUT_MS) as png_download:
         page.get_by_role("button", name="PNG").first.click()
     assert "tp-4" in png_download.value.suggested_filename
     assert "edited-memory-bandwidth-6-700-gb-s" in png_download.value.suggested_filename
-    with page.expect_download(timeout=120_000) as deck_download:
+    with page.expect_download(timeout=TIMEOUT_MS) as deck_download:
         page.get_by_role("button", name="Download deck (PPTX)").click()
     assert "tp-4" in deck_download.value.suggested_filename
     deck = Presentation(io.BytesIO(open(deck_download.value.path(), "rb").read()))

@@ -1,0 +1,132 @@
+"""How fast the dashboard answers in a real browser: Debian's Chromium driven by Playwright against a started server.
+
+Targets (issue 14), each printed as a median over --repeats samples with its ratio to target (<= 1 meets it):
+- first chart visible after navigation on the default view (a fresh browser context each time): <= 2 s
+- an input change answered (Batch set to a value not used before, until the URL has it, the app is idle and the
+  charts are drawn again): <= 1 s
+- a model switch (the catalog picker, until the URL names the model, the app is idle, charts drawn): <= 1.5 s
+- a chart download ready (PNG button clicked until the browser has the file): <= 1 s
+- the slide deck built (Download deck (PPTX) clicked until the browser has the file): <= 3 s
+Times include the browser's own work (drawing, layout), so they depend on the machine: say which and how loaded.
+Run: PYTHONPATH=. .venv/bin/python benchmarks/browser_speed.py [--repeats 5] [--url http://127.0.0.1:8501]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_port, start_dashboard,  # noqa: E402
+                                 url_param_is, wait_idle)
+
+TARGETS_S = {"first chart visible": 2.0, "input change answered": 1.0, "model switch": 1.5,
+             "download ready (PNG)": 1.0, "deck built (PPTX)": 3.0}
+MODELS = ("Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2-9b")   # none the default
+DEFAULT_CHARTS = 5            # the overview draws at least five charts
+TIMEOUT_MS = 120_000
+
+
+def open_default(browser, url: str):
+    """A fresh context on the default view; (page, seconds until the first chart's SVG is drawn)."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    started = time.perf_counter()
+    page.goto(f"{url}/", wait_until="commit")
+    page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
+    first = time.perf_counter() - started
+    page.wait_for_function(charts_drawn(DEFAULT_CHARTS), timeout=TIMEOUT_MS)
+    wait_idle(page, TIMEOUT_MS)
+    return page, first
+
+
+def settled(page, condition: str) -> None:
+    """After a change: the URL shows it, the run has finished and the charts are drawn."""
+    page.wait_for_function(condition, timeout=TIMEOUT_MS)
+    wait_idle(page, TIMEOUT_MS)
+    page.wait_for_function(charts_drawn(DEFAULT_CHARTS), timeout=TIMEOUT_MS)
+
+
+def change_batch(page, value: int) -> float:
+    field = page.get_by_label("Batch", exact=True)
+    field.fill(str(value))
+    started = time.perf_counter()
+    field.press("Enter")
+    settled(page, url_param_is("batch", str(value)))
+    return time.perf_counter() - started
+
+
+def switch_model(page, model_id: str) -> float:
+    picker = page.get_by_label("Model (catalog grouped by family)")
+    picker.click()
+    page.keyboard.type(model_id.split("/")[-1])
+    started = time.perf_counter()
+    page.keyboard.press("Enter")
+    settled(page, url_param_is("model", model_id))
+    return time.perf_counter() - started
+
+
+def download(page, button: str) -> float:
+    started = time.perf_counter()
+    with page.expect_download(timeout=TIMEOUT_MS) as event:
+        page.get_by_role("button", name=button).first.click()
+    event.value.path()          # the whole file has arrived
+    return time.perf_counter() - started
+
+
+def measure(url: str, repeats: int) -> dict[str, list[float]]:
+    from playwright.sync_api import sync_playwright
+    samples: dict[str, list[float]] = {name: [] for name in TARGETS_S}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for repeat in range(repeats):
+                page, first = open_default(browser, url)
+                samples["first chart visible"].append(first)
+                samples["input change answered"].append(change_batch(page, 2 + repeat))   # never a cached value
+                samples["model switch"].append(switch_model(page, MODELS[repeat % len(MODELS)]))
+                samples["download ready (PNG)"].append(download(page, "PNG"))
+                samples["deck built (PPTX)"].append(download(page, "Download deck (PPTX)"))
+                page.context.close()
+        finally:
+            browser.close()
+    return samples
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--url", help="a dashboard already running (default: start one on a free port)")
+    args = parser.parse_args(argv)
+    server = None
+    url = args.url
+    if url is None:
+        port = free_port()
+        server = start_dashboard(port)
+        url = f"http://127.0.0.1:{port}"
+    try:
+        samples = measure(url.rstrip("/"), args.repeats)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=20)
+    missed = 0
+    for name, target in TARGETS_S.items():
+        median = statistics.median(samples[name])
+        ratio = median / target
+        missed += ratio > 1
+        print(f"{name:<24} median {median:6.2f} s  (min {min(samples[name]):5.2f}, max {max(samples[name]):5.2f}, "
+              f"{len(samples[name])} samples)  target {target:.1f} s  ratio {ratio:4.2f} "
+              f"-> {'meets' if ratio <= 1 else 'MISSES'}")
+    print(f"{len(TARGETS_S) - missed} of {len(TARGETS_S)} targets met (medians; the first chart includes the server's "
+          "first run of a new session, the downloads the server building the file)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
