@@ -29,6 +29,7 @@ from engine.estimators.realistic import DEFAULT_CONSTANTS, KernelClass
 DEVICES = ("A100-80GB-SXM", "H100-SXM")
 FOLDS = ("Llama-2-7B", "Llama-2-70B")
 SENSITIVITY_FLOORS = Path(__file__).parent / "data" / "realistic_sensitivity_floors.csv"
+GROUP_KEYS = ("method", "device", "kind", "family", "dtype")     # the columns a floor may select rows by
 DEVICE_FIELDS = ("achievable_matrix_fraction", "achievable_memory_bandwidth_fraction", "kernel_latency_s")
 # (device, family or kind) -> (median |error| at most, p90 |error| at most); measured out of sample (worst fold):
 # GEMM 9.5% / 23.9%, element-wise 9.1% / 28.8%, the worst kind (H100 rmsnorm) 13.7% median
@@ -56,20 +57,20 @@ def scores(tidy: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
 def floor_violations(tidy: pd.DataFrame, floors: pd.DataFrame) -> list[str]:
     """Each floor a tidy realistic prediction misses, named by its group; [] when every floor holds.
 
-    `floors`: one row per group, with the group's columns (device, kind or family, from_us and to_us: a band of
+    `floors`: one row per group, with the group's columns (any of GROUP_KEYS; from_us and to_us: a band of
     measured time) and any of median_abs_error_max, p90_abs_error_max, bias_min, bias_max.
     """
     tidy = tidy.assign(family=calibration.family(tidy["kind"]), measured_us=tidy["measured_s"] * 1e6)
     problems = []
     for floor in floors.to_dict("records"):
         rows = tidy
-        for key in ("device", "kind", "family"):
+        for key in GROUP_KEYS:
             if isinstance(floor.get(key), str):
                 rows = rows[rows[key] == floor[key]]
         if not np.isnan(floor.get("from_us", np.nan)):
             upper = floor["to_us"] if not np.isnan(floor["to_us"]) else np.inf
             rows = rows[(rows["measured_us"] >= floor["from_us"]) & (rows["measured_us"] < upper)]
-        name = "/".join(str(floor[k]) for k in ("device", "kind", "family", "from_us") if k in floor
+        name = "/".join(str(floor[k]) for k in (*GROUP_KEYS, "from_us") if k in floor
                         and not (isinstance(floor[k], float) and np.isnan(floor[k])))
         if len(rows) == 0:
             problems.append(f"{name}: no measured rows")
