@@ -16,6 +16,9 @@ from tests.conftest import REPO
 
 CHROMIUM = os.environ.get("LLM_ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
+# one log per pytest-xdist worker (the browser tests run on one worker, but `-n` with another --dist may split them)
+STREAMLIT_LOG = f"streamlit-{os.environ['PYTEST_XDIST_WORKER']}.log" if "PYTEST_XDIST_WORKER" in os.environ \
+    else "streamlit.log"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
@@ -31,7 +34,7 @@ def server_url():
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "w")
+    log = open(ARTIFACTS / STREAMLIT_LOG, "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
@@ -46,7 +49,7 @@ def server_url():
             time.sleep(0.3)
     else:
         process.kill()
-        pytest.fail("streamlit did not start within 60 s; see test-artifacts/streamlit.log")
+        pytest.fail(f"streamlit did not start within 60 s; see test-artifacts/{STREAMLIT_LOG}")
     yield url
     process.terminate()
     process.wait(timeout=20)
