@@ -34,6 +34,10 @@ def llama70b():
     return load_model("meta-llama/Llama-3.1-70B")
 
 
+def worker_scope(nodeid: str) -> str:
+    """The unit a test is scheduled in: all browser tests one, any other test its own."""
+    return "tests/browser" if nodeid.startswith("tests/browser/") else nodeid
+
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
@@ -49,6 +53,6 @@ def pytest_xdist_make_scheduler(config, log):
 
     class BrowserTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/browser" if nodeid.startswith("tests/browser/") else nodeid
+            return worker_scope(nodeid)
 
     return BrowserTestsTogether(config, log)
