@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set everything up and run the whole test suite. Extra arguments go to pytest.
+# Set everything up and run the whole test suite. Extra arguments go to pytest (after -n and --dist: yours win).
 # Browser tests drive Debian's Chromium (/usr/bin/chromium); it is installed here when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +13,6 @@ if [ ! -x /usr/bin/chromium ]; then
     exit 1
   fi
 fi
-exec .venv/bin/python -m pytest "$@"
+# Parallel workers (pytest-xdist), one per CPU unless TEST_WORKERS says otherwise (TEST_WORKERS=0: one process).
+# loadgroup keeps the browser tests (one Streamlit server and Chromium per worker) together on one worker.
+exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-auto}" --dist loadgroup "$@"

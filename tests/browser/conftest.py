@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,20 @@ from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, free_port, start_dashbo
 from tests.conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts"
+# one log per pytest-xdist worker (the browser tests run on one worker, but `-n` with another --dist may split them)
+STREAMLIT_LOG = f"streamlit-{os.environ['PYTEST_XDIST_WORKER']}.log" if "PYTEST_XDIST_WORKER" in os.environ \
+    else "streamlit.log"
 
 
 @pytest.fixture(scope="session")
 def server_url():
     ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "w")
+    log = open(ARTIFACTS / STREAMLIT_LOG, "w")
     port = free_port()
     try:
         process = start_dashboard(port, log)
     except RuntimeError as error:
-        pytest.fail(f"{error}; see test-artifacts/streamlit.log")
+        pytest.fail(f"{error}; see test-artifacts/{STREAMLIT_LOG}")
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     process.wait(timeout=20)
