@@ -45,7 +45,7 @@ from engine.serving.cost import grid_pass, time_pass
 from engine.serving.kv_transfer import KVLink, as_link, kv_bytes_per_request, workbook_link
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError
-from engine.serving.simulate import SCENARIO_FIELDS, kv_budget, serve, split_fields, _quantile
+from engine.serving.simulate import SCENARIO_FIELDS, _quantile, kv_budget, metric_attribute, serve, split_fields
 from engine.serving.backends import backend_profile, overheads
 from engine.memory import kv_share_per_device
 from engine.workload import Scenario
@@ -73,11 +73,7 @@ class DisaggregatedResult:
     bound: str                       # what limits the throughput: prefill, link, decode or clients
     notes: list[str] = field(default_factory=list)
 
-    def __getattr__(self, name):
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
+    __getattr__ = metric_attribute
 
     @property
     def prefill_devices(self) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engine.serving.backends import BACKENDS
-from engine.serving.validation import ModelSource, _whole, dtypes_of, family_of
+from engine.serving.validation import ModelSource, _whole, family_of, model_and_dtypes
 
 NO_WORKERS = "no prefill/decode worker counts in the file (pool sizes unknown)"
 
@@ -48,12 +48,10 @@ def express_disaggregated(run, devices: dict, models: ModelSource):
         return NO_WORKERS
     if concurrency_of(run) is None:
         return "no concurrency in the file"
-    model, reason = models.get(run.model_path)
-    if model is None:
-        return reason
-    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
-    if dtypes is None:
-        return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
+    found = model_and_dtypes(run, hardware, models)
+    if isinstance(found, str):
+        return found
+    model, dtypes = found
     moe = getattr(model, "is_moe", False)
     prefill, decode = _side(run, "prefill", moe), _side(run, "decode", moe)
     for name, layout in (("prefill", prefill), ("decode", decode)):

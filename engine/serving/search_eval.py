@@ -37,7 +37,7 @@ from engine.serving import cost
 from engine.serving.backends import backend_profile, overheads
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
-from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget
+from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget, request_arrays
 from engine.workload import Scenario
 
 # ServingOptions fields this module reproduces; any other field set away from its default -> serve()
@@ -261,22 +261,14 @@ class LayoutEvaluator(LayoutSetup):
         tokens_per_s, parts = 0.0, []
         for replicas, plan in runs:
             r = plan.schedule.requests
-            ends = np.cumsum(times[id(plan)])
-            starts = ends - times[id(plan)]
-            arrival = starts[r["arrival_iteration"]]
-            first = ends[r["first_token_iteration"]]
-            finish = ends[r["finish_iteration"]]
-            osl = r["output_length"].astype(float)
-            tpot = np.where(osl > 1, (finish - first) / np.maximum(osl - 1, 1), np.nan)
-            warmup = r["sequence"] < options.warmup_requests
-            settled = r["arrival_iteration"] > (r["first_token_iteration"][warmup].max() if warmup.any() else -1)
-            measured = ~warmup & settled & (r["sequence"] < options.requests_per_client - 1)
+            a = request_arrays(plan.schedule, times[id(plan)], options, self.request_overhead or 0.0)
+            measured, osl = a["measured"], r["output_length"].astype(float)
             last = r["sequence"] == np.bincount(r["client"])[r["client"]] - 1
-            start, stop = float(arrival[measured].min()), float(finish[last].min())
+            start, stop = float(a["arrival_s"][measured].min()), float(a["finish_s"][last].min())
+            ends = np.cumsum(times[id(plan)])
             inside = (ends > start) & (ends <= stop)
             tokens_per_s += replicas * float(plan.produced[inside].sum()) / (stop - start)
-            client = self.request_overhead or 0.0
-            parts.append((first - arrival + client, tpot, finish - arrival + client, osl, measured, replicas))
+            parts.append((a["ttft_s"], a["tpot_s"], a["e2e_s"], osl, measured, replicas))
         ttft, tpot, e2e, osl = (np.concatenate([p[i][p[4]] for p in parts]) for i in range(4))
         weights = np.concatenate([np.full(int(p[4].sum()), float(p[5])) for p in parts])
         mean_tpot = _mean(tpot, weights)

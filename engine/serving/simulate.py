@@ -44,6 +44,14 @@ METRICS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p
            "e2e_p90_s", "tokens_per_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "requests_per_s")
 
 
+def metric_attribute(self, name):
+    """`result.ttft_s` for `result.metrics["ttft_s"]` (the results' __getattr__)."""
+    metrics = self.__dict__.get("metrics", {})
+    if name in metrics:
+        return metrics[name]
+    raise AttributeError(name)
+
+
 @dataclass
 class ServingResult:
     """Steady-state serving metrics (seconds, tokens/s) and the simulated requests and iterations."""
@@ -62,11 +70,7 @@ class ServingResult:
     validation: dict | None = None  # realistic methods: validated on measurements or not (estimators/validity.py)
     decode_kernel_latency_s: float = 0.0   # a decode-only step's summed kernel latency (before graph_latency_overlap)
 
-    def __getattr__(self, name):
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
+    __getattr__ = metric_attribute
 
     @property
     def devices(self) -> int:
@@ -210,8 +214,9 @@ def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layou
     return room, per_request
 
 
-def request_table(plan, times: np.ndarray, options: ServingOptions) -> pd.DataFrame:
-    """Per request: arrival, TTFT, TPOT, latency (seconds) and whether it is in the steady state."""
+def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_overhead_s: float | None = None) -> dict:
+    """Per request (numpy arrays): arrival, TTFT, TPOT, latency, finish (seconds) and whether it is in the
+    steady state. `request_overhead_s`: the per-request host time (default: the options')."""
     ends = np.cumsum(times)
     starts = ends - times
     r = plan.requests
@@ -223,9 +228,15 @@ def request_table(plan, times: np.ndarray, options: ServingOptions) -> pd.DataFr
     warmup = r["sequence"] < options.warmup_requests
     settled = r["arrival_iteration"] > (r["first_token_iteration"][warmup].max() if warmup.any() else -1)
     measured = ~warmup & settled & (r["sequence"] < options.requests_per_client - 1)
-    client = options.request_overhead_s or 0.0     # on the client's clock, outside the server's schedule
-    return pd.DataFrame({**r, "arrival_s": arrival, "ttft_s": first - arrival + client, "tpot_s": tpot,
-                         "e2e_s": finish - arrival + client, "finish_s": finish, "measured": measured})
+    client = (options.request_overhead_s if request_overhead_s is None else request_overhead_s) or 0.0
+    # (the request overhead is on the client's clock, outside the server's schedule)
+    return {"arrival_s": arrival, "ttft_s": first - arrival + client, "tpot_s": tpot,
+            "e2e_s": finish - arrival + client, "finish_s": finish, "measured": measured}
+
+
+def request_table(plan, times: np.ndarray, options: ServingOptions) -> pd.DataFrame:
+    """Per request: arrival, TTFT, TPOT, latency (seconds) and whether it is in the steady state."""
+    return pd.DataFrame({**plan.requests, **request_arrays(plan, times, options)})
 
 
 def _window_tokens(plan, times: np.ndarray, start: float, stop: float) -> float:

@@ -90,6 +90,17 @@ def dtypes_of(quant, hardware) -> tuple[str, str, str] | None:
     return QUANTIZATION.get(key)
 
 
+def model_and_dtypes(run, hardware, models: ModelSource):
+    """(model, (weight, activation, KV dtypes)) of a measured run, or the reason it has none (a sentence)."""
+    model, reason = models.get(run.model_path)
+    if model is None:
+        return reason
+    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
+    if dtypes is None:
+        return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
+    return model, dtypes
+
+
 def express(run, devices: dict, models: ModelSource):
     """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed."""
     hardware = devices.get(run.device) if isinstance(run.device, str) else None
@@ -97,12 +108,10 @@ def express(run, devices: dict, models: ModelSource):
         return f"system {run.system} has no workbook device"
     if run.mode != "agg":
         return "disaggregated run (scored with disaggregated serving)"
-    model, reason = models.get(run.model_path)
-    if model is None:
-        return reason
-    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
-    if dtypes is None:
-        return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
+    found = model_and_dtypes(run, hardware, models)
+    if isinstance(found, str):
+        return found
+    model, dtypes = found
     moe = getattr(model, "is_moe", False)
     ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
     dp, tp = _whole(run.attention_dp), int(run.tp)
