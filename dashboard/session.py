@@ -81,8 +81,11 @@ def from_widgets(state: ViewState) -> ViewState:
 
 def write_url(state: ViewState) -> None:
     query = to_query(_fitting(state, _base())[0])
-    if st.query_params.to_dict() != query:
+    # the browser reports its address with each rerun, possibly before it applied the address the last run
+    # sent (an upload swap reruns twice in quick succession): write whenever either differs
+    if st.query_params.to_dict() != query or st.session_state.get("url_written") != query:
         st.query_params.from_dict(query)
+        st.session_state["url_written"] = query
 
 
 def _base() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import streamlit as st
@@ -18,28 +19,30 @@ from engine.specs import load_specs
 from engine.workload import PHASES
 
 MODEL_SOURCES = ("Catalog", "Hugging Face Hub", "Upload config.json")
+SWAP_WINDOW_S = 30.0   # an upload this soon after the uploader emptied is a swap, not a fresh start
 
 
 def workbook_specs() -> dict:
     """The bundled workbook, or the user's uploaded one; a bad upload keeps what the user had, exactly.
 
-    Call before the view is read from the widgets. Replacing a file empties the uploader for one run before
-    the new file arrives; that run falls back to the bundled workbook and drops the uploaded devices from the
-    view, so the run right after it puts back the upload it emptied (when the new file is bad) and the
-    selection, clones and edits of the view before it (`_put_back`).
+    Call before the view is read from the widgets. Replacing a file empties the uploader for a run or more
+    before the new file arrives (more than one on a slow machine: the emptied run may rerun itself); those
+    runs fall back to the bundled workbook and drop the uploaded devices from the view, so the first run with
+    the new file, when it comes within SWAP_WINDOW_S, puts back the upload it emptied (when the new file is
+    bad) and the selection, clones and edits of the view before it (`_put_back`).
     """
-    runs = st.session_state["specs_runs"] = st.session_state.get("specs_runs", 0) + 1
     upload = st.session_state.get("w_specs_file")
     if upload is None:
         if "specs_upload" in st.session_state:   # removed, or the uploader swapping files
-            st.session_state["specs_emptied"] = (runs, st.session_state.pop("specs_upload"), session.view())
+            st.session_state["specs_emptied"] = (time.monotonic(), st.session_state.pop("specs_upload"),
+                                                 session.view())
             st.session_state.pop("specs_upload_id", None)
         st.session_state.pop("specs_error", None)
         return data.bundled_specs()
     if st.session_state.get("specs_upload_id") != upload.file_id:
         st.session_state["specs_upload_id"] = upload.file_id
         emptied = st.session_state.pop("specs_emptied", None)
-        swapped = emptied if emptied is not None and emptied[0] == runs - 1 else None
+        swapped = emptied if emptied is not None and time.monotonic() - emptied[0] <= SWAP_WINDOW_S else None
         try:
             st.session_state["specs_upload"] = (upload.name, load_specs(upload.getvalue()))
             st.session_state.pop("specs_error", None)
