@@ -2,7 +2,7 @@
 
 Prints, per method, device and op kind (and per family: GEMM vs element-wise): median absolute
 relative error, p90 absolute error and bias (median signed error; negative = predicts too fast).
-Then refits the realistic method's free parameters (engine.calibration_fit) three ways and prints
+Then refits the realistic method's free parameters (engine.calibration.fit) three ways and prints
   - in-sample: fitted on both devices (these are the values shipped in specs.xlsx / realistic.py),
   - cross-device: fitted on A100 rows only and scored on H100, and the reverse,
 and seed 000's measured 191 us (fused MLP on A100 40GB PCIe, a device the fit never saw),
@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 import engine
-from engine import calibration
-from engine.calibration_fit import fit_realistic
+from engine.calibration import measurements as calibration
+from engine.calibration.fit import fit_realistic
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 
 TARGETS = {"gemm": (0.10, 0.25), "elementwise": (0.15, None)}   # median, p90 of |error|

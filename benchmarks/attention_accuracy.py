@@ -1,12 +1,12 @@
 """Realistic fused attention on NVIDIA AIConfigurator's measured attention tables, leave-one-device-out.
 
 For every device with trtllm context / generation attention tables and a workbook entry, fits the realistic
-method's attention constants (engine/silicon/attention_fit.py) on the OTHER devices and scores the device
+method's attention constants (engine/calibration/silicon/attention_fit.py) on the OTHER devices and scores the device
 (`lodo`), against the model before this fit (`before`: efficiency 0.85, no fixed work, the device's
 kernel_latency) and the shipped constants (`shipped`: fitted on every device, in-sample). Prints |error|
 median / p90 and bias (median signed error; negative = predicts too fast) per device x family x head dim x
 length bucket (prefill: prompt tokens; decode: context tokens), then per device x family, then per family.
-The MLA families (DeepSeek-V3's attention core, engine/silicon/score.py) are scored with the constants fitted
+The MLA families (DeepSeek-V3's attention core, engine/calibration/silicon/score.py) are scored with the constants fitted
 on the (MHA / GQA) attention tables of their phase without the device: they are not fitted on MLA.
 
 Run: .venv/bin/python benchmarks/attention_accuracy.py [--rows-per-device N] [--root SYSTEMS_DIR]
@@ -21,8 +21,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from engine.silicon import attention_fit, installed_version
-from engine.specs import load_specs
+from engine.calibration.silicon import attention_fit, installed_version
+from engine.hardware.specs import load_specs
 
 LENGTH_BUCKETS = [0, 256, 1024, 4096, 16384, np.inf]
 LENGTH_LABELS = ["<=256", "257-1k", "1k-4k", "4k-16k", ">16k"]

@@ -1,9 +1,9 @@
-"""Collectives: the timing model of engine/collectives.py against aiconfigurator's measured NCCL tables.
+"""Collectives: the timing model of engine/estimators/collectives.py against aiconfigurator's measured NCCL tables.
 
 Prints, per device and op (all-reduce, all-gather, reduce-scatter, all-to-all): median |pred/meas - 1|,
 p90 and bias (median signed error; negative = predicts too fast)
   - before: the previous model (ring link_bytes / scale-up bandwidth + ring hops x 1 us),
-  - after, in-sample: the shipped constants (engine.collectives.FITTED),
+  - after, in-sample: the shipped constants (engine.estimators.collectives.FITTED),
   - leave-one-device-out: constants fitted without device X, scored on X (the headline; target median <= 15%),
 then the calibrated model per message-size bucket and group size; against the frameworks' custom
 all-reduce tables (TRT-LLM, vLLM and SGLang under CUDA graphs): NCCL alone, the engine's min(NCCL, custom),
@@ -22,10 +22,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from engine.collectives import FITTED
-from engine.silicon import installed_version
-from engine.silicon.results import write_results
-from engine.silicon.collectives_fit import (CUSTOM_GRAPHED, describe, fit_constants, fit_custom_all_reduce,
+from engine.estimators.collectives import FITTED
+from engine.calibration.silicon import installed_version
+from engine.calibration.silicon.results import write_results
+from engine.calibration.silicon.collectives_fit import (CUSTOM_GRAPHED, describe, fit_constants, fit_custom_all_reduce,
                                             leave_one_device_out, leave_one_device_out_custom, measured_collectives,
                                             predict, previous_model_seconds, scores)
 
@@ -86,7 +86,7 @@ def main(argv=None) -> None:
         _print("custom all-reduce: leave-one-device-out (a_custom, e_custom)",
                leave_one_device_out_custom(custom, FITTED))
         refit = fit_custom_all_reduce(custom, refit)
-    print("\n== constants refitted on every device (shipped: engine.collectives.FITTED)")
+    print("\n== constants refitted on every device (shipped: engine.estimators.collectives.FITTED)")
     print(describe(refit))
     print(f"\n({time.perf_counter() - started:.1f} s)")
 

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
 from engine.serving.disagg_validation import score_disaggregated_runs  # noqa: E402
-from engine.silicon.package import installed_version, resolve_root  # noqa: E402
-from engine.silicon.results import write_results  # noqa: E402
-from engine.silicon.serving import read_serving_runs  # noqa: E402
-from engine.specs import load_specs  # noqa: E402
+from engine.calibration.silicon.package import installed_version, resolve_root  # noqa: E402
+from engine.calibration.silicon.results import write_results  # noqa: E402
+from engine.calibration.silicon.serving import read_serving_runs  # noqa: E402
+from engine.hardware.specs import load_specs  # noqa: E402
 
 VARIANT = "disaggregated (host-side times of the aggregated fit)"
 

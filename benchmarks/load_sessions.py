@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 import engine  # noqa: E402
 from dashboard.state import ViewState  # noqa: E402
 from dashboard.units import duration  # noqa: E402
-from engine.workload import Scenario  # noqa: E402
+from engine.workload.scenario import Scenario  # noqa: E402
 from tests.browser.waits import CHROMIUM, free_port, start_dashboard, url_param_is, wait_idle_async  # noqa: E402
 
 METHOD_IN_CAPTION = re.compile(r"· method (\S+)")

@@ -1,9 +1,9 @@
 """MoE grouped GEMMs: the realistic method against aiconfigurator's measured MoE tables, leave-one-device-out.
 
 Samples --rows-per-device balanced-routing trtllm MoE measurements (bf16, fp8, fp8 block-scaled) per workbook
-device, evaluates the realistic routed-expert time (engine/silicon/score.py) on a grid of
+device, evaluates the realistic routed-expert time (engine/calibration/silicon/score.py) on a grid of
 (moe_matrix_efficiency, moe_bandwidth_efficiency), fits the pair without each device and scores the device
-(engine/silicon/moe_fit.py). Prints |error| median / p90, bias per device, per tokens-per-expert bucket and
+(engine/calibration/silicon/moe_fit.py). Prints |error| median / p90, bias per device, per tokens-per-expert bucket and
 per dtype under: before (both 1), lodo (fitted without the device), shipped (RealisticConstants).
 
 Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
@@ -19,9 +19,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from engine.silicon import installed_version, moe_fit
-from engine.silicon.results import write_results
-from engine.specs import load_specs
+from engine.calibration.silicon import installed_version, moe_fit
+from engine.calibration.silicon.results import write_results
+from engine.hardware.specs import load_specs
 
 TARGET_MEDIAN = 0.08
 

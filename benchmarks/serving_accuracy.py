@@ -21,10 +21,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
-from engine.silicon.package import installed_version, resolve_root  # noqa: E402
-from engine.silicon.results import write_results  # noqa: E402
-from engine.silicon.serving import read_serving_runs  # noqa: E402
-from engine.specs import load_specs  # noqa: E402
+from engine.calibration.silicon.package import installed_version, resolve_root  # noqa: E402
+from engine.calibration.silicon.results import write_results  # noqa: E402
+from engine.calibration.silicon.serving import read_serving_runs  # noqa: E402
+from engine.hardware.specs import load_specs  # noqa: E402
 
 TARGETS = {"tpot_median": 0.12, "tpot_p90": 0.35, "ttft_median": 0.30, "ttft_p90": 0.80}
 

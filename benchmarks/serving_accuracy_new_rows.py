@@ -22,9 +22,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
-from engine.silicon.package import installed_version, resolve_root  # noqa: E402
-from engine.silicon.serving import read_serving_runs  # noqa: E402
-from engine.specs import load_specs  # noqa: E402
+from engine.calibration.silicon.package import installed_version, resolve_root  # noqa: E402
+from engine.calibration.silicon.serving import read_serving_runs  # noqa: E402
+from engine.hardware.specs import load_specs  # noqa: E402
 
 NEW_MODELS = {"MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", *validation.CONFIG_ALIASES}
 

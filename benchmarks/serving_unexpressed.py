@@ -18,17 +18,17 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
-from engine.silicon.package import resolve_root  # noqa: E402
-from engine.silicon.serving import read_serving_runs  # noqa: E402
-from engine.specs import load_specs  # noqa: E402
+from engine.calibration.silicon.package import resolve_root  # noqa: E402
+from engine.calibration.silicon.serving import read_serving_runs  # noqa: E402
+from engine.hardware.specs import load_specs  # noqa: E402
 
 
 def layout_reason(hardware, model, fields: dict) -> str:
     """'' when serve() would accept the run's layout, else the first line of its error."""
-    from engine.parallel import parallel_layout
+    from engine.workload.parallel import parallel_layout
     from engine.serving.simulate import split_fields
-    from engine.workload import Scenario
-    from engine.estimate import check_fits_model
+    from engine.workload.scenario import Scenario
+    from engine.results.run import check_fits_model
     scenario_fields, _ = split_fields(fields)
     try:
         scenario = Scenario.model_validate({"phase": "request", "batch": 1, "input_length": fields["input_length"],

@@ -1,13 +1,13 @@
-"""Kernel-level accuracy on public silicon measurements (NVIDIA AIConfigurator's tables, engine/silicon).
+"""Kernel-level accuracy on public silicon measurements (NVIDIA AIConfigurator's tables, engine/calibration/silicon).
 
-For every system whose GPU the workbook has, scores `roofline` and `realistic` (engine/silicon/score.py)
+For every system whose GPU the workbook has, scores `roofline` and `realistic` (engine/calibration/silicon/score.py)
 on GEMMs per dtype, prefill (context) attention, decode (generation) attention, MLA (context and generation,
 DeepSeek-V3's attention core), MoE and collectives, and
 prints per device x family x precision (dtypes; collectives: op and implementation): count, median and
 p90 of |predicted / measured - 1|, and bias (median signed error; negative = predicts too fast). Then the
 same per family x precision and per family over all devices.
 
-Last, the realistic GEMM constants per dtype (engine/silicon/fit.py) leave-one-device-out: for each device,
+Last, the realistic GEMM constants per dtype (engine/calibration/silicon/fit.py) leave-one-device-out: for each device,
 fitted on the others and scored on it, against the uncalibrated model and the shipped (all-device) values.
 
 Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
@@ -21,8 +21,8 @@ import time
 
 import pandas as pd
 
-from engine.silicon import SYSTEM_DEVICES, fit, installed_version, score
-from engine.specs import load_specs
+from engine.calibration.silicon import SYSTEM_DEVICES, fit, installed_version, score
+from engine.hardware.specs import load_specs
 
 
 def score_all(root, framework: str, devices: dict) -> tuple[pd.DataFrame, list[str]]:

@@ -1,4 +1,4 @@
-"""Sweep speed (engine/grid.py, engine/grid_dask.py): one scenario, 100,000-point and 10,000-point grids.
+"""Sweep speed (engine/explore/grid.py, engine/explore/dask_cluster.py): one scenario, 100,000-point and 10,000-point grids.
 
 Targets (issue 7):
   (a) one scenario through sweep_grid (a Llama-3.1-70B decode step on H100-SXM), cold: a different batch
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 import engine
-from engine.grid import sweep_grid
+from engine.explore.grid import sweep_grid
 
 MODEL_ID = "meta-llama/Llama-3.1-70B"
 
@@ -95,7 +95,7 @@ def main() -> None:
     # (d) the 102,400-point grid on a LocalCluster of two worker processes
     from dask.distributed import Client, LocalCluster
 
-    from engine.grid_dask import sweep_grid_dask
+    from engine.explore.dask_cluster import sweep_grid_dask
     expected = results[next(iter(results))][1]
     started = time.perf_counter()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0") as cluster, \

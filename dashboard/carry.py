@@ -2,7 +2,7 @@
 
 Pure functions, no Streamlit. A blob is a compact JSON document, zlib-compressed, in URL-safe base64
 without padding: `dev.<NAME>=<blob>` holds an uploaded workbook device's fields (SI units, as
-engine.hardware.Hardware), `cfg=<blob>` the uploaded config.json. On the way back in they pass the same
+engine.hardware.device.Hardware), `cfg=<blob>` the uploaded config.json. On the way back in they pass the same
 validation as an upload (Hardware's limits; engine.models' config parsing); a bad or tampered blob
 raises CarryError naming the URL parameter.
 """
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from engine.hardware import Hardware
+from engine.hardware.device import Hardware
 from engine.models.validation import parse_config_json
 
 MAX_LINK_CHARS = 8000          # longer links break in chat tools, mail clients and some proxies

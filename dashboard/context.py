@@ -9,9 +9,9 @@ import pandas as pd
 
 from dashboard import data
 from dashboard.state import ViewState
-from engine.estimate import ScenarioError
-from engine.hardware import WORKBOOK_FIELD_BY_KEY, Hardware
-from engine.workload import Scenario
+from engine.results.run import ScenarioError
+from engine.hardware.device import WORKBOOK_FIELD_BY_KEY, Hardware
+from engine.workload.scenario import Scenario
 
 
 @dataclass

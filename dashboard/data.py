@@ -12,16 +12,16 @@ import pandas as pd
 import streamlit as st
 
 import engine
-from engine.hardware import Hardware
-from engine.auto import load_any_model
+from engine.hardware.device import Hardware
+from engine.decomposition.auto import load_any_model
 from engine.models import ModelConfig
-from engine.specs import load_specs
-from engine.collectives import interconnect_ceilings
-from engine.grid import sweep_grid
-from engine.layout_sweep import layout_sweep
-from engine.memory import fewest_devices
-from engine.sweeps import sweep
-from engine.workload import Scenario
+from engine.hardware.specs import load_specs
+from engine.estimators.collectives import interconnect_ceilings
+from engine.explore.grid import sweep_grid
+from engine.explore.layout_sweep import layout_sweep
+from engine.results.memory import fewest_devices
+from engine.explore.sweeps import sweep
+from engine.workload.scenario import Scenario
 
 
 @st.cache_resource(show_spinner=False)
@@ -126,7 +126,7 @@ def _grid(model_json: str, scenario_json: str, grid_json: str, hardware_json: st
 
 def grid_frame(model, scenario: Scenario, grid: dict, hardware: Hardware, devices: dict[str, Hardware],
                method: str) -> pd.DataFrame:
-    """engine.grid.sweep_grid around `scenario` on `hardware` (`devices`: the ones a `device` field names,
+    """engine.explore.grid.sweep_grid around `scenario` on `hardware` (`devices`: the ones a `device` field names,
     with their edits; `model`: one model, or {id: model} for a `model` field); keyed on the JSON of every
     input, so an edited device is a new entry."""
     key = json.dumps({name: model_key(m) for name, m in model.items()}, sort_keys=True) if isinstance(model, dict) \
@@ -139,14 +139,14 @@ def grid_frame(model, scenario: Scenario, grid: dict, hardware: Hardware, device
 @st.cache_data(show_spinner=False, max_entries=32)
 def _sensitivity(hardware_json: str, model_json: str, scenario_json: str, change: float, metrics: tuple, method: str,
                  _model) -> pd.DataFrame:
-    from engine.sensitivity import sensitivity
+    from engine.explore.sensitivity import sensitivity
     return sensitivity(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
                        change=change, metrics=metrics, method=method)
 
 
 def sensitivity_frame(hardware: Hardware, model, scenario: Scenario, change: float, metrics: tuple,
                       method: str) -> pd.DataFrame:
-    """engine.sensitivity.sensitivity: each field -change and +change, one row per (field, metric)."""
+    """engine.explore.sensitivity.sensitivity: each field -change and +change, one row per (field, metric)."""
     return _sensitivity(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), change,
                         tuple(metrics), method, model)
 
@@ -154,13 +154,13 @@ def sensitivity_frame(hardware: Hardware, model, scenario: Scenario, change: flo
 @st.cache_data(show_spinner=False, max_entries=32)
 def _least_value(hardware_json: str, model_json: str, scenario_json: str, field: str, metric: str, target: float,
                  method: str, _model):
-    from engine.inverse import least_value
+    from engine.explore.inverse import least_value
     return least_value(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
                        field, metric, target, method=method)
 
 
 def least_value(hardware: Hardware, model, scenario: Scenario, field: str, metric: str, target: float, method: str):
-    """engine.inverse.least_value: the smallest value of `field` at which `metric` meets `target` (SI units)."""
+    """engine.explore.inverse.least_value: the smallest value of `field` at which `metric` meets `target` (SI units)."""
     return _least_value(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), field, metric,
                         float(target), method, model)
 

@@ -28,7 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.theme import FIGURE_SIZE
-from engine.table_safety import neutralise_table, to_safe_csv
+from engine.common.table_safety import neutralise_table, to_safe_csv
 
 FORMATS = ("png", "svg", "pdf")
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -213,7 +213,7 @@ def toolbar_config(filename: str, fmt: str = "png") -> dict:
 
 def table_csv(df: pd.DataFrame) -> bytes:
     """The table as UTF-8 CSV (no index column); text a spreadsheet would run as a formula (`=`, `+`,
-    `-`, `@`, tab, CR first) gets a leading `'` and a CR inside text is quoted (engine.table_safety,
+    `-`, `@`, tab, CR first) gets a leading `'` and a CR inside text is quoted (engine.common.table_safety,
     OWASP's CSV-injection advice)."""
     return to_safe_csv(df).encode("utf-8")
 

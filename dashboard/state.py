@@ -19,7 +19,7 @@ Explore page keys (written on the Explore page, and on other pages only when not
 - ex.x, ex.y: the swept fields: a scenario field (batch, input_length, output_length,
   context_length, tp), a numeric hardware field in workbook units (memory_bandwidth GB/s,
   matrix_tflops TFLOP/s, compute_scale x, clock GHz, num_cores, llc_capacity MiB, ...; see
-  engine.grid.HARDWARE_FIELDS), `device` or `model`; ex.y may be `none` (line and Pareto views).
+  engine.explore.grid.HARDWARE_FIELDS), `device` or `model`; ex.y may be `none` (line and Pareto views).
 - ex.xv, ex.yv: their values: `start:stop:count` (evenly spaced), `log:start:stop:count`
   (geometric), or a comma list (`1,8,64`; device names for `device`, model ids for `model`); empty = an automatic
   range around the sidebar's value (see `parse_values`).
@@ -46,11 +46,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
-from engine.dtypes import DTYPES, check_dtype
-from engine.grid_spec import is_geometric, parse_numbers
+from engine.hardware.dtypes import DTYPES, check_dtype
+from engine.explore.grid_spec import is_geometric, parse_numbers
 from engine.estimators import METHODS
-from engine.grid import HARDWARE_FIELDS
-from engine.workload import PHASES
+from engine.explore.grid import HARDWARE_FIELDS
+from engine.workload.scenario import PHASES
 
 PAGES = ("overview", "compare", "compare_models", "sweeps", "explore", "serving", "hardware", "accuracy")
 PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "compare_models": "Compare models",
@@ -79,7 +79,7 @@ EXPLORE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_pe
 INVERSE_FIELDS = ("memory_bandwidth", "matrix_tflops", "compute_scale", "clock", "num_cores", "llc_capacity",
                   "llc_bandwidth", "link_bandwidth", "inter_node_bandwidth", "tp")
 INVERSE_METRICS = ("tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device", "prefill_tokens_per_s",
-                   "tokens_per_j")     # engine.inverse: latencies met at or below the target, the others at or above
+                   "tokens_per_j")     # engine.explore.inverse: latencies met at or below the target, the others at or above
 MAX_AXIS_VALUES = 200
 
 
@@ -290,7 +290,7 @@ def parse_values(text: str, numeric: bool = True) -> tuple[list, bool]:
 
     "1:100:5" -> [1, 25.75, 50.5, 75.25, 100] (evenly spaced, count values including both ends);
     "log:1:1000:4" -> [1, 10, 100, 1000]; "1,8,64" -> [1, 8, 64] (as given; names when not `numeric`).
-    The syntax is the sweep CLI's (engine/grid_spec.py). ValuesError (a ValueError) says what is wrong;
+    The syntax is the sweep CLI's (engine/explore/grid_spec.py). ValuesError (a ValueError) says what is wrong;
     at most MAX_AXIS_VALUES values.
     """
     text = str(text).strip()
@@ -364,7 +364,7 @@ def _field(allow_none: bool) -> Callable[[str], str]:
             raise ValueError
         return text
     parse.expected = ("a scenario field (" + ", ".join(EXPLORE_SCENARIO_FIELDS) + "), a numeric hardware field ("
-                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.grid.HARDWARE_FIELDS), device or model"
+                      + ", ".join(_FIRST_HARDWARE_FIELDS) + ", ... engine.explore.grid.HARDWARE_FIELDS), device or model"
                       + (" or none" if allow_none else ""))
     return parse
 

@@ -1,9 +1,9 @@
-"""Numbers for people in the dashboard: the engine's formatters (engine/readable.py: each value in the unit that
+"""Numbers for people in the dashboard: the engine's formatters (engine/common/readable.py: each value in the unit that
 suits it, never "16704591.15 ms" nor "3.98e+03 J") and the metric cards built from them. No Streamlit."""
 
 from __future__ import annotations
 
-from engine.readable import (  # noqa: F401  (re-exported for the pages)
+from engine.common.readable import (  # noqa: F401  (re-exported for the pages)
     BINARY_BYTE_UNITS, DECIMAL_BYTE_UNITS, ENERGY_UNITS, TIME_UNITS, count, data_size, duration, energy, flop_count,
     gigabytes, significant, with_prefix,
 )

@@ -19,7 +19,7 @@
     engine.sweep_grid_dask(model, scenario, grid, hardware=hw, address="tcp://scheduler:8786")  # on Dask
 
     # which knob matters, and how much of it is enough (docs/design_space.md)
-    from engine.sensitivity import sensitivity
+    from engine.explore.sensitivity import sensitivity
     sensitivity(model, scenario, hw, change=0.2)                              # +/-20% on each hardware field
     engine.least_value(model, scenario, hw, "memory_bandwidth", "tpot_s", 0.020)  # least bandwidth for TPOT <= 20 ms
 
@@ -33,32 +33,30 @@ The engine never imports streamlit or plotly.
 
 import importlib
 import importlib.util
-import sys
-import types
 
 # Public name -> the module that defines it. Nothing is imported until a name is first used, so
 # `import engine` stays light (pandas, openpyxl and the workbook load with the first estimate).
 _PUBLIC = {
-    "is_automatic": "engine.auto", "load_any_model": "engine.auto",
-    "roofline_ceilings": "engine.ceilings",
-    "decompose": "engine.decompose",
-    "decompose_seed": "engine.decompose_seed",
-    "BYTES_PER_VALUE": "engine.dtypes", "bytes_per_value": "engine.dtypes",
-    "ScenarioError": "engine.estimate", "estimate": "engine.estimate", "estimate_gemm": "engine.estimate",
+    "is_automatic": "engine.decomposition.auto", "load_any_model": "engine.decomposition.auto",
+    "roofline_ceilings": "engine.hardware.ceilings",
+    "decompose": "engine.decomposition.transformer",
+    "decompose_seed": "engine.decomposition.seed",
+    "BYTES_PER_VALUE": "engine.hardware.dtypes", "bytes_per_value": "engine.hardware.dtypes",
+    "ScenarioError": "engine.results.run", "estimate": "engine.results.run", "estimate_gemm": "engine.results.run",
     "METHODS": "engine.estimators", "get_method": "engine.estimators",
-    "GridError": "engine.grid", "sweep_grid": "engine.grid", "sweep_points": "engine.grid",
-    "Hardware": "engine.hardware",
-    "least_value": "engine.inverse",
-    "layout_sweep": "engine.layout_sweep",
-    "fewest_devices": "engine.memory",
-    "Estimate": "engine.report",
-    "sweep": "engine.sweeps",
-    "PHASES": "engine.workload", "Scenario": "engine.workload",
-    "load_hardware": "engine.specs", "load_specs": "engine.specs",   # openpyxl and the workbook
+    "GridError": "engine.explore.grid", "sweep_grid": "engine.explore.grid", "sweep_points": "engine.explore.grid",
+    "Hardware": "engine.hardware.device",
+    "least_value": "engine.explore.inverse",
+    "layout_sweep": "engine.explore.layout_sweep",
+    "fewest_devices": "engine.results.memory",
+    "Estimate": "engine.results.report",
+    "sweep": "engine.explore.sweeps",
+    "PHASES": "engine.workload.scenario", "Scenario": "engine.workload.scenario",
+    "load_hardware": "engine.hardware.specs", "load_specs": "engine.hardware.specs",   # openpyxl and the workbook
     "load_model": "engine.models", "ModelConfig": "engine.models", "catalog_ids": "engine.models",
     "serve": "engine.serving", "serving_curve": "engine.serving", "ServingOptions": "engine.serving",
     "serving_search": "engine.serving", "SLA": "engine.serving",
-    "sweep_grid_dask": "engine.grid_dask",   # Dask itself is imported only when a Dask sweep runs
+    "sweep_grid_dask": "engine.explore.dask_cluster",   # Dask itself is imported only when a Dask sweep runs
 }
 
 __all__ = [
@@ -72,8 +70,7 @@ __all__ = [
 
 def _public(name: str):
     value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    if name not in _SHADOWING:
-        globals()[name] = value          # later lookups skip __getattr__
+    globals()[name] = value          # later lookups skip __getattr__
     return value
 
 
@@ -81,41 +78,9 @@ def __getattr__(name):
     if name in _PUBLIC:
         return _public(name)
     if not name.startswith("_") and importlib.util.find_spec(f"engine.{name}") is not None:
-        return importlib.import_module(f"engine.{name}")     # a submodule: engine.models, engine.specs, ...
+        return importlib.import_module(f"engine.{name}")     # a subpackage: engine.models, engine.hardware.device, ...
     raise AttributeError(f"module 'engine' has no attribute {name!r}")
 
 
 def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
-
-
-# Functions named like the module that defines them (engine.estimate in engine/estimate.py, ...): importing
-# that module makes it an attribute of `engine`, which would hide the function; these names always give the
-# function (a value assigned by a user, e.g. a test's monkeypatch, wins until it is removed).
-_SHADOWING = ("estimate", "decompose", "decompose_seed", "layout_sweep")
-
-
-class _Engine(types.ModuleType):
-    pass
-
-
-def _shadowing_property(name: str) -> property:
-    def get(module):
-        override = module.__dict__.get(f"_override_{name}")
-        return override if override is not None else _public(name)
-
-    def set_(module, value):
-        if isinstance(value, types.ModuleType) and value.__name__ == f"engine.{name}":
-            module.__dict__[f"_module_{name}"] = value     # the import system recording the submodule
-        else:
-            module.__dict__[f"_override_{name}"] = value
-
-    def delete(module):
-        module.__dict__.pop(f"_override_{name}", None)
-
-    return property(get, set_, delete)
-
-
-for _name in _SHADOWING:
-    setattr(_Engine, _name, _shadowing_property(_name))
-sys.modules[__name__].__class__ = _Engine

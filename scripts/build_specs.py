@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.hardware import WORKBOOK_FIELDS, Hardware  # noqa: E402
-from engine.specs import write_specs  # noqa: E402
+from engine.hardware.device import WORKBOOK_FIELDS, Hardware  # noqa: E402
+from engine.hardware.specs import write_specs  # noqa: E402
 from scripts.specs_blackwell import BLACKWELL_DEVICES  # noqa: E402
 from scripts.specs_common import (  # noqa: E402
     BUILD_SCRIPT, CUDA_GRAPHS, CUDA_GUIDE, CUDA_REGISTERS, LAUNCH_NOTE, TENSOR_FIELDS, KiB, M, MiB, cite, energy_values,
@@ -67,7 +67,7 @@ LUO_2024 = ("Luo et al., Benchmarking and Dissecting the Nvidia Hopper GPU Archi
 CUTLASS_TILES = ("CUTLASS python/cutlass_library/generator.py, GenerateSM80_TensorOp_16816: f16/bf16 threadblock tiles "
                  "256x128, 128x256, 256x64, 64x256, 128x128, 128x64, 64x128, 64x64 (https://github.com/NVIDIA/cutlass)")
 SM80_TILES = "256x128,128x256,256x64,64x256,128x128,128x64,64x128,64x64"
-VIDUR_FIT = ("fit to measured kernel times: engine.calibration_fit.fit_realistic on vidur_llama2_ops.csv (public Vidur "
+VIDUR_FIT = ("fit to measured kernel times: engine.calibration.fit.fit_realistic on vidur_llama2_ops.csv (public Vidur "
              "profiling data, github.com/microsoft/vidur; ../shared/calibration), run by benchmarks/accuracy.py on "
              "2026-11-21; see docs/accuracy.md")
 FIT_NOTE = "{rows} GEMM rows of {device}: coordinate descent over grids minimising median + p90/2 of |relative error|"
@@ -89,7 +89,7 @@ def transferred(device: str, reason: str) -> dict:
                 "kernel_latency", note=note)
 
 
-# ---- energy (engine/energy.py): estimates, not datasheet values (scripts/specs_common.py) ---------
+# ---- energy (engine/results/energy.py): estimates, not datasheet values (scripts/specs_common.py) ---------
 A100_SXM_ENERGY, A100_SXM_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 400)
 A100_PCIE_ENERGY, A100_PCIE_ENERGY_SOURCES = energy_values(0.25, "TSMC N7 (A100)", 250)
 HOPPER_ENERGY, HOPPER_ENERGY_SOURCES = energy_values(0.2, "TSMC 4N (H100/H200)", 700, cheaper={"fp8": 2})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.silicon.package import package_root
+from engine.calibration.silicon.package import package_root
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "aiconfigurator" / "systems"
 SYSTEMS = ("h100_sxm", "b200_sxm")

@@ -8,7 +8,7 @@ figure the note says ASSUMPTION and why.
 
 from __future__ import annotations
 
-from engine.hardware import Hardware
+from engine.hardware.device import Hardware
 from scripts.specs_common import (
     BUILD_SCRIPT, CUDA_GRAPHS, CUDA_GUIDE, CUDA_REGISTERS, LAUNCH_NOTE, KiB, M, MiB, cite, energy_values,
 )

@@ -1,5 +1,5 @@
 """What scripts/build_specs.py and its per-family modules share: units, `cite`, common documents, and
-the per-operation energy estimates (engine/energy.py) with their sources."""
+the per-operation energy estimates (engine/results/energy.py) with their sources."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ LAUNCH_NOTE = ("assumption: 4 us per kernel, between the ~1 us exposed per back-
 CUDA_REGISTERS = ("CUDA C++ Programming Guide, Compute Capabilities table: maximum number of 32-bit registers per "
                   "multiprocessor 64 K for compute capability 7.0-10.0 (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html)")
 
-# ---- energy (engine/energy.py): estimates, not datasheet values ---------------------------------
+# ---- energy (engine/results/energy.py): estimates, not datasheet values ---------------------------------
 HOROWITZ = ("ESTIMATE from Horowitz, 'Computing's Energy Problem (and what we can do about it)', ISSCC 2014 "
             "(45 nm, 0.9 V): 16b FP mult 1.1 pJ, 32b FP add 0.9 pJ, 32b FP mult 3.7 pJ, 8b int mult 0.2 pJ, "
             "32b int add 0.1 pJ, 32 KB SRAM 64-bit read 20 pJ, 1 MB SRAM 64-bit read 100 pJ "

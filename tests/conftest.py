@@ -18,7 +18,7 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture(scope="session")
 def devices():
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
     return load_specs()
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.silicon import attention_fit, score
-from engine.specs import load_specs
+from engine.calibration.silicon import attention_fit, score
+from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 INSTALLED = find_spec("aiconfigurator_core") is not None

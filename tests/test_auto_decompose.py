@@ -1,4 +1,4 @@
-"""Automatic decomposition (engine/auto): traced on meta tensors, checked against the hand decomposition.
+"""Automatic decomposition (engine/decomposition/auto): traced on meta tensors, checked against the hand decomposition.
 
 The cross-check: for every catalog model the hand decomposition handles, the automatic and hand kernel
 tables agree on total FLOPs within 1% and on weight bytes within 0.5%, for prefill and for decode
@@ -14,10 +14,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-from engine.kernels import KERNEL_COLUMNS
-from engine.workload import Scenario
+from engine.kernels.table import KERNEL_COLUMNS
+from engine.workload.scenario import Scenario
 
-import engine.auto as auto
+import engine.decomposition.auto as auto
 
 HAS_EXTRA = auto.available()[0]
 needs_extra = pytest.mark.skipif(not HAS_EXTRA, reason="the optional 'auto' extra (torch, transformers) is missing")
@@ -85,7 +85,7 @@ def test_the_cross_checked_set_is_the_catalog():
 @pytest.mark.parametrize("model_id", CROSS_CHECKED)
 def test_every_cross_checked_model_has_a_hand_decomposition(model_id):
     """Without the extra too: the hand side of the cross-check exists (no model skipped on an exception)."""
-    from engine.decompose import decompose
+    from engine.decomposition.transformer import decompose
     from engine.models import load_model
 
     table = decompose(load_model(model_id), Scenario(phase="prefill", batch=1, input_length=8))
@@ -105,7 +105,7 @@ def _scenario_below_windows(config: dict, phase: str) -> Scenario:
 @needs_extra
 @pytest.mark.parametrize("model_id", CROSS_CHECKED)
 def test_automatic_and_hand_decompositions_agree(model_id):
-    from engine.decompose import decompose
+    from engine.decomposition.transformer import decompose
     from engine.models import load_catalog_config, load_model
 
     hand_model, automatic = load_model(model_id), auto.load_auto_model(model_id)
@@ -172,7 +172,7 @@ def test_architecture_without_a_hand_model(family):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from engine.dtypes import bytes_per_value
+    from engine.hardware.dtypes import bytes_per_value
     from engine.models import ModelConfig, ModelConfigError
 
     config = TINY[family]
@@ -332,7 +332,7 @@ BEYOND_WINDOWS = {   # model -> (prefill prompt, decode context): past every win
 @pytest.mark.parametrize("model_id", sorted(BEYOND_WINDOWS))
 def test_automatic_and_hand_decompositions_agree_beyond_the_windows(model_id):
     """The hand decomposition bounds sliding layers by their window (pairs, KV reads) as the traced one does."""
-    from engine.decompose import decompose
+    from engine.decomposition.transformer import decompose
     from engine.models import load_model
 
     hand_model, automatic = load_model(model_id), auto.load_auto_model(model_id)
@@ -356,7 +356,7 @@ def test_deepseek_v3_naive_decode_agrees_and_absorbed_differs_by_the_absorption(
     model's naive form (mla_decode="naive") does the same and agrees (FLOPs within 1%, weight bytes within
     0.5%, matrix FLOPs exactly), at short and long contexts. The default absorbed form reads the same
     weights, and its MACs differ from the trace's by exactly the two forms' difference (docs/methods.md)."""
-    from engine.decompose import decompose
+    from engine.decomposition.transformer import decompose
     from engine.models import load_model
 
     model_id = "deepseek-ai/DeepSeek-V3"

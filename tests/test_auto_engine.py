@@ -13,8 +13,8 @@ import json
 import pytest
 
 import engine
-import engine.auto as auto
-from engine.cli import main
+import engine.decomposition.auto as auto
+from engine.cli.main import main
 from engine.models import ModelConfig, ModelConfigError
 
 HAS_EXTRA = auto.available()[0]

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import calibration
-from engine.calibration_fit import fit_realistic
+from engine.calibration import measurements as calibration
+from engine.calibration.fit import fit_realistic
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 
 FULL = calibration.SHARED_MEASUREMENTS

@@ -6,7 +6,7 @@ Two kinds of floor, one check (`floor_violations`):
 - sensitivity: the shipped constants per device, kind and band of measured time
   (tests/data/realistic_sensitivity_floors.csv), narrow enough that a 15% change of any fitted constant breaks one.
 
-Fitted constants (engine/calibration_fit.py): per device in specs.xlsx, achievable_matrix_fraction,
+Fitted constants (engine/calibration/fit.py): per device in specs.xlsx, achievable_matrix_fraction,
 achievable_memory_bandwidth_fraction and kernel_latency; per element-wise kernel class in
 engine/estimators/realistic.py, bandwidth_efficiency, latency_s, floor_s and row_bytes_per_cycle. The attention and
 fp8 GEMM constants of RealisticConstants are fitted on AIConfigurator's tables and checked in test_attention_fit.py
@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import calibration
-from engine.calibration_fit import fit_realistic
+from engine.calibration import measurements as calibration
+from engine.calibration.fit import fit_realistic
 from engine.estimators.realistic import DEFAULT_CONSTANTS, KernelClass
 
 DEVICES = ("A100-80GB-SXM", "H100-SXM")

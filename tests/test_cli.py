@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 
 def run(*args, check=True):
-    done = subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "engine.cli.main", *args], capture_output=True, text=True, cwd=REPO,
                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=120)
     if check:
         assert done.returncode == 0, done.stderr
@@ -109,7 +109,7 @@ def test_bad_input_is_one_line(args, fragments):
 
 
 def test_malformed_workbook_names_the_cell(tmp_path):
-    from engine.specs import default_specs_path
+    from engine.hardware.specs import default_specs_path
     book = openpyxl.load_workbook(default_specs_path())
     sheet = book["hardware"]
     column = next(c.column_letter for c in sheet[1] if c.value == "H100-SXM")

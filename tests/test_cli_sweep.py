@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.cli import main
-from engine.grid import METRIC_COLUMNS
+from engine.cli.main import main
+from engine.explore.grid import METRIC_COLUMNS
 from tests.conftest import REPO
 
 H100 = engine.load_hardware("H100-SXM")
@@ -50,7 +50,7 @@ def one_line_error(capsys, *args) -> str:
 
 
 def decode_oracle(batch, bandwidth_gb_s=None, context=None, hardware=H100):
-    """engine.estimate of one decode point; the bandwidth change done here, in B/s."""
+    """engine.results.run of one decode point; the bandwidth change done here, in B/s."""
     device = hardware if bandwidth_gb_s is None else hardware.with_changes(
         memory_bandwidth_bytes_per_s=bandwidth_gb_s * 1e9)
     return engine.estimate(device, LLAMA8, engine.Scenario(phase="decode", batch=batch, input_length=512,
@@ -233,7 +233,7 @@ def test_missing_model_or_device_is_one_line(capsys):
 
 
 def test_console_script_subprocess(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "engine.cli", *BASE, "--grid", "batch=1,2", "--tp", "2"],
+    done = subprocess.run([sys.executable, "-m", "engine.cli.main", *BASE, "--grid", "batch=1,2", "--tp", "2"],
                           capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr

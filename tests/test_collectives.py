@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.collectives import InterconnectError, collective_time, group_link, stage_hop_link
+from engine.estimators.collectives import InterconnectError, collective_time, group_link, stage_hop_link
 
 NVLINK = 18 * 25e9          # B/s per direction per device
 NIC = 50e9                  # B/s per direction per device

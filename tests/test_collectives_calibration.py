@@ -1,6 +1,6 @@
 """The NCCL-calibrated collective model: hand arithmetic, monotonicity, and accuracy floors on the shipped
 subset of aiconfigurator's measured NCCL tables (tests/data/aiconfigurator, 20 rows each of H100-SXM and
-B200; attribution in its NOTICE.md), read with engine.silicon's reader.
+B200; attribution in its NOTICE.md), read with engine.calibration.silicon's reader.
 
 Constants typed from docs/parallelism.md ("Collectives"): a (launch + sync) all-reduce 7.08 us,
 all-gather 7.21 us; hop latency 1.019 us (a and hop per 1 GHz clock and no cache: x (1 GHz / clock) x
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.collectives import FITTED, collective_time
+from engine.estimators.collectives import FITTED, collective_time
 
 ROOT = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 B200_NVLINK = 18 * 50e9
@@ -82,19 +82,19 @@ def test_two_node_all_reduce_is_not_the_flat_ring(devices):
 
 @pytest.fixture(scope="module")
 def measured():
-    from engine.silicon.collectives_fit import measured_collectives
+    from engine.calibration.silicon.collectives_fit import measured_collectives
     frame = measured_collectives(ROOT)
     assert set(frame["device"]) == {"H100-SXM", "B200"} and len(frame) == 40
     return frame
 
 
 def _median(frame, constants):
-    from engine.silicon.collectives_fit import predict
+    from engine.calibration.silicon.collectives_fit import predict
     return float(np.median(np.abs(predict(frame, constants) / frame["time_s"] - 1)))
 
 
 def _bias(frame, constants):
-    from engine.silicon.collectives_fit import predict
+    from engine.calibration.silicon.collectives_fit import predict
     return float(np.median(predict(frame, constants) / frame["time_s"] - 1))
 
 
@@ -139,12 +139,12 @@ def test_cross_validated_between_the_two_shipped_devices(measured):
     """Fit on one device's 20 rows, score the other: H100 and B200 disagree on the latency floor, so this
     is a weak floor (the full tables: docs/parallelism.md); it guards the fit and the scoring."""
     pytest.importorskip("scipy")
-    from engine.silicon.collectives_fit import fit_constants, leave_one_device_out
+    from engine.calibration.silicon.collectives_fit import fit_constants, leave_one_device_out
     per_device, per_op = leave_one_device_out(measured)
     assert per_device.loc["B200", "median"] <= 0.40 and per_device.loc["H100-SXM", "median"] <= 0.60
     assert per_device.loc["H100-SXM", "bias"] > 0 > per_device.loc["B200", "bias"]   # Hopper's floor is lower
     assert set(per_op.index.get_level_values("op")) == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
-    from engine.silicon.collectives_fit import predict
+    from engine.calibration.silicon.collectives_fit import predict
     both = fit_constants(measured)                 # least squares on log(pred / meas): no worse than shipped
 
     def rms_log(constants):

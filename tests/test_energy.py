@@ -1,4 +1,4 @@
-"""Energy: per-kernel activities x per-operation energies + static power x time (engine/energy.py)."""
+"""Energy: per-kernel activities x per-operation energies + static power x time (engine/results/energy.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.energy import ENERGY_COLUMNS, energy_summary, kernel_energy
-from engine.estimate import estimate_gemm
-from engine.hardware import Hardware
+from engine.results.energy import ENERGY_COLUMNS, energy_summary, kernel_energy
+from engine.results.run import estimate_gemm
+from engine.hardware.device import Hardware
 
 PJ = 1e-12
 
@@ -94,7 +94,7 @@ def test_hierarchical_counts_every_level(devices, llama8b):
 def test_tdp_flag_on_a_constructed_case():
     hw = toy(tdp_w=50)                                   # static power alone (100 W) is above this TDP
     table = gemm_table(hw, 1024, 1024, 1024).assign(phase="prefill")
-    from engine.energy import add_energy
+    from engine.results.energy import add_energy
     add_energy(table, hw)
     scenario = engine.Scenario(phase="prefill", batch=1, input_length=1)
     summary = energy_summary(table, hw, scenario)
@@ -113,7 +113,7 @@ def test_device_without_energy_values_says_unavailable(devices, llama8b):
 
 
 def test_cli_prints_energy(capsys):
-    from engine.cli import main
+    from engine.cli.main import main
     assert main(["estimate", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--phase", "request",
                  "--input-len", "64", "--output-len", "8"]) in (0, None)
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("energy"))
@@ -122,7 +122,7 @@ def test_cli_prints_energy(capsys):
 
 def test_cli_energy_is_in_the_unit_that_suits_it(capsys):
     """A long request uses kilojoules: the line says 'kJ' with three digits, never '3.98e+03 J'."""
-    from engine.cli import main
+    from engine.cli.main import main
     assert main(["estimate", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--phase", "request",
                  "--batch", "64", "--input-len", "4096", "--output-len", "4096", "--json"]) in (0, None)
     request_j = json.loads(capsys.readouterr().out)["energy"]["request_energy_j"]

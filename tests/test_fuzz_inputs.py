@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from dashboard.resolve import resolve_lengths, resolve_scenario
 from dashboard.state import SCALAR_PARAMETERS, ValuesError, parse_query, to_query
-from engine.auto import AutoDecompositionError, available
-from engine.cli import build_parser
-from engine.grid_spec import GridArgumentError, sweep_grid_arguments
+from engine.decomposition.auto import AutoDecompositionError, available
+from engine.cli.main import build_parser
+from engine.explore.grid_spec import GridArgumentError, sweep_grid_arguments
 from engine.models import ModelConfig, ModelConfigError
 from engine.models.validation import parse_config_json
 
@@ -74,7 +74,7 @@ def test_hand_parser_raises_only_field_errors(base, changes):
 @fast(30)
 @given(base=st.sampled_from(BASES), changes=CHANGES)
 def test_automatic_path_raises_only_project_errors_naming_the_field(base, changes):
-    from engine.auto import AutoModel
+    from engine.decomposition.auto import AutoModel
     data = {**base, **changes}
     try:
         AutoModel(data, name="fuzz")

@@ -1,5 +1,5 @@
 """GPU ground truth: the measuring harness (calibration/measure_gpu.py, run here on the CPU) and how
-attention and whole decode steps are scored (engine/calibration_scenarios.py), against hand arithmetic."""
+attention and whole decode steps are scored (engine/calibration/scenarios.py), against hand arithmetic."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import calibration
+from engine.calibration import measurements as calibration
 
 torch = pytest.importorskip("torch")
 

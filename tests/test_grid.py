@@ -1,4 +1,4 @@
-"""Sweeps (engine/grid.py): every point equals engine.estimate run on that point alone.
+"""Sweeps (engine/explore/grid.py): every point equals engine.estimate run on that point alone.
 
 The oracle is the point-by-point estimate (its own decomposition, aggregation, energy and memory code
 paths), compared metric by metric; the sweep's stacked tables and broadcast timing are a different code
@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.grid import GridError, METRIC_COLUMNS, expand_grid, metrics_from_estimate, sweep_grid
-from engine.what_if import apply_edits
+from engine.explore.grid import GridError, METRIC_COLUMNS, expand_grid, metrics_from_estimate, sweep_grid
+from engine.hardware.what_if import apply_edits
 
 H100 = engine.load_hardware("H100-SXM")
 
 
 def point_estimate(model, scenario, row, grid, hardware=H100, method="roofline"):
-    """engine.estimate for one grid row: hardware fields applied as what-if edits, the rest on the scenario."""
+    """engine.results.run for one grid row: hardware fields applied as what-if edits, the rest on the scenario."""
     device = engine.load_hardware(row["device"]) if "device" in grid else hardware
     edits = {k: row[k] for k in grid if k not in engine.Scenario.model_fields and k not in ("device", "model")}
     if "compute_scale" in edits:

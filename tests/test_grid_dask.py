@@ -1,5 +1,5 @@
-"""Sweeps on Dask (engine/grid_dask.py): a LocalCluster of two worker processes gives, bit for bit, the frame
-engine.grid.sweep_grid gives in one process (itself checked point by point against engine.estimate in
+"""Sweeps on Dask (engine/explore/dask_cluster.py): a LocalCluster of two worker processes gives, bit for bit, the frame
+engine.explore.grid.sweep_grid gives in one process (itself checked point by point against engine.estimate in
 tests/test_grid.py), whatever the chunking."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from dask.distributed import Client, LocalCluster, get_task_stream
 
 import engine
-from engine.grid import GridError, sweep_grid
-from engine.grid_dask import sweep_grid_dask, sweep_points_chunked
+from engine.explore.grid import GridError, sweep_grid
+from engine.explore.dask_cluster import sweep_grid_dask, sweep_points_chunked
 from tests.conftest import REPO
 
 LLAMA8 = engine.load_model("meta-llama/Llama-3.1-8B")
@@ -67,7 +67,7 @@ def test_several_models_on_two_workers_equal_one_process(client):
 
 def test_chunked_in_one_process_is_identical():
     expected = sweep_grid(LLAMA8, DECODE, MIXED)
-    from engine.grid import expand_grid
+    from engine.explore.grid import expand_grid
     for size in (1, 10, 54, 1000):
         got = sweep_points_chunked(LLAMA8, DECODE, expand_grid(MIXED), chunk_points=size)
         pd.testing.assert_frame_equal(got, expected, check_exact=True)

@@ -1,4 +1,4 @@
-"""Sweeps over several models (engine/grid_models.py) and the weights-per-device column.
+"""Sweeps over several models (engine/explore/model_axis.py) and the weights-per-device column.
 
 Oracles: published parameter counts (GPT-2 124,439,808 from its Hugging Face model card / `num_parameters()`;
 Llama-3.1-8B 8,030,261,248 from its safetensors index) times bytes per value (bf16 2, fp8 1), and, under
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.grid import METRIC_COLUMNS, GridError, sweep_grid, sweep_points
+from engine.explore.grid import METRIC_COLUMNS, GridError, sweep_grid, sweep_points
 
 H100 = engine.load_hardware("H100-SXM")
 GPT2_ID, LLAMA_ID = "openai-community/gpt2", "meta-llama/Llama-3.1-8B"

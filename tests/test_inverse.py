@@ -1,4 +1,4 @@
-"""Inverse design (engine/inverse.py): the least resource that meets a target.
+"""Inverse design (engine/explore/inverse.py): the least resource that meets a target.
 
 Oracles are independent of the search: every answer is re-estimated with engine.estimate (the
 point-by-point path, not the sweep) on a device built here by hand, at the answer (must meet the
@@ -13,7 +13,7 @@ import time
 import pytest
 
 import engine
-from engine.inverse import INVERSE_FIELDS, InverseResult, least_value
+from engine.explore.inverse import INVERSE_FIELDS, InverseResult, least_value
 
 H100 = engine.load_hardware("H100-SXM")
 LLAMA70 = engine.load_model("meta-llama/Llama-3.1-70B")

@@ -1,5 +1,5 @@
-"""`import engine` loads nothing heavy (issue 15); every public name still imports, and names that share their
-module's name (engine.estimate, engine.decompose, ...) stay the functions after those modules are imported."""
+"""`import engine` loads nothing heavy (issue 15); every public name still imports, and no public function
+shares a module's name (engine.estimate lives in engine/results/run.py), so importing modules hides nothing."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def run(code: str) -> str:
 
 def test_import_engine_loads_no_pandas_openpyxl_or_workbook():
     out = run("import sys, engine; print(sorted(m for m in ('pandas', 'openpyxl', 'numpy', 'pydantic', "
-              "'engine.specs', 'engine.estimate') if m in sys.modules))")
+              "'engine.hardware.specs', 'engine.results.run') if m in sys.modules))")
     assert out == "[]"
 
 
@@ -32,13 +32,16 @@ def test_every_public_name_imports_and_estimate_builds_frames_on_first_use():
     assert out == "True True True True True"
 
 
-def test_functions_named_like_their_modules_stay_functions():
-    out = run("import engine, engine.estimate, engine.decompose, engine.decompose_seed, engine.layout_sweep\n"
-              "from engine.estimate import updated_scenario\n"
-              "print(all(callable(getattr(engine, n)) and not isinstance(getattr(engine, n), type(engine))\n"
-              "          for n in ('estimate', 'decompose', 'decompose_seed', 'layout_sweep')),\n"
-              "      engine.estimate.__module__, engine.models.__name__)")
-    assert out == "True engine.estimate engine.models"
+def test_no_public_function_is_named_like_a_module_and_all_stay_functions():
+    """Issue 15: no module named like a function it exports, so importing every engine module hides nothing."""
+    out = run("import importlib, pkgutil, engine\n"
+              "clash = [n for n in engine.__all__ if importlib.util.find_spec(f'engine.{n}') is not None]\n"
+              "for info in pkgutil.walk_packages(engine.__path__, 'engine.'):\n"
+              "    if '.auto' not in info.name and not info.name.startswith('engine.cli.main'):\n"
+              "        importlib.import_module(info.name)\n"
+              "print(clash, all(callable(getattr(engine, n)) and not isinstance(getattr(engine, n), type(engine))\n"
+              "                 for n in ('estimate', 'decompose', 'decompose_seed', 'layout_sweep', 'sweep')))")
+    assert out == "[] True"
 
 
 def test_a_replaced_public_function_is_used_until_restored(monkeypatch):

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 import engine
-from engine.attention_window import causal_pairs, prefix_pairs
-from engine.decompose_moe import expected_active_experts, routing_probabilities
+from engine.kernels.attention_window import causal_pairs, prefix_pairs
+from engine.decomposition.moe import expected_active_experts, routing_probabilities
 from engine.models import catalog_ids
-from engine.parallel import ParallelismError
-from engine.schedule import chunked_schedule
+from engine.workload.parallel import ParallelismError
+from engine.decomposition.chunked import chunked_schedule
 
 
 def rows_of(table):
@@ -400,7 +400,7 @@ def test_routing_skew_is_validated():
 @pytest.mark.parametrize("new_tokens, prior, window", [(4096, 0, 1024), (200, 100, 256), (200, 300, 256),
                                                       (50, 10, 256), (1, 5000, 256), (300, 0, 128), (129, 0, 128)])
 def test_query_tokens_recovered_for_windowed_rows(new_tokens, prior, window):
-    from engine.attention_window import key_span
+    from engine.kernels.attention_window import key_span
     from engine.estimators.fused_attention import query_tokens
 
     sequences, q_heads, kv_heads, d = 3, 32, 8, 128

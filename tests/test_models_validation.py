@@ -9,7 +9,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from engine.auto import AutoDecompositionError, available, load_any_model
+from engine.decomposition.auto import AutoDecompositionError, available, load_any_model
 from engine.models import ModelConfig, ModelConfigError, ModelLoadError, catalog_ids, load_catalog_config, load_model
 from engine.models.validation import (MAX_CONFIG_BYTES, MAX_JSON_DEPTH, SIZE_LIMITS, check_config_fields,
                                       parse_config_json)
@@ -68,7 +68,7 @@ def test_hand_parser_names_the_field(data, field, words):
 @needs_auto
 @pytest.mark.parametrize("data, field, words", BAD_CONFIGS)
 def test_automatic_path_refuses_the_same_configs_naming_the_same_field(data, field, words):
-    from engine.auto import AutoModel
+    from engine.decomposition.auto import AutoModel
     with pytest.raises(ModelConfigError) as caught:
         AutoModel(data, name="bad")
     assert_names(caught.value, field, words)
@@ -89,14 +89,14 @@ def test_load_any_model_does_not_fall_back_to_tracing_a_bad_config(tmp_path):
 @needs_auto
 def test_sliding_layers_without_a_window_name_the_field_not_a_transformers_attribute():
     """transformers' LlamaConfig has no sliding_window: the trace used to raise AttributeError."""
-    from engine.auto import AutoModel
+    from engine.decomposition.auto import AutoModel
     with pytest.raises(ModelConfigError, match="'sliding_window' is missing"):
         AutoModel(config(layer_types=["sliding_attention"] * 3), name="bad")
 
 
 @needs_auto
 def test_gpt2_spelling_is_required_by_the_name_the_architecture_reads():
-    from engine.auto import AutoModel
+    from engine.decomposition.auto import AutoModel
     gpt2 = {"model_type": "gpt2", "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 64}
     with pytest.raises(ModelConfigError, match="'n_embd' is missing"):
         AutoModel(gpt2, name="bad")

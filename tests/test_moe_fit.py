@@ -1,4 +1,4 @@
-"""Realistic MoE grouped GEMMs calibrated on NVIDIA AIConfigurator's measured MoE tables (engine/silicon/moe_fit.py)."""
+"""Realistic MoE grouped GEMMs calibrated on NVIDIA AIConfigurator's measured MoE tables (engine/calibration/silicon/moe_fit.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from engine.estimators.realistic import DEFAULT_CONSTANTS
-from engine.silicon import moe_fit, score
-from engine.specs import load_specs
+from engine.calibration.silicon import moe_fit, score
+from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 INSTALLED = find_spec("aiconfigurator_core") is not None
@@ -49,7 +49,7 @@ def test_a_lower_stream_efficiency_never_makes_moe_faster(devices):
 def test_moe_floor_breaks_when_the_stream_efficiency_moves_15_percent(devices):
     """250 measurements each of H100-SXM and B200 (fixed sample): the shipped constants are within the floor
     (measured 15.5%) and 15% more or less weight-stream efficiency breaks it (19.5% / 17.6%); uncalibrated is worse
-    (17.9%). The matrix efficiency is not fitted (the tables do not determine it, engine/silicon/moe_fit.py)."""
+    (17.9%). The matrix efficiency is not fitted (the tables do not determine it, engine/calibration/silicon/moe_fit.py)."""
     chosen = {name: devices[name] for name in ("H100-SXM", "B200")}
     rows = moe_fit.fit_rows(chosen, None, 250)
     floor = 0.16

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import engine
-from engine.parallel import ParallelismError
+from engine.workload.parallel import ParallelismError
 
 H, LAYERS, QH, KVH, D, INTER, EXPERTS, TOP_K, VOCAB = 4096, 32, 32, 8, 128, 14336, 8, 2, 32000
 

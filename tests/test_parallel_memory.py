@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import engine
-from engine.memory import fewest_devices
+from engine.results.memory import fewest_devices
 
 WORKSPACE = 0.10
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.schedule import chunked_schedule
+from engine.decomposition.chunked import chunked_schedule
 
 
 def test_a_small_schedule_by_hand():

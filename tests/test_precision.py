@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 import engine
-from engine.cli import main
-from engine.dtypes import bytes_per_value, check_dtype, compute_dtype
+from engine.cli.main import main
+from engine.hardware.dtypes import bytes_per_value, check_dtype, compute_dtype
 
 H, INTER = 4096, 14336          # Llama-3.1-8B
 H100_BF16, H100_FP8 = 989.4e12, 1978.9e12

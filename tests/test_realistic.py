@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import engine
-from engine import calibration
-from engine.decompose import decompose_columns
+from engine.calibration import measurements as calibration
+from engine.decomposition.transformer import decompose_columns
 from engine.estimators.fused_attention import FLASH_BLOCK_K, FLASH_BLOCK_Q, attention_groups, query_tokens
 from engine.estimators.realistic import GAP_COLUMNS, estimate_realistic
 

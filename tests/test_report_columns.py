@@ -1,4 +1,4 @@
-"""engine/report_columns.py's numpy helpers against pandas, the library whose arithmetic they stand in for."""
+"""engine/results/columns.py's numpy helpers against pandas, the library whose arithmetic they stand in for."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.report_columns import KernelColumns, finite, first_seen_codes, group_sums
+from engine.results.columns import KernelColumns, finite, first_seen_codes, group_sums
 
 
 @pytest.mark.parametrize("contiguous", (True, False))

@@ -7,8 +7,8 @@ import pytest
 
 import engine
 from engine.estimators.roofline import estimate_roofline
-from engine.hardware import Hardware
-from engine.kernels import KernelTableBuilder
+from engine.hardware.device import Hardware
+from engine.kernels.table import KernelTableBuilder
 
 
 def one_kernel(hardware, *, macs=0.0, vector_flops=0.0, weight_bytes=0.0, activation_bytes=0.0, dtype="bf16"):

@@ -8,7 +8,7 @@ import engine
 from engine.serving import ServingCapacityError, ServingOptions, schedule, serve
 from engine.serving.backends import BACKENDS
 from engine.serving.simulate import request_table
-from engine.what_if import apply_edits
+from engine.hardware.what_if import apply_edits
 
 BIG = 1e18   # a KV cache that never fills
 

@@ -5,10 +5,10 @@ prefill and decode on different (one hypothetical) devices."""
 import pytest
 
 import engine
-from engine.collectives import InterconnectError
-from engine.parallel import parallel_layout
+from engine.estimators.collectives import InterconnectError
+from engine.workload.parallel import parallel_layout
 from engine.serving.kv_transfer import KVLink, as_link, kv_bytes_per_request, transfer_seconds, workbook_link
-from engine.workload import Scenario
+from engine.workload.scenario import Scenario
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B"
 
@@ -65,7 +65,7 @@ def test_link_forms():
 # ---- serve_disaggregated ------------------------------------------------------------------------------
 
 from engine.serving.disagg import compare_with_aggregated, serve_disaggregated  # noqa: E402
-from engine.what_if import apply_edits  # noqa: E402
+from engine.hardware.what_if import apply_edits  # noqa: E402
 
 ROOFLINE = dict(method="roofline", input_length=1024, output_length=64)
 

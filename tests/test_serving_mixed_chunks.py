@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from engine.attention_window import causal_pairs
+from engine.kernels.attention_window import causal_pairs
 from engine.estimators import get_method
 from engine.models import load_model
-from engine.parallel import parallel_layout
+from engine.workload.parallel import parallel_layout
 from engine.serving.cost import _part_totals, mixed_pass, time_pass
-from engine.specs import load_specs
-from engine.workload import Scenario
+from engine.hardware.specs import load_specs
+from engine.workload.scenario import Scenario
 
 
 def _iteration(chunks, priors):

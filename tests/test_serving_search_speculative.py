@@ -80,8 +80,8 @@ def test_cli_speculative_flags_and_workload_reach_the_search(capsys):
     import json
     from pathlib import Path
 
-    from engine.cli import main
-    from engine.cli_search import JSON_KEYS
+    from engine.cli.main import main
+    from engine.cli.serving_search import JSON_KEYS
     code = main(["serving-search", "--hardware", "H200-SXM", "--model", "meta-llama/Llama-3.1-8B", "--devices", "1",
                  "--workload", "chat", "--output-len", "32", "--concurrency", "4", "--token-budget", "2048",
                  "--mtp-layers", "1", "--draft-tokens", "2", "--acceptance-rate", "0.6", "--json"])

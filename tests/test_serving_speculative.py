@@ -126,9 +126,9 @@ def test_littles_law_holds_with_speculation(h100, llama8b):
 
 
 def test_kv_budget_loses_the_draft_weights_and_holds_its_cache(h100, llama8b):
-    from engine.parallel import parallel_layout
+    from engine.workload.parallel import parallel_layout
     from engine.serving.simulate import _draft
-    from engine.workload import Scenario
+    from engine.workload.scenario import Scenario
     scenario = Scenario(phase="request", batch=1, input_length=1024, output_length=256)
     layout = parallel_layout(llama8b, scenario)
     spec = SpeculativeDecoding(draft_model=llama8b, draft_tokens=3, acceptance_rate=0.5)
@@ -145,8 +145,8 @@ def test_mtp_layers_are_the_targets_last_layers():
     deepseek = engine.load_model("deepseek-ai/DeepSeek-V3")
     one = mtp_model(deepseek, 1)
     assert (one.num_layers, one.moe_layers, one.hidden_size) == (1, (True,), 7168)
-    from engine.parallel import parallel_layout
-    from engine.workload import Scenario
+    from engine.workload.parallel import parallel_layout
+    from engine.workload.scenario import Scenario
     layout = parallel_layout(one, Scenario(tp=8))
     spec = SpeculativeDecoding(mtp_layers=1)
     # one MoE layer: 256 routed experts of 3 x 7168 x 2048 split over tp = 8 dominate, plus the replicated
@@ -159,9 +159,9 @@ def test_mtp_layers_are_the_targets_last_layers():
 
 
 def test_draft_tp_one_puts_a_whole_draft_on_every_device(h100, llama8b):
-    from engine.parallel import parallel_layout
+    from engine.workload.parallel import parallel_layout
     from engine.serving.simulate import _draft
-    from engine.workload import Scenario
+    from engine.workload.scenario import Scenario
     scenario = Scenario(phase="request", batch=1, input_length=1024, output_length=256, tp=2)
     layout = parallel_layout(llama8b, scenario)
     plain_room, _ = kv_budget(llama8b, scenario, h100, ServingOptions(), layout)
@@ -182,11 +182,11 @@ def test_draft_tp_one_puts_a_whole_draft_on_every_device(h100, llama8b):
 def test_verification_of_an_mla_model_stays_in_the_absorbed_decode_form():
     # engines verify k + 1 tokens with their decode kernels (FlashMLA takes several queries per sequence):
     # the cached latent is read, never decompressed for the whole context as a prompt's naive form would
-    from engine.decompose import add_forward_pass
-    from engine.kernels import KernelTableBuilder
-    from engine.parallel import parallel_layout
+    from engine.decomposition.transformer import add_forward_pass
+    from engine.kernels.table import KernelTableBuilder
+    from engine.workload.parallel import parallel_layout
     from engine.serving.cost import grid_pass
-    from engine.workload import Scenario
+    from engine.workload.scenario import Scenario
     deepseek = engine.load_model("deepseek-ai/DeepSeek-V3")
     scenario = Scenario(tp=8, weight_dtype="fp8")
     builder = KernelTableBuilder()

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from engine.serving import validation
-from engine.silicon.serving import read_serving_runs
-from engine.specs import load_specs
+from engine.calibration.silicon.serving import read_serving_runs
+from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator_serving"
 ROOT = SUBSET / "systems"       # no model_configs beside it: the subset's models are all in the catalog

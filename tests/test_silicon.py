@@ -1,4 +1,4 @@
-"""engine.silicon: aiconfigurator-core's measured tables and serving runs, read with provenance in SI units.
+"""engine.calibration.silicon: aiconfigurator-core's measured tables and serving runs, read with provenance in SI units.
 
 Counts and hand-checked rows use the shipped subset (tests/data/aiconfigurator, always present);
 invariants also run on the installed package when the `calibration` extra is there."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine import silicon
-from engine.silicon import package as silicon_package
+from engine.calibration import silicon
+from engine.calibration.silicon import package as silicon_package
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 H100_GEMM = SUBSET / "data/h100_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.csv"
@@ -169,7 +169,7 @@ def test_missing_package_error_names_the_extra(monkeypatch):
 
 
 def test_system_map_points_at_workbook_devices():
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
     workbook = set(load_specs()) | {"GB200", "B300", "GB300"}      # the last three join the workbook in issue 12
     named = {device for device in silicon.SYSTEM_DEVICES.values() if device}
     assert named <= workbook

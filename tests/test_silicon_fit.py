@@ -10,9 +10,9 @@ import pytest
 
 from engine import estimate_gemm
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
-from engine.kernels import KernelTableBuilder
-from engine.silicon import fit, tables
-from engine.specs import load_specs
+from engine.kernels.table import KernelTableBuilder
+from engine.calibration.silicon import fit, tables
+from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 UNCALIBRATED = replace(DEFAULT_CONSTANTS, gemm_matrix_efficiency={}, gemm_format_latency_s={})

@@ -1,10 +1,10 @@
-"""Recorded accuracy results (engine/silicon/results.py): written with provenance, read back, malformed files named."""
+"""Recorded accuracy results (engine/calibration/silicon/results.py): written with provenance, read back, malformed files named."""
 
 import pandas as pd
 import pytest
 
 from dashboard.views.accuracy_silicon import display_frame, provenance
-from engine.silicon.results import ResultsFileError, read_results, write_results
+from engine.calibration.silicon.results import ResultsFileError, read_results, write_results
 
 
 def rows():

@@ -1,4 +1,4 @@
-"""engine.silicon.score: the methods' predictions for measured kernels, checked against hand arithmetic."""
+"""engine.calibration.silicon.score: the methods' predictions for measured kernels, checked against hand arithmetic."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.silicon import score, tables
-from engine.specs import load_specs
+from engine.calibration.silicon import score, tables
+from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 
@@ -37,7 +37,7 @@ def test_gemm_roofline_is_the_hand_roofline(devices):
 def test_collectives_are_scored_with_the_engines_collective_model(devices):
     # the model itself is checked by hand in tests/test_collectives_calibration.py; here: every measured row is
     # timed as the engine times that collective (message bytes over the group's links), for every method alike
-    from engine.collectives import collective_time
+    from engine.estimators.collectives import collective_time
     frame = tables.collective_table(SUBSET, ["h100_sxm"])
     tidy = score.score_family(frame, "collective", methods=("roofline",), devices=devices)
     h100 = devices["H100-SXM"]

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.hardware import WORKBOOK_FIELDS, Hardware
-from engine.specs import (
+from engine.hardware.device import WORKBOOK_FIELDS, Hardware
+from engine.hardware.specs import (
     SpecsError, default_specs_path, load_hardware, load_sources, load_specs, specs_to_frame, write_specs,
     write_template,
 )
-from engine.specs_read import to_si
-from engine.specs_write import to_workbook_value
+from engine.hardware.specs.cells import to_si
+from engine.hardware.specs.writing import to_workbook_value
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "specs.xlsx"
@@ -394,7 +394,7 @@ def test_negative_bandwidth_names_sheet_cell_field_device_value_and_expectation(
     message = str(error)
     assert message.startswith(f"hardware!{cell}: ")
     assert "memory_bandwidth" in message and "'A100-40GB-PCIe'" in message and "-5 GB/s" in message
-    assert "expected a number >= 0.01 and <= 1e+06 GB/s" in message  # 1e7 .. 1e15 B/s, engine/hardware.py
+    assert "expected a number >= 0.01 and <= 1e+06 GB/s" in message  # 1e7 .. 1e15 B/s, engine/hardware/device.py
     assert (error.sheet, error.cell, error.field, error.device, error.value) == (
         "hardware", cell, "memory_bandwidth", "A100-40GB-PCIe", -5)
 

@@ -12,8 +12,8 @@ import math
 import pytest
 
 import engine
-from engine.collectives import group_link
-from engine.specs import load_sources
+from engine.estimators.collectives import group_link
+from engine.hardware.specs import load_sources
 
 PJ = 1e-12
 NEW = ("GB200", "B300", "GB300")
@@ -84,7 +84,7 @@ def test_a_group_stays_on_nvlink_inside_the_domain_and_uses_the_nic_beyond(devic
 
 def test_every_new_value_has_a_source_and_the_uncertain_ones_say_assumption(devices):
     sources = load_sources()
-    from engine.hardware import WORKBOOK_FIELDS
+    from engine.hardware.device import WORKBOOK_FIELDS
     for name in NEW:
         hw = devices[name]
         filled = {f.key for f in WORKBOOK_FIELDS if getattr(hw, f.attribute) not in (None, "")}

@@ -2,7 +2,7 @@
 
 Expected cells are found by scanning the sheet with openpyxl (independently of the reader); damaged
 files are built by editing the XML inside the .xlsx zip of a small workbook. Limits quoted in the
-expectations are the physical ones documented in engine/hardware.py, in workbook units.
+expectations are the physical ones documented in engine/hardware/device.py, in workbook units.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Font
 
-from engine.cli import main
-from engine.hardware import WORKBOOK_FIELDS, Hardware
-from engine.specs import SpecsError, load_specs, write_specs
-from engine.specs_plausible import USUAL_RANGES
+from engine.cli.main import main
+from engine.hardware.device import WORKBOOK_FIELDS, Hardware
+from engine.hardware.specs import SpecsError, load_specs, write_specs
+from engine.hardware.specs.plausible import USUAL_RANGES
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "specs.xlsx"

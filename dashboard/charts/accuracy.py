@@ -8,9 +8,9 @@ import plotly.graph_objects as go
 
 from dashboard.charts.theme import (BLACK, BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, SKY_BLUE, VERMILLION,
                                     house_figure)
-from engine.calibration_scenarios import SCENARIO_KINDS   # described by batch and context, not m, n, k
+from engine.calibration.scenarios import SCENARIO_KINDS   # described by batch and context, not m, n, k
 
-# One colour per measurement kind (engine.calibration.ALL_KINDS): kernels built from m, n, k, then the
+# One colour per measurement kind (engine.calibration.measurements.ALL_KINDS): kernels built from m, n, k, then the
 # scenario kinds measured on a GPU (one layer's attention, a whole decode step or prefill).
 KIND_COLORS = {"gemm": BLUE, "swiglu": ORANGE, "rmsnorm": BLUISH_GREEN, "residual_add": REDDISH_PURPLE,
                "attention_prefill": SKY_BLUE, "attention_decode": VERMILLION, "decode_step": BLACK,
@@ -33,7 +33,7 @@ def accuracy_figure(tidy: pd.DataFrame, method: str) -> go.Figure:
     """Scatter of predicted vs measured seconds (shown in us) for `method`, coloured by op kind,
     one marker symbol per device, with the y = x line and +-25% lines.
 
-    tidy: engine.calibration.predict() output (device, kind, model, m, n, k, batch, context, tokens, tp,
+    tidy: engine.calibration.measurements.predict() output (device, kind, model, m, n, k, batch, context, tokens, tp,
     measured_s, method, predicted_s, error). Kernel rows are described by m, n, k; attention and
     decode-step rows by batch and context (their m, n, k are NaN). A decode_step is a whole model step,
     not one kernel, hence "measured time".

@@ -21,7 +21,7 @@ from dashboard.charts.theme import (
 )
 from dashboard.units import energy
 
-# engine/energy.py's per-occurrence component columns, in stacking order (bottom first), with their labels
+# engine/results/energy.py's per-occurrence component columns, in stacking order (bottom first), with their labels
 ENERGY_COMPONENTS = {
     "matrix_energy_j": "compute (matrix)",
     "vector_energy_j": "compute (vector)",

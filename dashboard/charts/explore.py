@@ -1,4 +1,4 @@
-"""Explore charts over an `engine.grid.sweep_grid` frame: a metric along one field, over two fields
+"""Explore charts over an `engine.explore.grid.sweep_grid` frame: a metric along one field, over two fields
 (heatmap); the Pareto fronts are in dashboard/charts/pareto.py, the inverse search in inverse_search.py.
 
 The frame has the swept fields as columns (batch, memory_bandwidth, device, ...) and the engine's

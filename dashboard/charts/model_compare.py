@@ -12,7 +12,7 @@ from dashboard.charts.facets import axis_ids, panels_layout
 from dashboard.charts.frames import in_order
 from dashboard.charts.theme import TEXT, WARNING, device_style, house_figure
 
-# (column of engine.grid.METRIC_COLUMNS, label, display unit, scale from SI)
+# (column of engine.explore.grid.METRIC_COLUMNS, label, display unit, scale from SI)
 PANELS = (("ttft_s", "TTFT", "ms", 1e3), ("tpot_s", "TPOT", "ms", 1e3),
           ("tokens_per_s", "Output tokens/s", "tokens/s", 1.0),
           ("memory_per_device_bytes", "Memory per device", "GB", 1e-9))
@@ -32,8 +32,8 @@ def _number(value: float) -> str:
 def model_comparison_figure(metrics: pd.DataFrame, device: str = "", title: Optional[str] = None) -> go.Figure:
     """Per metric (TTFT, TPOT, output tokens/s, memory per device) a panel with one bar per model.
 
-    metrics: one row per model with a `model` column and engine.grid.METRIC_COLUMNS in SI units (seconds,
-    tokens/s, bytes; engine.grid.metrics_from_estimate gives them), `fits` and `memory_capacity_bytes`.
+    metrics: one row per model with a `model` column and engine.explore.grid.METRIC_COLUMNS in SI units (seconds,
+    tokens/s, bytes; engine.explore.grid.metrics_from_estimate gives them), `fits` and `memory_capacity_bytes`.
     Metrics no model has (TTFT in a decode step) get no panel. A model that does not fit is drawn hatched
     in every panel, with the reason on hover; the memory panel has the device's capacity as a line.
     """

@@ -91,7 +91,7 @@ def sweep_figure(sweep: pd.DataFrame, x: str = "batch", right: str = "tokens_per
     ms (right="time_s").
 
     sweep columns: device, phase, <x> (batch, input_length, ...; or x="value" with a `field`
-    column naming what `value` is, as `engine.sweeps.sweep` returns), time_s (s per step), flops,
+    column naming what `value` is, as `engine.explore.sweeps.sweep` returns), time_s (s per step), flops,
     bytes (per step), intensity (FLOP/byte; computed from flops/bytes when missing),
     ridge_point (FLOP/byte, device's matrix peak / HBM bandwidth), compute_bound_share (0..1),
     tokens_per_s; optional fits (bool) and memory_message: points that do not fit in memory are drawn

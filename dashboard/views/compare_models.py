@@ -2,7 +2,7 @@
 
 The models are in the URL (`models=`, comma-separated ids; dashboard/state.py); empty, the page starts
 from the sidebar's model. Each model's estimate is the cached engine.estimate the other pages use, and its
-metrics are engine.grid.metrics_from_estimate's SI columns (exported as they are; shown with units).
+metrics are engine.explore.grid.metrics_from_estimate's SI columns (exported as they are; shown with units).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dashboard.charts.model_compare import model_comparison_figure
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame, scenario_line
 from dashboard.views.overview import show_charts
 from dashboard.widgets import table_downloads
-from engine.estimate import ScenarioError
-from engine.grid import metrics_from_estimate
+from engine.results.run import ScenarioError
+from engine.explore.grid import metrics_from_estimate
 
 MAX_MODELS = 8
 EXPORT_COLUMNS = ("model", "ttft_s", "tpot_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device",
@@ -60,7 +60,7 @@ def load_models(ctx: PageContext, names: list[str]) -> dict:
 
 
 def metrics_table(results: dict, hardware) -> pd.DataFrame:
-    """One row per model: engine.grid.metrics_from_estimate's SI columns plus the largest batch that fits."""
+    """One row per model: engine.explore.grid.metrics_from_estimate's SI columns plus the largest batch that fits."""
     rows = [{"model": name, **metrics_from_estimate(result, hardware),
              "largest_batch_that_fits": result.memory.max_batch} for name, result in results.items()]
     return pd.DataFrame(rows, columns=list(EXPORT_COLUMNS)) if rows else pd.DataFrame(columns=list(EXPORT_COLUMNS))

@@ -13,10 +13,10 @@ from dashboard.charts.explore_fields import METRICS, field_label, field_title, f
 from dashboard.context import PageContext
 from dashboard.state import INVERSE_FIELDS, INVERSE_METRICS
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
-from engine.estimate import ScenarioError
-from engine.readable import significant
-from engine.grid import metrics_from_estimate
-from engine.hardware import Hardware
+from engine.results.run import ScenarioError
+from engine.common.readable import significant
+from engine.explore.grid import metrics_from_estimate
+from engine.hardware.device import Hardware
 
 SENSITIVITY_METRICS = ("tpot_s", "ttft_s", "tokens_per_s")
 

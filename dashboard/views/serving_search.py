@@ -14,7 +14,7 @@ from dashboard.charts.serving_search import mode_comparison_figure, pareto_figur
 from dashboard.context import PageContext
 from dashboard.data import model_key
 from dashboard.widgets import chart, deck_button, table_downloads
-from engine.hardware import Hardware
+from engine.hardware.device import Hardware
 
 SEARCH_TOKEN_BUDGETS = (2048, 8192)
 MISSING = ("The design-space search (engine.serving.search, engine/serving/sla.py) is not in this installation "

@@ -2,7 +2,7 @@
 
 Every method returns the same result columns (time_s, compute_time_s, memory_time_s, bound,
 intensity) so reports and charts compare them side by side. Collectives (rows of op `collective`)
-are timed once, the same way for every method, by engine.collectives.time_collectives, which each
+are timed once, the same way for every method, by engine.estimators.collectives.time_collectives, which each
 method's `estimate` runs after its own timing.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from engine.collectives import time_collectives
-from engine.decompose import decompose_columns
-from engine.decompose_seed import decompose_seed
+from engine.estimators.collectives import time_collectives
+from engine.decomposition.transformer import decompose_columns
+from engine.decomposition.seed import decompose_seed
 from engine.estimators.hierarchical import estimate_hierarchical
 from engine.estimators.realistic import estimate_realistic
 from engine.estimators.roofline import estimate_roofline

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.attention_window import causal_pairs
+from engine.kernels.attention_window import causal_pairs
 from engine.estimators.row_groups import RowGroups
-from engine.kernels import SLIDING_SUFFIX
+from engine.kernels.table import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
 BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first when stripping
@@ -40,7 +40,7 @@ MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 
 @dataclass(frozen=True)
 class AttentionOverheads:
-    """Fixed work of the fused attention kernels beyond their MACs and bytes (fitted: engine/silicon/attention_fit.py).
+    """Fixed work of the fused attention kernels beyond their MACs and bytes (fitted: engine/calibration/silicon/attention_fit.py).
 
     prefill_tile_cycles   core cycles per (query tile, key tile) iteration of a flash CTA: the online softmax
                           (max, exp, rescale) and the tile loads' synchronisation, which do not shrink with the

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.dtypes import bytes_per_value
+from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
-from engine.hardware import Hardware
+from engine.hardware.device import Hardware
 
 TILE_K = 32   # k elements of A and B held next to the output tile
 

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.dtypes import bytes_per_value, compute_dtype
+from engine.hardware.dtypes import bytes_per_value, compute_dtype
 from engine.estimators.fused_attention import AttentionOverheads, attention_groups, fused_times, is_scores_row
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
-from engine.hardware import Hardware
+from engine.hardware.device import Hardware
 
 # Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
 # (0.72 and 0.70; 0.73 and 0.90; 5.5 us and 7.25 us; docs/accuracy.md).
@@ -97,7 +97,7 @@ class RealisticConstants:
     # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
     # absent), and each GEMM adds gemm_format_latency_s to the device's kernel_latency (0 where absent; the sum
     # at least 0). Fitted on NVIDIA
-    # AIConfigurator's measured GEMM tables, leave-one-device-out (engine/silicon/fit.py, docs/accuracy.md).
+    # AIConfigurator's measured GEMM tables, leave-one-device-out (engine/calibration/silicon/fit.py, docs/accuracy.md).
     # Shipped: fp8 (per-tensor scaled) and fp8_g128 (block-scaled) fitted on H100-SXM, H200-SXM and B200, three
     # frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with the Vidur-fitted kernel_latency, see the doc).
     gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
@@ -105,12 +105,12 @@ class RealisticConstants:
     # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
     # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
     # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
-    # engine/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
+    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
     moe_matrix_efficiency: float = 1.0
     moe_bandwidth_efficiency: float = 0.85
 
     # --- fused attention (engine/estimators/fused_attention.py; fitted on AIConfigurator's attention tables,
-    # leave-one-device-out: engine/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
+    # leave-one-device-out: engine/calibration/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
     # the attention kernels' fixed work in core cycles and the decode KV stream's efficiency (AttentionOverheads);
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
@@ -249,7 +249,7 @@ def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates,
 
 
 def is_expert_gemm(names) -> np.ndarray:
-    """MoE grouped-GEMM rows (engine/decompose_moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
+    """MoE grouped-GEMM rows (engine/decomposition/moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
     return np.char.find(np.asarray(names).astype(str), "Expert_") >= 0
 
 

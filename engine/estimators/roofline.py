@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.estimators.row_groups import RowGroups
-from engine.hardware import Hardware
-from engine.kernels import as_columns
+from engine.hardware.device import Hardware
+from engine.kernels.table import as_columns
 
 
 def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
@@ -23,7 +23,7 @@ def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np
 
 
 def roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak, vector_peak, bandwidth):
-    """(compute time, memory time); numpy broadcasting times many devices at once (engine/grid_eval.py)."""
+    """(compute time, memory time); numpy broadcasting times many devices at once (engine/explore/evaluation.py)."""
     return np.maximum(matrix_flops / matrix_peak, vector_flops / vector_peak), nbytes / bandwidth
 
 

@@ -15,9 +15,9 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from engine.dtypes import bytes_per_value
-from engine.hardware import Hardware
-from engine.kernels import as_columns
+from engine.hardware.dtypes import bytes_per_value
+from engine.hardware.device import Hardware
+from engine.kernels.table import as_columns
 
 
 def tiling_size(cache_size: float, value_bytes: float, fixed: tuple[float, ...]) -> float:

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.hardware import Hardware
+from engine.hardware.device import Hardware
 
 # CUTLASS's SM80 tensor-op threadblock shapes (python/cutlass_library/generator.py,
 # GenerateSM80_TensorOp_16816); used where the spec leaves gemm_tile_shapes blank.

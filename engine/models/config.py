@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
-from engine.dtypes import bytes_per_value
-from engine.errors import one_line
+from engine.hardware.dtypes import bytes_per_value
+from engine.common.errors import one_line
 from engine.models.config_reader import ModelConfigError
 from engine.models.families import ARCHITECTURE_TO_MODEL_TYPE, MOE_AND_MLA_FIELDS, SUPPORTED_MODEL_TYPES, \
     parse_hf_config

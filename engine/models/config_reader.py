@@ -5,21 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 
-class ModelConfigError(ValueError):
-    """A config.json this engine cannot model; the message names the field and its value."""
-
-
-def shown(value: Any) -> str:
-    """repr(value) short enough for one line (a 400-digit number, a long list), never raising."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return f"a {int(value.bit_length() * 0.30103) + 1}-digit number"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:60] + f"... ({type(value).__name__} of {len(text):,} characters)"
-
-
-def field_error(field: str, value: Any, problem: str) -> ModelConfigError:
-    return ModelConfigError(f"config.json field {field!r} is {shown(value)}: {problem}")
-
+from engine.models.errors import ModelConfigError, field_error, shown  # noqa: F401  (ModelConfigError, shown re-exported)
+from engine.models.size_limits import SIZE_LIMITS, check_size
 
 MISSING = object()
 
@@ -76,8 +63,7 @@ class ConfigReader:
         return self._bounded(field, value)
 
     def _bounded(self, field: str, value: int) -> int:
-        """Within the physical bounds of engine/models/validation.py when the field has them."""
-        from engine.models.validation import SIZE_LIMITS, check_size
+        """Within the physical bounds of engine/models/size_limits.py when the field has them."""
         return check_size(field, value, self.prefix) if field in SIZE_LIMITS else value
 
     def boolean(self, field: str, default: Any = MISSING) -> bool:

@@ -2,7 +2,7 @@
 
 - Iterations with prompt chunks (`MixedIteration`) are timed exactly: one row per distinct iteration
   (identical decode contexts and chunks, as the rounds of a lock-step run repeat, are timed once) in a
-  pass whose rows are iterations (the decomposition of engine/decompose.py takes per-row arrays), with the decode
+  pass whose rows are iterations (the decomposition of engine/decomposition/transformer.py takes per-row arrays), with the decode
   part and the prefill part built from the iteration's own requests and chunks.
 - Decode-only iterations are many (one per generated token) and alike: they are timed on a grid of
   (decode batch n, mean cached tokens p) rows and interpolated, linearly in p (attention reads grow
@@ -22,10 +22,11 @@ from functools import partial
 
 import numpy as np
 
-from engine.attention_window import causal_pairs, key_span
-from engine.decompose import AttentionPart, ForwardPass, add_forward_pass
-from engine.kernels import KernelTableBuilder
-from engine.schedule import pass_row_times
+from engine.kernels.attention_window import causal_pairs, key_span
+from engine.decomposition.passes import AttentionPart, ForwardPass
+from engine.decomposition.transformer import add_forward_pass
+from engine.kernels.table import KernelTableBuilder
+from engine.decomposition.chunked import pass_row_times
 from engine.serving.scheduler import Schedule
 
 MAX_GRID_BATCHES = 16

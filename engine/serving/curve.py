@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine.estimate import ScenarioError
+from engine.results.run import ScenarioError
 from engine.serving.simulate import METRICS, serve
 
 CURVE_COLUMNS = ("device", "concurrency", *METRICS, "error")

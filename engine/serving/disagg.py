@@ -40,15 +40,15 @@ import numpy as np
 import pandas as pd
 
 from engine.estimators import get_method
-from engine.parallel import parallel_layout
+from engine.workload.parallel import parallel_layout
 from engine.serving.cost import grid_pass, time_pass
 from engine.serving.kv_transfer import KVLink, as_link, kv_bytes_per_request, workbook_link
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError
 from engine.serving.simulate import SCENARIO_FIELDS, _quantile, kv_budget, metric_attribute, serve, split_fields
 from engine.serving.backends import backend_profile, overheads
-from engine.memory import kv_share_per_device
-from engine.workload import Scenario
+from engine.results.memory import kv_share_per_device
+from engine.workload.scenario import Scenario
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 DECODE_GRID_BATCHES = 12

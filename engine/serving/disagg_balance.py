@@ -24,14 +24,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from engine.estimate import ScenarioError
-from engine.parallel import parallel_layout
+from engine.results.run import ScenarioError
+from engine.workload.parallel import parallel_layout
 from engine.serving.disagg import (decode_pool, one_replica, layout_text, pool_scenario, prefill_pool,
                                    serve_disaggregated)
 from engine.serving.kv_transfer import as_link
 from engine.serving.options import ServingOptions
 from engine.serving.simulate import SCENARIO_FIELDS
-from engine.workload import Scenario
+from engine.workload.scenario import Scenario
 
 CONFIG_COLUMNS = ("device", "mode", "tp", "pp", "dp", "ep", "attention_dp", "concurrency", "token_budget", "devices",
                   "fits", "reason", "ttft_s", "tpot_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device",

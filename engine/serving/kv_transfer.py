@@ -5,7 +5,7 @@
                                        bytes each decode device receives / its link bandwidth)
 
 A prefill worker holds the request's cache spread over its devices (tp splits the K/V heads, pp the
-layers: engine/memory.py kv_share_per_device); every device sends its share at once over its own link,
+layers: engine/results/memory.py kv_share_per_device); every device sends its share at once over its own link,
 and every decode device receives the share its layout holds. An MLA latent is replicated over tp, so
 each decode device receives the whole latent of its stage's layers.
 
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.collectives import (DEFAULT_INTER_NODE_LATENCY_S, DEFAULT_LINK_LATENCY_S, InterconnectError,
+from engine.estimators.collectives import (DEFAULT_INTER_NODE_LATENCY_S, DEFAULT_LINK_LATENCY_S, InterconnectError,
                                 scale_up_link)
-from engine.memory import kv_share_per_device
+from engine.results.memory import kv_share_per_device
 
 
 class KVLink(BaseModel):
@@ -92,7 +92,7 @@ def workbook_link(prefill_hardware, decode_hardware, total_devices: int) -> KVLi
 
 def transfer_seconds(model, tokens: int, kv_dtype: str, link: KVLink, prefill_layout, decode_layout) -> float:
     """Seconds to move one request's KV cache of `tokens` tokens over `link` (module docstring); the layouts
-    are engine.parallel.ParallelLayout of one prefill and one decode replica."""
+    are engine.workload.parallel.ParallelLayout of one prefill and one decode replica."""
     total = kv_bytes_per_request(model, tokens, kv_dtype)
     return link.seconds(total * kv_share_per_device(model, prefill_layout),
                         total * kv_share_per_device(model, decode_layout))

@@ -247,5 +247,5 @@ def _resolve(hardware, device_map):
         return hardware
     if hardware in device_map:
         return device_map[hardware]
-    from engine.specs import load_hardware
+    from engine.hardware.specs import load_hardware
     return load_hardware(hardware)

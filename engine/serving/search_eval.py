@@ -30,15 +30,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.estimate import check_fits_model
+from engine.results.run import check_fits_model
 from engine.estimators import get_method
-from engine.parallel import parallel_layout
+from engine.workload.parallel import parallel_layout
 from engine.serving import cost
 from engine.serving.backends import backend_profile, overheads
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget, request_arrays
-from engine.workload import Scenario
+from engine.workload.scenario import Scenario
 
 # ServingOptions fields this module reproduces; any other field set away from its default -> serve()
 SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length", "length_spread", "seed",

@@ -1,7 +1,7 @@
-"""The parallel layouts a serving search tries on a number of devices (engine/parallel.py).
+"""The parallel layouts a serving search tries on a number of devices (engine/workload/parallel.py).
 
 Every (tp, pp, dp) with tp x pp x dp = devices, and for a mixture-of-experts model every expert-parallel
-width ep that engine/parallel.py accepts: ep = 1 (each device holds every expert, split over tp), or ep a
+width ep that engine/workload/parallel.py accepts: ep = 1 (each device holds every expert, split over tp), or ep a
 multiple of tp that divides tp x dp and num_experts (whole experts per device). ep > tp is attention data
 parallelism: attention runs on dp replicas of tp devices while the experts are spread over the ep
 devices of several replicas (as engine.serve() treats it). A layout the model cannot be split into is
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.parallel import ParallelismError, parallel_layout
-from engine.workload import Scenario
+from engine.workload.parallel import ParallelismError, parallel_layout
+from engine.workload.scenario import Scenario
 
 
 @dataclass(frozen=True)

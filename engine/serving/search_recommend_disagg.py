@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from engine.estimate import ScenarioError
+from engine.results.run import ScenarioError
 from engine.serving.disagg import pool_scenario, serve_disaggregated
 from engine.serving.disagg_balance import balance_pools, pool_rates
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from engine.estimate import ScenarioError
+from engine.results.run import ScenarioError
 from engine.serving.search_eval import LayoutEvaluator, ScheduleCache
 from engine.serving.search_layouts import Layout
 from engine.serving.search_run import METRIC_COLUMNS

@@ -6,7 +6,7 @@ A task runs every (concurrency, token budget) point of one layout on one device,
 False and the reason (the model does not split into the layout, the weights leave no
 room for the KV cache, a request's KV cache exceeds it, a token budget below the decode batch, ...).
 With a dask.distributed `client` the tasks are submitted to it, the model, devices and options
-scattered once, as engine/grid_dask.py runs sweeps.
+scattered once, as engine/explore/dask_cluster.py runs sweeps.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import uuid
 
 import numpy as np
 
-from engine.estimate import ScenarioError
+from engine.results.run import ScenarioError
 from engine.serving.options import ServingOptions
 from engine.serving.search_eval import LayoutEvaluator, ScheduleCache, needs_serve
 from engine.serving.search_layouts import Layout, layout_problem

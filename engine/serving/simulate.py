@@ -26,17 +26,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from engine.estimate import ScenarioError, check_fits_model
+from engine.results.run import ScenarioError, check_fits_model
 from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
-from engine.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
-from engine.parallel import parallel_layout
+from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
+from engine.workload.parallel import parallel_layout
 from engine.serving.backends import backend_profile, overheads
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
 from engine.serving.speculative import draft_kv_per_token, draft_scenario, draft_times, draft_weight_bytes
-from engine.workload import Scenario
+from engine.workload.scenario import Scenario
 
 SCENARIO_FIELDS = ("tp", "pp", "dp", "ep", "devices", "weight_dtype", "activation_dtype", "kv_dtype",
                    "overlap_communication", "collective_algorithm", "routing_skew", "mla_decode")

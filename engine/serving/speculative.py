@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from engine.dtypes import bytes_per_value
+from engine.hardware.dtypes import bytes_per_value
 
 
 class SpeculativeDecoding(BaseModel):
@@ -116,7 +116,7 @@ def draft_scenario(spec: SpeculativeDecoding, drafter, replica):
 def draft_weight_bytes(spec: SpeculativeDecoding, drafter, layout, weight_dtype: str) -> float:
     """Bytes of the draft's weights on one device: a whole draft model, or the MTP layers (their embedding
     and LM head are the target's) with each layer's projection of [embedding, hidden] (2h x h) and two norms."""
-    from engine.memory import layer_weights_per_device, weights_per_device
+    from engine.results.memory import layer_weights_per_device, weights_per_device
     if spec.draft_model is not None:
         return weights_per_device(drafter, layout, weight_dtype)[0]
     h = drafter.hidden_size
@@ -126,7 +126,7 @@ def draft_weight_bytes(spec: SpeculativeDecoding, drafter, layout, weight_dtype:
 
 def draft_kv_per_token(drafter, layout, kv_dtype: str) -> float:
     """Bytes of the draft's KV cache per token on one device."""
-    from engine.memory import kv_share_per_device
+    from engine.results.memory import kv_share_per_device
     return drafter.kv_cache_bytes_per_token(kv_dtype) * kv_share_per_device(drafter, layout)
 
 

@@ -1,6 +1,6 @@
 """Score `serve` against measured serving runs (aiconfigurator-core's silicon_sample.csv).
 
-`express(run)` turns one measured run (a row of engine.silicon.serving.read_serving_runs) into what
+`express(run)` turns one measured run (a row of engine.calibration.silicon.serving.read_serving_runs) into what
 serve() takes (device, model, lengths, concurrency, layout, dtypes), or a reason it cannot be expressed:
 a system without a workbook device, a model neither in the catalog nor among the package's model
 configs, an architecture the hand models do not cover, a layout the parallelism rules reject.
@@ -272,7 +272,7 @@ def leave_one_system_out(scored: pd.DataFrame, by_backend: bool = True) -> pd.Da
 
 
 def result_rows(errors_frame: pd.DataFrame, split: str, by: str | None = None) -> pd.DataFrame:
-    """TPOT and TTFT rows in engine.silicon.results' format: one per value of `by` (system, backend, ...),
+    """TPOT and TTFT rows in engine.calibration.silicon.results' format: one per value of `by` (system, backend, ...),
     or one for all runs."""
     groups = [("all", errors_frame)] if by is None else list(errors_frame.groupby(by, observed=True))
     rows = []

@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from engine.models import load_catalog_config
-from engine.specs import default_specs_path
+from engine.hardware.specs import default_specs_path
 from tests.browser.test_dashboard_browser import metrics, open_shared_link, open_view
 from tests.browser.waits import TIMEOUT_MS, wait_idle
 

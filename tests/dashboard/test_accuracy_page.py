@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from engine import calibration
+from engine.calibration import measurements as calibration
 from tests.dashboard.test_app import run_app, texts
 
 HEADER = """# hardware: H200-SXM

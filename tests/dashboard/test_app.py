@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.state import PAGES, ViewState, parse_query, to_query
 from engine.models import load_catalog_config
-from engine.specs import default_specs_path
+from engine.hardware.specs import default_specs_path
 from tests.conftest import REPO
 
 APP = str(REPO / "dashboard" / "app.py")
@@ -54,7 +54,7 @@ def test_default_overview_shows_a_real_estimate():
 def test_metric_cards_scale_their_units():
     """A 100k-token prompt at batch 64: the TTFT card in minutes, not "298448.68 ms"."""
     import engine
-    from engine.workload import Scenario
+    from engine.workload.scenario import Scenario
 
     app = run_app(batch="64", method="roofline", **{"in": "100000"})   # checked against the roofline method
     metrics = {m.label: m.value for m in app.metric}

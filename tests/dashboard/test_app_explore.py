@@ -11,8 +11,8 @@ import pytest
 
 import engine
 from dashboard.state import EXPLORE_VIEWS
-from engine.grid import sweep_grid
-from engine.what_if import apply_edits
+from engine.explore.grid import sweep_grid
+from engine.hardware.what_if import apply_edits
 from tests.dashboard.test_app import run_app, texts, url_state
 
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:12",

@@ -8,7 +8,7 @@ import pytest
 
 from dashboard.charts.accuracy import KIND_COLORS, accuracy_figure
 from dashboard.charts.theme import BLACK, SKY_BLUE, VERMILLION
-from engine import calibration
+from engine.calibration import measurements as calibration
 
 NAN = np.nan
 # kind, m, n, k, batch, context, measured_s, predicted_s: every row a different point (hand-picked numbers)

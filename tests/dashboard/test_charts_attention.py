@@ -11,7 +11,7 @@ from dashboard.charts import roofline_figure
 
 @pytest.mark.parametrize("method", ["realistic", "realistic-graph", "hierarchical"])
 def test_decode_attention_sits_at_two_flop_per_byte_under_every_method(devices, method):
-    from engine.ceilings import roofline_ceilings
+    from engine.hardware.ceilings import roofline_ceilings
     from engine.models import load_model
     h100 = devices["H100-SXM"]
     scenario = engine.Scenario(phase="decode", input_length=32768, context_length=32768)

@@ -8,7 +8,7 @@ import pytest
 
 import engine
 from dashboard.charts import heatmap_figure, line_figure, pareto_figure
-from engine.grid import sweep_grid
+from engine.explore.grid import sweep_grid
 
 DECODE = engine.Scenario(phase="decode", batch=8, input_length=1024)
 DEVICES = ("H100-SXM", "TPU-v5e", "T4")

@@ -18,7 +18,7 @@ from dashboard.charts import (
     heatmap_figure, inverse_search_figure, line_figure, pareto_figure, pareto_front, tornado_figure,
 )
 from dashboard.charts.explore_fields import MAX_CLOUD_POINTS, is_geometric
-from engine.grid import sweep_grid
+from engine.explore.grid import sweep_grid
 
 REQUEST = engine.Scenario(phase="request", batch=64, input_length=1024, output_length=256)
 
@@ -222,7 +222,7 @@ def test_tornado_bars_are_the_frame_changes_sorted_by_swing():
 
 
 def test_tornado_on_the_engine_frame(devices, llama8b):
-    from engine.sensitivity import sensitivity
+    from engine.explore.sensitivity import sensitivity
     frame = sensitivity(llama8b, REQUEST, devices["H100-SXM"], change=0.1)
     fig = tornado_figure(frame, change=0.1)
     for trace in fig.data:

@@ -9,7 +9,7 @@ import pytest
 import engine
 from dashboard.charts.accuracy import accuracy_figure
 from dashboard.charts.gaps import GAP_CAUSES, ideal_vs_realistic_figure
-from engine import calibration
+from engine.calibration import measurements as calibration
 
 
 @pytest.fixture(scope="module")

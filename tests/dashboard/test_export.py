@@ -176,8 +176,8 @@ def test_xlsx_export_holds_no_formula_and_numbers_stay_numbers():
 
 
 def test_cli_sweep_csv_is_neutralised(tmp_path, devices):
-    from engine.cli import main
-    from engine.specs import write_specs
+    from engine.cli.main import main
+    from engine.hardware.specs import write_specs
 
     specs = tmp_path / "specs.xlsx"
     write_specs([devices["H100-SXM"], devices["H100-SXM"].with_changes(name="@EVIL")], specs)
@@ -196,7 +196,7 @@ def test_hardware_page_workbook_keeps_uploaded_sources_and_formula_like_names(de
 
     from dashboard.state import ViewState
     from dashboard.views.hardware import workbook_bytes
-    from engine.specs import load_specs, write_specs
+    from engine.hardware.specs import load_specs, write_specs
 
     name = '=HYPERLINK("http://example.com","x")'
     mine = devices["T4"].with_changes(name=name)

@@ -12,7 +12,7 @@ from dashboard.carry import MAX_LINK_CHARS, CarryError, device_from_blob, pack, 
 from dashboard.state import ViewState, parse_query, to_query
 from dashboard.resolve import resolve_scenario
 from engine.models import load_catalog_config
-from engine.specs import load_specs
+from engine.hardware.specs import load_specs
 from tests.dashboard.test_app import XLSX, cell_of, edited_workbook, run_app, texts
 
 CHIP_BANDWIDTH_GB_S = 1000          # H100-SXM's column copied with a third of its bandwidth

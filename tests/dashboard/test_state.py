@@ -71,7 +71,7 @@ def test_resolve_model_and_scenario_fall_back():
 
 def test_downloaded_workbook_carries_clones_and_edits(devices):
     from dashboard.views.hardware import workbook_bytes
-    from engine.specs import load_sources, load_specs
+    from engine.hardware.specs import load_sources, load_specs
     state, _ = parse_query({"clone.H100-NEXT": "H100-SXM", "edit.H100-NEXT": "memory_bandwidth:5025",
                             "edit.MI300X": "num_cores:320"})
     resolved, state, warnings = resolve_devices(state, devices)
@@ -193,7 +193,7 @@ def test_model_parameter_accepts_catalog_hub_and_upload_names(text):
 
 def test_a_repo_shaped_name_that_is_also_a_local_folder_is_not_read(tmp_path, monkeypatch):
     """`org/name` is a Hub id; the dashboard's loader never looks for it on the server's disk."""
-    from engine.auto import load_any_model
+    from engine.decomposition.auto import load_any_model
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub-cache"))
     (tmp_path / "org" / "name").mkdir(parents=True)
     (tmp_path / "org" / "name" / "config.json").write_text(

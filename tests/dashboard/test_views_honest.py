@@ -11,7 +11,7 @@ from dashboard.context import scenario_line
 from tests.dashboard.test_app_explore import array
 from dashboard.state import ViewState, parse_query
 from dashboard.widgets import file_name
-from engine.workload import Scenario
+from engine.workload.scenario import Scenario
 from tests.conftest import REPO
 
 APP = str(REPO / "dashboard" / "app.py")
@@ -65,8 +65,8 @@ def test_scenario_line_names_every_layout_degree_above_one_and_chunked_prefill()
 
 def test_sweep_chart_draws_points_that_do_not_fit_hollow_with_the_reason(llama8b):
     from dashboard.charts import sweep_figure
-    from engine.specs import load_specs
-    from engine.sweeps import sweep
+    from engine.hardware.specs import load_specs
+    from engine.explore.sweeps import sweep
 
     h100 = load_specs()["H100-SXM"]
     frame = sweep(h100, llama8b, Scenario(), "batch", [1, 8, 1024])
@@ -96,8 +96,8 @@ def test_sweeps_page_draws_batches_past_the_largest_that_fits_hollow():
 
 def test_tp_sweep_gives_the_reason_a_layout_does_not_fit(llama70b):
     from dashboard.charts.layout import layout_sweep_figure
-    from engine.layout_sweep import layout_sweep
-    from engine.specs import load_specs
+    from engine.explore.layout_sweep import layout_sweep
+    from engine.hardware.specs import load_specs
 
     # 70.6 B parameters x 2 B = 141 GB of bf16 weights: past one 80 GB H100, within four (35 GB each)
     assert 70.6e9 * 2 > 80e9 > 70.6e9 * 2 / 4
@@ -114,7 +114,7 @@ def test_tp_sweep_gives_the_reason_a_layout_does_not_fit(llama70b):
 
 def test_ideal_vs_realistic_chart_uses_realistic_graph_when_it_is_selected(llama8b):
     import engine
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
 
     app = run_app(method="realistic-graph", phase="decode")
     assert not app.exception
@@ -172,9 +172,9 @@ def test_card_of_an_automatic_multi_query_model_says_one_kv_head():
 def test_decode_attention_on_the_roofline_carries_its_kv_reads_and_is_memory_bound():
     import engine
     from dashboard.charts import roofline_figure
-    from engine.ceilings import roofline_ceilings
+    from engine.hardware.ceilings import roofline_ceilings
     from engine.models import load_model
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
 
     h100 = load_specs()["H100-SXM"]
     gemma = load_model("google/gemma-3-27b-pt")
@@ -240,7 +240,7 @@ def test_bad_workbook_upload_keeps_the_uploaded_device_selected_with_its_edits(u
 
 def test_default_view_leads_with_realistic_and_shows_the_roofline_beside_it(llama8b):
     import engine
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
 
     app = run_app()
     assert not app.exception
@@ -278,7 +278,7 @@ def test_mla_decode_attention_carries_the_latent_it_reads():
     import engine
     from dashboard.charts.frames import attention_with_kv_reads
     from engine.models import load_model
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
 
     result = engine.estimate(load_specs()["H100-SXM"], load_model("deepseek-ai/DeepSeek-V3"),
                              engine.Scenario(phase="decode", input_length=4096, tp=8))

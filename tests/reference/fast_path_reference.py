@@ -96,7 +96,7 @@ def compute(keys=None) -> dict[str, dict | str]:
     """{case key: digests, or 'error: <type>: <message>' where the engine refuses the case}."""
     import engine
     from engine.models import load_model
-    from engine.specs import load_specs
+    from engine.hardware.specs import load_specs
     devices, models, out = load_specs(), {}, {}
     for key, device, model_id, fields, method in cases():
         if keys is not None and key not in keys:

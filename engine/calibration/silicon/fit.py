@@ -1,0 +1,127 @@
+"""Fit the realistic method's GEMM constants per dtype on the measured tables, leave-one-device-out.
+
+The realistic GEMM time of a device (engine/estimators/realistic.py) uses the workbook's
+achievable_matrix_fraction, achievable_memory_bandwidth_fraction and kernel_latency (blank: the defaults).
+Per dtype two software constants adjust it, the same on every device (RealisticConstants):
+
+    matrix rate     = peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype]
+    device latency  = max(0, kernel_latency + gemm_format_latency_s[dtype])
+
+so a device known only from the workbook gets them too. They are fitted by coordinate descent over
+1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
+training devices' rows pooled; `leave_one_device_out` fits without device X and scores X.
+The GEMM model is engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of
+matrix fraction, memory fraction and latency: tile candidates evaluated once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from engine.calibration.fit import GemmModel, objective
+from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
+from engine.calibration.silicon.score import gemm_kernels, measured_kernels
+
+FIT_DTYPES = ("bf16", "fp8", "fp8_g128")
+FRAMEWORKS = ("trtllm", "vllm", "sglang")
+EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
+EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
+
+
+LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
+EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
+
+
+def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
+             seed: int = 0) -> pd.DataFrame:
+    """GEMM measurements of FIT_DTYPES (weights and activations alike) on workbook devices, n and k >= LEAST_N_K,
+    without the EXCLUDED (framework, dtype) tables, at most `rows_per_group` per device x dtype x framework
+    (a fixed random sample)."""
+    parts = []
+    for framework in frameworks:
+        frame = measured_kernels("gemm", root, framework)
+        excluded = frame["dtype"].map(lambda d: (framework, d) in EXCLUDED)
+        frame = frame[frame["device"].isin(list(devices)) & frame["dtype"].isin(FIT_DTYPES) & ~excluded
+                      & (frame["weight_dtype"] == frame["activation_dtype"])
+                      & (frame["n"] >= LEAST_N_K) & (frame["k"] >= LEAST_N_K)]
+        for _, rows in frame.groupby(["device", "dtype"]):
+            parts.append(rows.sample(n=min(rows_per_group, len(rows)), random_state=seed))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+class DeviceGemms:
+    """One device's rows of one dtype: the fast GEMM model, the measured times and the device's constants."""
+
+    def __init__(self, rows: pd.DataFrame, hardware):
+        columns, index = gemm_kernels(rows.reset_index(drop=True))
+        self.model = GemmModel({key: values[np.argsort(index)] for key, values in columns.items()}, hardware)
+        self.measured = rows["time_s"].to_numpy(dtype=float)
+        self.rates = DeviceRates.of(hardware)
+
+    def predicted(self, efficiency: float, extra_latency_s: float) -> np.ndarray:
+        rates = self.rates
+        return self.model.time(rates.matrix_fraction * efficiency, rates.memory_fraction,
+                               max(rates.kernel_latency_s + extra_latency_s, 0.0))
+
+
+def device_gemms(rows: pd.DataFrame, devices: dict) -> dict:
+    """{(device, dtype): DeviceGemms}."""
+    return {key: DeviceGemms(part, devices[key[0]]) for key, part in rows.groupby(["device", "dtype"])}
+
+
+def pooled_objective(groups: list, efficiency: float, extra_latency_s: float) -> float:
+    predicted = np.concatenate([g.predicted(efficiency, extra_latency_s) for g in groups])
+    measured = np.concatenate([g.measured for g in groups])
+    return objective(predicted, measured)
+
+
+def fit_dtype(groups: list, rounds: int = 3) -> tuple[float, float]:
+    """(gemm_matrix_efficiency, gemm_format_latency_s) minimising the pooled objective."""
+    efficiency, extra = 1.0, 0.0
+    for _ in range(rounds):
+        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: pooled_objective(groups, e, extra)))
+        extra = float(min(EXTRA_LATENCY_GRID, key=lambda x: pooled_objective(groups, efficiency, x)))
+    return efficiency, extra
+
+
+def errors(group: DeviceGemms, efficiency: float, extra_latency_s: float) -> dict:
+    error = group.predicted(efficiency, extra_latency_s) / group.measured - 1.0
+    return {"count": error.size, "median_abs_error": float(np.median(np.abs(error))),
+            "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))}
+
+
+def leave_one_device_out(rows: pd.DataFrame, devices: dict) -> pd.DataFrame:
+    """Per device x dtype: errors uncalibrated (efficiency 1, no extra latency: `before`), with the constants
+    fitted on the OTHER devices (`lodo`; their values in efficiency / extra_latency_us) and with the shipped
+    DEFAULT_CONSTANTS (`shipped`: fitted on every device, in-sample)."""
+    groups = device_gemms(rows, devices)
+    lines = []
+    for (device, dtype), held_out in groups.items():
+        training = [g for (d, t), g in groups.items() if t == dtype and d != device]
+        if not training:
+            continue
+        efficiency, extra = fit_dtype(training)
+        shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
+                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0))
+        line = {"device": device, "dtype": dtype, "count": held_out.measured.size, "efficiency": efficiency,
+                "extra_latency_us": extra * 1e6}
+        for label, values in (("before", (1.0, 0.0)), ("lodo", (efficiency, extra)), ("shipped", shipped)):
+            line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def fit_all(rows: pd.DataFrame, devices: dict) -> dict:
+    """{dtype: (efficiency, extra latency)} fitted on every device (the values to ship)."""
+    groups = device_gemms(rows, devices)
+    return {dtype: fit_dtype([g for (_, t), g in groups.items() if t == dtype]) for dtype in FIT_DTYPES
+            if any(t == dtype for _, t in groups)}
+
+
+def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
+    """`base` with the fitted per-dtype GEMM constants."""
+    return replace(base, gemm_matrix_efficiency={d: e for d, (e, _) in fitted.items()},
+                   gemm_format_latency_s={d: x for d, (_, x) in fitted.items()})

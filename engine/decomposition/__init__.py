@@ -1,0 +1,5 @@
+"""Layer 3, model + scenario -> kernel table: forward-pass records (passes.py), the transformer (transformer.py),
+MLA, MoE, the chunked-prefill schedule (chunked.py), the seed notebook's decomposition (seed.py), and the
+automatic decomposition of any Hugging Face architecture (auto/).
+
+Layers and import rules: docs/architecture.md."""

@@ -1,0 +1,95 @@
+"""Mixture-of-experts layers on one device: router, expert dispatch, grouped expert GEMMs, combine.
+
+Formulas and the expert-parallel layout: docs/parallelism.md ("Expert parallelism").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.kernels.fields import mlp_activation_fields
+from engine.workload.parallel import ParallelLayout
+
+
+def routing_probabilities(num_experts: int, experts_per_token: int, routing_skew: float = 0.0) -> np.ndarray:
+    """Per-token probability p_e that a token picks expert e (experts by popularity rank, sum p_e = k).
+
+    routing_skew s is a Zipf exponent: p_e proportional to rank^-s, capped at 1 (a token picks an expert
+    at most once) with the excess shared among the others in the same proportions (water-filling), so
+    that every token still picks exactly k experts on average. s = 0: uniform, p_e = k / E.
+    """
+    k, experts = float(experts_per_token), int(num_experts)
+    if routing_skew == 0:
+        return np.full(experts, k / experts)
+    weight = np.arange(1, experts + 1, dtype=float) ** -float(routing_skew)
+    capped = np.zeros(experts, dtype=bool)
+    while not capped.all():
+        share = (k - capped.sum()) / weight[~capped].sum()
+        p = np.where(capped, 1.0, weight * share)
+        if not (p > 1.0).any():
+            return p
+        capped |= p > 1.0
+    return np.ones(experts)
+
+
+def expected_active_experts(experts_held, num_experts, experts_per_token, tokens, routing_skew: float = 0.0):
+    """Experts of the `experts_held` on a device that at least one of `tokens` tokens is routed to.
+
+    With p_e the probability that one token picks expert e (routing_probabilities) and tokens routed
+    independently, expert e stays idle with probability (1 - p_e)^tokens, so the expected number of
+    distinct experts touched is sum_e [1 - (1 - p_e)^tokens] (linearity of expectation; exact for these
+    marginals). Uniform routing (routing_skew 0): E x (1 - (1 - k / E)^tokens). A device holding
+    `experts_held` of the E experts touches that share of them (the mean over the expert-parallel
+    devices). Only these experts' weights are read."""
+    tokens = np.asarray(tokens, dtype=float)
+    if routing_skew == 0:
+        return experts_held * (1.0 - (1.0 - experts_per_token / num_experts) ** tokens)
+    p = routing_probabilities(num_experts, experts_per_token, routing_skew)
+    idle = (1.0 - p[:, None]) ** tokens.reshape(1, -1)
+    touched = (1.0 - idle).sum(axis=0).reshape(tokens.shape)
+    return experts_held / num_experts * touched
+
+
+def add_moe_block(b, fp, model, layout: ParallelLayout, T, count, gemm, elementwise, collective, act, wgt,
+                  gemm_dtype, matrix_type, routing_skew: float = 0.0) -> None:
+    """One MoE MLP on one device (docs/parallelism.md): router, [dispatch], routed experts as grouped
+    GEMMs over the experts the tokens reach, [combine], weighted sum of the k outputs, shared experts."""
+    h, k, tp, ep = model.hidden_size, model.experts_per_token, layout.tp, layout.ep
+    routed_tokens = T / tp if ep > 1 else T        # with ep > 1 each TP rank routes its share of the tokens
+    assignments = routed_tokens * k                 # (token, expert) pairs sent out = received (balanced)
+    active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, routed_tokens * ep,
+                                                routing_skew), 1e-9)
+    inner = layout.expert_intermediate
+    router = gemm("MoE_router", routed_tokens, h, model.num_experts, count, getattr(model, "router_bias", False))
+    if ep > 1:
+        collective("AllToAll_dispatch", assignments, h, assignments * h * act, ep, count, router)
+    bias = getattr(model, "expert_bias", False)
+
+    def experts_gemm(name, k_dim, n_dim):
+        return b.add(phase=fp.phase, name=name, type=matrix_type, op="gemm", unit="matrix", dtype=gemm_dtype,
+                     m=assignments / active, k=k_dim, n=n_dim, batch=active, count=count,
+                     macs=assignments * k_dim * n_dim,
+                     weight_bytes=active * (k_dim * n_dim + (n_dim if bias else 0)) * wgt,
+                     activation_bytes=assignments * (k_dim + n_dim) * act)
+
+    experts_gemm("Expert_up", h, inner)
+    if model.gated_mlp:
+        experts_gemm("Expert_gate", h, inner)
+    elementwise("Expert_act", "activation",
+                mlp_activation_fields(assignments, inner, model.hidden_act, model.gated_mlp, act), count)
+    down = experts_gemm("Expert_down", inner, h)
+    if ep > 1:
+        collective("AllToAll_combine", assignments, h, assignments * h * act, ep, count, down)
+    elementwise("MoE_combine", "residual",   # weighted sum of each token's k expert outputs
+                dict(m=routed_tokens, n=h, vector_flops=2.0 * assignments * h,
+                     activation_bytes=(assignments + routed_tokens) * h * act), count)
+    shared = layout.shared_intermediate
+    if shared:
+        gemm("Shared_up", T, h, shared, count, model.mlp_bias)
+        if model.gated_mlp:
+            gemm("Shared_gate", T, h, shared, count, model.mlp_bias)
+        elementwise("Shared_act", "activation",
+                    mlp_activation_fields(T, shared, model.hidden_act, model.gated_mlp, act), count)
+        down = gemm("Shared_down", T, shared, h, count, model.mlp_bias)
+    if tp > 1:   # partial sums of TP-split experts (or the token shares of EP ranks) completed over tp
+        collective("AllReduce_moe", T, h, T * h * act, tp, count, down)

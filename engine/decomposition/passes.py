@@ -1,0 +1,82 @@
+"""One forward pass's records: which tokens run through the layers and which sequences attend within it.
+
+`ForwardPass` is one step (or iteration) of a phase; `AttentionPart` the attention work in it, as totals
+per row. engine/decomposition/transformer.py turns them into kernels; engine/decomposition/chunked.py
+builds them for the chunked-prefill schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+import numpy as np
+
+from engine.kernels.attention_window import causal_pairs, key_span
+
+
+@dataclass(frozen=True)
+class AttentionPart:
+    """Sequences attending within one pass, as totals per row (one row per step or iteration).
+
+    `pairs` counts causal (query, key) pairs per head summed over the sequences; `cache_tokens`
+    the K (and V) tokens streamed from the KV cache; `fresh_tokens` the new tokens whose K/V the
+    kernel takes straight from the projection (a prompt's first chunk). `context` is the mean
+    number of keys a sequence's queries attend together (the shape's n: prior + new tokens, or
+    min(prior, window - 1) + new tokens in a sliding-window layer). `window` is the sliding
+    window these totals are for (None: full attention); `windowed(w)` gives the part for a window.
+    """
+
+    prefix: str          # "" for plain prefill/decode, "p"/"d" for the two halves of a chunk
+    matrix_type: str     # Ma_Mqa (many query tokens) or Va_Mqa (one query token)
+    sequences: np.ndarray
+    query_tokens: np.ndarray
+    context: np.ndarray
+    pairs: np.ndarray
+    cache_tokens: np.ndarray
+    fresh_tokens: np.ndarray
+    per_row_count: bool = False   # True: each row is one step/iteration (count = layers), else counted `steps` times
+    window: int | None = None
+    window_builder: Callable[[int], "AttentionPart"] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def uniform(cls, prefix: str, sequences, new_tokens, prior: np.ndarray, matrix_type: str,
+                window: int | None = None, per_row_count: bool | None = None):
+        """`sequences` alike: `new_tokens` each after `prior` cached tokens (one value per step).
+
+        `sequences` and `new_tokens` may also be arrays with one value per row (engine/explore/points.py
+        stacks many scenarios that way); `per_row_count` then says whether each row is counted once
+        (None: when there is more than one row, as for the steps of a request)."""
+        q = np.asarray(new_tokens, dtype=float)
+        context = key_span(q, prior, window)                      # keys the new tokens attend together
+        rows = len(prior)
+        # new K/V were stored first (a decode token, a later chunk): the kernel streams the context
+        from_cache = np.broadcast_to((q == 1) | (np.asarray(prior, dtype=float) > 0), (rows,))
+        sequences_row = np.broadcast_to(np.asarray(sequences, dtype=float), (rows,))
+        tokens = sequences_row * q
+        return cls(prefix, matrix_type, sequences_row.copy(), np.broadcast_to(tokens, (rows,)).copy(), context,
+                   sequences_row * causal_pairs(q, prior, window),
+                   np.where(from_cache, sequences_row * context, 0.0),
+                   np.where(from_cache, 0.0, tokens),
+                   per_row_count=rows > 1 if per_row_count is None else per_row_count, window=window,
+                   window_builder=partial(cls.uniform, prefix, sequences, new_tokens, prior, matrix_type,
+                                          per_row_count=per_row_count))
+
+    def windowed(self, window: int | None) -> "AttentionPart":
+        """The same sequences in a layer that attends to at most `window` keys (None: this part)."""
+        if window is None or window == self.window:
+            return self
+        if self.window_builder is None:
+            raise ValueError(f"attention part {self.prefix!r} cannot be recomputed for a sliding window")
+        return self.window_builder(window)
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    phase: str
+    tokens: object       # tokens through the linear layers in one step (an array: one value per iteration)
+    logit_rows: object   # rows through the LM head in one step
+    steps: int           # times this pass runs on the device (decode steps; prefill micro-batches)
+    attention: tuple[AttentionPart, ...]
+    micro_batches: int = 1

@@ -1,0 +1,142 @@
+"""The kernel table: one row per kernel, columnar, built from numpy arrays.
+
+Columns (per occurrence unless said otherwise):
+  phase, name, type, op, unit, dtype   strings (type follows the seed: Ma_Mw, Va_Mqa, KVCache, ...)
+  m, k, n, batch                      GEMM shape C[m,n] = A[m,k] @ B[k,n], `batch` independent GEMMs
+  context                             attention context in tokens (NaN for other kernels)
+  attention_window                    sliding-window attention: keys a query attends at most (NaN: full
+                                      attention, and every kernel that is not attention)
+  count                               occurrences in the phase (layers x steps)
+  macs, matrix_flops, vector_flops, flops
+  weight_bytes, activation_bytes, kv_bytes, bytes
+  link_bytes, group_size              collectives: bytes each device sends over its links, devices in the group
+                                      (0 and 1 for every other kernel)
+  overlap_group                       collectives: the `group` of the kernel it may hide behind (-1: none)
+  group                               rows added by one `add` call (decode steps of one kernel)
+
+The table describes what ONE device does: with tensor/pipeline parallelism, shapes, bytes and
+counts are per device (docs/parallelism.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
+NUMBER_COLUMNS = (
+    "m", "k", "n", "batch", "context", "attention_window", "count", "macs", "matrix_flops", "vector_flops",
+    "weight_bytes", "activation_bytes", "kv_bytes", "link_bytes", "group_size", "overlap_group",
+)
+KERNEL_COLUMNS = STRING_COLUMNS + NUMBER_COLUMNS + ("flops", "bytes", "group")
+
+# FLOP per element for element-wise work on the vector units (a convention, stated once).
+FLOPS_PER_ELEMENT = {
+    "rmsnorm": 4.0,      # square, accumulate, multiply by rsqrt, multiply by weight
+    "layernorm": 7.0,    # mean, subtract, square, accumulate, normalise, weight, bias
+    "residual": 1.0,     # one add
+    "rotary": 3.0,       # x*cos + rotate(x)*sin: two multiplies and an add per element
+    "softmax": 5.0,      # scale, max, subtract, exp, sum-and-divide per score element
+    "gate_multiply": 1.0,
+    "softcap": 3.0,      # Gemma 2 logit soft-capping cap * tanh(x / cap): divide, tanh, multiply
+}
+ACTIVATION_FLOPS = {"silu": 4.0, "swish": 4.0, "gelu": 8.0, "relu": 1.0}
+
+
+# Kernel families for charts that stack by group rather than by kernel.
+FAMILY_BY_NAME = {
+    "Embedding": "embedding & head", "LM_head": "embedding & head",
+    "Norm_attn": "norms & residuals", "Norm_ffn": "norms & residuals", "Norm_final": "norms & residuals",
+    "Norm_post_attn": "norms & residuals", "Norm_post_ffn": "norms & residuals", "Norm_qk": "norms & residuals",
+    "Norm_q_a": "norms & residuals", "Norm_kv_a": "norms & residuals",
+    "Residual_attn": "norms & residuals", "Residual_ffn": "norms & residuals",
+    "Q/K/V*W": "attention projections", "O*W": "attention projections", "Rotary": "attention projections",
+    # multi-head latent attention (engine/decomposition/mla.py)
+    "Q*W": "attention projections", "Q_a*W": "attention projections", "Q_b*W": "attention projections",
+    "KV_a*W": "attention projections", "KV_b*W": "attention projections", "Q*W_UK": "attention projections",
+    "O*W_UV": "attention projections",
+    "FFN_up": "MLP", "FFN_gate": "MLP", "FFN_act": "MLP", "FFN_down": "MLP",
+    "Pipeline_bubble": "pipeline bubble",
+    "MoE_router": "MoE", "Expert_up": "MoE", "Expert_gate": "MoE", "Expert_act": "MoE", "Expert_down": "MoE",
+    "MoE_combine": "MoE", "Shared_up": "MoE", "Shared_gate": "MoE", "Shared_act": "MoE", "Shared_down": "MoE",
+}
+COLLECTIVE_PREFIXES = ("AllReduce_", "AllGather_", "ReduceScatter_", "AllToAll_", "SendRecv_")
+SLIDING_SUFFIX = " (sliding)"   # kernels of sliding-window layers: "Q*gK (sliding)", "KVCache_Read (sliding)"
+
+
+def kernel_family(name: str) -> str:
+    """The family a kernel belongs to (attention core for KV traffic, scores, softmax, ...)."""
+    if name.startswith(COLLECTIVE_PREFIXES):
+        return "communication"
+    name = name.removesuffix(SLIDING_SUFFIX)
+    if name not in FAMILY_BY_NAME and name[:1] in ("d", "p") and name[1:] in FAMILY_BY_NAME:
+        name = name[1:]          # the decode / prefill part of a chunk (dQ*W_UK, pKV_b*W)
+    return FAMILY_BY_NAME.get(name, "attention core")
+
+
+def activation_flops(hidden_act: str) -> float:
+    """FLOP per element of an MLP activation function (gelu variants count as gelu)."""
+    name = hidden_act.lower()
+    for key, flops in ACTIVATION_FLOPS.items():
+        if key in name:
+            return flops
+    return ACTIVATION_FLOPS["gelu"]
+
+
+class KernelTableBuilder:
+    """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
+
+    def __init__(self) -> None:
+        # per `add`: (rows, the first value of each NUMBER_COLUMNS entry, {column index: array of > 1 values},
+        # the STRING_COLUMNS values)
+        self._rows: list[tuple[int, list, dict, tuple]] = []
+
+    def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
+            m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
+            weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
+        """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
+        numbers = [m, k, n, batch, context, attention_window, count, macs, np.multiply(2.0, macs), vector_flops,
+                   weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
+        rows, wide = 1, {}
+        sized = False
+        for index, value in enumerate(numbers):
+            if isinstance(value, np.ndarray):
+                if value.ndim:
+                    rows = value.size if not sized else max(rows, value.size)
+                    sized = True
+                if value.size > 1:
+                    wide[index] = value
+                numbers[index] = value.item(0)
+        self._rows.append((rows, numbers, wide, (phase, name, type, op, unit, dtype)))
+        return len(self._rows) - 1
+
+    def build_columns(self) -> dict[str, np.ndarray]:
+        """The table as a dict of numpy arrays (the engine's fast internal form)."""
+        lengths = np.array([entry[0] for entry in self._rows], dtype=np.int64)
+        ends = np.cumsum(lengths)
+        # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
+        firsts = np.array([entry[1] for entry in self._rows], dtype=float).reshape(len(self._rows),
+                                                                                   len(NUMBER_COLUMNS))
+        numbers = np.repeat(np.ascontiguousarray(firsts.T), lengths, axis=1)   # one contiguous row per column
+        for i, (_, _, wide, _) in enumerate(self._rows):
+            for index, values in wide.items():
+                numbers[index, ends[i] - lengths[i]:ends[i]] = values
+        data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
+        strings = np.array([entry[3] for entry in self._rows], dtype=object).reshape(len(self._rows),
+                                                                                    len(STRING_COLUMNS))
+        for index, key in enumerate(STRING_COLUMNS):
+            data[key] = np.repeat(strings[:, index], lengths)
+        data["group"] = np.repeat(np.arange(len(self._rows)), lengths)
+        data["flops"] = data["matrix_flops"] + data["vector_flops"]
+        data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
+        return {c: data[c] for c in KERNEL_COLUMNS}
+
+    def build(self) -> pd.DataFrame:
+        return pd.DataFrame(self.build_columns())
+
+
+def as_columns(table) -> dict[str, np.ndarray]:
+    """A kernel table (DataFrame or dict of arrays) as a dict of numpy arrays."""
+    if isinstance(table, pd.DataFrame):
+        return {c: table[c].to_numpy() for c in table.columns}
+    return dict(table)

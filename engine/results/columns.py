@@ -1,0 +1,248 @@
+"""An estimate's bookkeeping on numpy columns: kernels combined over decode steps, presentation columns,
+totals per phase, MoE experts touched. The fast path of `engine.estimate` (issue 15): no pandas runs while
+estimating; `KernelColumns.frame()` builds the user's DataFrame when it is first asked for (docs/methods.md,
+"Lazy results"), exactly as the pandas path built it, so results are bit-identical
+(tests/test_fast_path_identity.py).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+import numpy as np
+
+from engine.estimators import STEP_MEAN_COLUMNS
+from engine.kernels.table import kernel_family
+
+# per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
+MEAN_COLUMNS = (
+    "m", "k", "n", "batch", "context", "macs", "matrix_flops", "vector_flops", "flops", "weight_bytes",
+    "activation_bytes", "kv_bytes", "bytes", "compute_time_s", "memory_time_s", "time_s", "link_bytes",
+) + STEP_MEAN_COLUMNS
+
+
+class KernelColumns:
+    """One row per kernel as numpy columns: `source` (the table the DataFrame starts from), the rows kept
+    (`keep`, None: all) and the columns appended after (`added`, values of the kept rows, in order).
+    Reads like a kernel DataFrame: `name in columns`, `columns[name]` (a numpy array), `len(columns)`."""
+
+    def __init__(self, source: dict, keep: Optional[np.ndarray] = None) -> None:
+        self.source, self.keep = source, keep
+        self.added: dict = {}
+        self._arrays: dict = {}
+
+    def __contains__(self, name) -> bool:
+        return name in self.added or name in self.source
+
+    def __getitem__(self, name) -> np.ndarray:
+        if name in self.added:
+            return np.asarray(self.added[name])
+        if name not in self._arrays:
+            values = np.asarray(self.source[name])
+            self._arrays[name] = values if self.keep is None else values[self.keep]
+        return self._arrays[name]
+
+    def __len__(self) -> int:
+        return len(self["count"])
+
+    def add(self, name: str, values) -> None:
+        self.added[name] = values
+
+    def frame(self):
+        """The kernel DataFrame in one construction: the columns, order and dtypes the pandas path gave."""
+        import pandas as pd
+        if self.keep is None:
+            data = dict(self.source)
+        else:
+            data = {name: np.asarray(values)[self.keep] for name, values in self.source.items()}
+        data.update(self.added)
+        return pd.DataFrame(data)
+
+
+def combine_steps(columns: dict) -> KernelColumns:
+    """One row per kernel: rows sharing a `group` (a kernel at each decode step) are combined.
+
+    Per-occurrence values become count-weighted means, so count x time_s still sums to the
+    phase time; `bound` is the bound that holds for most of the kernel's time. Kernels no step runs
+    (count 0) are dropped.
+    """
+    groups = columns["group"]
+    codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    if len(codes) == len(groups):
+        count = np.asarray(columns["count"])
+        return KernelColumns(columns, count > 0 if (count <= 0).any() else None)
+    out = {key: np.asarray(values)[first] for key, values in columns.items()}
+    count = columns["count"].astype(float)
+    total_count = np.bincount(inverse, weights=count)
+    divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
+    for column in MEAN_COLUMNS:
+        if column in columns:
+            values = finite(columns[column])
+            means = np.bincount(inverse, weights=values * count) / divisor
+            out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
+    # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
+    bound = np.asarray(columns["bound"]).astype(object)
+    labels = set(bound.tolist())
+    if not all(isinstance(label, str) for label in labels):
+        bound = bound.astype(str).astype(object)
+        labels = set(bound.tolist())
+    labels = sorted(labels)                       # ties go to the first label in alphabetical order
+    label_codes = label_codes_of(bound, labels)
+    work = columns["time_s"] * count
+    time_by_label = np.bincount(inverse * len(labels) + label_codes, weights=work,
+                                minlength=len(codes) * len(labels)).reshape(len(codes), len(labels))
+    out["bound"] = np.array(labels, dtype=str)[time_by_label.argmax(axis=1)].astype(object)
+    out["count"] = total_count
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["intensity"] = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.inf)
+    return KernelColumns(out, total_count > 0 if (total_count <= 0).any() else None)
+
+
+def first_seen_codes(values) -> tuple[np.ndarray, list]:
+    """(code per value, the distinct values in order of first appearance): pandas.factorize without pandas."""
+    values = np.asarray(values, dtype=object)
+    labels = list(dict.fromkeys(values.tolist()))
+    return label_codes_of(values, labels), labels
+
+
+def label_codes_of(values: np.ndarray, labels: list) -> np.ndarray:
+    """The position in `labels` of each of `values` (an object array holding only those labels); one
+    vectorized comparison per label, since a table holds a handful of phases or bound labels."""
+    codes = np.zeros(len(values), dtype=np.intp)
+    for code, label in enumerate(labels[1:], start=1):
+        codes[values == label] = code
+    return codes
+
+
+def finite(values) -> np.ndarray:
+    """`values` as floats with NaN as 0 and infinities as the largest floats (numpy.nan_to_num), without
+    copying when every value is finite already (the common case; callers do not write to the result)."""
+    values = np.asarray(values, dtype=float)
+    return values if np.isfinite(values).all() else np.nan_to_num(values)
+
+
+def group_sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """Per group code: the sum of `values` (NaN skipped), added exactly as pandas 3.1's `groupby(...).sum()`
+    adds them, so the fast path's time shares are bit-identical to the pandas path's: `np.add.reduceat`
+    over each group's run when every group is one contiguous run and no value is NaN, else a compensated
+    (Kahan) sum in row order."""
+    if len(codes) and not np.isnan(values).any() and (codes[1:] >= codes[:-1]).all():
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+        sums = np.zeros(groups)
+        sums[codes[starts]] = np.add.reduceat(values, starts)
+        return sums
+    total = [0.0] * groups
+    compensation = [0.0] * groups
+    for code, value in zip(codes.tolist(), values.tolist()):
+        if value != value:
+            continue
+        y = value - compensation[code]
+        t = total[code] + y
+        c = t - total[code] - y
+        compensation[code] = 0.0 if c != c else c
+        total[code] = t
+    return np.array(total, dtype=float)
+
+
+@lru_cache(maxsize=4096)
+def _family(name: str) -> str:
+    return kernel_family(name)
+
+
+def presentation_columns(kernels) -> dict:
+    """family (for grouped charts), total_time_s = count x time_s, and time_share within the phase."""
+    names = kernels["name"]
+    family = [_family(name) for name in names]
+    total_time = np.asarray(kernels["count"]) * np.asarray(kernels["time_s"])
+    codes, phases = first_seen_codes(kernels["phase"])
+    phase_time = group_sums(codes, np.asarray(total_time, dtype=float), len(phases))[codes]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(phase_time > 0, total_time / phase_time, 0.0)
+    return {"family": family, "total_time_s": total_time, "time_share": share}
+
+
+def step_bound_times(columns: dict) -> dict[tuple[str, str], float]:
+    """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
+    combined: the time during which each bound holds, step by step (a kernel compute bound over a short
+    context and memory bound over a long one counts on both sides)."""
+    phase_code, phases = first_seen_codes(columns["phase"])
+    bound = np.asarray(columns["bound"], dtype=object)
+    bounds = list(set(bound.tolist()))               # any order: the result is keyed by label
+    bound_code = label_codes_of(bound, bounds)
+    work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
+    sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
+    return {(str(p), str(b)): float(sums[i * len(bounds) + j])
+            for i, p in enumerate(phases) for j, b in enumerate(bounds)}
+
+
+def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] = None) -> dict[str, dict]:
+    """{phase: {time_s, macs, flops, bytes, kernel_launches, <bound>_bound_time_s..., link_bytes,
+    communication_time_s, hidden_communication_time_s}} from a kernel table (DataFrame or KernelColumns);
+    report.phase_totals documents the columns."""
+    def numbers(name):
+        return np.asarray(kernels[name], dtype=float)
+    phase = np.asarray(kernels["phase"])
+    count = numbers("count")
+    launches = count * (numbers("launches") if "launches" in kernels else 1.0)
+    launches = np.where(np.asarray(kernels["op"]) == "bubble", 0.0, finite(launches))
+    zeros = np.zeros(len(count))
+    link_bytes, communication, hidden = (finite(kernels[name]) * count if name in kernels else zeros
+                                         for name in ("link_bytes", "communication_time_s", "hidden_time_s"))
+    time = numbers("time_s") * count
+    macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
+    bound = np.asarray(kernels["bound"]).astype(str)
+    present = set(bound.tolist()) | {label for _, label in (by_bound or {})}
+    labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
+    totals = {}
+    for name in dict.fromkeys(phase.tolist()):
+        rows = phase == name
+        totals[name] = {
+            "time_s": time[rows].sum(),
+            "macs": (macs[rows] * count[rows]).sum(),
+            "flops": (flops[rows] * count[rows]).sum(),
+            "bytes": (traffic[rows] * count[rows]).sum(),
+            "kernel_launches": launches[rows].sum(),
+            **{f"{label}_bound_time_s": (by_bound.get((name, label), 0.0) if by_bound is not None
+                                          else time[rows & (bound == label)].sum()) for label in labels},
+            "link_bytes": link_bytes[rows].sum(),
+            "communication_time_s": communication[rows].sum(),
+            "hidden_communication_time_s": hidden[rows].sum(),
+        }
+    return totals
+
+
+def phase_frame(totals: dict[str, dict]):
+    """The `phases` DataFrame of phase_total_rows (one row per phase, index named `phase`)."""
+    import pandas as pd
+    frame = pd.DataFrame.from_dict(totals, orient="index")
+    frame.index.name = "phase"
+    return frame
+
+
+def experts_touched(kernels) -> dict[str, float]:
+    """Per phase: routed experts whose weights one device reads per MoE layer per step (the mean over the
+    phase's steps), from the expert GEMMs' `batch` (engine/decomposition/moe.py). Empty for dense models."""
+    rows = np.asarray(kernels["name"]) == "Expert_up"
+    if not rows.any():
+        return {}
+    phase = np.asarray(kernels["phase"])[rows]
+    count_all = np.asarray(kernels["count"], dtype=float)[rows]
+    batch_all = np.asarray(kernels["batch"], dtype=float)[rows]
+    found = {}
+    for name in dict.fromkeys(phase.tolist()):
+        group = phase == name
+        count = count_all[group]
+        if count.sum() > 0:
+            found[str(name)] = float(np.dot(batch_all[group], count) / count.sum())
+    return found
+
+
+def fallback_notes(kernels, hardware_name: str) -> list[str]:
+    """A note per dtype whose matrix work runs at another format's rate (the device lacks its rate)."""
+    if "matrix_rate_dtype" not in kernels:
+        return []
+    from engine.hardware.dtypes import compute_format
+    pairs = dict.fromkeys(zip(np.asarray(kernels["dtype"]).tolist(), np.asarray(kernels["matrix_rate_dtype"]).tolist()))
+    return [f"{hardware_name} has no {dtype} matrix rate: {dtype} matrix work runs at the {rate} rate"
+            for dtype, rate in pairs if rate and rate != compute_format(dtype)]

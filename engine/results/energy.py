@@ -1,0 +1,149 @@
+"""Energy and power: per-kernel activities x per-operation energies from the spec, plus static power x time.
+
+Per occurrence of a kernel (one device's view, as in the kernel table):
+
+    dynamic = MACs x pJ/MAC (the format the matrix units run the kernel's dtype in)
+            + vector FLOPs x pJ/FLOP
+            + HBM bytes x pJ/B (+ LLC and SRAM bytes x pJ/B where the hierarchical method gives them)
+            + link bytes x 8 x pJ/bit
+    static  = static power x time_s
+    energy  = dynamic + static
+
+The energies are estimates (scripts/build_specs.py cites them); a device whose spec lacks one that the
+estimate needs has no energy (`Estimate.energy` is None and a note says which value is missing).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from engine.hardware.device import Hardware
+from engine.results.columns import KernelColumns, finite
+
+ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_energy_j", "sram_energy_j",
+                  "link_energy_j", "static_energy_j", "energy_j")
+
+
+def _column(kernels, name: str) -> np.ndarray:
+    if name not in kernels:
+        return np.zeros(len(kernels["count"]))
+    return finite(kernels[name])
+
+
+def _mac_energy(hardware: Hardware, rate_dtype: str) -> Optional[float]:
+    if rate_dtype == "vector":
+        return None if hardware.vector_energy_j_per_flop is None else 2.0 * hardware.vector_energy_j_per_flop
+    return getattr(hardware, f"matrix_energy_j_per_mac_{rate_dtype}")
+
+
+def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str]]:
+    """Per-occurrence energy columns (joules) for every kernel row, or (None, [why]) when the spec lacks a value.
+    `kernels`: a kernel DataFrame or a dict of column arrays (engine/explore/evaluation.py)."""
+    missing = []
+    macs = _column(kernels, "macs") * (np.asarray(kernels["unit"]) == "matrix" if "unit" in kernels else 1.0)
+    per_mac = np.zeros(len(macs))
+    if (macs > 0).any():
+        dtypes = np.asarray(kernels["dtype"])
+        for dtype in dict.fromkeys(dtypes[macs > 0].tolist()):
+            rate = hardware.matrix_rate_dtype(dtype)
+            value = _mac_energy(hardware, rate)
+            if value is None:
+                missing.append(f"matrix_energy_per_mac_{rate}" if rate != "vector" else "vector_energy_per_flop")
+            else:
+                per_mac[dtypes == dtype] = value
+    vector_flops = _column(kernels, "vector_flops")
+    link_bytes = _column(kernels, "link_bytes")
+    hbm = _column(kernels, "hbm_bytes") if "hbm_bytes" in kernels else _column(kernels, "bytes")
+    needed = [("vector_energy_per_flop", hardware.vector_energy_j_per_flop, (vector_flops > 0).any()),
+              ("memory_energy_per_byte", hardware.memory_energy_j_per_byte, True),
+              ("link_energy_per_bit", hardware.link_energy_j_per_bit, (link_bytes > 0).any()),
+              ("static_power", hardware.static_power_w, True)]
+    missing += [key for key, value, used in needed if used and value is None]
+    if missing:
+        keys = ", ".join(dict.fromkeys(missing))
+        return None, [f"energy unavailable: {hardware.name} has no {keys} in the specs workbook"]
+    notes = []
+    out = {
+        "matrix_energy_j": macs * per_mac,
+        "vector_energy_j": vector_flops * (hardware.vector_energy_j_per_flop or 0.0),
+        "hbm_energy_j": hbm * hardware.memory_energy_j_per_byte,
+        "link_energy_j": link_bytes * 8.0 * (hardware.link_energy_j_per_bit or 0.0),
+        "static_energy_j": np.asarray(kernels["time_s"], dtype=float) * hardware.static_power_w,
+    }
+    for level, value in (("llc", hardware.llc_energy_j_per_byte), ("sram", hardware.sram_energy_j_per_byte)):
+        traffic = _column(kernels, f"{level}_bytes")
+        if value is None and (traffic > 0).any():
+            notes.append(f"energy: {hardware.name} has no {level}_energy_per_byte; {level} traffic is left out")
+        out[f"{level}_energy_j"] = traffic * (value or 0.0)
+    out["energy_j"] = sum(out[c] for c in ENERGY_COLUMNS[:-1])
+    return out, notes
+
+
+def add_energy(kernels, hardware: Hardware) -> list[str]:
+    """Add the ENERGY_COLUMNS to `kernels` (per occurrence) when the spec allows; returns notes.
+    `kernels`: a kernel DataFrame or engine/report_columns.KernelColumns."""
+    columns, notes = kernel_energy(kernels, hardware)
+    if columns is not None:
+        add = kernels.add if isinstance(kernels, KernelColumns) else kernels.__setitem__
+        for name in ENERGY_COLUMNS:
+            add(name, columns[name])
+        add("total_energy_j", np.asarray(kernels["count"], dtype=float) * columns["energy_j"])
+    return notes
+
+
+def energy_tokens(phase: str, batch, input_length, output_length, dp: int):
+    """The tokens energy is counted per (all dp replicas): prompt tokens for a prefill, one per sequence
+    for a decode step, output tokens otherwise (scalars or numpy arrays)."""
+    if phase == "prefill":
+        return dp * batch * input_length
+    if phase == "decode":
+        return dp * batch
+    return dp * batch * output_length
+
+
+def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
+    """Energy per phase, per request (all devices) and per token; average power against TDP.
+
+    The kernel table is one device's view, so the energy of all devices is devices x that device's energy
+    (every device of a tp/pp group runs its share; dp replicas each serve their own batch). Tokens are
+    output tokens (prefill-only scenarios: input tokens).
+    """
+    if "energy_j" not in kernels:
+        return None
+    count = np.asarray(kernels["count"], dtype=float)
+    columns = {c: np.asarray(kernels[c], dtype=float) for c in ("energy_j", "time_s") + ENERGY_COLUMNS[:-1]}
+    phase = np.asarray(kernels["phase"])
+    phases = {}
+    for name in dict.fromkeys(phase.tolist()):
+        rows = phase == name
+        n = count[rows]
+        phases[str(name)] = {c: float(np.dot(n, values[rows])) for c, values in columns.items()}
+    device_energy = float(np.dot(count, columns["energy_j"]))
+    device_time = float(np.dot(count, columns["time_s"]))
+    devices = scenario.device_count
+    s = scenario
+    tokens = energy_tokens(s.phase, s.batch, s.input_length, s.output_length, s.dp)
+    energy = device_energy * devices
+    power = device_energy / device_time if device_time > 0 else None
+    tdp = hardware.tdp_w
+    return {
+        "phases": phases,
+        "energy_per_device_j": device_energy,
+        "request_energy_j": energy,
+        "tokens": float(tokens),
+        "energy_per_token_j": energy / tokens if tokens else None,
+        "tokens_per_j": tokens / energy if energy > 0 else None,
+        "average_power_w": power,
+        "tdp_w": tdp,
+        "exceeds_tdp": bool(power is not None and tdp is not None and power > tdp),
+        "components_j": {c: float(np.dot(count, columns[c])) for c in ENERGY_COLUMNS[:-1]},
+    }
+
+
+def tdp_note(summary: Optional[dict], hardware: Hardware) -> list[str]:
+    if summary is None or not summary["exceeds_tdp"]:
+        return []
+    return [f"estimated average power {summary['average_power_w']:.0f} W exceeds {hardware.name}'s TDP "
+            f"{summary['tdp_w']:.0f} W: the chip would throttle, so the time estimate is optimistic"]
