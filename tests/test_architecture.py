@@ -1,5 +1,6 @@
 """The engine's house rules (issue 15, docs/architecture.md): imports run one way through the layers, no
-import cycles (function-level imports included), no file over 400 lines. Read from the source with `ast`."""
+import cycles (function-level imports included), no file over 400 lines, no function over 60 lines. Read from
+the source with `ast`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ MAX_LINES = 400
 KNOWN_LONG_FILES = {"engine/cli/main.py", "engine/decomposition/auto/to_kernels.py",
                     "engine/decomposition/auto/trace.py",
                     "engine/models/config.py", "engine/models/families.py"}
+MAX_FUNCTION_LINES = 60
+# Same rule: "path::qualified name" (methods as Class.method, nested functions as outer.inner), lines from `def`
+# to the end of the body (decorators excluded).
+KNOWN_LONG_FUNCTIONS = {
+    "engine/cli/main.py::build_parser",
+    "engine/decomposition/auto/to_kernels.py::kernel_rows",
+    "engine/decomposition/chunked.py::chunked_schedule",
+    "engine/decomposition/transformer.py::add_forward_pass",
+    "engine/explore/sensitivity.py::sensitivity",
+    "engine/serving/disagg.py::serve_disaggregated",
+    "engine/serving/scheduler.py::schedule",
+    "engine/serving/search_recommend_disagg.py::check_disaggregated",
+}
 KNOWN_CYCLES = [["engine.models.families", "engine.models.families_recent"]]
 
 
@@ -122,6 +136,35 @@ def test_no_engine_file_over_the_line_limit():
     long = {str(path.relative_to(REPO)) for path in ENGINE.rglob("*.py")
             if len(path.read_text().splitlines()) > MAX_LINES}
     assert long == KNOWN_LONG_FILES
+
+
+def function_lengths(tree: ast.AST, prefix: str = "") -> dict[str, int]:
+    """Qualified name -> lines from `def` to the body's last line, for every function at any depth."""
+    lengths = {}
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = prefix + child.name
+            lengths[name] = child.end_lineno - child.lineno + 1      # lineno is the `def` line, after decorators
+            lengths.update(function_lengths(child, name + "."))
+        elif isinstance(child, ast.ClassDef):
+            lengths.update(function_lengths(child, prefix + child.name + "."))
+        else:
+            lengths.update(function_lengths(child, prefix))     # functions under if/try blocks
+    return lengths
+
+
+def test_no_engine_function_over_the_line_limit():
+    long = {f"{path.relative_to(REPO)}::{name}" for path in ENGINE.rglob("*.py")
+            for name, lines in function_lengths(ast.parse(path.read_text())).items() if lines > MAX_FUNCTION_LINES}
+    assert sorted(long - KNOWN_LONG_FUNCTIONS) == [], "new functions over the limit: split them"
+    assert sorted(KNOWN_LONG_FUNCTIONS - long) == [], "now short (or gone): remove them from KNOWN_LONG_FUNCTIONS"
+
+
+def test_function_lengths_count_from_def_and_qualify_names():
+    source = ("@decorator\n@another\ndef outer():\n    def inner():\n        pass\n    return inner\n\n"
+              "class Box:\n    @property\n    def size(self):\n        return 1\n\n"
+              "if True:\n    def guarded():\n        pass\n")
+    assert function_lengths(ast.parse(source)) == {"outer": 4, "outer.inner": 2, "Box.size": 2, "guarded": 2}
 
 
 def test_the_checks_see_a_planted_cycle_and_an_upward_import(tmp_path):
