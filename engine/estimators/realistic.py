@@ -193,6 +193,23 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
     return Tiling(**merged)
 
 
+def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constants, efficiency):
+    """(matrix efficiency capped by the board's power, latency cycles or NaN) per GEMM row (gemm_latency_cycles,
+    gemm_power_j_per_flop of RealisticConstants: the dtype's own entry, else its compute format's)."""
+    dtypes, inverse = np.unique(np.asarray(out["dtype"])[rows].astype(str), return_inverse=True)
+    def lookup(table: dict, dtype: str) -> float:
+        return table.get(dtype, table.get(compute_dtype(dtype), np.nan))
+    inverse = inverse.reshape(-1)
+    cycles = np.array([lookup(constants.gemm_latency_cycles, d) for d in dtypes], dtype=float)[inverse]
+    joules = np.array([lookup(constants.gemm_power_j_per_flop, d) for d in dtypes], dtype=float)[inverse]
+    if rates.dynamic_power_w and np.isfinite(joules).any():
+        peak_flops = 2.0 * shapes.per_core_macs * rates.cores
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cap = rates.dynamic_power_w / joules / (peak_flops * rates.matrix_fraction)
+        efficiency = np.where(np.isfinite(cap), np.minimum(efficiency, cap), efficiency)
+    return efficiency, cycles
+
+
 def is_expert_gemm(names) -> np.ndarray:
     """MoE grouped-GEMM rows (engine/decompose_moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
     return np.char.find(np.asarray(names).astype(str), "Expert_") >= 0
@@ -212,8 +229,13 @@ def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
     shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
+    cycles = None
+    if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop:
+        efficiency, cycles = _clock_and_power(out, rows, shapes, rates, constants, efficiency)
     tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency)
     chain.latency[rows] = np.maximum(chain.latency[rows] + extra_latency, 0.0)
+    if cycles is not None:
+        chain.latency[rows] = np.where(np.isfinite(cycles), cycles / rates.clock_hz, chain.latency[rows])
     ideal = chain.t1[rows]
     t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
     t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))

@@ -88,6 +88,14 @@ class RealisticConstants:
     # the Vidur-fitted kernel_latency, see the doc).
     gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
     gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
+    # The clock-and-power form of a GEMM (per dtype, like the two above; empty: none shipped, see docs/accuracy.md):
+    # gemm_latency_cycles: the GEMM's device latency is cycles / clock_hz (replacing kernel_latency +
+    # gemm_format_latency_s): a kernel's prologue, pipeline fill and epilogue are core cycles, so a slower clock
+    # (A100's 1.41 GHz) has a longer floor. gemm_power_j_per_flop: the matrix rate is at most
+    # (tdp_w - static_power_w) / joules per FLOP (sustained clocks under the board's power limit: Blackwell's
+    # large GEMMs; devices without tdp_w are not capped). Fitted leave-one-device-out by engine/silicon/fit.py.
+    gemm_latency_cycles: dict = field(default_factory=dict)
+    gemm_power_j_per_flop: dict = field(default_factory=dict)
     # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
     # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
     # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
@@ -119,6 +127,7 @@ class DeviceRates:
     kernel_latency_s: float
     launch_overhead_s: float
     row_waves: bool = True     # row-wise kernels run one CTA per token in waves over the cores (SIMT devices)
+    dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -130,4 +139,5 @@ class DeviceRates:
             kernel_latency_s=hw.kernel_latency_s if hw.kernel_latency_s is not None else DEFAULT_KERNEL_LATENCY_S,
             launch_overhead_s=hw.launch_overhead_s or 0.0,
             row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
+            dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
         )
