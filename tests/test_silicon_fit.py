@@ -144,3 +144,14 @@ def test_clock_fit_recovers_known_constants_from_synthetic_times():
         groups.append(group)
     efficiency, cycles, joules = fit.fit_dtype_clock(groups)
     assert efficiency == pytest.approx(1.05, abs=0.011) and cycles == pytest.approx(5000.0, abs=101.0)
+
+
+def test_clock_constants_with_puts_the_fitted_form_into_realistic():
+    constants = fit.clock_constants_with({"bf16": (1.0, 6000.0, 0.56e-12)})
+    assert constants.gemm_latency_cycles == CLOCK.gemm_latency_cycles
+    assert constants.gemm_power_j_per_flop == CLOCK.gemm_power_j_per_flop
+    assert constants.gemm_matrix_efficiency["fp8"] == DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"]
+    big = one_gemm(8192, 8192, 8192, "bf16", 2.0)
+    b200 = load_specs()["B200"]
+    assert estimate_realistic(big, b200, constants=constants)["kernel_time_s"][0] == \
+        estimate_realistic(big, b200, constants=CLOCK)["kernel_time_s"][0]

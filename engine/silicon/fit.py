@@ -13,9 +13,10 @@ the latency and caps the matrix rate by the board's power, again from workbook f
     device latency  = gemm_latency_cycles[dtype] / clock_hz
     matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
                           (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype])
- They are fitted by coordinate descent over
-1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration_fit.objective) over the
-training devices' rows pooled; `leave_one_device_out` fits without device X and scores X.
+
+Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
+(engine.calibration_fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
+device X and scores X.
 The GEMM model is engine.calibration_fit.GemmModel (the realistic GEMM time as a fast function of
 matrix fraction, memory fraction and latency: tile candidates evaluated once).
 """
@@ -162,6 +163,15 @@ def fit_all(rows: pd.DataFrame, devices: dict) -> dict:
     groups = device_gemms(rows, devices)
     return {dtype: fit_dtype([g for (_, t), g in groups.items() if t == dtype]) for dtype in FIT_DTYPES
             if any(t == dtype for _, t in groups)}
+
+
+def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
+    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP)} of the clock-and-power form (fit_dtype_clock)
+    added (its efficiency joins gemm_matrix_efficiency; the format latency of those dtypes is then unused)."""
+    efficiency = {**base.gemm_matrix_efficiency, **{d: e for d, (e, _, _) in fitted.items()}}
+    return replace(base, gemm_matrix_efficiency=efficiency,
+                   gemm_latency_cycles={d: c for d, (_, c, _) in fitted.items()},
+                   gemm_power_j_per_flop={d: j for d, (_, _, j) in fitted.items() if j > 0})
 
 
 def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
