@@ -169,17 +169,21 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
     return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
 
 
-def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None):
-    """choose_tilings once per distinct (matrix, memory) efficiency pair (usually one or two), merged back per row."""
+def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
+                           split_k_latency_s=None):
+    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency) (usually one or two),
+    merged back per row."""
     rates = table.rates
     parts = {}
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
-    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency], axis=1), axis=0, return_inverse=True)
+    split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
+    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency, split], axis=1), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    for number, (value, memory_value) in enumerate(pairs):
+    for number, (value, memory_value, split_value) in enumerate(pairs):
         mine = inverse == number
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
-                               rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s)
+                               rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
+                               float(split_value))
         parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
                                              shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:
@@ -194,8 +198,9 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
 
 
 def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constants, efficiency):
-    """(matrix efficiency capped by the board's power, latency cycles or NaN) per GEMM row (gemm_latency_cycles,
-    gemm_power_j_per_flop of RealisticConstants: the dtype's own entry, else its compute format's)."""
+    """(matrix efficiency capped by the board's power, latency cycles or NaN, split-K seconds) per GEMM row
+    (gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles of RealisticConstants: the dtype's own entry,
+    else its compute format's)."""
     dtypes, inverse = np.unique(np.asarray(out["dtype"])[rows].astype(str), return_inverse=True)
     def lookup(table: dict, dtype: str) -> float:
         return table.get(dtype, table.get(compute_dtype(dtype), np.nan))
@@ -207,7 +212,8 @@ def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constant
         with np.errstate(divide="ignore", invalid="ignore"):
             cap = rates.dynamic_power_w / joules / (peak_flops * rates.matrix_fraction)
         efficiency = np.where(np.isfinite(cap), np.minimum(efficiency, cap), efficiency)
-    return efficiency, cycles
+    split = np.array([lookup(constants.gemm_split_k_cycles, d) for d in dtypes], dtype=float)[inverse]
+    return efficiency, cycles, np.nan_to_num(split, nan=0.0) / rates.clock_hz
 
 
 def is_expert_gemm(names) -> np.ndarray:
@@ -229,10 +235,10 @@ def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
     shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
-    cycles = None
-    if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop:
-        efficiency, cycles = _clock_and_power(out, rows, shapes, rates, constants, efficiency)
-    tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency)
+    cycles = split_s = None
+    if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
+        efficiency, cycles, split_s = _clock_and_power(out, rows, shapes, rates, constants, efficiency)
+    tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s)
     chain.latency[rows] = np.maximum(chain.latency[rows] + extra_latency, 0.0)
     if cycles is not None:
         chain.latency[rows] = np.where(np.isfinite(cycles), cycles / rates.clock_hz, chain.latency[rows])
@@ -251,6 +257,8 @@ def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         t3 = np.where(gemv, np.maximum(ideal, np.maximum(vector_s, stream_s)), t3)
         part_compute, part_memory = np.where(gemv, vector_s, part_compute), np.where(gemv, stream_s, part_memory)
         tiles = {c: np.where(gemv, np.nan, v) for c, v in tiles.items()}
+    if split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
+        chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, split_s, 0.0)
     chain.t1[rows], chain.t2[rows], chain.t3[rows] = t1, t2, t3
     chain.compute[rows], chain.memory[rows] = part_compute, part_memory
     for column, values in tiles.items():

@@ -93,9 +93,12 @@ class RealisticConstants:
     # gemm_format_latency_s): a kernel's prologue, pipeline fill and epilogue are core cycles, so a slower clock
     # (A100's 1.41 GHz) has a longer floor. gemm_power_j_per_flop: the matrix rate is at most
     # (tdp_w - static_power_w) / joules per FLOP (sustained clocks under the board's power limit: Blackwell's
-    # large GEMMs; devices without tdp_w are not capped). Fitted leave-one-device-out by engine/silicon/fit.py.
+    # large GEMMs; devices without tdp_w are not capped). gemm_split_k_cycles: a split-K GEMM's reduction pass
+    # (a second kernel or the splits' serialised fix-up), cycles at the clock, so a library splits k only where
+    # it pays. Fitted leave-one-device-out by engine/silicon/fit.py.
     gemm_latency_cycles: dict = field(default_factory=dict)
     gemm_power_j_per_flop: dict = field(default_factory=dict)
+    gemm_split_k_cycles: dict = field(default_factory=dict)
     # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
     # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
     # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
