@@ -381,3 +381,12 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
 def with_attention_matrix_efficiency(inputs: FusedGroups, rates: DeviceRates, efficiency: float) -> FusedGroups:
     """`inputs` with its fused rates' matrix fraction recomputed for another attention matrix efficiency."""
     return replace(inputs, rates=replace(inputs.rates, matrix_fraction=rates.matrix_fraction * efficiency))
+
+
+__all__ = [  # the method, and the constants re-exported from realistic_constants.py
+    "estimate_realistic", "launches_per_row", "is_expert_gemm", "fused_group_inputs", "fused_group_kernel_s",
+    "with_attention_matrix_efficiency", "GAP_COLUMNS", "KernelRows", "TimeChain", "GemmShapes", "FusedGroups",
+    "ACTIVATION_CLASS", "ATTENTION_OVERHEADS", "DEFAULT_CONSTANTS", "DEFAULT_KERNEL_LATENCY_S",
+    "DEFAULT_MATRIX_FRACTION", "DEFAULT_MEMORY_FRACTION", "LAUNCH_MODES", "NORM_CLASS", "RESIDUAL_CLASS",
+    "ROW_CTAS_PER_CORE", "ROW_WAVE_KINDS", "DeviceRates", "KernelClass", "RealisticConstants",
+]
