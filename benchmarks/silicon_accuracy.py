@@ -87,13 +87,15 @@ def print_leave_one_device_out(root, devices: dict) -> None:
     print("\n## Realistic GEMM constants per dtype, leave-one-device-out (fit on the others, score the device)\n")
     print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
           f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
-    out = table[["device", "dtype", "count", "efficiency", "extra_latency_us"]].copy()
+    out = table[["device", "dtype", "count", "efficiency", "extra_latency_us", "latency_cycles",
+                 "joules_per_tflop", "split_k_cycles"]].copy()
     for label in ("before", "lodo", "shipped"):
         out[label] = [f"{100 * a:.1f}% / {100 * b:.1f}%, {100 * c:+.1f}%" for a, b, c in
                       zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
     print(out.to_string(index=False))
-    print("before: efficiency 1, no extra latency; lodo: the efficiency / extra latency shown, fitted without the "
-          "device; shipped: RealisticConstants (fitted on all devices; bf16 not shipped)")
+    print("before: efficiency 1, no extra latency; lodo: the constants shown, fitted without the device (bf16: the "
+          f"clock-and-power form {fit.CLOCK_DTYPES}, latency cycles / clock and a power cap in pJ per FLOP; others: "
+          "efficiency / extra latency); shipped: RealisticConstants (fitted on all devices; bf16 not shipped)")
 
 
 if __name__ == "__main__":

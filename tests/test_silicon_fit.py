@@ -97,3 +97,80 @@ def test_leave_one_device_out_scores_each_device_with_the_others_fit():
         assert (table[column] >= 0).all()
     assert (table["count"] == rows.groupby(["device", "dtype"]).size().loc[list(zip(table["device"],
                                                                                      table["dtype"]))].to_numpy()).all()
+
+
+CLOCK = replace(DEFAULT_CONSTANTS, gemm_latency_cycles={"bf16": 6000.0}, gemm_power_j_per_flop={"bf16": 0.56e-12})
+SPLIT = replace(CLOCK, gemm_split_k_cycles={"bf16": 4000.0})
+
+
+def test_clock_form_latency_is_cycles_at_the_clock_and_the_power_cap_binds_on_large_blackwell_gemms():
+    devices = load_specs()
+    h100, b200 = devices["H100-SXM"], devices["B200"]
+    tiny = one_gemm(1, 128, 128, "bf16", 2.0)                 # a GEMV: no tiles, the latency dominates
+    plain = estimate_realistic(tiny, h100)["kernel_time_s"][0]
+    clock = estimate_realistic(tiny, h100, constants=CLOCK)["kernel_time_s"][0]
+    assert plain - clock == pytest.approx(h100.kernel_latency_s - 6000.0 / 1.83e9, rel=1e-9)
+    big = one_gemm(8192, 8192, 8192, "bf16", 2.0)
+    # B200: 1000 W TDP - 150 W static = 850 W at 0.56 pJ/FLOP = 1518 TFLOP/s, under 0.71 x 2250 TFLOP/s
+    capped = estimate_realistic(big, b200, constants=CLOCK)
+    work = capped["kernel_time_s"][0] - 6000.0 / 1.856e9
+    assert work == pytest.approx(2 * 8192.0 ** 3 / (850.0 / 0.56e-12), rel=0.02)     # whole waves: within 2%
+    # H100: 595 W / 0.56 pJ = 1063 TFLOP/s, above 0.70 x 989: no cap, only the latency changes
+    uncapped = estimate_realistic(big, h100, constants=CLOCK)["kernel_time_s"][0] - 6000.0 / 1.83e9
+    assert uncapped == pytest.approx(estimate_realistic(big, h100)["kernel_time_s"][0] - h100.kernel_latency_s,
+                                     rel=1e-12)
+
+
+def test_clock_form_of_the_fit_is_the_realistic_method():
+    """fit.DeviceGemms.predicted_clock (the fit's fast model) gives realistic's kernel times under those constants."""
+    devices = load_specs()
+    rows = tables.gemm_table(SUBSET)
+    rows = rows[rows["dtype"] == "bf16"].reset_index(drop=True)
+    for device, part in rows.groupby("device"):
+        group = fit.DeviceGemms(part, devices[device])
+        columns, index = fit.gemm_kernels(part.reset_index(drop=True))
+        realistic = estimate_realistic(columns, devices[device], constants=CLOCK)["kernel_time_s"]
+        np.testing.assert_allclose(group.predicted_clock(1.0, 6000.0, 0.56e-12), realistic[np.argsort(index)],
+                                   rtol=1e-6)
+        with_split = estimate_realistic(columns, devices[device], constants=SPLIT)["kernel_time_s"]
+        np.testing.assert_allclose(group.predicted_clock(1.0, 6000.0, 0.56e-12, 4000.0),
+                                   with_split[np.argsort(index)], rtol=1e-6)
+
+
+def test_split_k_pays_its_reduction_pass():
+    """A skinny, deep GEMM (one 128 x 128 output tile, k = 8192) splits k over the cores; charging a split-K
+    tiling 4,000 cycles for its reduction keeps the split only where it saves more than that."""
+    h100 = load_specs()["H100-SXM"]
+    skinny = one_gemm(16, 128, 8192, "bf16", 2.0)
+    free = estimate_realistic(skinny, h100, constants=CLOCK)
+    charged = estimate_realistic(skinny, h100, constants=SPLIT)
+    assert free["split_k"][0] > 1 and charged["split_k"][0] > 1       # 8192-deep: still worth splitting
+    # one tile of 16 (padded to the tile) x 128 x 8192 at 2048 bf16 MAC/cycle is far above 4,000 cycles unsplit
+    assert charged["kernel_time_s"][0] == pytest.approx(free["kernel_time_s"][0] + 4000.0 / 1.83e9, rel=1e-9)
+    shallow = one_gemm(16, 128, 512, "bf16", 2.0)                      # 512-deep: splitting no longer pays
+    assert estimate_realistic(shallow, h100, constants=CLOCK)["split_k"][0] > 1
+    assert estimate_realistic(shallow, h100, constants=SPLIT)["split_k"][0] == 1
+
+
+def test_clock_fit_recovers_known_constants_from_synthetic_times():
+    devices = load_specs()
+    rows = tables.gemm_table(SUBSET)
+    rows = rows[rows["dtype"] == "bf16"].reset_index(drop=True)
+    groups = []
+    for device, part in rows.groupby("device"):
+        group = fit.DeviceGemms(part, devices[device])
+        group.measured = group.predicted_clock(1.05, 5000.0, 0.0)
+        groups.append(group)
+    efficiency, cycles, joules, split = fit.fit_dtype_clock(groups)
+    assert efficiency == pytest.approx(1.05, abs=0.011) and cycles == pytest.approx(5000.0, abs=101.0)
+
+
+def test_clock_constants_with_puts_the_fitted_form_into_realistic():
+    constants = fit.clock_constants_with({"bf16": (1.0, 6000.0, 0.56e-12, 0.0)})
+    assert constants.gemm_latency_cycles == CLOCK.gemm_latency_cycles
+    assert constants.gemm_power_j_per_flop == CLOCK.gemm_power_j_per_flop
+    assert constants.gemm_matrix_efficiency["fp8"] == DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"]
+    big = one_gemm(8192, 8192, 8192, "bf16", 2.0)
+    b200 = load_specs()["B200"]
+    assert estimate_realistic(big, b200, constants=constants)["kernel_time_s"][0] == \
+        estimate_realistic(big, b200, constants=CLOCK)["kernel_time_s"][0]

@@ -75,8 +75,11 @@ class GemmModel:
         self.stream_peak_s = nbytes[:, 0] / rates.bandwidth
         self.ideal_s = np.maximum(table["matrix_flops"] / hardware.matrix_flops_per_s(dtype), self.stream_peak_s)
 
-    def work(self, matrix: float, memory: float) -> np.ndarray:
-        tiled = np.min(np.maximum(self.terms["wave_peak_s"] / matrix, self.terms["peak_memory_s"] / memory), axis=1)
+    def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0) -> np.ndarray:
+        candidates = np.maximum(self.terms["wave_peak_s"] / matrix, self.terms["peak_memory_s"] / memory)
+        if split_k_latency_s:       # a split-K candidate's reduction pass (tiling.candidate_times)
+            candidates = candidates + np.where(self.terms["split_k"] > 1, split_k_latency_s, 0.0)
+        tiled = np.min(candidates, axis=1)
         gemv = np.maximum(self.vector_s, self.stream_peak_s / memory)
         return np.maximum(np.where(self.gemv, gemv, tiled), self.ideal_s)
 

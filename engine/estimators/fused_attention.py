@@ -38,7 +38,7 @@ FLASH_BLOCK_K = 64         # ... and key columns
 MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AttentionOverheads:
     """Fixed work of the fused attention kernels beyond their MACs and bytes (fitted: engine/calibration/silicon/attention_fit.py).
 
@@ -137,21 +137,55 @@ def query_tokens(m, k, n, batch, macs, window=None):
     return q
 
 
-def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbytes, rates, score_macs=None,
-                window=None, overheads=None) -> dict:
+@dataclass(frozen=True, slots=True)
+class FusedShapes:
+    """Per fused attention kernel (arrays over groups): its lead row's shape and the group's summed work.
+
+    decode: True for decode kernels (Va_Mqa); m, k, n, batch: the lead (Q*gK) row's GEMM shape (at least 1);
+    matrix_macs, vector_flops, nbytes: the group's rows summed; score_macs: the Q*gK MACs (None: half the
+    matrix MACs, as when scores and values have the same head width); window: the sliding window of each group
+    (NaN or None: full attention)."""
+
+    decode: np.ndarray
+    m: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    batch: np.ndarray
+    matrix_macs: np.ndarray
+    vector_flops: np.ndarray
+    nbytes: np.ndarray
+    score_macs: np.ndarray | None = None
+    window: np.ndarray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FusedRates:
+    """The device rates a fused attention kernel runs at (matrix_fraction already x the attention efficiency)."""
+
+    macs_per_s_per_core: np.ndarray      # peak matrix MAC/s of one core, per group (its dtype)
+    cores: int
+    clock_hz: float
+    vector_flops_per_s: float
+    bandwidth: float
+    matrix_fraction: float
+    memory_fraction: float
+
+
+def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
     with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
 
-    score_macs: the Q*gK MACs of each group (default: half the matrix MACs, as when scores and values
-    have the same head width); window: the sliding window of each group (NaN or None: full attention),
-    whose query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
+    A sliding window's query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
     overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the
     decode stream's bandwidth efficiency, added in t3 (see AttentionOverheads)."""
+    kind_is_decode, m, k, n, batch = shapes.decode, shapes.m, shapes.k, shapes.n, shapes.batch
+    matrix_macs, vector_flops, nbytes = shapes.matrix_macs, shapes.vector_flops, shapes.nbytes
+    score_macs, window = shapes.score_macs, shapes.window
     overheads = overheads or AttentionOverheads()
-    per_core, cores = rates["macs_per_s_per_core"], rates["cores"]
+    per_core, cores = rates.macs_per_s_per_core, rates.cores
     peak = per_core * cores
-    vector_s = vector_flops / rates["vector_flops_per_s"]
-    memory_peak = nbytes / rates["bandwidth"]
+    vector_s = vector_flops / rates.vector_flops_per_s
+    memory_peak = nbytes / rates.bandwidth
     # prefill: causal flash tiles
     q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if score_macs is None else score_macs, window)
     heads = batch * m / q
@@ -177,11 +211,11 @@ def fused_times(kind_is_decode, m, k, n, batch, matrix_macs, vector_flops, nbyte
     padded = np.where(kind_is_decode, padded_decode, padded_prefill)
     compute_waves = np.where(kind_is_decode, padded_decode / peak, waves_prefill)
     memory_waves = memory_peak
-    compute = np.maximum(compute_waves / rates["matrix_fraction"], vector_s)
-    stream = rates["memory_fraction"] * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
-    memory = np.maximum(memory_waves, nbytes / (rates["bandwidth"] * np.minimum(stream, 1.0)))
+    compute = np.maximum(compute_waves / rates.matrix_fraction, vector_s)
+    stream = rates.memory_fraction * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
+    memory = np.maximum(memory_waves, nbytes / (rates.bandwidth * np.minimum(stream, 1.0)))
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode)
-    core_cycles_s = 1.0 / (cores * rates["clock_hz"]) if "clock_hz" in rates else 0.0
+    core_cycles_s = 1.0 / (cores * rates.clock_hz)
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
     fixed_s = core_cycles_s * np.where(
         kind_is_decode, batch * overheads.decode_cta_cycles,

@@ -25,134 +25,77 @@ waits for the host) or "graph" (CUDA-graph capture: the host launches one graph 
 per-kernel host cost; the device latency stays). The method `realistic-graph` is the graph mode.
 
 Calibrated constants: per device in specs.xlsx (achievable fractions, kernel latency; see
-docs/accuracy.md for the fit); per kernel class below (fitted on the same data: norm, activation and
-residual rows of vidur_llama2_ops.csv). Where a device leaves them blank, the DEFAULT_* values apply.
+docs/accuracy.md for the fit); software constants in engine/estimators/realistic_constants.py (each named,
+with what it was fitted on). Where a device leaves them blank, the DEFAULT_* values apply.
+
+The timing steps share two records: KernelRows (the table and what every step reads: device rates, per-core
+MAC rates, bytes per value, constants, host launch) and TimeChain (the per-row arrays they fill).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engine.hardware.dtypes import bytes_per_value, compute_dtype
-from engine.estimators.fused_attention import AttentionOverheads, attention_groups, fused_times, is_scores_row
+from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
+                                               fused_times, is_scores_row)
+from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
+    ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
+    DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
+    DeviceRates, KernelClass, RealisticConstants)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
 
-# Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
-# (0.72 and 0.70; 0.73 and 0.90; 5.5 us and 7.25 us; docs/accuracy.md).
-DEFAULT_MATRIX_FRACTION = 0.71
-DEFAULT_MEMORY_FRACTION = 0.815
-DEFAULT_KERNEL_LATENCY_S = 6.375e-6
-LAUNCH_MODES = ("eager", "graph")
-
-
-@dataclass(frozen=True)
-class KernelClass:
-    """How an element-wise kernel class runs, relative to the device's GEMM operand streaming.
-
-    kernel time = max(floor_s, latency_s + max(bytes / bandwidth, row waves))
-    bandwidth = min(1, bandwidth_efficiency x achievable_memory_bandwidth_fraction) x peak.
-    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation
-    kernels) run their rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row at
-    row_bytes_per_cycle x clock: a few tokens cannot use the whole memory bandwidth. The fixed
-    times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`.
-    """
-
-    bandwidth_efficiency: float
-    latency_s: float
-    floor_s: float = 0.0
-    row_bytes_per_cycle: float | None = None
-
-
-ROW_CTAS_PER_CORE = 2   # 1024-thread CTAs, 2048 resident threads per SM (A100, H100)
-# Devices whose parallel units are SIMT cores that run a row-wise kernel as one CTA per token (GPUs, and the
-# hypothetical GPU-like parts of the workbook). A TPU or NPU core streams a whole tensor through its vector
-# unit from bulk DMA: no per-token CTAs, so its element-wise kernels stream at the achievable bandwidth.
-ROW_WAVE_KINDS = ("gpu", "hypothetical")
-
-
-@dataclass(frozen=True)
-class RealisticConstants:
-    """Software constants of the realistic method (fitted where data exists, see docs/accuracy.md)."""
-
-    kernel_classes: dict = field(default_factory=lambda: {
-        "norm": KernelClass(0.49, 0.875e-6, 2.125e-6, 3.62),   # fitted: RMSNorm rows (reads each row twice)
-        "activation": KernelClass(0.66, 1.25e-6, 1.5e-6, 5.88),  # fitted: SwiGLU rows
-        "residual": KernelClass(1.20, 0.0, 2.625e-6),            # fitted: residual-add rows (faster than GEMM operands)
-    })
-    # element-wise ops without measurements borrow a measured class (assumption, documented)
-    class_of_op: dict = field(default_factory=lambda: {
-        "norm": "norm", "softmax": "norm", "activation": "activation", "rotary": "activation",
-        "residual": "residual", "kv_store": "residual", "embedding": "residual",
-    })
-    # fused attention's matrix rate relative to a GEMM's (assumption: FlashAttention-2 reaches
-    # 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%; not calibrated, no attention data)
-    attention_matrix_efficiency: float = 0.76      # fitted with the attention block below (was 0.85, assumed)
-    gemv_max_rows: int = 1
-    # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
-    # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
-    # absent), and each GEMM adds gemm_format_latency_s to the device's kernel_latency (0 where absent; the sum
-    # at least 0). Fitted on NVIDIA
-    # AIConfigurator's measured GEMM tables, leave-one-device-out (engine/calibration/silicon/fit.py, docs/accuracy.md).
-    # Shipped: fp8 (per-tensor scaled) and fp8_g128 (block-scaled) fitted on H100-SXM, H200-SXM and B200, three
-    # frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with the Vidur-fitted kernel_latency, see the doc).
-    gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
-    gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
-    # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
-    # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
-    # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
-    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
-    moe_matrix_efficiency: float = 1.0
-    moe_bandwidth_efficiency: float = 0.85
-
-    # --- fused attention (engine/estimators/fused_attention.py; fitted on AIConfigurator's attention tables,
-    # leave-one-device-out: engine/calibration/silicon/attention_fit.py, benchmarks/attention_accuracy.py) ---
-    # the attention kernels' fixed work in core cycles and the decode KV stream's efficiency (AttentionOverheads);
-    # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
-    # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
-    # Shipped: fitted on A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (trtllm tables, 2,000 rows each)
-    attention_overheads: AttentionOverheads = field(default_factory=lambda: AttentionOverheads(
-        prefill_tile_cycles=91.0, prefill_cta_cycles=8500.0, decode_cta_cycles=2550.0,
-        decode_bandwidth_efficiency=1.37))
-    attention_prefill_latency_s: float | None = 14.3e-6
-    attention_decode_latency_s: float | None = 11.4e-6
-
-
-DEFAULT_CONSTANTS = RealisticConstants()
-
-
-@dataclass(frozen=True)
-class DeviceRates:
-    """The device numbers the method uses, with blanks filled by the defaults."""
-
-    cores: int
-    clock_hz: float
-    bandwidth: float
-    vector_flops_per_s: float
-    matrix_fraction: float
-    memory_fraction: float
-    kernel_latency_s: float
-    launch_overhead_s: float
-    row_waves: bool = True     # row-wise kernels run one CTA per token in waves over the cores (SIMT devices)
-
-    @classmethod
-    def of(cls, hw: Hardware) -> "DeviceRates":
-        return cls(
-            cores=hw.num_cores, clock_hz=hw.clock_hz, bandwidth=hw.memory_bandwidth_bytes_per_s,
-            vector_flops_per_s=hw.vector_flops_per_s,
-            matrix_fraction=hw.achievable_matrix_fraction or DEFAULT_MATRIX_FRACTION,
-            memory_fraction=hw.achievable_memory_bandwidth_fraction or DEFAULT_MEMORY_FRACTION,
-            kernel_latency_s=hw.kernel_latency_s if hw.kernel_latency_s is not None else DEFAULT_KERNEL_LATENCY_S,
-            launch_overhead_s=hw.launch_overhead_s or 0.0,
-            row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
-        )
-
-
 GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRows:
+    """The kernel table being timed and what every timing step reads (per-row arrays span the whole table)."""
+
+    out: dict                       # the roofline's columns (the table), completed in place
+    row_groups: RowGroups
+    hardware: Hardware
+    rates: DeviceRates
+    per_core_macs: np.ndarray       # peak matrix MAC/s of one core for the row's dtype
+    value_bytes: np.ndarray         # bytes per value of the row's dtype
+    constants: RealisticConstants
+    host_launch_s: float            # the host's launch per kernel (eager mode; 0 under graph capture)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeChain:
+    """Per-row arrays the timing steps fill in place (the record is frozen, its arrays are not).
+
+    ideal, t1, t2, t3: the chain of the module docstring (roofline, + tiles, + waves, + efficiency);
+    compute, memory: the achievable compute and memory parts; latency, floor: the kernel's fixed device time and
+    the least time of an element-wise kernel."""
+
+    ideal: np.ndarray
+    t1: np.ndarray
+    t2: np.ndarray
+    t3: np.ndarray
+    compute: np.ndarray
+    memory: np.ndarray
+    latency: np.ndarray
+    floor: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class GemmShapes:
+    """The GEMM rows being tiled: shape, bytes, per-core MAC rate and bytes per value (arrays over those rows)."""
+
+    m: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
+    batch: np.ndarray
+    nbytes: np.ndarray
+    per_core_macs: np.ndarray
+    value_bytes: np.ndarray
 
 
 def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "eager",
@@ -164,35 +107,37 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     rates = DeviceRates.of(hardware)
     rows = len(out["time_s"])
     ideal = out["time_s"].astype(float)
-    chain = {key: ideal.copy() for key in ("t1", "t2", "t3")}
-    compute, memory = out["compute_time_s"].astype(float).copy(), out["memory_time_s"].astype(float).copy()
-    latency = np.full(rows, rates.kernel_latency_s)
-    floor = np.zeros(rows)
+    chain = TimeChain(ideal=ideal, t1=ideal.copy(), t2=ideal.copy(), t3=ideal.copy(),
+                      compute=out["compute_time_s"].astype(float).copy(),
+                      memory=out["memory_time_s"].astype(float).copy(),
+                      latency=np.full(rows, rates.kernel_latency_s), floor=np.zeros(rows))
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
         out[column] = np.full(rows, np.nan)
 
     row_groups = RowGroups(out)
     op = row_groups.strings("op")
-    per_core_macs = row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores
-    value_bytes = row_groups.map("dtype", bytes_per_value)
+    kernel_rows = KernelRows(
+        out=out, row_groups=row_groups, hardware=hardware, rates=rates,
+        per_core_macs=row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores,
+        value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
+        host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
     fused = attention_groups(out, row_groups)
     is_gemm = (op == "gemm") & (fused < 0)
-    _time_gemms(out, is_gemm, rates, hardware, per_core_macs, value_bytes, constants, chain, compute, memory, latency)
+    _time_gemms(kernel_rows, is_gemm, chain)
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
-    _time_elementwise(out, (~is_gemm) & (fused < 0), kind, rates, constants, chain, compute, memory, latency, floor)
+    _time_elementwise(kernel_rows, (~is_gemm) & (fused < 0), kind, chain)
 
-    host = rates.launch_overhead_s if launch == "eager" else 0.0
-    kernel_time = np.maximum(latency + chain["t3"], floor)
-    time = np.maximum(kernel_time, host)
+    kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
+    time = np.maximum(kernel_time, kernel_rows.host_launch_s)
     if (fused >= 0).any():
-        time, kernel_time = _time_fused(out, fused, row_groups, rates, per_core_macs, constants, host, ideal,
-                                        chain, compute, memory, time, kernel_time)
+        time, kernel_time = _time_fused(kernel_rows, fused, chain, time, kernel_time)
+    compute, memory = chain.compute, chain.memory
     out["ideal_time_s"] = ideal
     out["kernel_time_s"] = kernel_time
-    out["gap_tile_quantization_s"] = chain["t1"] - ideal
-    out["gap_wave_quantization_s"] = chain["t2"] - chain["t1"]
-    out["gap_efficiency_s"] = chain["t3"] - chain["t2"]
-    out["gap_overhead_s"] = time - chain["t3"]
+    out["gap_tile_quantization_s"] = chain.t1 - ideal
+    out["gap_wave_quantization_s"] = chain.t2 - chain.t1
+    out["gap_efficiency_s"] = chain.t3 - chain.t2
+    out["gap_overhead_s"] = time - chain.t3
     out["compute_time_s"], out["memory_time_s"], out["time_s"] = compute, memory, time
     out["fused_group"] = fused
     out["launches"] = launches_per_row(fused)
@@ -224,28 +169,51 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
     return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
 
 
-def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates, per_core, value_bytes, efficiency,
-                           memory_efficiency=None):
-    """choose_tilings once per distinct (matrix, memory) efficiency pair (usually one or two), merged back per row."""
+def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
+                           split_k_latency_s=None):
+    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency) (usually one or two),
+    merged back per row."""
+    rates = table.rates
     parts = {}
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
-    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency], axis=1), axis=0, return_inverse=True)
+    split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
+    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency, split], axis=1), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    for number, (value, memory_value) in enumerate(pairs):
+    for number, (value, memory_value, split_value) in enumerate(pairs):
         mine = inverse == number
-        gemm_rates = GemmRates(per_core[mine], value_bytes[mine], rates.matrix_fraction * value, rates.bandwidth,
-                               min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s)
-        parts[number] = (mine, choose_tilings(m[mine], n[mine], k[mine], batch[mine], nbytes[mine], hardware,
-                                             gemm_rates))
+        gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
+                               rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
+                               float(split_value))
+        parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
+                                             shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:
         return next(iter(parts.values()))[1]
     merged = {}
     for name in Tiling.__dataclass_fields__:
-        column = np.empty(m.size)
+        column = np.empty(shapes.m.size)
         for mine, tiling in parts.values():
             column[mine] = getattr(tiling, name)
         merged[name] = column
     return Tiling(**merged)
+
+
+def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constants, efficiency):
+    """(matrix efficiency capped by the board's power, latency cycles or NaN, split-K seconds) per GEMM row
+    (gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles of RealisticConstants: the dtype's own entry,
+    else its compute format's)."""
+    dtypes, inverse = np.unique(np.asarray(out["dtype"])[rows].astype(str), return_inverse=True)
+    def lookup(table: dict, dtype: str) -> float:
+        return table.get(dtype, table.get(compute_dtype(dtype), np.nan))
+    inverse = inverse.reshape(-1)
+    cycles = np.array([lookup(constants.gemm_latency_cycles, d) for d in dtypes], dtype=float)[inverse]
+    joules = np.array([lookup(constants.gemm_power_j_per_flop, d) for d in dtypes], dtype=float)[inverse]
+    if rates.dynamic_power_w and np.isfinite(joules).any():
+        peak_flops = 2.0 * shapes.per_core_macs * rates.cores
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cap = rates.dynamic_power_w / joules / (peak_flops * rates.matrix_fraction)
+        efficiency = np.where(np.isfinite(cap), np.minimum(efficiency, cap), efficiency)
+    split = np.array([lookup(constants.gemm_split_k_cycles, d) for d in dtypes], dtype=float)[inverse]
+    return efficiency, cycles, np.nan_to_num(split, nan=0.0) / rates.clock_hz
 
 
 def is_expert_gemm(names) -> np.ndarray:
@@ -253,10 +221,11 @@ def is_expert_gemm(names) -> np.ndarray:
     return np.char.find(np.asarray(names).astype(str), "Expert_") >= 0
 
 
-def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_bytes, constants, chain, compute,
-                memory, latency) -> None:
+def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
+    """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
     if not rows.any():
         return
+    out, rates, constants = table.out, table.rates, table.constants
     m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
     nbytes = out["bytes"][rows].astype(float)
     efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
@@ -265,10 +234,15 @@ def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_by
         grouped = is_expert_gemm(np.asarray(out["name"])[rows])
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
-    tiling = _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates, per_core_macs[rows], value_bytes[rows],
-                                    efficiency, memory_efficiency)
-    latency[rows] = np.maximum(latency[rows] + extra_latency, 0.0)
-    ideal = chain["t1"][rows]
+    shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
+    cycles = split_s = None
+    if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
+        efficiency, cycles, split_s = _clock_and_power(out, rows, shapes, rates, constants, efficiency)
+    tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s)
+    chain.latency[rows] = np.maximum(chain.latency[rows] + extra_latency, 0.0)
+    if cycles is not None:
+        chain.latency[rows] = np.where(np.isfinite(cycles), cycles / rates.clock_hz, chain.latency[rows])
+    ideal = chain.t1[rows]
     t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
     t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))
     t3 = np.maximum(t2, np.maximum(tiling.compute_s, tiling.memory_s))
@@ -283,18 +257,20 @@ def _time_gemms(out, rows, rates: DeviceRates, hardware, per_core_macs, value_by
         t3 = np.where(gemv, np.maximum(ideal, np.maximum(vector_s, stream_s)), t3)
         part_compute, part_memory = np.where(gemv, vector_s, part_compute), np.where(gemv, stream_s, part_memory)
         tiles = {c: np.where(gemv, np.nan, v) for c, v in tiles.items()}
-    chain["t1"][rows], chain["t2"][rows], chain["t3"][rows] = t1, t2, t3
-    compute[rows], memory[rows] = part_compute, part_memory
+    if split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
+        chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, split_s, 0.0)
+    chain.t1[rows], chain.t2[rows], chain.t3[rows] = t1, t2, t3
+    chain.compute[rows], chain.memory[rows] = part_compute, part_memory
     for column, values in tiles.items():
         out[column][rows] = values
 
 
-def _time_elementwise(out, rows, kind, rates: DeviceRates, constants, chain, compute, memory, latency,
-                      floor) -> None:
+def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain) -> None:
     """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
     if not rows.any():
         return
-    classes = constants.kernel_classes
+    out, rates = table.out, table.rates
+    classes = table.constants.kernel_classes
     efficiency, fixed, least = np.ones(rows.sum()), np.zeros(rows.sum()), np.zeros(rows.sum())
     row_rate = np.full(rows.sum(), np.inf)          # bytes per second of one row's CTA (inf: not row-wise)
     for name, kernel_class in classes.items():
@@ -309,16 +285,30 @@ def _time_elementwise(out, rows, kind, rates: DeviceRates, constants, chain, com
     row_s = row_waves * (nbytes / tokens) / row_rate
     fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
     stream_s = nbytes / (rates.bandwidth * fraction)
-    t2 = np.maximum(chain["t2"][rows], row_s)
-    chain["t2"][rows] = t2
-    chain["t3"][rows] = np.maximum(t2, np.maximum(compute[rows], stream_s))
-    memory[rows] = np.maximum(stream_s, row_s)
-    latency[rows] = fixed
-    floor[rows] = least
+    t2 = np.maximum(chain.t2[rows], row_s)
+    chain.t2[rows] = t2
+    chain.t3[rows] = np.maximum(t2, np.maximum(chain.compute[rows], stream_s))
+    chain.memory[rows] = np.maximum(stream_s, row_s)
+    chain.latency[rows] = fixed
+    chain.floor[rows] = least
 
 
-def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> dict:
-    """Per attention group: fused_times' arguments (`args`, `rates`, `decode`) and its rows' ideal sum."""
+@dataclass(frozen=True, slots=True)
+class FusedGroups:
+    """Per fused attention kernel: its shapes and rates (fused_times' inputs), its lead row and its rows' ideal sum."""
+
+    shapes: FusedShapes
+    rates: FusedRates
+    lead: np.ndarray          # the row each group's shape comes from (its Q*gK row, else its first matrix row)
+    ideal_sum: np.ndarray     # the group's rows' roofline times summed
+
+    @property
+    def decode(self) -> np.ndarray:
+        return self.shapes.decode
+
+
+def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
+    """Per attention group: fused_times' inputs, its lead row and its rows' ideal sum."""
     rows = np.flatnonzero(fused >= 0)
     group = fused[rows]
     groups = int(group.max()) + 1
@@ -330,57 +320,73 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     order = np.lexsort((~is_scores, ~is_matrix, group))
     lead = rows[order][np.unique(group[order], return_index=True)[1]]
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
-    fused_rates = {
-        "macs_per_s_per_core": per_core_macs[lead], "cores": rates.cores, "clock_hz": rates.clock_hz,
-        "vector_flops_per_s": rates.vector_flops_per_s, "bandwidth": rates.bandwidth,
-        "matrix_fraction": rates.matrix_fraction * constants.attention_matrix_efficiency,
-        "memory_fraction": rates.memory_fraction,
-    }
+    fused_rates = FusedRates(
+        macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
+        vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
+        matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
+        memory_fraction=rates.memory_fraction)
     decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
     score_macs = np.where(score_macs > 0, score_macs, total("macs") / 2.0)   # a group without a Q*gK row
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
-    return {"args": (decode, m, k, n, batch, total("macs"), total("vector_flops"), total("bytes")),
-            "rates": fused_rates, "score_macs": score_macs, "window": window, "decode": decode, "lead": lead,
-            "ideal_sum": np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups)}
+    shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=total("macs"),
+                         vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
+                         window=window)
+    return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
+                       ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups))
 
 
-def fused_group_kernel_s(inputs: dict, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
+def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
     """fused_times of each group and its device time: latency + t3 + the rows' ideal sum over the fused t0."""
     overheads = constants.attention_overheads
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
-    times = fused_times(*inputs["args"], inputs["rates"], inputs["score_macs"], inputs["window"], overheads)
+    times = fused_times(inputs.shapes, inputs.rates, overheads)
     prefill, decode = constants.attention_prefill_latency_s, constants.attention_decode_latency_s
-    latency = np.where(inputs["decode"], rates.kernel_latency_s if decode is None else decode,
+    latency = np.where(inputs.decode, rates.kernel_latency_s if decode is None else decode,
                        rates.kernel_latency_s if prefill is None else prefill)
-    offset = np.maximum(inputs["ideal_sum"] - times["t0"], 0.0)
+    offset = np.maximum(inputs.ideal_sum - times["t0"], 0.0)
     return times, latency + times["t3"] + offset
 
 
-def _time_fused(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants, host, ideal,
-                chain, compute, memory, time, kernel_time):
-    """Time each attention group once and charge it to its rows by their ideal times."""
+def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.ndarray,
+                kernel_time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Time each attention group once and charge it to its rows by their ideal times: (time, kernel_time)."""
     rows = np.flatnonzero(fused >= 0)
     group = fused[rows]
-    inputs = fused_group_inputs(out, fused, row_groups, rates, per_core_macs, constants)
-    ideal_sum = inputs["ideal_sum"]
-    times, group_kernel = fused_group_kernel_s(inputs, rates, constants)
+    inputs = fused_group_inputs(table.out, fused, table.row_groups, table.rates, table.per_core_macs,
+                                table.constants)
+    ideal_sum, ideal = inputs.ideal_sum, chain.ideal
+    times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
     offset = np.maximum(ideal_sum - times["t0"], 0.0)
-    group_time = np.maximum(group_kernel, host)
+    group_time = np.maximum(group_kernel, table.host_launch_s)
     gaps = np.stack([times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
                      group_time - times["t3"] - offset])
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(ideal_sum[group] > 0, ideal[rows] / ideal_sum[group], 1.0 / np.bincount(group)[group])
     row_gaps = gaps[:, group] * share
-    chain["t1"][rows] = ideal[rows] + row_gaps[0]
-    chain["t2"][rows] = chain["t1"][rows] + row_gaps[1]
-    chain["t3"][rows] = chain["t2"][rows] + row_gaps[2]
+    chain.t1[rows] = ideal[rows] + row_gaps[0]
+    chain.t2[rows] = chain.t1[rows] + row_gaps[1]
+    chain.t3[rows] = chain.t2[rows] + row_gaps[2]
     time = time.copy()
     kernel_time = kernel_time.copy()
-    time[rows] = chain["t3"][rows] + row_gaps[3]
+    time[rows] = chain.t3[rows] + row_gaps[3]
     kernel_time[rows] = group_kernel[group] * share
-    compute[rows] = times["compute"][group] * share
-    memory[rows] = times["memory"][group] * share
+    chain.compute[rows] = times["compute"][group] * share
+    chain.memory[rows] = times["memory"][group] * share
     return time, kernel_time
+
+
+def with_attention_matrix_efficiency(inputs: FusedGroups, rates: DeviceRates, efficiency: float) -> FusedGroups:
+    """`inputs` with its fused rates' matrix fraction recomputed for another attention matrix efficiency."""
+    return replace(inputs, rates=replace(inputs.rates, matrix_fraction=rates.matrix_fraction * efficiency))
+
+
+__all__ = [  # the method, and the constants re-exported from realistic_constants.py
+    "estimate_realistic", "launches_per_row", "is_expert_gemm", "fused_group_inputs", "fused_group_kernel_s",
+    "with_attention_matrix_efficiency", "GAP_COLUMNS", "KernelRows", "TimeChain", "GemmShapes", "FusedGroups",
+    "ACTIVATION_CLASS", "ATTENTION_OVERHEADS", "DEFAULT_CONSTANTS", "DEFAULT_KERNEL_LATENCY_S",
+    "DEFAULT_MATRIX_FRACTION", "DEFAULT_MEMORY_FRACTION", "LAUNCH_MODES", "NORM_CLASS", "RESIDUAL_CLASS",
+    "ROW_CTAS_PER_CORE", "ROW_WAVE_KINDS", "DeviceRates", "KernelClass", "RealisticConstants",
+]

@@ -72,6 +72,7 @@ class GemmRates:
     bandwidth_bytes_per_s: float         # peak memory bandwidth
     memory_fraction: float               # achievable fraction of it for GEMM operand streams
     latency_s: float                     # device time beyond the work
+    split_k_latency_s: float = 0.0       # a split-K candidate's extra device time (its partial sums' reduction pass)
 
 
 @dataclass
@@ -144,18 +145,23 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
     }
 
 
-def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float):
+def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
+                    split_k_latency_s: float = 0.0):
     """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
-    rate, bytes at the achievable bandwidth)."""
+    rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction)."""
     compute = terms["wave_peak_s"] / matrix_fraction
     memory = terms["peak_memory_s"] / memory_fraction
-    return latency_s + np.maximum(compute, memory), compute, memory
+    time = latency_s + np.maximum(compute, memory)
+    if split_k_latency_s:
+        time = time + np.where(terms["split_k"] > 1, split_k_latency_s, 0.0)
+    return time, compute, memory
 
 
 def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value_bytes: float) -> Tiling:
     m, n, k, batch, nbytes, per_core = (keys[:, i:i + 1] for i in range(6))
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
-    time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s)
+    time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
+                                            rates.split_k_latency_s)
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
     chosen = (np.arange(len(best)), best)

@@ -27,7 +27,7 @@ from scipy.optimize import least_squares
 
 from engine.estimators.fused_attention import AttentionOverheads, attention_groups
 from engine.estimators.realistic import (DEFAULT_CONSTANTS, DeviceRates, fused_group_inputs,
-                                         fused_group_kernel_s)
+                                         fused_group_kernel_s, with_attention_matrix_efficiency)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.calibration.silicon.score import attention_kernels, measured_kernels, mla_kernels
@@ -92,13 +92,12 @@ class DeviceAttention:
         per_core = row_groups.map("dtype", hardware.matrix_macs_per_s) / self.rates.cores
         self.inputs = fused_group_inputs(out, attention_groups(out, row_groups), row_groups, self.rates, per_core,
                                          DEFAULT_CONSTANTS)
-        self.measurement = index[self.inputs["lead"]]       # the measurement of each fused group
+        self.measurement = index[self.inputs.lead]       # the measurement of each fused group
         self.measured = self.rows["time_s"].to_numpy(dtype=float)[self.measurement]
 
     def predicted(self, values: dict) -> np.ndarray:
         constants = constants_with(values)
-        inputs = dict(self.inputs, rates=dict(self.inputs["rates"], matrix_fraction=self.rates.matrix_fraction
-                                              * constants.attention_matrix_efficiency))
+        inputs = with_attention_matrix_efficiency(self.inputs, self.rates, constants.attention_matrix_efficiency)
         return fused_group_kernel_s(inputs, self.rates, constants)[1]
 
     def errors(self, values: dict) -> pd.DataFrame:

@@ -7,9 +7,16 @@ Per dtype two software constants adjust it, the same on every device (RealisticC
     matrix rate     = peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype]
     device latency  = max(0, kernel_latency + gemm_format_latency_s[dtype])
 
-so a device known only from the workbook gets them too. They are fitted by coordinate descent over
-1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
-training devices' rows pooled; `leave_one_device_out` fits without device X and scores X.
+so a device known only from the workbook gets them too. The clock-and-power form (CLOCK_DTYPES: bf16) replaces
+the latency and caps the matrix rate by the board's power, again from workbook fields only:
+
+    device latency  = gemm_latency_cycles[dtype] / clock_hz (+ gemm_split_k_cycles[dtype] / clock_hz if split-K)
+    matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
+                          (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype])
+
+Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
+(engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
+device X and scores X.
 The GEMM model is engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of
 matrix fraction, memory fraction and latency: tile candidates evaluated once).
 """
@@ -31,6 +38,10 @@ EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
 EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
 
 
+CLOCK_DTYPES = ("bf16",)     # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
+LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
+JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
+SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
 
@@ -60,11 +71,23 @@ class DeviceGemms:
         self.model = GemmModel({key: values[np.argsort(index)] for key, values in columns.items()}, hardware)
         self.measured = rows["time_s"].to_numpy(dtype=float)
         self.rates = DeviceRates.of(hardware)
+        self.peak_flops = hardware.matrix_flops_per_s(str(columns["dtype"][0]))
 
     def predicted(self, efficiency: float, extra_latency_s: float) -> np.ndarray:
         rates = self.rates
         return self.model.time(rates.matrix_fraction * efficiency, rates.memory_fraction,
                                max(rates.kernel_latency_s + extra_latency_s, 0.0))
+
+    def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0) -> np.ndarray:
+        """The clock-and-power form's time without its latency."""
+        matrix = self.rates.matrix_fraction * efficiency
+        if joules_per_flop > 0 and self.rates.dynamic_power_w:
+            matrix = min(matrix, self.rates.dynamic_power_w / joules_per_flop / self.peak_flops)
+        return self.model.work(matrix, self.rates.memory_fraction, split_k_cycles / self.rates.clock_hz)
+
+    def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
+                        split_k_cycles: float = 0.0) -> np.ndarray:
+        return self.clock_work(efficiency, joules_per_flop, split_k_cycles) + latency_cycles / self.rates.clock_hz
 
 
 def device_gemms(rows: pd.DataFrame, devices: dict) -> dict:
@@ -87,8 +110,30 @@ def fit_dtype(groups: list, rounds: int = 3) -> tuple[float, float]:
     return efficiency, extra
 
 
-def errors(group: DeviceGemms, efficiency: float, extra_latency_s: float) -> dict:
-    error = group.predicted(efficiency, extra_latency_s) / group.measured - 1.0
+def fit_dtype_clock(groups: list, rounds: int = 3) -> tuple[float, float, float, float]:
+    """(gemm_matrix_efficiency, gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles) of the
+    clock-and-power form minimising the pooled objective (coordinate descent over EFFICIENCY_GRID,
+    JOULES_PER_FLOP_GRID, SPLIT_K_CYCLES_GRID and LATENCY_CYCLES_GRID)."""
+    measured = np.concatenate([g.measured for g in groups])
+    clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
+    def work(efficiency, joules, split):
+        return np.concatenate([g.clock_work(efficiency, joules, split) for g in groups])
+    efficiency, cycles, joules, split = 1.0, 5000.0, 0.0, 0.0
+    for _ in range(rounds):
+        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split) + cycles / clocks,
+                                                                         measured)))
+        joules = float(min(JOULES_PER_FLOP_GRID, key=lambda j: objective(work(efficiency, j, split) + cycles / clocks,
+                                                                          measured)))
+        split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x) + cycles / clocks,
+                                                                        measured)))
+        fixed = work(efficiency, joules, split)
+        cycles = float(min(LATENCY_CYCLES_GRID, key=lambda c: objective(fixed + c / clocks, measured)))
+    return efficiency, cycles, joules, split
+
+
+def errors(group: DeviceGemms, efficiency: float, extra_latency_s: float, clock: tuple | None = None) -> dict:
+    predicted = group.predicted_clock(*clock) if clock else group.predicted(efficiency, extra_latency_s)
+    error = predicted / group.measured - 1.0
     return {"count": error.size, "median_abs_error": float(np.median(np.abs(error))),
             "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))}
 
@@ -103,12 +148,18 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict) -> pd.DataFrame:
         training = [g for (d, t), g in groups.items() if t == dtype and d != device]
         if not training:
             continue
-        efficiency, extra = fit_dtype(training)
         shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
                    DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0))
+        if dtype in CLOCK_DTYPES:
+            efficiency, cycles, joules, split = clock = fit_dtype_clock(training)
+            extra, lodo = float("nan"), (efficiency, 0.0, clock)
+        else:
+            (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
+            lodo = (efficiency, extra)
         line = {"device": device, "dtype": dtype, "count": held_out.measured.size, "efficiency": efficiency,
-                "extra_latency_us": extra * 1e6}
-        for label, values in (("before", (1.0, 0.0)), ("lodo", (efficiency, extra)), ("shipped", shipped)):
+                "extra_latency_us": extra * 1e6, "latency_cycles": cycles, "joules_per_tflop": joules * 1e12,
+                "split_k_cycles": split}
+        for label, values in (("before", (1.0, 0.0)), ("lodo", lodo), ("shipped", shipped)):
             line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
         lines.append(line)
     return pd.DataFrame(lines)
@@ -119,6 +170,17 @@ def fit_all(rows: pd.DataFrame, devices: dict) -> dict:
     groups = device_gemms(rows, devices)
     return {dtype: fit_dtype([g for (_, t), g in groups.items() if t == dtype]) for dtype in FIT_DTYPES
             if any(t == dtype for _, t in groups)}
+
+
+def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
+    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles)} of the clock-and-power form
+    (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of those dtypes is then
+    unused)."""
+    efficiency = {**base.gemm_matrix_efficiency, **{d: values[0] for d, values in fitted.items()}}
+    return replace(base, gemm_matrix_efficiency=efficiency,
+                   gemm_latency_cycles={d: values[1] for d, values in fitted.items()},
+                   gemm_power_j_per_flop={d: values[2] for d, values in fitted.items() if values[2] > 0},
+                   gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0})
 
 
 def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):

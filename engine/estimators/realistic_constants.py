@@ -1,0 +1,146 @@
+"""The realistic method's constants: per element-wise kernel class, per GEMM format, for MoE and fused attention,
+and the device numbers it reads from the workbook (with defaults where a device leaves them blank).
+
+Every fitted value below is named and says what it was fitted on; docs/accuracy.md gives the fits' errors.
+engine/estimators/realistic.py re-exports these names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.estimators.fused_attention import AttentionOverheads
+from engine.hardware.device import Hardware
+
+# Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
+# (0.72 and 0.70; 0.73 and 0.90; 5.5 us and 7.25 us; docs/accuracy.md).
+DEFAULT_MATRIX_FRACTION = 0.71
+DEFAULT_MEMORY_FRACTION = 0.815
+DEFAULT_KERNEL_LATENCY_S = 6.375e-6
+LAUNCH_MODES = ("eager", "graph")
+
+ROW_CTAS_PER_CORE = 2   # 1024-thread CTAs, 2048 resident threads per SM (A100, H100)
+# Devices whose parallel units are SIMT cores that run a row-wise kernel as one CTA per token (GPUs, and the
+# hypothetical GPU-like parts of the workbook). A TPU or NPU core streams a whole tensor through its vector
+# unit from bulk DMA: no per-token CTAs, so its element-wise kernels stream at the achievable bandwidth.
+ROW_WAVE_KINDS = ("gpu", "hypothetical")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelClass:
+    """How an element-wise kernel class runs, relative to the device's GEMM operand streaming.
+
+    kernel time = max(floor_s, latency_s + max(bytes / bandwidth, row waves))
+    bandwidth = min(1, bandwidth_efficiency x achievable_memory_bandwidth_fraction) x peak.
+    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation
+    kernels) run their rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row at
+    row_bytes_per_cycle x clock: a few tokens cannot use the whole memory bandwidth. The fixed
+    times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`.
+    """
+
+    bandwidth_efficiency: float
+    latency_s: float
+    floor_s: float = 0.0
+    row_bytes_per_cycle: float | None = None
+
+
+# Element-wise kernel classes, fitted by engine/calibration/fit.py (coordinate descent, median + p90/2 of |error|)
+# on the RMSNorm, SwiGLU and residual-add rows of Vidur's A100-80GB-SXM and H100-SXM profiles
+# (vidur_llama2_ops.csv), averaged over the two devices.
+NORM_CLASS = KernelClass(            # RMSNorm rows (reads each row twice)
+    bandwidth_efficiency=0.49, latency_s=0.875e-6, floor_s=2.125e-6, row_bytes_per_cycle=3.62)
+ACTIVATION_CLASS = KernelClass(      # SwiGLU rows
+    bandwidth_efficiency=0.66, latency_s=1.25e-6, floor_s=1.5e-6, row_bytes_per_cycle=5.88)
+RESIDUAL_CLASS = KernelClass(        # residual-add rows (faster than GEMM operand streams; not row-wise)
+    bandwidth_efficiency=1.20, latency_s=0.0, floor_s=2.625e-6)
+
+# Fused attention's fixed work, fitted by engine/calibration/silicon/attention_fit.py (soft-L1 least squares on
+# log(predicted / measured)) on AIConfigurator's trtllm context and generation attention tables of
+# A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (2,000 rows each), leave-one-device-out scored.
+ATTENTION_OVERHEADS = AttentionOverheads(
+    prefill_tile_cycles=91.0,           # core cycles per (query tile, key tile) iteration of a flash CTA
+    prefill_cta_cycles=8500.0,          # core cycles per prefill CTA (head x query tile)
+    decode_cta_cycles=2550.0,           # core cycles per decode (sequence, KV head)
+    decode_bandwidth_efficiency=1.37)   # the decode KV stream's rate relative to a GEMM operand stream's
+
+
+@dataclass(frozen=True, slots=True)
+class RealisticConstants:
+    """Software constants of the realistic method (fitted where data exists, see docs/accuracy.md)."""
+
+    kernel_classes: dict = field(default_factory=lambda: {
+        "norm": NORM_CLASS, "activation": ACTIVATION_CLASS, "residual": RESIDUAL_CLASS})
+    # element-wise ops without measurements borrow a measured class (assumption, documented)
+    class_of_op: dict = field(default_factory=lambda: {
+        "norm": "norm", "softmax": "norm", "activation": "activation", "rotary": "activation",
+        "residual": "residual", "kv_store": "residual", "embedding": "residual",
+    })
+    # fused attention's matrix rate relative to a GEMM's: fitted with the attention block below (was 0.85, assumed
+    # from FlashAttention-2 reaching 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%)
+    attention_matrix_efficiency: float = 0.76
+    gemv_max_rows: int = 1
+    # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
+    # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
+    # absent), and each GEMM adds gemm_format_latency_s to the device's kernel_latency (0 where absent; the sum
+    # at least 0). Fitted on NVIDIA AIConfigurator's measured GEMM tables, leave-one-device-out
+    # (engine/calibration/silicon/fit.py, docs/accuracy.md). Shipped: fp8 (per-tensor scaled) and fp8_g128 (block-scaled)
+    # fitted on H100-SXM, H200-SXM and B200, three frameworks pooled; bf16 left at 1 / 0 (its fit conflicts with
+    # the Vidur-fitted kernel_latency, see the doc).
+    gemm_matrix_efficiency: dict = field(default_factory=lambda: {"fp8": 0.69, "fp8_g128": 0.78})
+    gemm_format_latency_s: dict = field(default_factory=lambda: {"fp8": 2.25e-6, "fp8_g128": 0.0})
+    # The clock-and-power form of a GEMM (per dtype, like the two above; empty: none shipped, see docs/accuracy.md):
+    # gemm_latency_cycles: the GEMM's device latency is cycles / clock_hz (replacing kernel_latency +
+    # gemm_format_latency_s): a kernel's prologue, pipeline fill and epilogue are core cycles, so a slower clock
+    # (A100's 1.41 GHz) has a longer floor. gemm_power_j_per_flop: the matrix rate is at most
+    # (tdp_w - static_power_w) / joules per FLOP (sustained clocks under the board's power limit: Blackwell's
+    # large GEMMs; devices without tdp_w are not capped). gemm_split_k_cycles: a split-K GEMM's reduction pass
+    # (a second kernel or the splits' serialised fix-up), cycles at the clock, so a library splits k only where
+    # it pays. Fitted leave-one-device-out by engine/calibration/silicon/fit.py.
+    gemm_latency_cycles: dict = field(default_factory=dict)
+    gemm_power_j_per_flop: dict = field(default_factory=dict)
+    gemm_split_k_cycles: dict = field(default_factory=dict)
+    # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
+    # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
+    # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
+    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
+    moe_matrix_efficiency: float = 1.0
+    moe_bandwidth_efficiency: float = 0.85
+
+    # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
+    # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
+    # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
+    attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
+    attention_prefill_latency_s: float | None = 14.3e-6
+    attention_decode_latency_s: float | None = 11.4e-6
+
+
+DEFAULT_CONSTANTS = RealisticConstants()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRates:
+    """The device numbers the method uses, with blanks filled by the defaults."""
+
+    cores: int
+    clock_hz: float
+    bandwidth: float
+    vector_flops_per_s: float
+    matrix_fraction: float
+    memory_fraction: float
+    kernel_latency_s: float
+    launch_overhead_s: float
+    row_waves: bool = True     # row-wise kernels run one CTA per token in waves over the cores (SIMT devices)
+    dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
+
+    @classmethod
+    def of(cls, hw: Hardware) -> "DeviceRates":
+        return cls(
+            cores=hw.num_cores, clock_hz=hw.clock_hz, bandwidth=hw.memory_bandwidth_bytes_per_s,
+            vector_flops_per_s=hw.vector_flops_per_s,
+            matrix_fraction=hw.achievable_matrix_fraction or DEFAULT_MATRIX_FRACTION,
+            memory_fraction=hw.achievable_memory_bandwidth_fraction or DEFAULT_MEMORY_FRACTION,
+            kernel_latency_s=hw.kernel_latency_s if hw.kernel_latency_s is not None else DEFAULT_KERNEL_LATENCY_S,
+            launch_overhead_s=hw.launch_overhead_s or 0.0,
+            row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
+            dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
+        )
