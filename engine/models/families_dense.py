@@ -82,17 +82,17 @@ def parse_gpt_neox(r: ConfigReader) -> Fields:
 
 def parse_opt(r: ConfigReader) -> Fields:
     """OPT: LayerNorm (epsilon 1e-5), learned positions (+2 offset rows), ReLU MLP with biases, tied head."""
-    bias = r.boolean("enable_bias", default=True)
-    fields = layernorm_decoder(r, OPT_FIELD_NAMES, act_default="relu", tie_default=True,
-                               attention_bias=bias, mlp_bias=bias)
-    hidden = fields["hidden_size"]
+    hidden = r.positive_int("hidden_size")
     projection = r.positive_int("word_embed_proj_dim", default=hidden)
     if projection != hidden:
         raise r.error("word_embed_proj_dim", projection,
                       f"differs from hidden_size ({hidden}); OPT embedding projections are not supported yet")
     if not r.boolean("layer_norm_elementwise_affine", default=True):
         raise r.error("layer_norm_elementwise_affine", False, "LayerNorm without weights is not supported yet")
+    bias = r.boolean("enable_bias", default=True)
     norm_before = r.boolean("do_layer_norm_before", default=True)
+    fields = layernorm_decoder(r, OPT_FIELD_NAMES, act_default="relu", tie_default=True,
+                               attention_bias=bias, mlp_bias=bias)
     fields.update(
         has_final_norm=norm_before and not r.boolean("_remove_final_layer_norm", default=False),
         position_embedding="learned",

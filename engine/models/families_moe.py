@@ -4,6 +4,8 @@ MiniMax-M2. Each parser returns ModelConfig keyword arguments.
 Which layers are MoE follows the reference implementations in Hugging Face transformers: Qwen2/Qwen3-MoE
 `(i + 1) % decoder_sparse_step == 0 and i not in mlp_only_layers`; DeepSeek
 `i >= first_k_dense_replace and i % moe_layer_freq == 0`; Mixtral, gpt-oss and MiniMax-M2 every layer.
+Sliding windows: Mixtral and MiniMax-M2 slide on every layer when `sliding_window` is set; gpt-oss reads
+`layer_types`, else alternates (even layers slide, window 128).
 
 Kimi-K2.5 (`kimi_k25`, KimiK25ForConditionalGeneration): the language model is `text_config`, a DeepSeek-V3
 decoder (MLA, 1 dense layer then 384 routed experts top-8 with one shared expert) read by the DeepSeek parser;
