@@ -137,6 +137,15 @@ def test_pythia_partial_rotary_and_parallel_residual():
     assert pythia.params_lm_head == 50304 * 2048
 
 
+def test_pythia_attention_bias_false_keeps_the_mlp_biases():
+    """GPT-NeoX's `attention_bias` switches the q, k, v and o biases only (the MLP keeps its biases)."""
+    data = copy.deepcopy(load_catalog_config("EleutherAI/pythia-1b"))
+    data["attention_bias"] = False
+    pythia = parse(data)
+    assert (pythia.qkv_bias, pythia.attention_output_bias, pythia.mlp_bias) == (False, False, True)
+    assert model("EleutherAI/pythia-1b").params_per_layer - pythia.params_per_layer == 3 * 2048 + 2048
+
+
 def test_opt_learned_positions_have_offset_rows():
     opt = model("facebook/opt-1.3b")
     assert opt.num_position_embeddings == 2048 + 2

@@ -6,8 +6,9 @@ learned position table, tied LM head), and, per layer, whether the MLP is dense 
 experts and whether attention is full or sliding-window. Parameters are counted tensor by tensor,
 so every number can be checked against `model.safetensors` by hand.
 
-Families (engine/models/families.py): llama, mistral, qwen2, gpt2, gpt_neox, opt, mixtral,
-qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gemma2, gemma3, gemma3_text, phi3, gpt_oss.
+Families (the registry engine/models/families.py; parsers in families_dense/_gemma/_moe.py): llama, mistral,
+qwen2, gpt2, gpt_neox, opt, mixtral, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gemma2, gemma3,
+gemma3_text, phi3, gpt_oss, kimi_k2, kimi_k25, minimax_m2. Checks across fields: config_consistency.py.
 Anything else (encoder-decoder, unknown model_types, MoE/MLA fields on a family that has none)
 raises ModelConfigError naming the field.
 """
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, 
 
 from engine.hardware.dtypes import bytes_per_value
 from engine.common.errors import one_line
+from engine.models.config_consistency import check_consistency, fill_per_layer_defaults
 from engine.models.config_reader import ModelConfigError
 from engine.models.families import ARCHITECTURE_TO_MODEL_TYPE, MOE_AND_MLA_FIELDS, SUPPORTED_MODEL_TYPES, \
     parse_hf_config
@@ -116,70 +118,12 @@ class ModelConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _fill_per_layer_defaults(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        layers = data.get("num_layers")
-        if isinstance(layers, int) and not isinstance(layers, bool) and 0 < layers <= SIZE_LIMITS["num_layers"].high:
-            if not data.get("moe_layers"):
-                data["moe_layers"] = (bool(data.get("num_experts")),) * layers
-            if not data.get("layer_attention"):
-                data["layer_attention"] = ("full",) * layers
-        if not data.get("v_head_dim") and data.get("attention_kind", "mha") == "mha":
-            data["v_head_dim"] = data.get("head_dim")
-        return data
+        return fill_per_layer_defaults(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ModelConfig:
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(
-                f"num_attention_heads ({self.num_attention_heads}) must be divisible by "
-                f"num_key_value_heads ({self.num_key_value_heads})")
-        if self.position_embedding == "rotary":
-            if not 0 < self.rotary_dim <= self.head_dim:
-                raise ValueError(f"rotary_dim ({self.rotary_dim}) must be in 1..head_dim ({self.head_dim})")
-            if self.num_position_embeddings:
-                raise ValueError("a rotary model has no learned position table (num_position_embeddings=0)")
-        elif self.rotary_dim or self.num_position_embeddings <= 0:
-            raise ValueError("a learned-position model needs num_position_embeddings > 0 and rotary_dim=0")
-        for field in ("moe_layers", "layer_attention"):
-            if len(getattr(self, field)) != self.num_layers:
-                raise ValueError(f"{field} has {len(getattr(self, field))} entries; expected one per layer "
-                                 f"({self.num_layers})")
-        self._check_experts()
-        self._check_attention()
+        check_consistency(self)          # engine/models/config_consistency.py
         return self
-
-    def _check_experts(self) -> None:
-        if self.num_experts == 0:
-            if any(self.moe_layers) or self.experts_per_token or self.num_shared_experts:
-                raise ValueError("MoE layers, experts_per_token or shared experts need num_experts > 0")
-            return
-        if not any(self.moe_layers):
-            raise ValueError(f"num_experts is {self.num_experts} but moe_layers marks no layer as MoE")
-        if not 0 < self.experts_per_token <= self.num_experts:
-            raise ValueError(f"experts_per_token ({self.experts_per_token}) must be in 1..num_experts "
-                             f"({self.num_experts})")
-        if self.moe_intermediate_size <= 0:
-            raise ValueError("an MoE model needs moe_intermediate_size > 0")
-        if bool(self.num_shared_experts) != bool(self.shared_expert_intermediate_size):
-            raise ValueError("num_shared_experts and shared_expert_intermediate_size must both be 0 or both > 0")
-
-    def _check_attention(self) -> None:
-        if "sliding" in self.layer_attention and self.sliding_window is None:
-            raise ValueError("sliding-window layers need sliding_window")
-        if self.attention_kind == "mha":
-            if self.kv_lora_rank or self.q_lora_rank or self.qk_nope_head_dim or self.qk_rope_head_dim:
-                raise ValueError("q_lora_rank, kv_lora_rank and qk_*_head_dim are for attention_kind 'mla'")
-            if self.v_head_dim != self.head_dim:
-                raise ValueError(f"v_head_dim ({self.v_head_dim}) must equal head_dim ({self.head_dim}) for 'mha'")
-            return
-        if not (self.kv_lora_rank and self.qk_rope_head_dim and self.v_head_dim):
-            raise ValueError("attention_kind 'mla' needs kv_lora_rank, qk_rope_head_dim and v_head_dim > 0")
-        if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
-            raise ValueError(f"MLA head_dim ({self.head_dim}) must be qk_nope_head_dim + qk_rope_head_dim")
-        if self.rotary_dim != self.qk_rope_head_dim or self.num_key_value_heads != self.num_attention_heads:
-            raise ValueError("MLA needs rotary_dim == qk_rope_head_dim and num_key_value_heads == num_attention_heads")
 
     # ----------------------------------------------------------------- shape helpers
 

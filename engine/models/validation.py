@@ -1,6 +1,6 @@
 """One validation of config.json fields for both decompositions, and a bounded reader for the file.
 
-The hand parser (ModelConfig.from_hf_config, engine/models/families.py) and the automatic decomposition
+The hand parser (ModelConfig.from_hf_config, engine/models/families.py and its parsers) and the automatic decomposition
 (engine/decomposition/auto) both call `check_config_fields(data)` before anything else reads the config:
 
 * every size field, under any of its spellings (`hidden_size`, `n_embd`, `d_model`, ...), must be a whole
