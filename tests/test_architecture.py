@@ -24,8 +24,7 @@ LAYERS = {
 }
 MAX_LINES = 400
 # Debt being paid off (issue 15): each entry must still be true (a stale entry fails), none may be added.
-KNOWN_LONG_FILES = {"engine/cli/main.py",
-                    "engine/models/config.py", "engine/models/families.py"}
+KNOWN_LONG_FILES = {"engine/models/config.py", "engine/models/families.py"}
 KNOWN_CYCLES = [["engine.models.families", "engine.models.families_recent"]]
 
 
