@@ -1,6 +1,6 @@
 """The CLI's help texts: a description and the default for every option of every subcommand.
 
-`describe(parser)` fills in the help (and a readable metavar) of each option that `engine.cli.main` declares
+`describe(parser)` fills in the help (and a readable metavar) of each option that the subcommand modules declare
 without one, so the parser's declarations stay short; `HelpFormatter` appends "(default: X)" wherever an
 option has a default worth stating.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-# dest -> (help, metavar); None where engine.cli.main declares it. A dest means the same in every subcommand.
+# dest -> (help, metavar); None where the subcommand module declares it. A dest means the same in every subcommand.
 OPTION_HELP: dict[str, tuple[str | None, str | None]] = {
     "hardware": ("device name from the specs workbook (see `llm-roofline hardware list`)", "NAME"),
     "model": ("a bundled catalog id (meta-llama/Llama-3.1-8B), a local config.json or its folder, "
@@ -34,7 +34,7 @@ OPTION_HELP: dict[str, tuple[str | None, str | None]] = {
     "n": ("columns of B and C", "N"),
     "k": ("columns of A, rows of B (the reduced dimension)", "K"),
     "csv": ("write the kernel table as CSV", "PATH"),
-    # help declared in engine.cli.main; only a metavar here
+    # help declared in the subcommand module; only a metavar here
     "tp": (None, "N"),
     "pp": (None, "N"),
     "dp": (None, "N"),
