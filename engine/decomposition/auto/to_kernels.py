@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.hardware.dtypes import bytes_per_value, compute_dtype
+from engine.kernels.attention_window import causal_pairs, key_span
 from engine.kernels.table import FLOPS_PER_ELEMENT, KernelTableBuilder
 
 from engine.decomposition.auto.records import (AttentionRecord, ExpertsRecord, KVStoreRecord, TracedOp, layer_of)
@@ -323,25 +324,6 @@ def _experts_row(item: ExpertsRecord, display, dtypes, value, matrix_type) -> Ro
 
 
 # ------------------------------------------------------------------------------------------ attention
-
-def causal_pairs(new_tokens: float, prior, window: int | None):
-    """(query, key) pairs per head: query i (1..q) after p cached tokens sees min(p + i, window) keys."""
-    p = np.asarray(prior, dtype=float)
-    q = float(new_tokens)
-    if window is None:
-        return q * p + q * (q + 1) / 2.0
-    w = float(window)
-    below = np.clip(w - p, 0.0, q)                 # queries whose span has not reached the window yet
-    return below * p + below * (below + 1) / 2.0 + (q - below) * w
-
-
-def key_span(new_tokens: float, prior, window: int | None):
-    """Keys the last query attends to (and the cached tokens the kernel reads)."""
-    p = np.asarray(prior, dtype=float)
-    if window is None:
-        return p + new_tokens
-    return np.minimum(p, float(window) - 1.0) + new_tokens
-
 
 def attention_variants(trace, records: list[AttentionRecord], base_prefix: str = "model") -> list[tuple]:
     """Distinct attentions (same module pattern, heads, dims, window, causality): (label, record, layers)."""
