@@ -1,19 +1,31 @@
 """One forward pass's records: which tokens run through the layers and which sequences attend within it.
 
 `ForwardPass` is one step (or iteration) of a phase; `AttentionPart` the attention work in it, as totals
-per row. engine/decomposition/transformer.py turns them into kernels; engine/decomposition/chunked.py
-builds them for the chunked-prefill schedule.
+per row (`AlikeSequences`: the sequences of a part built from sequences that all attend alike).
+engine/decomposition/phases.py builds the passes of a scenario (the hand and the automatic decomposition
+share them), engine/decomposition/chunked.py those of the chunked-prefill schedule, and
+engine/decomposition/transformer.py turns them into kernels.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Callable
 
 import numpy as np
 
 from engine.kernels.attention_window import causal_pairs, key_span
+
+
+@dataclass(frozen=True)
+class AlikeSequences:
+    """`sequences` sequences attending alike: `new_tokens` each after `prior` cached tokens (one value per row).
+
+    `sequences` and `new_tokens` are numbers, or arrays with one value per row (engine/explore/points.py)."""
+
+    sequences: object
+    new_tokens: object
+    prior: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,8 @@ class AttentionPart:
     number of keys a sequence's queries attend together (the shape's n: prior + new tokens, or
     min(prior, window - 1) + new tokens in a sliding-window layer). `window` is the sliding
     window these totals are for (None: full attention); `windowed(w)` gives the part for a window.
+    `alike` describes the sequences of a part built by `uniform`; a part built otherwise (a chunked
+    schedule's, a serving iteration's) gives `window_builder`, which rebuilds it for a window.
     """
 
     prefix: str          # "" for plain prefill/decode, "p"/"d" for the two halves of a chunk
@@ -38,6 +52,7 @@ class AttentionPart:
     fresh_tokens: np.ndarray
     per_row_count: bool = False   # True: each row is one step/iteration (count = layers), else counted `steps` times
     window: int | None = None
+    alike: AlikeSequences | None = None
     window_builder: Callable[[int], "AttentionPart"] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -60,13 +75,15 @@ class AttentionPart:
                    np.where(from_cache, sequences_row * context, 0.0),
                    np.where(from_cache, 0.0, tokens),
                    per_row_count=rows > 1 if per_row_count is None else per_row_count, window=window,
-                   window_builder=partial(cls.uniform, prefix, sequences, new_tokens, prior, matrix_type,
-                                          per_row_count=per_row_count))
+                   alike=AlikeSequences(sequences, new_tokens, prior))
 
     def windowed(self, window: int | None) -> "AttentionPart":
         """The same sequences in a layer that attends to at most `window` keys (None: this part)."""
         if window is None or window == self.window:
             return self
+        if self.alike is not None:
+            return AttentionPart.uniform(self.prefix, self.alike.sequences, self.alike.new_tokens, self.alike.prior,
+                                         self.matrix_type, window, self.per_row_count)
         if self.window_builder is None:
             raise ValueError(f"attention part {self.prefix!r} cannot be recomputed for a sliding window")
         return self.window_builder(window)

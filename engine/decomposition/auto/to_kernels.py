@@ -346,13 +346,13 @@ def attention_variants(trace, records: list[AttentionRecord], base_prefix: str =
 
 def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str, record: AttentionRecord,
                        count, dtypes: Dtypes) -> None:
-    """The hand model's attention rows (engine/decomposition/transformer.py `AttentionRows`) for one attention variant."""
+    """The hand model's attention rows (engine/decomposition/attention.py `AttentionRows`) for one variant."""
     value = dtypes.bytes()
     qh, kvh, dqk, dv = record.q_heads, record.kv_heads, record.head_dim_qk, record.head_dim_v
     group = qh / kvh
-    q, seqs = part.new_tokens, part.sequences
+    q, seqs = part.alike.new_tokens, part.alike.sequences
     window = record.window
-    prior = np.asarray(part.prior, dtype=float)
+    prior = np.asarray(part.alike.prior, dtype=float)
     if record.causal:
         pairs = causal_pairs(q, prior, window)
     else:
@@ -400,13 +400,13 @@ def fold(rows: list[tuple[Row, float]]) -> list[tuple[Row, float]]:
 
 def add_pass(builder: KernelTableBuilder, trace, forward_pass, dtypes: Dtypes, base_prefix: str = "model",
              next_trace=None) -> None:
-    """Every kernel of one forward pass (engine/decomposition/auto/passes.py ForwardPass).
+    """Every kernel of one forward pass (engine/decomposition/passes.py ForwardPass, from phases.py).
 
     next_trace: for a decode pass, the same step traced with one more cached token. Rows that differ
     between the two traces do work that grows with the cached context (besides attention, whose rows are
     computed per step anyway: e.g. a latent KV cache expanded every step); their values are extended
     linearly to each step's context (one value per step, like the attention rows)."""
-    matrix_type = "Va_Mw" if all(p.new_tokens == 1 for p in forward_pass.attention) else "Ma_Mw"
+    matrix_type = "Va_Mw" if all(p.alike.new_tokens == 1 for p in forward_pass.attention) else "Ma_Mw"
     rows, records = kernel_rows(trace, dtypes, matrix_type, base_prefix)
     folded = fold(rows)
     growth = _growth(folded, trace, next_trace, forward_pass, dtypes, matrix_type, base_prefix)
@@ -434,7 +434,7 @@ def _growth(folded, trace, next_trace, forward_pass, dtypes, matrix_type, base_p
     if len(following) != len(folded) or any((a.name, a.type, a.op, n) != (b.name, b.type, b.op, m)
                                             for (a, n), (b, m) in zip(folded, following, strict=True)):
         raise ValueError("the decode step traced with one more cached token ran different kernels")
-    extra_tokens = np.asarray(forward_pass.attention[0].prior, dtype=float) - trace.prior_tokens
+    extra_tokens = np.asarray(forward_pass.attention[0].alike.prior, dtype=float) - trace.prior_tokens
     per_token = next_trace.prior_tokens - trace.prior_tokens
     result = []
     for (row, _), (other, _) in zip(folded, following, strict=True):
@@ -448,5 +448,5 @@ def _add_variants(builder, forward_pass, variants, dtypes) -> None:
     for label, record, layers in variants:
         for part in forward_pass.attention:
             # one row per step when the context grows, else one row counted `steps` times
-            count = layers if len(part.prior) > 1 else layers * forward_pass.steps
+            count = layers if len(part.alike.prior) > 1 else layers * forward_pass.steps
             add_attention_rows(builder, forward_pass.phase, part, label, record, count, dtypes)
