@@ -69,10 +69,10 @@ def add_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: 
     """One forward pass on one device: `layout` gives the per-device heads, widths and layers."""
     layout = layout or parallel_layout(model, scenario)
     kernels = PassKernels.for_scenario(builder, forward_pass, scenario)
-    layers_per_step = layout.layers * kernels.steps       # count of a kernel that runs once per layer and step
+    layer_count = layout.layers * kernels.steps   # count of a kernel that runs once per layer: layers x steps
     _add_embedding(kernels, model, layout)
-    _add_attention_block(kernels, model, scenario, layout, layers_per_step)
-    _add_mlp_block(kernels, model, scenario, layout, layers_per_step)
+    _add_attention_block(kernels, model, scenario, layout, layer_count)
+    _add_mlp_block(kernels, model, scenario, layout, layer_count)
     if layout.pp > 1:   # the stage's output hidden states go to the next stage: (pp - 1) / pp sends per pass
         kernels.hidden_state_collective("SendRecv_stage", model.hidden_size, 2,
                                         kernels.steps * (layout.pp - 1) / layout.pp)
@@ -106,10 +106,10 @@ def _add_embedding(kernels: PassKernels, model: ModelConfig, layout: ParallelLay
 
 
 def _add_attention_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario, layout: ParallelLayout,
-                         layers_per_step) -> None:
+                         layer_count) -> None:
     """Norm, attention (per layer kind: full and sliding-window layers get their own attention rows), the
     output projection, its all-reduce, [post-attention norm,] residual."""
-    _norm(kernels, model, "Norm_attn", layers_per_step)
+    _norm(kernels, model, "Norm_attn", layer_count)
     kinds = attention_layer_kinds(model, layout)
     attention = AttentionRows(kernels, sinks=model.attention_sinks,
                               softcap=model.attn_logit_softcapping is not None)
@@ -117,40 +117,40 @@ def _add_attention_block(kernels: PassKernels, model: ModelConfig, scenario: Sce
         add_mla_attention(attention, model, layout, kinds, scenario.mla_decode)
         value_width = layout.q_heads * model.v_head_dim
     else:
-        _add_mha_attention(attention, model, layout, kinds, layers_per_step)
+        _add_mha_attention(attention, model, layout, kinds, layer_count)
         value_width = layout.q_heads * model.head_dim
-    output = kernels.gemm("O*W", kernels.tokens, value_width, model.hidden_size, layers_per_step,
+    output = kernels.gemm("O*W", kernels.tokens, value_width, model.hidden_size, layer_count,
                           model.attention_output_bias)
     if layout.tp > 1:
-        kernels.hidden_state_collective("AllReduce_attn", model.hidden_size, layout.tp, layers_per_step, output)
+        kernels.hidden_state_collective("AllReduce_attn", model.hidden_size, layout.tp, layer_count, output)
     if model.norms_per_layer == 4:   # Gemma: RMSNorm of the attention output before the residual
-        _norm(kernels, model, "Norm_post_attn", layers_per_step)
-    _residual(kernels, model, "Residual_attn", layers_per_step)
+        _norm(kernels, model, "Norm_post_attn", layer_count)
+    _residual(kernels, model, "Residual_attn", layer_count)
 
 
 def _add_mha_attention(attention: AttentionRows, model: ModelConfig, layout: ParallelLayout, kinds: list[LayerKind],
-                       layers_per_step) -> None:
+                       layer_count) -> None:
     """MHA/GQA/MQA: the Q/K/V projection, [QK-norm,] rotary, the K/V store and the attention rows."""
     kernels = attention.kernels
     tokens, head_dim = kernels.tokens, model.head_dim
     q_heads, kv_heads = layout.q_heads, layout.kv_heads
     activation, weight = kernels.value_bytes.activation, kernels.value_bytes.weight
-    kernels.gemm("Q/K/V*W", tokens, model.hidden_size, (q_heads + 2 * kv_heads) * head_dim, layers_per_step,
+    kernels.gemm("Q/K/V*W", tokens, model.hidden_size, (q_heads + 2 * kv_heads) * head_dim, layer_count,
                  model.qkv_bias)
     if model.qk_norm:   # RMSNorm over every query and key head: head_dim weights each
         fields = elementwise_fields(tokens, tokens * (q_heads + kv_heads) * head_dim, FLOPS_PER_ELEMENT["rmsnorm"], 1,
                                     activation, 2 * head_dim, weight)
-        kernels.elementwise("Norm_qk", "norm", fields, layers_per_step, type="Norm")
+        kernels.elementwise("Norm_qk", "norm", fields, layer_count, type="Norm")
     if model.position_embedding == "rotary":
         rotary_dim = model.rotary_dim
         rotated = tokens * (q_heads + kv_heads) * rotary_dim
         kernels.add(name="Rotary", type="Elementwise", op="rotary", unit="vector", dtype=kernels.vector_dtype,
-                    m=tokens, n=(q_heads + kv_heads) * rotary_dim, count=layers_per_step,
+                    m=tokens, n=(q_heads + kv_heads) * rotary_dim, count=layer_count,
                     vector_flops=rotated * FLOPS_PER_ELEMENT["rotary"],
                     activation_bytes=(2 * rotated + tokens * rotary_dim) * activation)  # q, k in and out; cos/sin
     kv_elements = tokens * 2 * kv_heads * head_dim   # every new K and V is written (a window limits only the reads)
     kernels.add(name="KVCache_Store", type="Async_KVCache", op="kv_store", unit="memory", dtype=kernels.kv_dtype,
-                m=tokens, k=head_dim, n=2 * kv_heads, count=layers_per_step,
+                m=tokens, k=head_dim, n=2 * kv_heads, count=layer_count,
                 activation_bytes=kv_elements * activation, kv_bytes=kv_elements * kernels.value_bytes.kv)
     for kind in kinds:
         for part in kernels.forward_pass.attention:
@@ -158,10 +158,10 @@ def _add_mha_attention(attention: AttentionRows, model: ModelConfig, layout: Par
 
 
 def _add_mlp_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario, layout: ParallelLayout,
-                   layers_per_step) -> None:
+                   layer_count) -> None:
     """Norm, the dense MLP of dense layers and the experts of mixture-of-experts layers, [post-MLP norm,]
     residual."""
-    _norm(kernels, model, "Norm_ffn", layers_per_step)
+    _norm(kernels, model, "Norm_ffn", layer_count)
     dense_layers = model.num_layers - model.num_moe_layers
     if dense_layers:
         _add_dense_mlp(kernels, model, layout, dense_layers / layout.pp * kernels.steps)
@@ -169,8 +169,8 @@ def _add_mlp_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario,
         add_moe_block(kernels, model, layout, model.num_moe_layers / layout.pp * kernels.steps,
                       routing_skew=scenario.routing_skew)
     if model.norms_per_layer == 4:   # Gemma: RMSNorm of the MLP output before the residual
-        _norm(kernels, model, "Norm_post_ffn", layers_per_step)
-    _residual(kernels, model, "Residual_ffn", layers_per_step)
+        _norm(kernels, model, "Norm_post_ffn", layer_count)
+    _residual(kernels, model, "Residual_ffn", layer_count)
 
 
 def _add_dense_mlp(kernels: PassKernels, model: ModelConfig, layout: ParallelLayout, count) -> None:
