@@ -15,7 +15,8 @@ from engine.kernels.attention_window import causal_pairs
 from engine.estimators import get_method
 from engine.models import load_model
 from engine.workload.parallel import parallel_layout
-from engine.serving.cost import _part_totals, mixed_pass, time_pass
+from engine.decomposition.passes import ListedSequences
+from engine.serving.cost import mixed_pass, time_pass
 from engine.hardware.specs import load_specs
 from engine.workload.scenario import Scenario
 
@@ -27,13 +28,14 @@ def _iteration(chunks, priors):
 
 def test_a_row_of_unequal_chunks_keeps_its_exact_pairs_with_a_consistent_span():
     new, prior = np.array([1000.0, 24.0]), np.array([7192.0, 0.0])
-    totals = _part_totals(np.zeros(2, dtype=np.int64), 1, new, prior, None)
+    totals = ListedSequences(np.zeros(2, dtype=np.int64), 1, new, prior).totals(None)
     pairs = 1000 * 7192 + 1000 * 1001 / 2 + 24 * 25 / 2               # by hand
     assert totals["pairs"][0] == pairs
     q = 512.0                                                          # mean query tokens per sequence
     span = totals["context"][0]
     assert 2 * (q * (span - q) + q * (q + 1) / 2) == pytest.approx(pairs)   # alike sequences, same pairs
-    equal = _part_totals(np.zeros(2, dtype=np.int64), 1, np.array([512.0, 512.0]), np.array([100.0, 100.0]), None)
+    equal = ListedSequences(np.zeros(2, dtype=np.int64), 1, np.array([512.0, 512.0]),
+                            np.array([100.0, 100.0])).totals(None)
     assert equal["context"][0] == 612.0                                # equal chunks keep their key span
 
 

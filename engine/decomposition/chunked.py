@@ -103,7 +103,13 @@ def chunked_schedule(batch: int, input_length: int, output_length: int, chunk_si
     """Simulate the schedule (module docstring). Requires chunk_size >= batch."""
     if chunk_size < batch:
         raise ValueError(f"chunk_size={chunk_size} must be at least batch={batch} for the chunked schedule")
-    prompt, out, budget = input_length, output_length, chunk_size
+    first_token, segments = _segments(batch, input_length, output_length, chunk_size)
+    return _per_iteration(batch, input_length, output_length, chunk_size, first_token, segments)
+
+
+def _segments(batch: int, prompt: int, out: int, budget: int) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """(per request: the iteration of its last prompt chunk, the segments as (first iteration, iterations,
+    prompt tokens per iteration, position in the concatenated prompts where the segment starts))."""
     total = batch * prompt
     first_token = np.full(batch, -1, dtype=np.int64)
     seg_start, seg_length, seg_budget, seg_stream = [], [], [], []
@@ -130,13 +136,20 @@ def chunked_schedule(batch: int, input_length: int, output_length: int, chunk_si
         done += new.size
         consumed = after
         iteration += length
+    return first_token, list(zip(seg_start, seg_length, seg_budget, seg_stream))
+
+
+def _per_iteration(batch: int, prompt: int, out: int, budget: int, first_token: np.ndarray,
+                   segments: list[tuple[int, int, int, int]]) -> ChunkedSchedule:
+    """Every per-iteration quantity of the schedule, from its segments (numpy over the iterations)."""
+    total = batch * prompt
     iterations = int(first_token.max()) + out
     index = np.arange(iterations)
 
     # prompt tokens per iteration: each segment takes `room` tokens an iteration from the stream
     start_stream = np.full(iterations, float(total))
     room = np.zeros(iterations)
-    for start, length, size, stream in zip(seg_start, seg_length, seg_budget, seg_stream):
+    for start, length, size, stream in segments:
         start_stream[start:start + length] = stream + size * np.arange(length)
         room[start:start + length] = size
     prefill = np.clip(total - start_stream, 0.0, room)

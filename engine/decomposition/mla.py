@@ -37,78 +37,86 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.decomposition.attention import AttentionRows, LayerKind
+from engine.decomposition.passes import AttentionPart
 from engine.kernels.fields import norm_fields
 from engine.kernels.table import FLOPS_PER_ELEMENT
+from engine.models.config import ModelConfig
+from engine.workload.parallel import ParallelLayout
 
 
-def add_mla_attention(rows, model, layout, kinds, gemm, elementwise, kv_dtype: str,
+def add_mla_attention(attention: AttentionRows, model: ModelConfig, layout: ParallelLayout, kinds: list[LayerKind],
                       decode_form: str = "absorbed") -> None:
-    """The attention block of one MLA layer kind on one device (module docstring); `rows` is the
-    decomposition's AttentionRows, `kinds` its (window, suffix, layers) per layer kind, `decode_form`
-    the form decode tokens run in ("absorbed" or "naive"; prompts are always naive)."""
+    """The attention block of MLA layers on one device (module docstring): the projections once, the
+    attention rows per kind of layer in `kinds`; `decode_form` is the form decode tokens run in
+    ("absorbed" or "naive"; prompts are always naive)."""
     if decode_form not in ("absorbed", "naive"):
         raise ValueError(f"mla_decode={decode_form!r}: expected 'absorbed' or 'naive'")
-    b, fp = rows.b, rows.fp
-    act, wgt, kvb = rows.act, rows.wgt, rows.kvb
-    T, H, h = fp.tokens, layout.q_heads, model.hidden_size
+    kernels = attention.kernels
+    activation, weight, kv = kernels.value_bytes.activation, kernels.value_bytes.weight, kernels.value_bytes.kv
+    tokens, heads, hidden = kernels.tokens, layout.q_heads, model.hidden_size
     rank, nope, rope = model.kv_lora_rank, model.qk_nope_head_dim, model.qk_rope_head_dim
     latent = rank + rope
-    per_layer = layout.layers * fp.steps
+    per_layer = layout.layers * kernels.steps
     if model.q_lora_rank:
-        gemm("Q_a*W", T, h, model.q_lora_rank, per_layer, model.qkv_bias)
-        elementwise("Norm_q_a", "norm", norm_fields(T, model.q_lora_rank, model.norm_type, act, wgt), per_layer,
-                    type="Norm")
-        gemm("Q_b*W", T, model.q_lora_rank, H * (nope + rope), per_layer, False)
+        kernels.gemm("Q_a*W", tokens, hidden, model.q_lora_rank, per_layer, model.qkv_bias)
+        kernels.elementwise("Norm_q_a", "norm", norm_fields(tokens, model.q_lora_rank, model.norm_type, activation,
+                                                            weight), per_layer, type="Norm")
+        kernels.gemm("Q_b*W", tokens, model.q_lora_rank, heads * (nope + rope), per_layer, False)
     else:
-        gemm("Q*W", T, h, H * (nope + rope), per_layer, False)
-    gemm("KV_a*W", T, h, latent, per_layer, model.qkv_bias)
-    elementwise("Norm_kv_a", "norm", norm_fields(T, rank, model.norm_type, act, wgt), per_layer, type="Norm")
-    rotated = T * (H + 1) * rope
-    b.add(phase=fp.phase, name="Rotary", type="Elementwise", op="rotary", unit="vector", dtype=rows.vector_dtype,
-          m=T, n=(H + 1) * rope, count=per_layer, vector_flops=rotated * FLOPS_PER_ELEMENT["rotary"],
-          activation_bytes=(2 * rotated + T * rope) * act)
-    b.add(phase=fp.phase, name="KVCache_Store", type="Async_KVCache", op="kv_store", unit="memory", dtype=kv_dtype,
-          m=T, k=latent, n=1, count=per_layer, activation_bytes=T * latent * act, kv_bytes=T * latent * kvb)
-    for window, suffix, layers in kinds:
-        for part in fp.attention:
-            part = part.windowed(window)
+        kernels.gemm("Q*W", tokens, hidden, heads * (nope + rope), per_layer, False)
+    kernels.gemm("KV_a*W", tokens, hidden, latent, per_layer, model.qkv_bias)
+    kernels.elementwise("Norm_kv_a", "norm", norm_fields(tokens, rank, model.norm_type, activation, weight),
+                        per_layer, type="Norm")
+    rotated = tokens * (heads + 1) * rope
+    kernels.add(name="Rotary", type="Elementwise", op="rotary", unit="vector", dtype=kernels.vector_dtype,
+                m=tokens, n=(heads + 1) * rope, count=per_layer, vector_flops=rotated * FLOPS_PER_ELEMENT["rotary"],
+                activation_bytes=(2 * rotated + tokens * rope) * activation)
+    kernels.add(name="KVCache_Store", type="Async_KVCache", op="kv_store", unit="memory", dtype=kernels.kv_dtype,
+                m=tokens, k=latent, n=1, count=per_layer, activation_bytes=tokens * latent * activation,
+                kv_bytes=tokens * latent * kv)
+    for kind in kinds:
+        for part in kernels.forward_pass.attention:
+            part = part.windowed(kind.window)
             if part.matrix_type == "Va_Mqa" and decode_form == "absorbed":
-                _absorbed(rows, part, layers, suffix, H, model)
+                _absorbed(attention, part, kind.layers, kind.suffix, heads, model)
             else:
-                _naive(rows, part, layers, suffix, H, model)
+                _naive(attention, part, kind.layers, kind.suffix, heads, model)
 
 
-def _weights_gemm(rows, part, layers, name, type, m, k, n, batch) -> None:
+def _weights_gemm(attention: AttentionRows, part: AttentionPart, layers, name, type, m, k, n, batch) -> None:
     """`batch` GEMMs [m, k] @ [k, n], each with its own weights (per-head slices of kv_b_proj)."""
-    rows.b.add(phase=rows.fp.phase, name=name, type=type, op="gemm", unit="matrix", dtype=rows.gemm_dtype,
-               m=m, k=k, n=n, batch=batch, count=rows.count(part, layers), macs=m * k * n * batch,
-               weight_bytes=batch * k * n * rows.wgt, activation_bytes=m * batch * (k + n) * rows.act)
+    kernels = attention.kernels
+    kernels.add(name=name, type=type, op="gemm", unit="matrix", dtype=kernels.gemm_dtype,
+                m=m, k=k, n=n, batch=batch, count=attention.count(part, layers), macs=m * k * n * batch,
+                weight_bytes=batch * k * n * kernels.value_bytes.weight,
+                activation_bytes=m * batch * (k + n) * kernels.value_bytes.activation)
 
 
-def _naive(rows, part, layers, suffix, H, model) -> None:
+def _naive(attention: AttentionRows, part: AttentionPart, layers, suffix, heads, model: ModelConfig) -> None:
     rank, nope, rope, value = model.kv_lora_rank, model.qk_nope_head_dim, model.qk_rope_head_dim, model.v_head_dim
-    latent, act = rank + rope, rows.act
+    latent, activation = rank + rope, attention.kernels.value_bytes.activation
     decompressed = part.fresh_tokens + part.cache_tokens       # key tokens whose K/V are rebuilt from the latent
     if np.any(part.cache_tokens > 0):
-        rows.kv_read(part, layers, suffix, latent, latent, 1)
-    _weights_gemm(rows, part, layers, f"{part.prefix}KV_b*W{suffix}", "Ma_Mw", decompressed, rank, H * (nope + value),
-                  1)
-    q_bytes = part.query_tokens * H * (nope + rope) * act
-    k_bytes = decompressed * (H * nope + rope) * act               # per-head K_nope plus the shared rope key
-    v_bytes = decompressed * H * value * act
-    out_bytes = part.query_tokens * H * value * act
-    rows.core(part, layers, suffix, H, H, nope + rope, value, q_bytes + k_bytes, out_bytes + v_bytes)
+        attention.kv_read(part, layers, suffix, latent, latent, 1)
+    _weights_gemm(attention, part, layers, f"{part.prefix}KV_b*W{suffix}", "Ma_Mw", decompressed, rank,
+                  heads * (nope + value), 1)
+    q_bytes = part.query_tokens * heads * (nope + rope) * activation
+    k_bytes = decompressed * (heads * nope + rope) * activation      # per-head K_nope plus the shared rope key
+    v_bytes = decompressed * heads * value * activation
+    out_bytes = part.query_tokens * heads * value * activation
+    attention.core(part, layers, suffix, heads, heads, nope + rope, value, q_bytes + k_bytes, out_bytes + v_bytes)
 
 
-def _absorbed(rows, part, layers, suffix, H, model) -> None:
+def _absorbed(attention: AttentionRows, part: AttentionPart, layers, suffix, heads, model: ModelConfig) -> None:
     rank, nope, rope, value = model.kv_lora_rank, model.qk_nope_head_dim, model.qk_rope_head_dim, model.v_head_dim
-    latent, act = rank + rope, rows.act
+    latent, activation = rank + rope, attention.kernels.value_bytes.activation
     tokens = part.query_tokens
     if np.any(part.cache_tokens > 0):
-        rows.kv_read(part, layers, suffix, latent, latent, 1)
-    _weights_gemm(rows, part, layers, f"{part.prefix}Q*W_UK{suffix}", "Va_Mw", tokens, nope, rank, H)
-    own_latent = part.fresh_tokens * latent * act                # new tokens' latent straight from KV_a*W
-    q_bytes = tokens * H * latent * act                           # absorbed query: latent + rope channels
-    out_bytes = tokens * H * rank * act                           # attention output in the latent space
-    rows.core(part, layers, suffix, H, 1, latent, rank, q_bytes + own_latent, out_bytes + own_latent)
-    _weights_gemm(rows, part, layers, f"{part.prefix}O*W_UV{suffix}", "Va_Mw", tokens, rank, value, H)
+        attention.kv_read(part, layers, suffix, latent, latent, 1)
+    _weights_gemm(attention, part, layers, f"{part.prefix}Q*W_UK{suffix}", "Va_Mw", tokens, nope, rank, heads)
+    own_latent = part.fresh_tokens * latent * activation             # new tokens' latent straight from KV_a*W
+    q_bytes = tokens * heads * latent * activation                   # absorbed query: latent + rope channels
+    out_bytes = tokens * heads * rank * activation                   # attention output in the latent space
+    attention.core(part, layers, suffix, heads, 1, latent, rank, q_bytes + own_latent, out_bytes + own_latent)
+    _weights_gemm(attention, part, layers, f"{part.prefix}O*W_UV{suffix}", "Va_Mw", tokens, rank, value, heads)

@@ -5,9 +5,13 @@ Formulas and the expert-parallel layout: docs/parallelism.md ("Expert parallelis
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from engine.decomposition.pass_kernels import PassKernels
 from engine.kernels.fields import mlp_activation_fields
+from engine.models.config import ModelConfig
 from engine.workload.parallel import ParallelLayout
 
 
@@ -50,46 +54,64 @@ def expected_active_experts(experts_held, num_experts, experts_per_token, tokens
     return experts_held / num_experts * touched
 
 
-def add_moe_block(b, fp, model, layout: ParallelLayout, T, count, gemm, elementwise, collective, act, wgt,
-                  gemm_dtype, matrix_type, routing_skew: float = 0.0) -> None:
+def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayout, count,
+                  routing_skew: float = 0.0) -> None:
     """One MoE MLP on one device (docs/parallelism.md): router, [dispatch], routed experts as grouped
     GEMMs over the experts the tokens reach, [combine], weighted sum of the k outputs, shared experts."""
-    h, k, tp, ep = model.hidden_size, model.experts_per_token, layout.tp, layout.ep
-    routed_tokens = T / tp if ep > 1 else T        # with ep > 1 each TP rank routes its share of the tokens
+    hidden, k, tp, ep = model.hidden_size, model.experts_per_token, layout.tp, layout.ep
+    activation = kernels.value_bytes.activation
+    tokens = kernels.tokens
+    routed_tokens = tokens / tp if ep > 1 else tokens   # with ep > 1 each TP rank routes its share of the tokens
     assignments = routed_tokens * k                 # (token, expert) pairs sent out = received (balanced)
     active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, routed_tokens * ep,
                                                 routing_skew), 1e-9)
+    experts = RoutedExperts(kernels, assignments, active, count, model.expert_bias)
     inner = layout.expert_intermediate
-    router = gemm("MoE_router", routed_tokens, h, model.num_experts, count, getattr(model, "router_bias", False))
+    router = kernels.gemm("MoE_router", routed_tokens, hidden, model.num_experts, count, model.router_bias)
     if ep > 1:
-        collective("AllToAll_dispatch", assignments, h, assignments * h * act, ep, count, router)
-    bias = getattr(model, "expert_bias", False)
-
-    def experts_gemm(name, k_dim, n_dim):
-        return b.add(phase=fp.phase, name=name, type=matrix_type, op="gemm", unit="matrix", dtype=gemm_dtype,
-                     m=assignments / active, k=k_dim, n=n_dim, batch=active, count=count,
-                     macs=assignments * k_dim * n_dim,
-                     weight_bytes=active * (k_dim * n_dim + (n_dim if bias else 0)) * wgt,
-                     activation_bytes=assignments * (k_dim + n_dim) * act)
-
-    experts_gemm("Expert_up", h, inner)
+        kernels.collective("AllToAll_dispatch", assignments, hidden, assignments * hidden * activation, ep, count,
+                           router)
+    experts.gemm("Expert_up", hidden, inner)
     if model.gated_mlp:
-        experts_gemm("Expert_gate", h, inner)
-    elementwise("Expert_act", "activation",
-                mlp_activation_fields(assignments, inner, model.hidden_act, model.gated_mlp, act), count)
-    down = experts_gemm("Expert_down", inner, h)
+        experts.gemm("Expert_gate", hidden, inner)
+    kernels.elementwise("Expert_act", "activation",
+                        mlp_activation_fields(assignments, inner, model.hidden_act, model.gated_mlp, activation), count)
+    down = experts.gemm("Expert_down", inner, hidden)
     if ep > 1:
-        collective("AllToAll_combine", assignments, h, assignments * h * act, ep, count, down)
-    elementwise("MoE_combine", "residual",   # weighted sum of each token's k expert outputs
-                dict(m=routed_tokens, n=h, vector_flops=2.0 * assignments * h,
-                     activation_bytes=(assignments + routed_tokens) * h * act), count)
+        kernels.collective("AllToAll_combine", assignments, hidden, assignments * hidden * activation, ep, count,
+                           down)
+    kernels.elementwise("MoE_combine", "residual",   # weighted sum of each token's k expert outputs
+                        dict(m=routed_tokens, n=hidden, vector_flops=2.0 * assignments * hidden,
+                             activation_bytes=(assignments + routed_tokens) * hidden * activation), count)
     shared = layout.shared_intermediate
     if shared:
-        gemm("Shared_up", T, h, shared, count, model.mlp_bias)
+        kernels.gemm("Shared_up", tokens, hidden, shared, count, model.mlp_bias)
         if model.gated_mlp:
-            gemm("Shared_gate", T, h, shared, count, model.mlp_bias)
-        elementwise("Shared_act", "activation",
-                    mlp_activation_fields(T, shared, model.hidden_act, model.gated_mlp, act), count)
-        down = gemm("Shared_down", T, shared, h, count, model.mlp_bias)
+            kernels.gemm("Shared_gate", tokens, hidden, shared, count, model.mlp_bias)
+        kernels.elementwise("Shared_act", "activation",
+                            mlp_activation_fields(tokens, shared, model.hidden_act, model.gated_mlp, activation),
+                            count)
+        down = kernels.gemm("Shared_down", tokens, shared, hidden, count, model.mlp_bias)
     if tp > 1:   # partial sums of TP-split experts (or the token shares of EP ranks) completed over tp
-        collective("AllReduce_moe", T, h, T * h * act, tp, count, down)
+        kernels.collective("AllReduce_moe", tokens, hidden, tokens * hidden * activation, tp, count, down)
+
+
+@dataclass(frozen=True)
+class RoutedExperts:
+    """The routed experts' grouped GEMMs: `assignments` (token, expert) pairs over `active` experts, each
+    expert's weights (and biases with `bias`) read once."""
+
+    kernels: PassKernels
+    assignments: object
+    active: object
+    count: object
+    bias: bool
+
+    def gemm(self, name: str, k_dim: int, n_dim: int) -> int:
+        kernels, assignments, active = self.kernels, self.assignments, self.active
+        return kernels.add(name=name, type=kernels.weight_matrix_type, op="gemm", unit="matrix",
+                           dtype=kernels.gemm_dtype, m=assignments / active, k=k_dim, n=n_dim, batch=active,
+                           count=self.count, macs=assignments * k_dim * n_dim,
+                           weight_bytes=active * (k_dim * n_dim + (n_dim if self.bias else 0))
+                           * kernels.value_bytes.weight,
+                           activation_bytes=assignments * (k_dim + n_dim) * kernels.value_bytes.activation)

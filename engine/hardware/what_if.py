@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from engine.hardware.device import WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS, Hardware
 from engine.hardware.specs.cells import expectation, is_integer_field, to_si
-from engine.hardware.specs.writing import to_workbook_value
+from engine.hardware.specs.writing import value_in_workbook_units
 
 
 class EditError(ValueError):
@@ -21,14 +21,7 @@ class EditError(ValueError):
 
 def workbook_value(hardware: Hardware, key: str) -> Any:
     """A field of `hardware` in the unit of its workbook row (None when not published)."""
-    field = WORKBOOK_FIELD_BY_KEY[key]
-    value = getattr(hardware, field.attribute)
-    if value is None or field.text:
-        return value
-    if is_integer_field(field):
-        return int(value)
-    number = to_workbook_value(float(value), field.scale)
-    return int(number) if float(number).is_integer() and abs(number) < 2**53 else number
+    return value_in_workbook_units(hardware, WORKBOOK_FIELD_BY_KEY[key])
 
 
 def workbook_values(hardware: Hardware) -> dict[str, Any]:

@@ -18,12 +18,9 @@ chunks with eager launch.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
-from engine.kernels.attention_window import causal_pairs, key_span
-from engine.decomposition.passes import AttentionPart, ForwardPass
+from engine.decomposition.passes import AttentionPart, ForwardPass, ListedSequences
 from engine.decomposition.transformer import add_forward_pass
 from engine.kernels.table import KernelTableBuilder
 from engine.decomposition.chunked import pass_row_times
@@ -33,34 +30,8 @@ MAX_GRID_BATCHES = 16
 GRID_CONTEXTS = 8
 
 
-def _part_totals(row: np.ndarray, rows: int, new: np.ndarray, prior: np.ndarray, window) -> dict:
-    """Per row: sequences, query tokens, context (mean keys), pairs, cache and fresh tokens of the
-    sequences (`new` tokens after `prior` cached ones; `row` says which row each belongs to)."""
-    def total(values):
-        return np.bincount(row, weights=values, minlength=rows)
-    context = key_span(new, prior, window)
-    from_cache = (new == 1) | (prior > 0)
-    sequences = total(np.ones_like(new))
-    pairs = total(causal_pairs(new, prior, window))
-    keys = total(context) / np.maximum(sequences, 1.0)
-    if window is None:
-        # A row stands for `sequences` alike sequences of q = query_tokens / sequences queries after a common
-        # prior (the fused attention estimate recovers q from the row's shape and MACs: estimators/
-        # fused_attention.py query_tokens). Chunks of unequal length (the end of one prompt after 7k cached
-        # tokens beside the first 24 tokens of the next) have no such common prior at their mean key span:
-        # take the span n = pairs / q + (q - 1) / 2 that gives the row's exact pairs (MACs), n >= q. Rows of
-        # equal chunks keep their own span (the same number).
-        q = total(new) / np.maximum(sequences, 1.0)
-        consistent = pairs / np.maximum(sequences, 1.0) / np.maximum(q, 1.0) + (q - 1.0) / 2.0
-        keys = np.where(sequences > 0, np.maximum(consistent, q), keys)
-    return dict(sequences=sequences, query_tokens=total(new), context=keys,
-                pairs=pairs, cache_tokens=total(np.where(from_cache, context, 0.0)),
-                fresh_tokens=total(np.where(from_cache, 0.0, new)))
-
-
-def _part(prefix: str, matrix_type: str, row, rows, new, prior, window=None) -> AttentionPart:
-    return AttentionPart(prefix, matrix_type, **_part_totals(row, rows, new, prior, window), per_row_count=True,
-                         window=window, window_builder=partial(_part, prefix, matrix_type, row, rows, new, prior))
+def _part(prefix: str, matrix_type: str, row, rows, new, prior) -> AttentionPart:
+    return AttentionPart.from_listed(prefix, matrix_type, ListedSequences(row, rows, new, prior))
 
 
 def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:

@@ -8,7 +8,7 @@
 Each measurement becomes kernel-table rows built with the default decomposition's own formulas, all
 measurements of one device in ONE table timed by the method in one call:
   gemm                  one Ma_Mw row, engine.kernels.fields.gemm_fields (weights, A read once, C written once)
-  prefill_attention     engine.decomposition.transformer.AttentionRows.add_mha for `batch` sequences of `input_length` new tokens
+  prefill_attention     engine.decomposition.attention.AttentionRows.add_mha for `batch` sequences of `input_length` new tokens
                         (no prior context, causal): Q*gK, Softmax, Q*gK*gV (realistic: one fused kernel)
   decode_attention      the same for one new token after `prior_tokens` cached ones: KVCache_Read, Q*gK, Softmax,
                         Q*gK*gV (the measurement's context_length = prior_tokens + 1 keys)
@@ -36,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from engine.decomposition.passes import AttentionPart, ForwardPass
-from engine.decomposition.transformer import AttentionRows
+from engine.decomposition.attention import AttentionRows
+from engine.decomposition.pass_kernels import BytesPerValue, PassKernels
 from engine.hardware.dtypes import bytes_per_value, compute_dtype
 from engine.decomposition.moe import expected_active_experts
 from engine.kernels.fields import gemm_fields, mlp_activation_fields
@@ -83,7 +84,7 @@ def mla_kernels(frame: pd.DataFrame, decode: bool) -> tuple[dict, np.ndarray]:
     latent = rank + rope
 
     def add(rows, part, key):
-        heads, act = int(key[0]), rows.act
+        heads, act = int(key[0]), rows.kernels.value_bytes.activation
         if decode:      # decompose_mla._absorbed's core
             rows.kv_read(part, 1.0, "", latent, latent, 1)
             own = part.fresh_tokens * latent * act
@@ -112,8 +113,10 @@ def _fused_kernels(frame: pd.DataFrame, decode: bool, keys: list, add) -> tuple[
             part = AttentionPart.uniform("", batch, rows["input_length"].to_numpy(dtype=float), np.zeros(len(rows)),
                                          "Ma_Mqa", window=window, per_row_count=True)
         pass_ = ForwardPass(f"measured {number}", batch, batch, 1, (part,))   # own phase: one fused group per row
-        add(AttentionRows(builder, pass_, bytes_per_value(dtype), bytes_per_value(dtype), bytes_per_value(kv_dtype),
-                          compute_dtype(dtype, kv_dtype), dtype, dtype), part, key)
+        value_bytes = BytesPerValue(bytes_per_value(dtype), bytes_per_value(dtype), bytes_per_value(kv_dtype))
+        kernels = PassKernels(builder, pass_, value_bytes, gemm_dtype=dtype, attention_dtype=compute_dtype(dtype, kv_dtype),
+                              vector_dtype=dtype, kv_dtype=kv_dtype)
+        add(AttentionRows(kernels), part, key)
         positions.append(_positions(frame, rows))
     columns = builder.build_columns()
     # every kernel added for attention `number` (phase "measured <number>") has one row per measurement, in order

@@ -238,14 +238,14 @@ class AutoModel:
         the traced context need not be the scenario's: a decode step is traced with a one- and a
         two-token cache (what else grows with the context is extended linearly), a prompt as it is, and
         a chunk as one sequence of `tokens` tokens."""
-        parts = forward_pass.attention
-        if all(part.new_tokens == 1 for part in parts):
-            prior = 1 if min(float(part.prior[0]) for part in parts) > 0 else 0
+        alike = [part.alike for part in forward_pass.attention]
+        if all(part.new_tokens == 1 for part in alike):
+            prior = 1 if min(float(part.prior[0]) for part in alike) > 0 else 0
             return (self._trace(forward_pass.tokens, 1, prior, 1),
                     self._trace(forward_pass.tokens, 1, prior + 1, 1))
-        if len(parts) == 1 and parts[0].sequences * parts[0].new_tokens == forward_pass.tokens \
-                and float(parts[0].prior[0]) == 0 and forward_pass.logit_rows == parts[0].sequences:
-            return self._trace(parts[0].sequences, parts[0].new_tokens, 0, 1), None
+        if len(alike) == 1 and alike[0].sequences * alike[0].new_tokens == forward_pass.tokens \
+                and float(alike[0].prior[0]) == 0 and forward_pass.logit_rows == alike[0].sequences:
+            return self._trace(alike[0].sequences, alike[0].new_tokens, 0, 1), None
         return self._trace(1, forward_pass.tokens, 0, forward_pass.logit_rows), None
 
     def summary(self) -> dict:

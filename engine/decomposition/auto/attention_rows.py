@@ -1,6 +1,6 @@
 """The hand model's attention rows ([KVCache_Read,] Q*gK, Softmax, Q*gK*gV) from the traced attention calls.
 
-Same formulas as engine/decomposition/transformer.py: causal (query, key) pairs q*p + q(q+1)/2 for q new
+Same formulas as engine/decomposition/attention.py (pairs and spans from engine/kernels/attention_window.py): causal (query, key) pairs q*p + q(q+1)/2 for q new
 tokens after p cached ones, capped by the sliding window when the layer has one, 5 FLOP per score for the
 softmax (3 more with a logit softcap).
 """
@@ -11,31 +11,13 @@ from collections import defaultdict
 
 import numpy as np
 
+from engine.kernels.attention_window import causal_pairs, key_span
 from engine.kernels.table import FLOPS_PER_ELEMENT, KernelTableBuilder
 
 from engine.decomposition.auto.kernel_rows import Dtypes, display_name
 from engine.decomposition.auto.records import AttentionRecord
 
 SOFTCAP_FLOPS_PER_SCORE = 3.0      # divide, tanh, multiply
-
-
-def causal_pairs(new_tokens: float, prior, window: int | None):
-    """(query, key) pairs per head: query i (1..q) after p cached tokens sees min(p + i, window) keys."""
-    p = np.asarray(prior, dtype=float)
-    q = float(new_tokens)
-    if window is None:
-        return q * p + q * (q + 1) / 2.0
-    w = float(window)
-    below = np.clip(w - p, 0.0, q)                 # queries whose span has not reached the window yet
-    return below * p + below * (below + 1) / 2.0 + (q - below) * w
-
-
-def key_span(new_tokens: float, prior, window: int | None):
-    """Keys the last query attends to (and the cached tokens the kernel reads)."""
-    p = np.asarray(prior, dtype=float)
-    if window is None:
-        return p + new_tokens
-    return np.minimum(p, float(window) - 1.0) + new_tokens
 
 
 def attention_variants(trace, records: list[AttentionRecord], base_prefix: str = "model") -> list[tuple]:
@@ -63,9 +45,9 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
     value = dtypes.bytes()
     qh, kvh, dqk, dv = record.q_heads, record.kv_heads, record.head_dim_qk, record.head_dim_v
     group = qh / kvh
-    q, seqs = part.new_tokens, part.sequences
+    q, seqs = part.alike.new_tokens, part.alike.sequences
     window = record.window
-    prior = np.asarray(part.prior, dtype=float)
+    prior = np.asarray(part.alike.prior, dtype=float)
     if record.causal:
         pairs = causal_pairs(q, prior, window)
     else:

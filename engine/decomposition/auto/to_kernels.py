@@ -43,13 +43,13 @@ def fold(rows: list[tuple[Row, float]]) -> list[tuple[Row, float]]:
 
 def add_pass(builder: KernelTableBuilder, trace, forward_pass, dtypes: Dtypes, base_prefix: str = "model",
              next_trace=None) -> None:
-    """Every kernel of one forward pass (engine/decomposition/auto/passes.py ForwardPass).
+    """Every kernel of one forward pass (engine/decomposition/passes.py ForwardPass, from phases.py).
 
     next_trace: for a decode pass, the same step traced with one more cached token. Rows that differ
     between the two traces do work that grows with the cached context (besides attention, whose rows are
     computed per step anyway: e.g. a latent KV cache expanded every step); their values are extended
     linearly to each step's context (one value per step, like the attention rows)."""
-    matrix_type = "Va_Mw" if all(p.new_tokens == 1 for p in forward_pass.attention) else "Ma_Mw"
+    matrix_type = "Va_Mw" if all(p.alike.new_tokens == 1 for p in forward_pass.attention) else "Ma_Mw"
     rows, records = kernel_rows(trace, dtypes, matrix_type, base_prefix)
     folded = fold(rows)
     growth = _growth(folded, trace, next_trace, forward_pass, dtypes, matrix_type, base_prefix)
@@ -77,7 +77,7 @@ def _growth(folded, trace, next_trace, forward_pass, dtypes, matrix_type, base_p
     if len(following) != len(folded) or any((a.name, a.type, a.op, n) != (b.name, b.type, b.op, m)
                                             for (a, n), (b, m) in zip(folded, following, strict=True)):
         raise ValueError("the decode step traced with one more cached token ran different kernels")
-    extra_tokens = np.asarray(forward_pass.attention[0].prior, dtype=float) - trace.prior_tokens
+    extra_tokens = np.asarray(forward_pass.attention[0].alike.prior, dtype=float) - trace.prior_tokens
     per_token = next_trace.prior_tokens - trace.prior_tokens
     result = []
     for (row, _), (other, _) in zip(folded, following, strict=True):
@@ -91,5 +91,5 @@ def _add_variants(builder, forward_pass, variants, dtypes) -> None:
     for label, record, layers in variants:
         for part in forward_pass.attention:
             # one row per step when the context grows, else one row counted `steps` times
-            count = layers if len(part.prior) > 1 else layers * forward_pass.steps
+            count = layers if len(part.alike.prior) > 1 else layers * forward_pass.steps
             add_attention_rows(builder, forward_pass.phase, part, label, record, count, dtypes)

@@ -90,18 +90,22 @@ def to_workbook_value(si: float, scale: float) -> float:
     return plain  # no float reproduces si exactly (rare); the round trip is then off by 1 ulp
 
 
-def _cell_value(device: Hardware, field: WorkbookField) -> Any:
+def value_in_workbook_units(device: Hardware, field: WorkbookField) -> Any:
+    """A field of `device` in the unit of its workbook row: text as stored, whole numbers as int, None when
+    not published (the one SI -> workbook conversion: the writer and engine/hardware/what_if.py use it)."""
     value = getattr(device, field.attribute)
-    if value is None or (field.text and value == ""):
-        return None
-    if field.text:
+    if value is None or field.text:
         return value
     if is_integer_field(field):
         return int(value)
     number = to_workbook_value(float(value), field.scale)
-    if number.is_integer() and abs(number) < 2**53:
-        return int(number)
-    return number
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def _cell_value(device: Hardware, field: WorkbookField) -> Any:
+    """What the workbook cell holds: value_in_workbook_units, with empty text as a blank cell."""
+    value = value_in_workbook_units(device, field)
+    return None if field.text and value == "" else value
 
 
 def _device_list(devices: Union[Iterable[Hardware], Mapping[str, Hardware]]) -> list[Hardware]:

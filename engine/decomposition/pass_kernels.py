@@ -1,0 +1,92 @@
+"""The record every part of the decomposition adds its kernels through: one forward pass on one device,
+with its dtypes and bytes per value (engine/decomposition/transformer.py builds it; the attention rows,
+MLA and MoE modules take it instead of loose arguments)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.decomposition.passes import ForwardPass
+from engine.hardware.dtypes import bytes_per_value, compute_dtype
+from engine.kernels.collective_kinds import bandwidth_factor, kind_of
+from engine.kernels.fields import gemm_fields
+from engine.kernels.table import KernelTableBuilder
+from engine.workload.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class BytesPerValue:
+    """Bytes of one activation, weight and KV-cache value (their dtypes differ)."""
+
+    activation: float
+    weight: float
+    kv: float
+
+
+@dataclass(frozen=True)
+class PassKernels:
+    """Adds the kernels of `forward_pass` to `builder`: GEMMs in `gemm_dtype` on the matrix units, element-wise
+    work in `vector_dtype` on the vector units, attention in `attention_dtype`, the KV cache in `kv_dtype`.
+
+    `weight_matrix_type` is the seed's type of the weight GEMMs: Va_Mw when every query is a single token
+    (decode), else Ma_Mw; `collective_algorithm` the ring or tree collectives (docs/parallelism.md)."""
+
+    builder: KernelTableBuilder
+    forward_pass: ForwardPass
+    value_bytes: BytesPerValue
+    gemm_dtype: str
+    attention_dtype: str
+    vector_dtype: str
+    kv_dtype: str
+    weight_matrix_type: str = "Ma_Mw"
+    collective_algorithm: str = "ring"
+
+    @classmethod
+    def for_scenario(cls, builder: KernelTableBuilder, forward_pass: ForwardPass, scenario: Scenario) -> PassKernels:
+        decode_only = all(part.matrix_type == "Va_Mqa" for part in forward_pass.attention)
+        value_bytes = BytesPerValue(bytes_per_value(scenario.activation_dtype), bytes_per_value(scenario.weight_dtype),
+                                    bytes_per_value(scenario.kv_dtype))
+        return cls(builder, forward_pass, value_bytes,
+                   gemm_dtype=compute_dtype(scenario.weight_dtype, scenario.activation_dtype),
+                   attention_dtype=compute_dtype(scenario.activation_dtype, scenario.kv_dtype),
+                   vector_dtype=scenario.activation_dtype, kv_dtype=scenario.kv_dtype,
+                   weight_matrix_type="Va_Mw" if decode_only else "Ma_Mw",
+                   collective_algorithm=scenario.collective_algorithm)
+
+    @property
+    def tokens(self):
+        """Tokens through the linear layers in one step (an array: one value per iteration)."""
+        return self.forward_pass.tokens
+
+    @property
+    def steps(self) -> int:
+        return self.forward_pass.steps
+
+    def add(self, **columns) -> int:
+        """One kernel row of this pass (the builder's columns); returns its group."""
+        return self.builder.add(phase=self.forward_pass.phase, **columns)
+
+    def gemm(self, name: str, m, k, n, count, bias: bool) -> int:
+        """A weight GEMM C[m, n] = A[m, k] @ W[k, n] (+ bias)."""
+        return self.add(name=name, type=self.weight_matrix_type, op="gemm", unit="matrix", dtype=self.gemm_dtype,
+                        count=count, **gemm_fields(m, k, n, self.value_bytes.weight, self.value_bytes.activation,
+                                                   bias))
+
+    def elementwise(self, name: str, op: str, fields: dict, count, type: str = "Elementwise") -> int:
+        return self.add(name=name, type=type, op=op, unit="vector", dtype=self.vector_dtype, count=count, **fields)
+
+    def collective(self, name: str, tokens, width, message_bytes, group: int, count, producer: int = -1) -> int:
+        """A collective of `message_bytes` per device over `group` devices (docs/parallelism.md); `producer`
+        is the kernel whose output it carries (an overlapped collective hides behind it)."""
+        factor = bandwidth_factor(kind_of(name), group, self.collective_algorithm)
+        return self.add(name=name, type="Collective", op="collective", unit="link", dtype=self.vector_dtype,
+                        m=tokens, n=width, count=count, link_bytes=factor * np.asarray(message_bytes, dtype=float),
+                        group_size=group, overlap_group=producer)
+
+    def hidden_state_collective(self, name: str, hidden: int, group: int, count, producer: int = -1) -> int:
+        """A collective of the pass's hidden states (tokens x hidden activations)."""
+        tokens = self.tokens
+        return self.collective(name, tokens, hidden, tokens * hidden * self.value_bytes.activation, group, count,
+                               producer)
