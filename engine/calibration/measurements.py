@@ -10,7 +10,7 @@ plus any ground truth measured with calibration/measure_gpu.py under calibration
 layout with `batch` and `context` columns; attention and whole decode steps are predicted through
 engine.estimate, see engine/calibration/scenarios.py).
 Each measurement becomes one kernel row built with the default decomposition's own formulas
-(engine.decomposition.transformer.gemm_fields, norm_fields, ...), so bytes and FLOPs follow the same conventions.
+(engine.kernels.fields.gemm_fields, norm_fields, ...), so bytes and FLOPs follow the same conventions.
 The measurements are device-side kernel durations, so the realistic methods are scored on
 `kernel_time_s` (no host launch); the other methods on `time_s`.
 """
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from engine.calibration.scenarios import SCENARIO_KINDS, check_rows, scenario_seconds
-from engine.decomposition.transformer import gemm_fields, mlp_activation_fields, norm_fields, residual_fields
+from engine.kernels.fields import gemm_fields, mlp_activation_fields, norm_fields, residual_fields
 from engine.hardware.dtypes import bytes_per_value
 from engine.kernels.table import KernelTableBuilder
 

@@ -40,8 +40,7 @@ from engine.decomposition.moe import add_moe_block
 from engine.decomposition.pass_kernels import PassKernels
 from engine.decomposition.passes import ForwardPass
 from engine.decomposition.phases import forward_passes
-from engine.kernels.fields import (  # noqa: F401  (re-exported: engine/calibration/measurements.py uses them)
-    elementwise_fields, gemm_fields, mlp_activation_fields, norm_fields, residual_fields)
+from engine.kernels.fields import elementwise_fields, mlp_activation_fields, norm_fields, residual_fields
 from engine.kernels.table import FLOPS_PER_ELEMENT, KernelTableBuilder
 from engine.models.config import ModelConfig
 from engine.workload.parallel import ParallelLayout, parallel_layout

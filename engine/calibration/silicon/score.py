@@ -30,7 +30,6 @@ lacks are dropped (`devices_missing` says which).
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd

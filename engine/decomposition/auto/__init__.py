@@ -21,7 +21,6 @@ import importlib.util
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
 
 import pandas as pd
 
