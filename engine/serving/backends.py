@@ -34,17 +34,24 @@ class BackendProfile:
     description: str
     mixed_prefill: bool = True      # prompt chunks share iterations with decoding (False: prefill batches run alone)
     graph_latency_overlap: float = 0.0   # share of the kernels' device latency hidden in a graph-replayed decode step
+    arrival_jitter: int = 0         # a client's next request arrives 0..J iterations after its previous one finished
+    benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
 
 
+BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
 BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     # values printed by benchmarks/serving_accuracy.py ("serving terms fitted on all runs"), 2,354 runs, 2026-11-26 (second pass)
     BackendProfile("generic", 0.0001, 0.070, "fitted over the vLLM, SGLang and TensorRT-LLM runs together",
-                   graph_latency_overlap=0.30),
-    BackendProfile("vllm", 0.0001, 0.020, "vLLM (runs of 0.12 - 0.19)", graph_latency_overlap=0.25),
+                   graph_latency_overlap=0.30, arrival_jitter=0,
+                   benchmark_requests=BENCHMARK_REQUESTS),
+    BackendProfile("vllm", 0.0001, 0.020, "vLLM (runs of 0.12 - 0.19)", graph_latency_overlap=0.25, arrival_jitter=4,
+                   benchmark_requests=BENCHMARK_REQUESTS),
     BackendProfile("sglang", 0.0012, 0.130, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
-                   "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.50),
+                   "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.50,
+                   arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS),
     BackendProfile("trtllm", 0.0006, 0.075, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
-                   "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50),
+                   "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
+                   arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 
@@ -54,6 +61,17 @@ def backend_profile(name: str) -> BackendProfile:
     if key not in BACKENDS:
         raise ValueError(f"unknown serving backend {name!r}; expected one of {', '.join(BACKENDS)}")
     return BACKENDS[key]
+
+
+def scheduling(options, method: str) -> tuple[int, int | None]:
+    """(arrival jitter in iterations, requests of the benchmark run) for `options` under `method`: the options' values
+    where given, else the backend's; the ideal methods keep the lock step and count every simulated request alike."""
+    profile = backend_profile(options.backend)
+    ideal = method in IDEAL_METHODS
+    jitter = options.arrival_jitter if options.arrival_jitter is not None else (0 if ideal else profile.arrival_jitter)
+    requests = options.benchmark_requests if options.benchmark_requests is not None else (
+        None if ideal else profile.benchmark_requests)
+    return jitter, requests
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:
