@@ -10,8 +10,13 @@ from the iteration end times:
     TPOT = (end of the last token's iteration - end of the first token's) / (output tokens - 1)
     request latency (e2e) = end of the last token's iteration - arrival + request overhead
 
+TTFT counts from the request's arrival at the scheduler (a request in transit, `arrival_jitter`, is on the
+client's clock, inside the request overhead).
+
 Which requests count (ServingOptions): by default every request but each client's last (the run winds
-down around it), as a benchmark counts them, all clients starting together at t = 0; with
+down around it), as a benchmark counts them, all clients starting together at t = 0, each weighed as a
+benchmark of `benchmark_requests` requests in all weighs it (request_weights: the clients' first requests,
+the start-up burst, are min(1, C / N) of those measured); with
 `warmup_requests` (and `stagger_start` for out-of-step clients) the first requests of each client and
 those queued behind them are left out too. Output tokens/s counts every token produced while all
 clients are busy (from the first measured arrival until the first client has finished its last
