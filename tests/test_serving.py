@@ -55,6 +55,25 @@ def test_prefill_batches_without_decode_by_hand():
     assert list(plan.decode_tokens()) == [0, 0, 2, 2, 0, 0, 2, 2]
 
 
+def test_arrival_delays_by_hand():
+    # the case above, request 2 reaching the scheduler 2 iterations after client 0 sent it (at the end of
+    # iteration 3): request 3 runs its prompt alone in iteration 4 and decodes one token in iteration 5, the
+    # decode-only stretch stopping where request 2 arrives (iteration 6), whose prompt then runs alone
+    plan = schedule(np.full(4, 4), np.full(4, 3), concurrency=2, token_budget=6, max_batch=2,
+                    kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(4), mix_decode=False,
+                    arrival_delays=np.array([0, 0, 2, 0]))
+    r = plan.requests
+    assert list(r["sent_iteration"]) == [0, 0, 4, 4] and list(r["arrival_iteration"]) == [0, 0, 6, 4]
+    assert list(r["first_token_iteration"]) == [0, 1, 6, 4] and list(r["finish_iteration"]) == [3, 3, 8, 7]
+    assert [(seg.start, seg.length, list(seg.priors)) for seg in plan.segments] == \
+        [(2, 2, [4, 4]), (5, 1, [4]), (7, 1, [5, 4]), (8, 1, [5])]
+    assert [list(it.chunk_tokens) for it in plan.mixed] == [[4, 2], [2], [4], [4]] and plan.iterations == 9
+    # TTFT counts from the arrival at the scheduler (the transit's mean time is in the request overhead)
+    table = request_table(plan, np.arange(1.0, 10.0), ServingOptions(requests_per_client=2, request_overhead_s=0.5))
+    ends = np.cumsum(np.arange(1.0, 10.0))
+    assert table["ttft_s"].iloc[2] == pytest.approx(ends[6] - ends[5] + 0.5)
+
+
 def test_token_budget_splits_a_prompt():
     plan = schedule(np.array([10, 10]), np.array([1, 1]), concurrency=1, token_budget=4, max_batch=1,
                     kv_capacity_bytes=BIG, kv_bytes_per_request=np.ones(2))
@@ -213,3 +232,42 @@ def test_realistic_says_where_it_is_unvalidated(h100, llama8b):
     assert any("unvalidated on MI300X" in note for note in mi300x.notes)
     clone = h100.model_copy(update={"name": "My-NPU", "vendor": "Acme", "kind": "npu"})
     assert engine.estimate(clone, llama8b, engine.Scenario(phase="decode"), method="realistic").validation["validated"] is False
+
+
+def test_request_weights_by_hand():
+    from engine.serving.simulate import request_weights
+    sequence, measured = np.array([0, 0, 1, 1, 2, 2]), np.array([True, True, True, True, False, False])
+    # a benchmark of 8 requests from 2 clients: the first requests are 2 / 8 of those measured, the later 6 / 8
+    assert list(request_weights(sequence, measured, 2, 8)) == [0.5, 0.5, 1.5, 1.5, 0.0, 0.0]
+    assert list(request_weights(sequence, measured, 2, None)) == [1, 1, 1, 1, 0, 0]
+    assert list(request_weights(sequence, measured, 2, 1)) == [2.0, 2.0, 0.0, 0.0, 0.0, 0.0]   # share at most 1
+
+
+def test_benchmark_requests_weigh_the_start_up_burst(h100, llama8b):
+    fields = dict(concurrency=8, input_length=2048, output_length=64, method="roofline", requests_per_client=4)
+    burst_only = serve(h100, llama8b, benchmark_requests=8, **fields)
+    m = burst_only.requests[burst_only.requests["measured"]]
+    first, later = m.loc[m["sequence"] == 0, "ttft_s"].mean(), m.loc[m["sequence"] > 0, "ttft_s"].mean()
+    assert first > 1.5 * later                           # the start-up burst queues 8 prompts of 2048 tokens
+    assert burst_only.ttft_s == pytest.approx(first)
+    long_run = serve(h100, llama8b, benchmark_requests=800, **fields)
+    assert long_run.ttft_s == pytest.approx(0.01 * first + 0.99 * later)
+    assert serve(h100, llama8b, **fields).ttft_s == pytest.approx(m["ttft_s"].mean())   # ideal: all alike
+
+
+def test_arrival_jitter_breaks_up_lock_step_rounds(h100, llama8b):
+    # 16 clients of 1024-token prompts: in lock step the later rounds' prompts still arrive in groups (those that
+    # finished together: 5.3 on average here); drifting 0-4 iterations apart, fewer share an iteration (2.0) and
+    # each waits less
+    fields = dict(concurrency=16, input_length=1024, output_length=128, method="realistic", requests_per_client=8,
+                  benchmark_requests=10**6, request_overhead_s=0.0)
+    lock, drift = (serve(h100, llama8b, arrival_jitter=j, **fields) for j in (0, 4))
+    later = [r.requests[r.requests["measured"] & (r.requests["sequence"] > 0)] for r in (lock, drift)]
+    groups = [requests.groupby("arrival_iteration").size().mean() for requests in later]
+    assert groups[1] < 0.6 * groups[0]
+    assert drift.ttft_s < 0.8 * lock.ttft_s
+    assert drift.tpot_s == pytest.approx(lock.tpot_s, rel=0.1)
+    # Little's law with the time in transit (sent at the start of one iteration, arrived at the start of another)
+    starts = drift.iterations["end_s"].to_numpy() - drift.iterations["time_s"].to_numpy()
+    transit = (starts[later[1]["arrival_iteration"]] - starts[later[1]["sent_iteration"]]).mean()
+    assert drift.requests_per_s == pytest.approx(16 / (drift.e2e_s + transit), rel=0.03)

@@ -93,9 +93,9 @@ def test_cross_validated_floors(scored):
     # 0.145 now (0.110 before the MoE grouped-GEMM weight-stream efficiency 0.85, fitted on isolated MoE kernels,
     # slowed the subset's MoE decode steps: docs/accuracy.md; 0.148 before the graph latency overlap)
     assert held_out["tpot_median"] <= 0.15
-    # 0.557 when written (0.492 before SGLang's prefill batches ran alone: the subset's 8 SGLang runs are
-    # Llama-3.1-8B on H200, the one SGLang group that scheduling change makes worse; docs/serving.md)
-    assert held_out["ttft_median"] <= 0.58
+    # 0.308 since a benchmark's start-up burst is weighed as C / 1000 of its requests and vLLM's clients drift
+    # 0-4 iterations apart (0.557 before; 0.492 before SGLang's prefill batches ran alone; docs/serving.md)
+    assert held_out["ttft_median"] <= 0.35
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
@@ -119,9 +119,11 @@ def test_refit_host_side_times_move_ttft_and_tpot_as_stated(scored):
 
 def in_bounds(summary) -> bool:
     """The shipped serving terms' accuracy on the subset: TPOT median and bias, TTFT median and bias (values
-    when written: 0.086, -0.007, 0.493, +0.372)."""
-    return (summary["tpot_median"] <= 0.095 and -0.015 <= summary["tpot_bias"] <= 0.005
-            and summary["ttft_median"] <= 0.50 and 0.35 <= summary["ttft_bias"] <= 0.39)
+    when written: 0.093, +0.009, 0.603, +0.520; a 15% change moves TTFT bias to +0.412 / +0.588, TPOT bias to
+    +0.026 / -0.008). The request overheads fitted on all 3,107 runs (vLLM 75 ms, TensorRT-LLM 120 ms) are long for
+    this subset's runs: its held-out TTFT median, with the terms refitted per fold, is 0.308."""
+    return (summary["tpot_median"] <= 0.10 and -0.005 <= summary["tpot_bias"] <= 0.02
+            and summary["ttft_median"] <= 0.65 and 0.45 <= summary["ttft_bias"] <= 0.56)
 
 
 @pytest.mark.parametrize("factor", [0.85, 1.15])

@@ -43,6 +43,16 @@ class ServingOptions(BaseModel):
     - `graph_decode`: decode-only iterations are CUDA-graph launched (no per-kernel host launch cost).
     - `kv_cache_fraction`: share of the memory left after weights, activations and workspace that
       holds the KV cache.
+    - `arrival_jitter` J: each client's next request reaches the scheduler 0..J iterations (uniform, from `seed`)
+      after its previous one finished, not in the same iteration: the turnaround of the client and of the server's
+      front end (HTTP, tokenization, the hand-over to the engine's scheduler) runs beside the GPU's iterations and
+      varies from request to request, so clients that finished together drift apart. None: the backend's value
+      (engine/serving/backends.py); 0: the deterministic lock step.
+    - `benchmark_requests` N: requests the benchmark run sends in all (vLLM's and SGLang's `--num-prompts`, 1000 by
+      default). Its clients' first requests arrive together, a burst that is min(1, C / N) of the requests it
+      measures; the simulation sends `requests_per_client` per client, so the statistics weigh the measured first
+      requests (sequence 0) as min(1, C / N) of the total and the later ones as the rest. None: the backend's
+      value; no value: every measured request counts alike. Needs warmup_requests = 0 to apply.
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -67,6 +77,8 @@ class ServingOptions(BaseModel):
     graph_decode: bool = True
     kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)
     speculative: Optional[SpeculativeDecoding] = None
+    arrival_jitter: Optional[int] = Field(None, ge=0, le=10_000)
+    benchmark_requests: Optional[int] = Field(None, ge=1, le=100_000_000)
 
     @field_validator("backend")
     @classmethod
@@ -95,6 +107,15 @@ class ServingOptions(BaseModel):
         base, extra = divmod(self.concurrency, dp)
         counts = {base + 1: extra, base: dp - extra}
         return {clients: replicas for clients, replicas in counts.items() if clients > 0 and replicas > 0}
+
+    def arrival_delays(self, clients: int, jitter: int) -> np.ndarray:
+        """Iterations each request of `clients` clients (arrival order) reaches the scheduler after its client's
+        previous request finished: 0 for the first `clients` (they arrive together), uniform 0..`jitter` after."""
+        requests = self.requests_per_client * clients
+        delays = np.zeros(requests, dtype=np.int64)
+        if jitter > 0:
+            delays[clients:] = np.random.default_rng([self.seed, 1]).integers(0, jitter + 1, requests - clients)
+        return delays
 
     def lengths(self, clients: int) -> tuple[np.ndarray, np.ndarray]:
         """(input, output) lengths of the requests of `clients` clients in arrival order (the first

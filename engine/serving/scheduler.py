@@ -116,14 +116,18 @@ class _Running:
 
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
-             tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True) -> Schedule:
+             tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True,
+             arrival_delays: np.ndarray | None = None) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
     `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
 
     Speculative decoding (engine/serving/speculative.py): a decoding request advances `tokens_per_step` tokens
     per iteration and takes `verify_tokens` tokens of the iteration's token budget.
     `mix_decode` False: an iteration with prompt chunks runs no decode tokens (SGLang's default: prefill batches
-    run alone and take the whole token budget; the decoding requests wait for them)."""
+    run alone and take the whole token budget; the decoding requests wait for them).
+    `arrival_delays` (per request, whole iterations, default 0): a client's next request reaches the scheduler that
+    many iterations after its previous one finished (the client's and the server front end's turnaround, which
+    runs beside the GPU's iterations); the first requests arrive at iteration 0 regardless."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
@@ -138,14 +142,21 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     finish = np.full(total, -1, dtype=np.int64)
     arrival = np.full(total, -1, dtype=np.int64)
     arrival[:min(concurrency, total)] = 0
+    sent = arrival.copy()                            # the iteration at whose start the client sent it
     client = np.full(total, -1, dtype=np.int64)
     client[:min(concurrency, total)] = np.arange(min(concurrency, total))
+    delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
     waiting = deque(range(min(concurrency, total)))  # arrived, not admitted (arrival order)
+    pending: list[tuple[int, int]] = []              # (arrival iteration, request): sent, not arrived yet
     prefilling: list[list[int]] = []                 # admitted: [request, prompt tokens done]
     running = _Running(tokens_per_step=float(tokens_per_step))
     mixed, segments = [], []
     next_request, used_kv, peak_kv, i, unfinished = min(concurrency, total), 0.0, 0.0, 0, total
     while unfinished:
+        if pending and not waiting and not prefilling and not len(running.ids):
+            i = max(i, pending[0][0])        # the server idles until the next request arrives
+        while pending and pending[0][0] <= i:
+            waiting.append(pending.pop(0)[1])
         while waiting and len(running.ids) + len(prefilling) < max_batch and \
                 used_kv + reserve[waiting[0]] <= kv_capacity_bytes:
             request = waiting.popleft()
@@ -154,6 +165,8 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
         peak_kv = max(peak_kv, used_kv)
         if not prefilling:     # decode only until the next finish
             length = running.steps_to_next_finish()
+            if pending:
+                length = max(1, min(length, pending[0][0] - i))
             segments.append(DecodeSegment(i, length, running.priors.copy()))
             running.step(length)
             i += length
@@ -189,16 +202,21 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
             finish[request] = i - 1
             used_kv -= reserve[request]
             if next_request < total:          # the client sends its next request at once
-                arrival[next_request] = i
+                sent[next_request] = i
+                arrival[next_request] = i + delays[next_request]
                 client[next_request] = client[request]
-                waiting.append(next_request)
+                if delays[next_request] > 0:
+                    pending.append((int(arrival[next_request]), next_request))
+                else:
+                    waiting.append(next_request)
                 next_request += 1
         running.keep(~done)
+        pending.sort()
     order = np.argsort(client, kind="stable")      # each client's requests in arrival order: 0, 1, 2, ...
     sorted_clients = client[order]
     sequence = np.empty(total, dtype=np.int64)
     sequence[order] = np.arange(total) - np.searchsorted(sorted_clients, sorted_clients, side="left")
     requests = {"request": np.arange(total), "client": client, "sequence": sequence,
                 "input_length": isl, "output_length": osl,
-                "arrival_iteration": arrival, "first_token_iteration": first_token, "finish_iteration": finish}
+                "sent_iteration": sent, "arrival_iteration": arrival, "first_token_iteration": first_token, "finish_iteration": finish}
     return Schedule(i, mixed, segments, requests, kv_capacity_bytes, peak_kv, tokens_per_step=float(tokens_per_step))

@@ -34,7 +34,7 @@ from engine.results.run import check_fits_model
 from engine.estimators import get_method
 from engine.workload.parallel import parallel_layout
 from engine.serving import cost
-from engine.serving.backends import backend_profile, overheads
+from engine.serving.backends import backend_profile, overheads, scheduling
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget, request_arrays
@@ -44,7 +44,8 @@ from engine.workload.scenario import Scenario
 SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length", "length_spread", "seed",
                                   "token_budget", "max_batch", "requests_per_client", "warmup_requests", "backend",
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
-                                  "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap"})
+                                  "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap",
+                                  "arrival_jitter", "benchmark_requests"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -86,7 +87,8 @@ class ScheduleCache:
     def __init__(self):
         self.plans: dict = {}
 
-    def get(self, options: ServingOptions, clients: int, capacity: float, per_request, mix: bool = True) -> _Plan:
+    def get(self, options: ServingOptions, clients: int, capacity: float, per_request, mix: bool = True,
+            jitter: int = 0) -> _Plan:
         spec = options.speculative
         step, verify = (spec.tokens_per_step, spec.verify_tokens) if spec is not None else (1.0, 1)
         isl, osl = options.lengths(clients)
@@ -95,12 +97,13 @@ class ScheduleCache:
         # at most `clients` requests are ever in flight: if the cache holds the largest `clients` of them,
         # the capacity never refuses an admission and the schedule is the same for every layout
         unlimited = float(np.sort(reserve)[-clients:].sum()) * (1 + 1e-9) <= capacity
-        key = (clients, options.token_budget, limit, step, verify, mix) + \
+        key = (clients, options.token_budget, limit, step, verify, mix, jitter) + \
             (() if unlimited else (capacity, reserve.tobytes()))
         if key not in self.plans:
             plan = schedule(isl, osl, clients, options.token_budget, limit,
                             np.inf if unlimited else capacity, np.zeros_like(reserve) if unlimited else reserve,
-                            tokens_per_step=step, verify_tokens=verify, mix_decode=mix)
+                            tokens_per_step=step, verify_tokens=verify, mix_decode=mix,
+                            arrival_delays=options.arrival_delays(clients, jitter))
             self.plans[key] = _plan(plan)
         return self.plans[key]
 
@@ -123,6 +126,7 @@ class LayoutSetup:
         self.mix = profile.mixed_prefill if base.mixed_prefill is None else base.mixed_prefill
         self.overlap = (profile.graph_latency_overlap if base.graph_latency_overlap is None
                         else base.graph_latency_overlap) if graphed else 0.0
+        self.jitter, self.benchmark_requests = scheduling(base, self.method.name)
         fitted = overheads(base.backend, self.method.name)
         self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
         self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
@@ -161,7 +165,7 @@ class LayoutEvaluator(LayoutSetup):
                 capacity, per_request = self.kv(budget)
                 runs = []
                 for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
-                    plan = self.schedules.get(options, clients, capacity, per_request, self.mix)
+                    plan = self.schedules.get(options, clients, capacity, per_request, self.mix, self.jitter)
                     plans[id(plan)] = plan
                     runs.append((replicas, plan))
                 runs_per_point.append((options, runs))
@@ -261,16 +265,17 @@ class LayoutEvaluator(LayoutSetup):
         tokens_per_s, parts = 0.0, []
         for replicas, plan in runs:
             r = plan.schedule.requests
-            a = request_arrays(plan.schedule, times[id(plan)], options, self.request_overhead or 0.0)
+            a = request_arrays(plan.schedule, times[id(plan)], options, self.request_overhead or 0.0,
+                               self.benchmark_requests)
             measured, osl = a["measured"], r["output_length"].astype(float)
             last = r["sequence"] == np.bincount(r["client"])[r["client"]] - 1
             start, stop = float(a["arrival_s"][measured].min()), float(a["finish_s"][last].min())
             ends = np.cumsum(times[id(plan)])
             inside = (ends > start) & (ends <= stop)
             tokens_per_s += replicas * float(plan.produced[inside].sum()) / (stop - start)
-            parts.append((a["ttft_s"], a["tpot_s"], a["e2e_s"], osl, measured, replicas))
+            parts.append((a["ttft_s"], a["tpot_s"], a["e2e_s"], osl, measured, replicas, a["weight"]))
         ttft, tpot, e2e, osl = (np.concatenate([p[i][p[4]] for p in parts]) for i in range(4))
-        weights = np.concatenate([np.full(int(p[4].sum()), float(p[5])) for p in parts])
+        weights = np.concatenate([p[6][p[4]] * float(p[5]) for p in parts])
         mean_tpot = _mean(tpot, weights)
         devices = self.scenario.device_count
         metrics = {

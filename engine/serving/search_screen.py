@@ -19,7 +19,7 @@ calls (the iterations with prompt chunks, the decode-only ones), iterations alik
 - TPOT = cycle time / L; output tokens/s = a O / cycle time; TTFT = P mixed iterations (plus the queueing
   of a prefill-bound run or of clients beyond a), and for each client's first request the start-up burst
   (all clients send at t = 0: the mean prompt waits for half of the ceil(C I / B) burst iterations),
-  averaged over the measured requests as serve() counts them;
+  weighed as serve() weighs them (min(1, C / N) of the measured requests for a benchmark of N requests);
 - speculative decoding (k drafted tokens, E tokens per step): O - 1 tokens take ceil((O - 1) / E) decode
   steps, each decoding request takes k + 1 tokens of the budget and of the target's verification rows, the
   draft's passes are added to each representative iteration as serve() adds them (over the prompt chunks and
@@ -94,7 +94,8 @@ class LayoutScreen(LayoutSetup):
                     free = max(budget - a * V, 1)
                     prefill_its = math.ceil(I / free)
                     cycle = max(steps + prefill_its, a * (I + V * steps) / budget)
-                    group = max(1, min(a, free // I))       # prompts that finish prefill together
+                    group = max(1, min(a, free // I) // (self.jitter + 1))   # prompts that finish prefill
+                    # together (in lock step; clients drifting apart by 0..J iterations spread them over J + 1)
                     mixed_its = min(cycle, max(a * I / free, math.ceil(a / group)))
                     prompt_tokens = a * I / max(mixed_its, 1e-9)
                     decoding_mix = max(min(a - prompt_tokens / I, a * steps / cycle), 0.0)
@@ -115,7 +116,8 @@ class LayoutScreen(LayoutSetup):
             except ValueError as error:
                 plans.append(error)
         mixed_t, decode_t = self._time(mixed, decode)
-        return [p if isinstance(p, Exception) else self._metrics(p, mixed_t, decode_t, O, R) for p in plans]
+        return [p if isinstance(p, Exception) else self._metrics(p, mixed_t, decode_t, O, R, c)
+                for p, (c, _) in zip(plans, points)]
 
     def _decode_steps(self) -> int:
         """Decode iterations after a request's first token: O - 1, or ceil((O - 1) / E) with speculative decoding
@@ -161,7 +163,7 @@ class LayoutScreen(LayoutSetup):
                 decode_t = decode_t + k * one[len(decoding):]
         return mixed_t, decode_t
 
-    def _metrics(self, kinds: list, mixed_t, decode_t, O: int, R: int) -> dict:
+    def _metrics(self, kinds: list, mixed_t, decode_t, O: int, R: int, concurrency: int) -> dict:
         steps = self._decode_steps()
         step = self.speculative.tokens_per_step if self.speculative is not None else 1.0
         total_tokens_per_s, weights, ttfts, tpots = 0.0, [], [], []
@@ -174,7 +176,11 @@ class LayoutScreen(LayoutSetup):
             waiting = (k["clients"] / k["a"] - 1) * cycle_s         # clients beyond those admitted at once
             steady = (k["prefill_its"] + queue_its) * t_mix + waiting
             first = t_burst * (k["burst_its"] + 1) / 2 + waiting
-            ttfts.append((first + max(R - 2, 0) * steady) / max(R - 1, 1) + self.request_overhead)
+            # the first requests' share of the measured ones: 1 / (R - 1) as simulated, min(1, C / N) for a
+            # benchmark of N requests in all (engine/serving/simulate.py request_weights)
+            share = 1.0 / max(R - 1, 1) if not self.benchmark_requests or R < 3 else \
+                min(1.0, concurrency / self.benchmark_requests)
+            ttfts.append(share * first + (1.0 - share) * steady + self.request_overhead)
             tpots.append(tpot if O > 1 else float("nan"))
             weights.append(k["clients"] * k["replicas"])
             # as serve() counts them: the first token and E per decode step (O without speculation)

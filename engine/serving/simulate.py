@@ -10,8 +10,13 @@ from the iteration end times:
     TPOT = (end of the last token's iteration - end of the first token's) / (output tokens - 1)
     request latency (e2e) = end of the last token's iteration - arrival + request overhead
 
+TTFT counts from the request's arrival at the scheduler (a request in transit, `arrival_jitter`, is on the
+client's clock, inside the request overhead).
+
 Which requests count (ServingOptions): by default every request but each client's last (the run winds
-down around it), as a benchmark counts them, all clients starting together at t = 0; with
+down around it), as a benchmark counts them, all clients starting together at t = 0, each weighed as a
+benchmark of `benchmark_requests` requests in all weighs it (request_weights: the clients' first requests,
+the start-up burst, are min(1, C / N) of those measured); with
 `warmup_requests` (and `stagger_start` for out-of-step clients) the first requests of each client and
 those queued behind them are left out too. Output tokens/s counts every token produced while all
 clients are busy (from the first measured arrival until the first client has finished its last
@@ -31,7 +36,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
-from engine.serving.backends import backend_profile, overheads
+from engine.serving.backends import backend_profile, overheads, scheduling
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -128,8 +133,10 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     graphed = chosen.name == "realistic" and options.graph_decode
     overlap = (profile.graph_latency_overlap if options.graph_latency_overlap is None
                else options.graph_latency_overlap) if graphed else 0.0
+    jitter, benchmark_requests = scheduling(options, chosen.name)
     options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request,
-                                         "mixed_prefill": mixed, "graph_latency_overlap": overlap})
+                                         "mixed_prefill": mixed, "graph_latency_overlap": overlap,
+                                         "arrival_jitter": jitter, "benchmark_requests": benchmark_requests})
     graph = get_method("realistic-graph") if graphed else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
@@ -146,7 +153,8 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
                         kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify,
-                        mix_decode=options.mixed_prefill)
+                        mix_decode=options.mixed_prefill,
+                        arrival_delays=options.arrival_delays(clients, jitter))
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify,
                                 latency_overlap=overlap, latencies=latencies) + overhead
         if draft is not None:
@@ -214,13 +222,17 @@ def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layou
     return room, per_request
 
 
-def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_overhead_s: float | None = None) -> dict:
-    """Per request (numpy arrays): arrival, TTFT, TPOT, latency, finish (seconds) and whether it is in the
-    steady state. `request_overhead_s`: the per-request host time (default: the options')."""
+def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_overhead_s: float | None = None,
+                   benchmark_requests: int | None = None) -> dict:
+    """Per request (numpy arrays): arrival, TTFT, TPOT, latency, finish (seconds), whether it is in the
+    steady state and its weight in the statistics (`request_weights`). `request_overhead_s`: the per-request host
+    time, `benchmark_requests`: the benchmark's requests in all (default: the options')."""
     ends = np.cumsum(times)
     starts = ends - times
     r = plan.requests
     arrival = starts[r["arrival_iteration"]]
+    # (a request in transit, engine/serving/scheduler.py arrival_delays, is on the client's clock: its mean time is
+    # inside the request overhead, so TTFT and latency count from the arrival at the scheduler)
     first = ends[r["first_token_iteration"]]
     finish = ends[r["finish_iteration"]]
     osl = r["output_length"].astype(float)
@@ -230,8 +242,24 @@ def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_ove
     measured = ~warmup & settled & (r["sequence"] < options.requests_per_client - 1)
     client = (options.request_overhead_s if request_overhead_s is None else request_overhead_s) or 0.0
     # (the request overhead is on the client's clock, outside the server's schedule)
+    total = options.benchmark_requests if benchmark_requests is None else benchmark_requests
     return {"arrival_s": arrival, "ttft_s": first - arrival + client, "tpot_s": tpot,
-            "e2e_s": finish - arrival + client, "finish_s": finish, "measured": measured}
+            "e2e_s": finish - arrival + client, "finish_s": finish, "measured": measured,
+            "weight": request_weights(r["sequence"], measured, options.concurrency, total)}
+
+
+def request_weights(sequence: np.ndarray, measured: np.ndarray, concurrency: int, benchmark_requests: int | None):
+    """Each request's weight in the statistics (0 where not measured; measured ones average 1): a benchmark of N
+    requests in all counts its clients' first requests (the start-up burst) as min(1, C / N) of them, the later
+    ones as the rest; without N, or without measured first or later requests, all count alike."""
+    weight = measured.astype(float)
+    burst, later = measured & (sequence == 0), measured & (sequence > 0)
+    if not benchmark_requests or not burst.any() or not later.any():
+        return weight
+    share = min(1.0, concurrency / benchmark_requests)
+    weight[burst] = share * measured.sum() / burst.sum()
+    weight[later] = (1.0 - share) * measured.sum() / later.sum()
+    return weight
 
 
 def request_table(plan, times: np.ndarray, options: ServingOptions) -> pd.DataFrame:
@@ -260,7 +288,7 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
         frames.append(table.assign(replicas=replicas))
     requests = pd.concat(frames, ignore_index=True)
     steady = requests[requests["measured"]]
-    weights = steady["replicas"].to_numpy(dtype=float)
+    weights = steady["replicas"].to_numpy(dtype=float) * steady["weight"].to_numpy(dtype=float)
     ttft, tpot, e2e = (steady[c].to_numpy(dtype=float) for c in ("ttft_s", "tpot_s", "e2e_s"))
     mean_tpot = _mean(tpot, weights)
     metrics = {

@@ -173,8 +173,9 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
             continue
         measured = result.requests[result.requests["measured"]]
         rows.append({**base, "reason": "", "ttft_s": result.ttft_s, "tpot_s": result.tpot_s,
-                     "first_token_iterations": float((measured["first_token_iteration"]
-                                                      - measured["arrival_iteration"] + 1).mean()),
+                     "first_token_iterations": float(np.average(measured["first_token_iteration"]
+                                                                - measured["arrival_iteration"] + 1,
+                                                                weights=measured["weight"])),
                      "iteration_overhead_s": result.iteration_overhead_s,
                      "request_overhead_s": result.options.request_overhead_s,
                      "graph_latency_overlap": result.options.graph_latency_overlap or 0.0,
@@ -230,10 +231,10 @@ REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
 OVERLAP_GRID = np.arange(0.0, 0.951, 0.05)
 
 
-def fit_overheads(scored: pd.DataFrame) -> tuple[float, float, float]:
+def fit_overheads(scored: pd.DataFrame, with_loss: bool = False) -> tuple:
     """The (iteration overhead, request overhead, graph latency overlap) that minimise median |log(pred / meas)|
     of TPOT plus TTFT over `scored`'s expressed runs (a grid search: 0-3 ms per iteration, 0-400 ms per
-    request, 0-0.95 of the decode kernels' latency hidden)."""
+    request, 0-0.95 of the decode kernels' latency hidden); `with_loss`: the loss as a fourth value."""
     ok = scored[scored["reason"] == ""]
     tpot, ttft = ok["tpot_s"].to_numpy(), ok["ttft_s"].to_numpy()
     it0, rq0 = ok["iteration_overhead_s"].to_numpy(), ok["request_overhead_s"].to_numpy()
@@ -251,24 +252,57 @@ def fit_overheads(scored: pd.DataFrame) -> tuple[float, float, float]:
             tpot_loss = np.median(np.abs(np.log(predicted / meas_tpot)))
             if tpot_loss + ttft_losses[k] < best[0]:
                 best = (tpot_loss + ttft_losses[k], float(iteration), float(REQUEST_GRID_S[k]), float(overlap))
-    return best[1], best[2], best[3]
+    return (best[1], best[2], best[3], best[0]) if with_loss else (best[1], best[2], best[3])
 
 
-def leave_one_system_out(scored: pd.DataFrame, by_backend: bool = True) -> pd.DataFrame:
-    """Every expressed run re-timed with host-side times fitted WITHOUT its system (per backend when
-    `by_backend`): the scores to expect on a device with no serving measurements."""
+def fit_serving_terms(alternatives: dict, rows) -> tuple:
+    """(arrival jitter, iteration overhead, request overhead, graph latency overlap) fitted on `rows` (a boolean
+    mask over the runs): `alternatives` holds the runs scored once per arrival jitter ({jitter: scored frame},
+    the same runs in the same order), and the jitter whose fitted host-side times give the lowest loss wins."""
+    best = None
+    for jitter, frame in sorted(alternatives.items(), key=lambda item: (item[0] is not None, item[0] or 0)):
+        frame = frame[frame["reason"] == ""]
+        part = frame.loc[rows[rows].index] if isinstance(rows, pd.Series) else frame[rows]
+        *terms, loss = fit_overheads(part, with_loss=True)
+        if best is None or loss < best[0] - 1e-12:
+            best = (loss, jitter, *terms)
+    return best[1:]
+
+
+def leave_one_system_out(scored, by_backend: bool = True) -> pd.DataFrame:
+    """Every expressed run re-timed with serving terms fitted WITHOUT its system (per backend when `by_backend`):
+    the scores to expect on a device with no serving measurements. `scored`: one scored frame, or {arrival jitter:
+    scored frame} (the same runs scored per jitter; the jitter is then chosen per fold too, fit_serving_terms)."""
+    alternatives = scored if isinstance(scored, dict) else {None: scored}
+    alternatives = {jitter: frame[frame["reason"] == ""] for jitter, frame in alternatives.items()}
+    ok = next(iter(alternatives.values()))
+    if any(not frame.index.equals(ok.index) for frame in alternatives.values()):
+        raise ValueError("leave_one_system_out: the scored frames per arrival jitter must hold the same expressed runs")
     parts = []
-    ok = scored[scored["reason"] == ""]
     for system in ok["system"].unique():
-        held = ok[ok["system"] == system]
-        groups = held.groupby("backend") if by_backend else [(None, held)]
-        for backend, test in groups:
-            train = ok[(ok["system"] != system) & ((ok["backend"] == backend) if by_backend else True)]
-            if train.empty:
-                train = ok[ok["system"] != system]
-            iteration, request, overlap = fit_overheads(train)
-            parts.append(with_overheads(test, iteration, request, overlap))
+        held = ok["system"] == system
+        groups = ok[held].groupby("backend") if by_backend else [(None, ok[held])]
+        for backend, _ in groups:
+            test = held & ((ok["backend"] == backend) if by_backend else True)
+            train = ~held & ((ok["backend"] == backend) if by_backend else True)
+            if not train.any():
+                train = ~held
+            jitter, iteration, request, overlap = fit_serving_terms(alternatives, train)
+            chosen = with_overheads(alternatives[jitter][test], iteration, request, overlap)
+            parts.append(chosen.assign(arrival_jitter=jitter) if jitter is not None else chosen)
     return pd.concat(parts) if parts else ok.iloc[:0]
+
+
+def shipped(alternatives: dict) -> pd.DataFrame:
+    """The runs scored per arrival jitter ({jitter: frame}) -> each run as its backend ships it (the backend's
+    arrival jitter, engine/serving/backends.py; the generic profile's for a backend without one)."""
+    ok = {jitter: frame[frame["reason"] == ""] for jitter, frame in alternatives.items()}
+    first = next(iter(ok.values()))
+    parts = []
+    for backend, group in first.groupby("backend"):
+        jitter = BACKENDS.get(backend, BACKENDS["generic"]).arrival_jitter
+        parts.append(ok[jitter].loc[group.index])
+    return pd.concat(parts).sort_index()
 
 
 def result_rows(errors_frame: pd.DataFrame, split: str, by: str | None = None) -> pd.DataFrame:
