@@ -56,16 +56,16 @@ def test_repeated_estimates_are_identical(model):
 
 
 def test_timed_tables_are_kept_per_method_and_device(model):
-    from engine.results import timing_cache
-    timing_cache.clear()
+    from engine.results import estimate_cache
+    estimate_cache.clear()
     scenario = engine.Scenario(phase="decode", context_length=300)
     h100, a100 = engine.load_hardware("H100-SXM"), engine.load_hardware("A100-80GB-SXM")
     first = engine.estimate(h100, model, scenario, method="realistic")
     engine.estimate(h100, model, scenario, method="realistic")
-    assert timing_cache._kept.cache_info().hits == 1
+    assert estimate_cache._kept.cache_info().hits == 1
     other_device = engine.estimate(a100, model, scenario, method="realistic")
     other_method = engine.estimate(h100, model, scenario, method="roofline")
     assert other_device.total_time_s != first.total_time_s != other_method.total_time_s
-    assert timing_cache._kept.cache_info().hits == 1 and _decomposition.cache_info().hits == 2
+    assert estimate_cache._kept.cache_info().hits == 1 and _decomposition.cache_info().hits == 2
     first.kernels.loc[0, "time_s"] = 1.0          # a user's edit of one result reaches no other
     assert engine.estimate(h100, model, scenario, method="realistic").kernels["time_s"].iloc[0] != 1.0

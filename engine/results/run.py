@@ -16,9 +16,9 @@ from engine.kernels.table import KernelTableBuilder
 from engine.results.memory import memory_footprint
 from engine.workload.parallel import parallel_layout
 from engine.results.report import Estimate, latency_metrics
-from engine.results.columns import (KernelColumns, experts_touched, fallback_notes, phase_total_rows,
+from engine.results.columns import (experts_touched, fallback_notes, phase_total_rows,
                                    presentation_columns)
-from engine.results.timing_cache import timed_steps
+from engine.results.estimate_cache import kept_estimate, timed_steps
 from engine.workload.scenario import Scenario
 
 LAYOUT_FIELDS = ("tp", "pp", "dp")
@@ -52,6 +52,11 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
         scenario = Scenario(**scenario_fields)
     elif scenario_fields:
         scenario = updated_scenario(scenario, **scenario_fields)
+    return kept_estimate(_estimate, hardware, model, scenario, get_method(method).name)
+
+
+def _estimate(hardware: Hardware, model, scenario: Scenario, method: str) -> Estimate:
+    """`estimate` computed (engine/results/estimate_cache.py keeps it for equal inputs)."""
     check_fits_model(model, scenario)
     chosen = get_method(method)
     automatic = is_automatic(model)
@@ -64,9 +69,9 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     notes = check_interconnect(hardware, scenario) if max(scenario.tp, scenario.pp, scenario.ep) > 1 else []
     # an automatic model decomposes one replica's device (dp only multiplies the throughput)
     table_scenario = scenario.model_copy(update={"dp": 1, "devices": None}) if automatic else scenario
-    timed = timed_steps(chosen, hardware, model, scenario, table_scenario)   # kept per (method, inputs)
+    timed = timed_steps(chosen, hardware, model, scenario, table_scenario)
     schedule = _chunked_schedule_tables(timed.steps, scenario) if scenario.chunked_prefill else None
-    kernels = KernelColumns(timed.kernel_source, timed.kernel_keep)   # result.kernels builds the DataFrame
+    kernels = timed.kernels                      # numpy columns; result.kernels builds the DataFrame when asked
     for name, values in presentation_columns(kernels).items():
         kernels.add(name, values)
     energy_notes = add_energy(kernels, hardware)
