@@ -229,8 +229,11 @@ def _tilings_by_efficiency(m, n, k, batch, nbytes, hardware, rates: DeviceRates,
     """choose_tilings once per distinct (matrix, memory) efficiency pair (usually one or two), merged back per row."""
     parts = {}
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
-    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency], axis=1), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    if (efficiency == efficiency[0]).all() and (memory_efficiency == memory_efficiency[0]).all():
+        pairs, inverse = [(efficiency[0], memory_efficiency[0])], np.zeros(efficiency.size, dtype=np.intp)
+    else:
+        pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency], axis=1), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
     for number, (value, memory_value) in enumerate(pairs):
         mine = inverse == number
         gemm_rates = GemmRates(per_core[mine], value_bytes[mine], rates.matrix_fraction * value, rates.bandwidth,
