@@ -163,9 +163,9 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     out = estimate_roofline(table, hardware)
     rates = DeviceRates.of(hardware)
     rows = len(out["time_s"])
-    ideal = out["time_s"].astype(float)
+    ideal = np.asarray(out["time_s"], dtype=float)          # read only (the roofline's own array)
     chain = {key: ideal.copy() for key in ("t1", "t2", "t3")}
-    compute, memory = out["compute_time_s"].astype(float).copy(), out["memory_time_s"].astype(float).copy()
+    compute, memory = out["compute_time_s"].astype(float), out["memory_time_s"].astype(float)   # copies
     latency = np.full(rows, rates.kernel_latency_s)
     floor = np.zeros(rows)
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
