@@ -69,3 +69,13 @@ def test_timed_tables_are_kept_per_method_and_device(model):
     assert estimate_cache._kept.cache_info().hits == 1 and _decomposition.cache_info().hits == 2
     first.kernels.loc[0, "time_s"] = 1.0          # a user's edit of one result reaches no other
     assert engine.estimate(h100, model, scenario, method="realistic").kernels["time_s"].iloc[0] != 1.0
+
+
+def test_an_unhashable_model_is_estimated_without_the_cache(model):
+    unhashable = model.model_copy(update={"name": ["not", "hashable"]})   # a list slipped past validation
+    with pytest.raises(TypeError):
+        hash(unhashable)
+    hardware = engine.load_hardware("H100-SXM")
+    scenario = engine.Scenario(phase="decode", context_length=64)
+    result = engine.estimate(hardware, unhashable, scenario)
+    assert result.total_time_s == engine.estimate(hardware, model, scenario).total_time_s

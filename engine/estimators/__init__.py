@@ -31,7 +31,10 @@ def cached_decomposition(model, scenario) -> dict:
     ones) decompose every time."""
     if type(model) is not ModelConfig or type(scenario) is not Scenario:
         return decompose_columns(model, scenario)
-    return dict(_decomposition(model, scenario))
+    try:
+        return dict(_decomposition(model, scenario))
+    except TypeError:              # an unhashable field value: decompose without the cache (an error raises again)
+        return decompose_columns(model, scenario)
 
 
 DECOMPOSITIONS_KEPT = 32

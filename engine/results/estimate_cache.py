@@ -55,7 +55,11 @@ def timed_steps(method, hardware, model, scenario: Scenario, table_scenario: Sce
 def kept_estimate(compute: Callable[..., Estimate], hardware, model, scenario, method: str) -> Estimate:
     """compute(hardware, model, scenario, method), from the cache when the inputs are frozen ones."""
     if type(hardware) is Hardware and type(model) is ModelConfig and type(scenario) is Scenario:
-        return fresh_copy(_kept(compute, hardware, model, scenario, method))
+        try:
+            kept = _kept(compute, hardware, model, scenario, method)
+        except TypeError:          # an unhashable field value: compute without the cache (an error raises again)
+            return compute(hardware, model, scenario, method)
+        return fresh_copy(kept)
     return compute(hardware, model, scenario, method)
 
 
