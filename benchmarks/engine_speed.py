@@ -89,7 +89,9 @@ def main() -> None:
     both = {(label, method): median_time(lambda s=scenario, m=method: call(s, m), args.repeats)
             for label, scenario in scenarios.items() for method in engine.METHODS}
     print(f"Llama-3.1-70B on H100-SXM, batch 1, median of {args.repeats} runs"
-          f"{' (frames built)' if args.frames else ''}{' (cold: computed every call)' if args.cold else ''}; targets compared with {args.clock} time")
+          f"{' (frames built)' if args.frames else ''}"
+          f"{' (cold: computed every call)' if args.cold else ' (warm: the kept estimate copied; --cold computes)'}"
+          f"; targets compared with {args.clock} time")
     for (label, method), (wall, cpu) in both.items():
         print(f"  {label:<30} {method:<16} wall {wall * 1e3:8.3f} ms   cpu {cpu * 1e3:8.3f} ms")
     print()
