@@ -79,3 +79,16 @@ def test_an_unhashable_model_is_estimated_without_the_cache(model):
     scenario = engine.Scenario(phase="decode", context_length=64)
     result = engine.estimate(hardware, unhashable, scenario)
     assert result.total_time_s == engine.estimate(hardware, model, scenario).total_time_s
+
+
+def test_long_requests_are_not_kept(model):
+    from engine.estimators import MAX_KEPT_STEPS
+    from engine.results import estimate_cache
+    estimate_cache.clear()
+    hardware = engine.load_hardware("H100-SXM")
+    long = engine.Scenario(phase="request", input_length=16, output_length=MAX_KEPT_STEPS + 1)
+    first, second = engine.estimate(hardware, model, long), engine.estimate(hardware, model, long)
+    assert estimate_cache._kept.cache_info().currsize == 0 and _decomposition.cache_info().currsize == 0
+    assert first.total_time_s == second.total_time_s
+    engine.estimate(hardware, model, long.model_copy(update={"output_length": MAX_KEPT_STEPS}))
+    assert estimate_cache._kept.cache_info().currsize == 1

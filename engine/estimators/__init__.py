@@ -28,8 +28,8 @@ def cached_decomposition(model, scenario) -> dict:
     are frozen pydantic objects, so equal ones give the same table (a dashboard rerun, the same workload on
     another device or with another method). The cached arrays are read-only (an in-place write raises);
     each call gets its own dict, so callers may add or replace columns. Other models (automatic, traced
-    ones) decompose every time."""
-    if type(model) is not ModelConfig or type(scenario) is not Scenario:
+    ones) and long requests (`worth_keeping`) decompose every time."""
+    if type(model) is not ModelConfig or not worth_keeping(scenario):
         return decompose_columns(model, scenario)
     try:
         return dict(_decomposition(model, scenario))
@@ -37,7 +37,14 @@ def cached_decomposition(model, scenario) -> dict:
         return decompose_columns(model, scenario)
 
 
-DECOMPOSITIONS_KEPT = 32
+DECOMPOSITIONS_KEPT = 16
+MAX_KEPT_STEPS = 4096      # a request's table has a few rows per decode step: longer ones are not kept (memory)
+
+
+def worth_keeping(scenario) -> bool:
+    """Whether the caches keep results for `scenario`: a Scenario whose tables stay small (at most
+    MAX_KEPT_STEPS decode steps in a request; 16 kept tables of ~6 rows x 30 columns per step stay < 100 MB)."""
+    return type(scenario) is Scenario and (scenario.phase != "request" or scenario.output_length <= MAX_KEPT_STEPS)
 
 
 @lru_cache(maxsize=DECOMPOSITIONS_KEPT)

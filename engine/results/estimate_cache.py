@@ -4,8 +4,8 @@ Hardware, ModelConfig and Scenario are frozen pydantic objects and every method 
 so equal inputs give the same estimate: a dashboard rerun, or the same estimate asked again, reuses the one
 computed before. Each call gets its own Estimate (its own notes, phase totals, memory, energy, schedule
 frames and KernelColumns, so a caller's edits reach no other result); the numpy arrays they share are
-read-only (an in-place write raises). Automatically decomposed (traced) models, and inputs that are not of
-those frozen types, are estimated on every call. `clear()` empties the cache and the decomposition cache
+read-only (an in-place write raises). Automatically decomposed (traced) models, inputs that are not of
+those frozen types and requests longer than MAX_KEPT_STEPS decode steps are estimated on every call. `clear()` empties the cache and the decomposition cache
 under it (benchmarks/engine_speed.py --cold).
 """
 
@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from engine.estimators import _decomposition
+from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
 from engine.models.config import ModelConfig
 from engine.results.columns import KernelColumns, combine_steps, step_bound_times
@@ -54,7 +54,7 @@ def timed_steps(method, hardware, model, scenario: Scenario, table_scenario: Sce
 
 def kept_estimate(compute: Callable[..., Estimate], hardware, model, scenario, method: str) -> Estimate:
     """compute(hardware, model, scenario, method), from the cache when the inputs are frozen ones."""
-    if type(hardware) is Hardware and type(model) is ModelConfig and type(scenario) is Scenario:
+    if type(hardware) is Hardware and type(model) is ModelConfig and worth_keeping(scenario):
         try:
             kept = _kept(compute, hardware, model, scenario, method)
         except TypeError:          # an unhashable field value: compute without the cache (an error raises again)
