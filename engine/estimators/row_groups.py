@@ -14,8 +14,14 @@ class RowGroups:
     def __init__(self, columns: dict):
         rows = len(columns["op"])
         groups = np.asarray(columns["group"]) if "group" in columns else np.arange(rows)
-        _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
-        self.inverse = inverse.reshape(-1)
+        starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1 if rows else np.zeros(0, dtype=np.intp)
+        if rows and groups[0] == 0 and (groups[starts] == np.arange(1, len(starts) + 1)).all():
+            # the builder's order: groups 0, 1, 2, ... each one contiguous run (np.unique's answer, without sorting)
+            self.first = np.concatenate(([0], starts)).astype(np.intp)
+            self.inverse = groups.astype(np.intp)
+        else:
+            _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+            self.inverse = inverse.reshape(-1)
         self._columns = columns
 
     def strings(self, key: str) -> np.ndarray:
@@ -29,4 +35,5 @@ class RowGroups:
     def map(self, key: str, function) -> np.ndarray:
         """function(value) per group, broadcast to the rows (e.g. bytes per value of each dtype)."""
         values = np.asarray(self._columns[key])[self.first]
-        return np.array([function(v) for v in values])[self.inverse]
+        once: dict = {}                       # function called once per distinct value (a handful of dtypes)
+        return np.array([once[v] if v in once else once.setdefault(v, function(v)) for v in values])[self.inverse]

@@ -194,21 +194,21 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
     bound = np.asarray(kernels["bound"]).astype(str)
     present = set(bound.tolist()) | {label for _, label in (by_bound or {})}
     labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
+    per_row = {"time_s": time, "macs": macs * count, "flops": flops * count, "bytes": traffic * count,
+               "kernel_launches": launches}
+    links = {"link_bytes": link_bytes, "communication_time_s": communication,
+             "hidden_communication_time_s": hidden}
+    names = list(dict.fromkeys(phase.tolist()))
     totals = {}
-    for name in dict.fromkeys(phase.tolist()):
-        rows = phase == name
-        totals[name] = {
-            "time_s": time[rows].sum(),
-            "macs": (macs[rows] * count[rows]).sum(),
-            "flops": (flops[rows] * count[rows]).sum(),
-            "bytes": (traffic[rows] * count[rows]).sum(),
-            "kernel_launches": launches[rows].sum(),
-            **{f"{label}_bound_time_s": (by_bound.get((name, label), 0.0) if by_bound is not None
-                                          else time[rows & (bound == label)].sum()) for label in labels},
-            "link_bytes": link_bytes[rows].sum(),
-            "communication_time_s": communication[rows].sum(),
-            "hidden_communication_time_s": hidden[rows].sum(),
-        }
+    for name in names:
+        rows = None if len(names) == 1 else phase == name     # one phase: every row, no selection
+        pick = (lambda values: values) if rows is None else (lambda values: values[rows])  # noqa: E731
+        row = {key: np.add.reduce(pick(values)) for key, values in per_row.items()}
+        for label in labels:
+            row[f"{label}_bound_time_s"] = (by_bound.get((name, label), 0.0) if by_bound is not None
+                                            else np.add.reduce(pick(time)[pick(bound) == label]))
+        row.update({key: np.add.reduce(pick(values)) for key, values in links.items()})
+        totals[name] = row
     return totals
 
 

@@ -14,10 +14,11 @@ from engine.estimators.validity import realistic_validation, validation_notes
 from engine.hardware.device import Hardware
 from engine.kernels.table import KernelTableBuilder
 from engine.results.memory import memory_footprint
-from engine.workload.parallel import add_pipeline_bubble, parallel_layout
+from engine.workload.parallel import parallel_layout
 from engine.results.report import Estimate, latency_metrics
-from engine.results.columns import (combine_steps, experts_touched, fallback_notes, phase_total_rows,
-                                   presentation_columns, step_bound_times)
+from engine.results.columns import (experts_touched, fallback_notes, phase_total_rows,
+                                   presentation_columns)
+from engine.results.estimate_cache import kept_estimate, timed_steps
 from engine.workload.scenario import Scenario
 
 LAYOUT_FIELDS = ("tp", "pp", "dp")
@@ -51,6 +52,11 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
         scenario = Scenario(**scenario_fields)
     elif scenario_fields:
         scenario = updated_scenario(scenario, **scenario_fields)
+    return kept_estimate(_estimate, hardware, model, scenario, get_method(method).name)
+
+
+def _estimate(hardware: Hardware, model, scenario: Scenario, method: str) -> Estimate:
+    """`estimate` computed (engine/results/estimate_cache.py keeps it for equal inputs)."""
     check_fits_model(model, scenario)
     chosen = get_method(method)
     automatic = is_automatic(model)
@@ -63,20 +69,15 @@ def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method
     notes = check_interconnect(hardware, scenario) if max(scenario.tp, scenario.pp, scenario.ep) > 1 else []
     # an automatic model decomposes one replica's device (dp only multiplies the throughput)
     table_scenario = scenario.model_copy(update={"dp": 1, "devices": None}) if automatic else scenario
-    per_step = chosen.estimate(chosen.decompose(model, table_scenario), hardware, scenario)
-    activations = None   # the largest kernel's activations: from the table when it has the peak pass
-    if chosen.name != "seed" and not scenario.chunked_prefill:
-        activations = float(per_step["activation_bytes"][np.asarray(per_step["op"]) != "collective"].max())
-    schedule = _chunked_schedule_tables(per_step, scenario) if scenario.chunked_prefill else None
-    micro_batches = {"prefill": scenario.prefill_micro_batches}
-    per_step = add_pipeline_bubble(per_step, scenario, micro_batches)
-    kernels = combine_steps(per_step)            # numpy columns; result.kernels builds the DataFrame when asked
+    timed = timed_steps(chosen, hardware, model, scenario, table_scenario)
+    schedule = _chunked_schedule_tables(timed.steps, scenario) if scenario.chunked_prefill else None
+    kernels = timed.kernels                      # numpy columns; result.kernels builds the DataFrame when asked
     for name, values in presentation_columns(kernels).items():
         kernels.add(name, values)
     energy_notes = add_energy(kernels, hardware)
-    phases = phase_total_rows(kernels, step_bound_times(per_step))
+    phases = phase_total_rows(kernels, dict(timed.bound_times))
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
-                      memory_footprint(model, scenario, hardware, layout, activation_bytes=activations),
+                      memory_footprint(model, scenario, hardware, layout, activation_bytes=timed.activations),
                       devices=scenario.device_count)
     if schedule is not None:
         result.requests, result.iterations = schedule
