@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 
 from engine.results.run import ScenarioError
-from engine.serving.disagg import pool_scenario, serve_disaggregated
+from engine.serving.disagg import serve_disaggregated
+from engine.serving.disagg_pools import pool_scenario
 from engine.serving.disagg_balance import balance_pools, pool_rates
 
 MAX_GROWTH = 8
