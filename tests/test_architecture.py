@@ -30,10 +30,7 @@ MAX_FUNCTION_LINES = 60
 # Same rule: "path::qualified name" (methods as Class.method, nested functions as outer.inner), lines from `def`
 # to the end of the body (decorators excluded).
 KNOWN_LONG_FUNCTIONS = {
-    "engine/explore/sensitivity.py::sensitivity",
-    "engine/serving/disagg.py::serve_disaggregated",
     "engine/serving/scheduler.py::schedule",
-    "engine/serving/search_recommend_disagg.py::check_disaggregated",
 }
 KNOWN_CYCLES: list[list[str]] = []
 

@@ -11,60 +11,26 @@ Fields are hardware-sheet rows in the workbook's units (memory_bandwidth in GB/s
 plus `compute_scale`, a factor on every matrix and vector rate (1 = as published). The default list
 holds the fields that can change the metric under the method and scenario (`relevant_fields`); a field
 the device leaves blank has nothing to perturb and is skipped, unless asked for by name (then its
-rows say so in `error`). The helpers here (labels, units, limits, `hardware_with`) are shared with
-engine/explore/inverse.py.
+rows say so in `error`). The helpers here (values, limits, `hardware_with`) are shared with
+engine/explore/inverse.py; labels and number formats are in engine/explore/labels.py.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
 import pandas as pd
 
 from engine.hardware.dtypes import compute_dtype
+from engine.explore.labels import METRIC_LABELS, field_label, format_number
 from engine.explore.grid import HARDWARE_FIELDS, PSEUDO_HARDWARE_FIELDS, field_unit, pseudo_field_changes, sweep_points
 from engine.hardware.device import WORKBOOK_FIELD_BY_KEY, Hardware
 from engine.hardware.specs.cells import is_integer_field
 from engine.hardware.what_if import EditError, apply_edits, workbook_value
 from engine.workload.scenario import Scenario
 
-FIELD_LABELS = {
-    "memory_bandwidth": "memory bandwidth",
-    "compute_scale": "compute (matrix + vector rates)",
-    "matrix_tflops": "matrix peak (bf16)",
-    "clock": "clock",
-    "num_cores": "cores",
-    "memory_capacity": "memory capacity",
-    "llc_capacity": "LLC capacity",
-    "llc_bandwidth": "LLC bandwidth",
-    "sram_per_core": "SRAM per core",
-    "sram_bandwidth_per_core": "SRAM bandwidth per core",
-    "register_file_per_core": "register file per core",
-    "link_bandwidth": "link bandwidth (per link)",
-    "num_links": "links per device",
-    "devices_per_node": "devices per node",
-    "link_latency": "link latency",
-    "inter_node_bandwidth": "inter-node bandwidth",
-    "inter_node_latency": "inter-node latency",
-    "launch_overhead": "launch overhead",
-    "kernel_latency": "kernel latency",
-    "achievable_matrix_fraction": "achievable matrix fraction",
-    "achievable_memory_bandwidth_fraction": "achievable memory-bandwidth fraction",
-    "tp": "devices (tensor-parallel ways)",
-    "devices": "devices (tensor-parallel ways)",
-}
-METRIC_LABELS = {
-    "ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "end-to-end latency", "time_s": "time",
-    "tokens_per_s": "throughput", "tokens_per_s_per_device": "throughput per device",
-    "prefill_tokens_per_s": "prefill throughput", "tokens_per_j": "energy efficiency",
-    "energy_j": "energy", "energy_per_token_j": "energy per token", "average_power_w": "average power",
-}
-METRIC_UNITS = {
-    "ttft_s": "s", "tpot_s": "s", "e2e_s": "s", "time_s": "s", "tokens_per_s": "tokens/s",
-    "tokens_per_s_per_device": "tokens/s/device", "prefill_tokens_per_s": "tokens/s", "tokens_per_j": "tokens/J",
-    "energy_j": "J", "energy_per_token_j": "J/token", "average_power_w": "W",
-}
 SENSITIVITY_METRICS = tuple(METRIC_LABELS)
 ENERGY_METRICS = ("tokens_per_j", "energy_j", "energy_per_token_j", "average_power_w")
 
@@ -88,15 +54,7 @@ COLUMNS = ("field", "label", "unit", "base_value", "low_value", "high_value", "m
            "low_change", "high_change", "swing", "base_fits", "low_fits", "high_fits", "error")
 
 
-# ---- fields: labels, values, limits ----------------------------------------------------------------
-
-def field_label(field: str) -> str:
-    return FIELD_LABELS.get(field, field.replace("_", " "))
-
-
-def metric_label(metric: str) -> str:
-    return METRIC_LABELS.get(metric, metric)
-
+# ---- fields: values, limits -----------------------------------------------------------------------
 
 def is_integer(field: str) -> bool:
     """Whether `field` takes whole numbers (num_cores, num_links, tp, ...)."""
@@ -244,34 +202,6 @@ def perturbed_values(base: float, change: float, field: str, limit: float = math
     return (low, low_reason), (high, high_reason)
 
 
-def format_number(value: float) -> str:
-    """3350 -> '3,350'; 1.83 -> '1.83'; 100000 -> '100,000'."""
-    if value is None or not math.isfinite(value):
-        return str(value)
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.4g}"
-
-
-def format_metric(metric: str, value: float) -> str:
-    """A metric value with its unit: seconds as s/ms/us, rates with theirs."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    unit = METRIC_UNITS.get(metric, "")
-    if unit == "s":
-        for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-            if abs(value) >= scale * 0.9995 or name == "us":
-                return f"{_three_digits(value / scale)} {name}"
-    return f"{format_number(value)} {unit}".strip()
-
-
-def _three_digits(value: float) -> str:
-    """About three significant digits without an exponent: 15.78 -> '15.8', 999.98 -> '1000', 0.5 -> '0.5'."""
-    digits = max(0, 2 - math.floor(math.log10(abs(value)))) if value else 0
-    text = f"{value:,.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 # ---- sensitivity --------------------------------------------------------------------------------
 
 def sensitivity(model, scenario: Scenario, hardware: Hardware, fields: Optional[Sequence[str]] = None,
@@ -293,83 +223,140 @@ def sensitivity(model, scenario: Scenario, hardware: Hardware, fields: Optional[
     one with its reason in `error`, one the method ignores with zero swing). All points run in one
     engine.explore.grid.sweep_points call.
     """
+    _check_change(change)
+    metrics = _checked_metrics(metrics)
+    plan = _plan(hardware, scenario, method, metrics, fields, change)
+    sweep = _sweep(model, scenario, hardware, method, plan)
+    defined = _defined_metrics(metrics, sweep.base, scenario, hardware)
+    rows = [row for field in plan.fields for row in _field_rows(field, plan, sweep, defined, hardware)]
+    return _sorted_table(rows, defined, plan.fields, dict(change=change, method=method, hardware=hardware.name))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What `sensitivity` perturbs: the fields it reports (in order), each one's base value (None: blank) and
+    its low and high values keyed (field, "low" / "high"), None with the reason when one cannot be evaluated."""
+
+    fields: list[str]
+    explicit: bool                          # named by the caller: always reported
+    bases: dict[str, Optional[float]]
+    values: dict[tuple[str, str], Optional[float]]
+    reasons: dict[tuple[str, str], str]
+
+    @property
+    def swept(self) -> list[str]:
+        return [f for f in self.fields if self.bases[f] is not None]
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """The sweep's table: row 0 the base, then one row per evaluable (field, side) at `position`."""
+
+    frame: pd.DataFrame
+    base: pd.Series
+    position: dict[Optional[tuple[str, str]], int]
+
+    def point(self, field: str, side: str) -> Optional[pd.Series]:
+        return self.frame.iloc[self.position[field, side]] if (field, side) in self.position else None
+
+
+def _check_change(change) -> None:
     if isinstance(change, bool) or not isinstance(change, (int, float)) or not 0 < change < 1:
         raise ValueError(f"change = {change!r}: expected a fraction between 0 and 1, exclusive "
                          "(0.2 evaluates every field at -20% and +20%)")
+
+
+def _checked_metrics(metrics) -> list[str]:
     metrics = list(dict.fromkeys([metrics] if isinstance(metrics, str) else metrics))
     unknown = [m for m in metrics if m not in SENSITIVITY_METRICS]
     if unknown or not metrics:
         raise ValueError(f"metrics: {unknown or metrics} not known; expected some of {', '.join(SENSITIVITY_METRICS)}")
+    return metrics
+
+
+def _checked_fields(fields) -> list[str]:
+    fields = list(dict.fromkeys([fields] if isinstance(fields, str) else fields))
+    bad = [f for f in fields if f not in HARDWARE_FIELDS]
+    if bad or not fields:
+        raise ValueError(f"fields: {bad or fields} not hardware fields; expected some of {', '.join(HARDWARE_FIELDS)}")
+    if "compute_scale" in fields and "matrix_tflops" in fields:
+        raise ValueError("fields: compute_scale and matrix_tflops both set the matrix rates; ask for one")
+    return fields
+
+
+def _plan(hardware: Hardware, scenario: Scenario, method: str, metrics: list[str],
+          fields: Optional[Sequence[str]], change: float) -> _Plan:
+    """The named fields (checked) or the default ones, and each swept field's low and high values."""
     explicit = fields is not None
     if explicit:
-        fields = list(dict.fromkeys([fields] if isinstance(fields, str) else fields))
-        bad = [f for f in fields if f not in HARDWARE_FIELDS]
-        if bad or not fields:
-            raise ValueError(f"fields: {bad or fields} not hardware fields; expected some of "
-                             f"{', '.join(HARDWARE_FIELDS)}")
-        if "compute_scale" in fields and "matrix_tflops" in fields:
-            raise ValueError("fields: compute_scale and matrix_tflops both set the matrix rates; ask for one")
+        fields = _checked_fields(fields)
     else:
         fields = relevant_fields(hardware, scenario, method, metrics) + list(FIT_FIELDS)
-
     bases = {f: base_value(hardware, f) for f in fields}
     if not explicit:        # a blank field has nothing to perturb: the default list skips it
         fields = [f for f in fields if bases[f] is not None]
-    blank = [f for f in fields if bases[f] is None]
-    swept = [f for f in fields if bases[f] is not None]
-    values, reasons = {}, {}
-    for field in swept:
+    plan = _Plan(fields, explicit, bases, {}, {})
+    for field in plan.swept:
         limit = field_limit(hardware, field)
         for side, (value, reason) in zip(("low", "high"), perturbed_values(bases[field], change, field, limit)):
             if value is not None:
                 reason = check_value(hardware, field, value)
-            values[field, side] = None if reason else value
-            reasons[field, side] = reason
+            plan.values[field, side] = None if reason else value
+            plan.reasons[field, side] = reason
+    return plan
 
-    # one point for the base, then one per (field, side) that can be evaluated: all in one sweep
-    keys = [None] + [key for key, value in values.items() if value is not None]
-    rows = [{f: bases[f] for f in swept} for _ in keys]
+
+def _sweep(model, scenario: Scenario, hardware: Hardware, method: str, plan: _Plan) -> _Sweep:
+    """One point for the base, then one per (field, side) that can be evaluated: all in one sweep."""
+    swept = plan.swept
+    keys = [None] + [key for key, value in plan.values.items() if value is not None]
+    rows = [{f: plan.bases[f] for f in swept} for _ in keys]
     for row, key in zip(rows[1:], keys[1:]):
-        row[key[0]] = values[key]
+        row[key[0]] = plan.values[key]
     points = pd.DataFrame(rows, columns=swept) if swept else pd.DataFrame({"compute_scale": [1.0]})  # base only
     frame = sweep_points(model, scenario, points, hardware, method)
     base_row = frame.iloc[0]
     if base_row["error"]:
         raise ValueError(f"scenario: cannot evaluate {model.name} on {hardware.name}: {base_row['error']}")
+    return _Sweep(frame, base_row, {key: i for i, key in enumerate(keys)})
+
+
+def _defined_metrics(metrics: list[str], base_row: pd.Series, scenario: Scenario, hardware: Hardware) -> list[str]:
+    """The asked metrics the phase defines (ttft_s is not defined for a decode step); none is an error."""
     defined = [m for m in metrics if not pd.isna(base_row[m])]
     if not defined:
         available = [m for m in SENSITIVITY_METRICS if not pd.isna(base_row[m])]
         raise ValueError(f"metrics: none of {metrics} is defined for phase {scenario.phase!r} on {hardware.name} "
                          f"(available: {', '.join(available) or 'none'})")
-    position = {key: i for i, key in enumerate(keys)}
+    return defined
 
-    out = []
-    for field in fields:
-        if field in blank:
-            why = f"{hardware.name} leaves {field} blank: nothing to perturb"
-            out += [_row(field, None, None, None, m, base_row, None, None, why) for m in defined]
-            continue
-        points = {side: frame.iloc[position[field, side]] if (field, side) in position else None
-                  for side in ("low", "high")}
-        if not explicit and field in FIT_FIELDS and all(
-                p is None or bool(p["fits"]) == bool(base_row["fits"]) for p in points.values()):
-            continue
-        errors = [reasons[field, side] or (p["error"] if p is not None else "")
-                  for side, p in points.items()]
-        error = "; ".join(e for e in errors if e)
-        for metric in defined:
-            if not explicit and is_energy_field(field) and metric not in ENERGY_METRICS:
-                continue        # per-operation energies change energy, never time
-            out.append(_row(field, bases[field], values[field, "low"], values[field, "high"], metric, base_row,
-                            points["low"], points["high"], error))
-    table = pd.DataFrame(out, columns=list(COLUMNS))
-    order = {m: i for i, m in enumerate(defined)}
-    table["_metric"] = table["metric"].map(order)
+
+def _field_rows(field: str, plan: _Plan, sweep: _Sweep, defined: list[str], hardware: Hardware) -> list[dict]:
+    """The rows of one field: one per metric, none for a default field that cannot change any."""
+    if plan.bases[field] is None:
+        why = f"{hardware.name} leaves {field} blank: nothing to perturb"
+        return [_row(field, None, None, None, m, sweep.base, None, None, why) for m in defined]
+    points = {side: sweep.point(field, side) for side in ("low", "high")}
+    if not plan.explicit and field in FIT_FIELDS and all(
+            p is None or bool(p["fits"]) == bool(sweep.base["fits"]) for p in points.values()):
+        return []
+    errors = [plan.reasons[field, side] or (p["error"] if p is not None else "") for side, p in points.items()]
+    error = "; ".join(e for e in errors if e)
+    # per-operation energies change energy, never time
+    return [_row(field, plan.bases[field], plan.values[field, "low"], plan.values[field, "high"], metric, sweep.base,
+                 points["low"], points["high"], error)
+            for metric in defined if plan.explicit or not is_energy_field(field) or metric in ENERGY_METRICS]
+
+
+def _sorted_table(rows: list[dict], defined: list[str], fields: list[str], attrs: dict) -> pd.DataFrame:
+    """By metric (in `defined` order), then swing (largest first), then field order."""
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    table["_metric"] = table["metric"].map({m: i for i, m in enumerate(defined)})
     table["_field"] = table["field"].map({f: i for i, f in enumerate(fields)})
     table = table.sort_values(["_metric", "swing", "_field"], ascending=[True, False, True], na_position="last",
                               kind="stable")
     table = table.drop(columns=["_metric", "_field"]).reset_index(drop=True)
-    table.attrs.update(change=change, method=method, hardware=hardware.name)
+    table.attrs.update(attrs)
     return table
 
 

@@ -29,30 +29,26 @@ round's burst (its measured TTFTs plus T_x) and requests_per_client - 2 steady r
 front + request overhead (only steady rounds with warm-up requests); TPOT = tau(n); latency = TTFT +
 (output_length - 1) TPOT; output tokens/s = X x output_length; per device over all devices of both
 pools; per user 1 / TPOT. With length_spread the mean lengths are used.
+
+The pools' workers, serve() runs and decode costs are in engine/serving/disagg_pools.py.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from engine.estimators import get_method
-from engine.workload.parallel import parallel_layout
-from engine.serving.cost import grid_pass, time_pass
+from engine.serving.disagg_pools import (DecodeCosts, Pools, PrefillRuns, decode_pool, layout_text, pool_scenario,
+                                         prefill_runs)
 from engine.serving.kv_transfer import KVLink, as_link, kv_bytes_per_request, workbook_link
 from engine.serving.options import ServingOptions
-from engine.serving.scheduler import ServingCapacityError
-from engine.serving.simulate import SCENARIO_FIELDS, _quantile, kv_budget, metric_attribute, serve, split_fields
-from engine.serving.backends import backend_profile, overheads
+from engine.serving.simulate import ServingResult, _quantile, metric_attribute, serve, split_fields
+from engine.serving.backends import overheads
 from engine.results.memory import kv_share_per_device
 from engine.workload.scenario import Scenario
-
-LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
-DECODE_GRID_BATCHES = 12
-DECODE_GRID_CONTEXTS = 4
 
 
 @dataclass
@@ -99,65 +95,6 @@ class DisaggregatedResult:
                 "link": self.link.model_dump(), "serving": self.options.model_dump(), "notes": list(self.notes)}
 
 
-def layout_text(scenario) -> str:
-    return f"TP{scenario.tp} PP{scenario.pp} DP{scenario.dp} EP{scenario.ep}"
-
-
-def pool_scenario(layout, common: dict) -> Scenario:
-    """One worker's Scenario from a layout (a Scenario, or a dict of tp/pp/dp/ep and other Scenario fields)
-    and the fields both pools share (dtypes, ...)."""
-    if isinstance(layout, Scenario):
-        return layout.model_copy(update={k: v for k, v in common.items() if k not in LAYOUT_FIELDS})
-    given = dict(layout or {})
-    unknown = sorted(set(given) - set(SCENARIO_FIELDS))
-    if unknown:
-        raise TypeError(f"layout field(s) {', '.join(unknown)} unknown; expected {', '.join(SCENARIO_FIELDS)}")
-    fields = {**{k: v for k, v in common.items() if k not in LAYOUT_FIELDS}, **given}
-    fields.setdefault("devices", None)
-    return Scenario(phase="request", batch=1, **fields)
-
-
-def one_replica(scenario: Scenario) -> Scenario:
-    """As serve(): independent replicas (ep <= tp) are timed as one (dp 1); an expert-parallel group wider than
-    tp spans the attention-DP replicas, which step together, so the scenario keeps its dp."""
-    if scenario.ep <= scenario.tp:
-        return Scenario.model_validate({**scenario.model_dump(), "dp": 1, "devices": None})
-    return scenario
-
-
-def _decode_costs(model, hardware, scenario: Scenario, options: ServingOptions, method: str, clients: float):
-    """(tau(n): seconds of a decode iteration with n requests per replica, host overhead included; cap: the most
-    requests a replica holds; one replica's ParallelLayout)."""
-    cost = Scenario.model_validate({**scenario.model_dump(), "input_length": options.input_length,
-                                    "output_length": options.output_length, "chunked_prefill": False})
-    replica = one_replica(cost)
-    layout = parallel_layout(model, replica)
-    capacity, per_request = kv_budget(model, replica, hardware, options, layout)
-    fit = int(capacity // float(per_request(np.array([options.input_length + options.output_length]))[0]))
-    cap = min(fit, options.max_batch or fit)
-    if cap < 1:
-        raise ServingCapacityError(
-            f"one request of {options.input_length} + {options.output_length} tokens does not fit the KV cache of a "
-            f"decode worker on {hardware.name} ({capacity / 1e9:.3g} GB per device): use more decode devices "
-            "(tp/pp) or a smaller kv dtype")
-    top = max(1, min(cap, math.ceil(clients)))
-    batches = np.unique(np.round(np.geomspace(1, top, DECODE_GRID_BATCHES)))
-    first, last = options.input_length, options.input_length + max(options.output_length - 2, 0)
-    contexts = np.unique(np.round(np.linspace(first, last, DECODE_GRID_CONTEXTS)))
-    chosen = get_method(method)
-    graphed = chosen.name == "realistic" and options.graph_decode
-    graph = get_method("realistic-graph") if graphed else chosen
-    overlap = (backend_profile(options.backend).graph_latency_overlap if options.graph_latency_overlap is None
-               else options.graph_latency_overlap) if graphed else 0.0    # as serve() (engine/serving/backends.py)
-    times = time_pass(grid_pass(batches, contexts), len(batches) * len(contexts), model, replica, hardware,
-                      graph, layout, overlap).reshape(len(batches), len(contexts)).mean(axis=1)
-    overhead = options.iteration_overhead_s or 0.0
-
-    def tau(n):
-        return np.interp(n, batches, times) + overhead
-    return tau, cap, layout
-
-
 def _solve_decode_batch(tau, decode_steps: int, replicas: int, clients: int, cap: int, front_min: float,
                         rate_limit: float) -> tuple[float, str]:
     """The decode requests per replica n (module docstring) and the limit that sets it."""
@@ -184,44 +121,6 @@ def _solve_decode_batch(tau, decode_steps: int, replicas: int, clients: int, cap
     return low, bound
 
 
-
-def _prefill_options(options: ServingOptions, max_batch: int | None) -> ServingOptions:
-    return options.model_copy(update={"output_length": 1, "stagger_start": False, "warmup_requests": 0,
-                                      "max_batch": max_batch, "concurrency": 1})
-
-
-def _layout_fields(scenario: Scenario) -> dict:
-    return {k: getattr(scenario, k) for k in (*LAYOUT_FIELDS, "weight_dtype", "activation_dtype", "kv_dtype",
-                                              "overlap_communication", "collective_algorithm", "routing_skew",
-                                              "mla_decode")}
-
-
-def _key(kind, hardware, scenario, options, *more):
-    return (kind, id(hardware), scenario.model_dump_json(), options.model_dump_json(exclude={"concurrency"}), *more)
-
-
-def prefill_pool(model, hardware, scenario: Scenario, options: ServingOptions, method: str, cache: dict,
-                 max_batch: int | None = None):
-    """(idle, saturated) serve() results of one prefill worker (module docstring)."""
-    key = _key("prefill", hardware, scenario, options, max_batch)
-    if key not in cache:
-        base, fields = _prefill_options(options, max_batch), _layout_fields(scenario)
-        idle = serve(hardware, model, base.model_copy(update={"concurrency": scenario.dp}), method, **fields)
-        saturating = scenario.dp * max(2, 2 * math.ceil(options.token_budget / options.input_length))
-        busy = serve(hardware, model, base.model_copy(update={"concurrency": saturating}), method, **fields)
-        cache[key] = (idle, busy)
-    return cache[key]
-
-
-def decode_pool(model, hardware, scenario: Scenario, options: ServingOptions, method: str, clients: float,
-                cache: dict):
-    """_decode_costs, kept in `cache` (the grid spans the largest batch asked for first)."""
-    key = _key("decode", hardware, scenario, options)
-    if key not in cache or cache[key][0] < min(clients, cache[key][1][1]):
-        cache[key] = (clients, _decode_costs(model, hardware, scenario, options, method, clients))
-    return cache[key][1]
-
-
 def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout=None, decode_layout=None,
                         prefill_workers: int = 1, decode_workers: int = 1, options: ServingOptions | None = None,
                         method: str = "realistic", link=None, *, cache: dict | None = None,
@@ -237,6 +136,48 @@ def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout
     """
     if prefill_workers < 1 or decode_workers < 1:
         raise ValueError(f"prefill_workers={prefill_workers} and decode_workers={decode_workers} must be >= 1")
+    common, options, chosen = _resolved_options(options, fields, method)
+    pools = Pools(pool_scenario(prefill_layout, common), pool_scenario(decode_layout, common),
+                  prefill_workers, decode_workers)
+    link = as_link(link) or workbook_link(prefill_hardware, decode_hardware, pools.devices)
+    cache = {} if cache is None else cache
+    prefill = prefill_runs(model, prefill_hardware, pools, options, chosen, cache, prefill_max_batch)
+    per_replica = options.concurrency / pools.decode_replicas
+    decode = DecodeCosts(*decode_pool(model, decode_hardware, pools.decode, options, chosen,
+                                     max(per_replica, largest_batch or 0), cache))
+    transfer = _kv_transfer(model, link, pools, options.input_length, prefill.layout, decode.layout)
+    steady = _steady_state(options, pools, prefill, decode, transfer)
+    metrics = _metrics(options, pools, prefill, decode, transfer, steady)
+    return DisaggregatedResult(prefill_hardware.name, decode_hardware.name, model.name, chosen, options,
+                               pools.prefill, pools.decode, prefill_workers, decode_workers, link, metrics,
+                               steady.bound, _notes(options, link, transfer, steady.bound, decode.cap))
+
+
+@dataclass(frozen=True)
+class _KVTransfer:
+    """One request's KV cache over the link: its bytes, seconds, and the requests/s the links carry."""
+
+    bytes_per_request: float
+    seconds: float
+    requests_per_s: float
+
+
+@dataclass(frozen=True)
+class _Steady:
+    """The closed loop at steady state (module docstring)."""
+
+    n: float                     # requests decoding per replica
+    bound: str
+    front_min: float             # queue + prefill + transfer at least (server clock)
+    prefill_requests_per_s: float
+    decode_s: float              # a request's time decoding
+    requests_per_s: float
+    ttft_s: float                # a steady round's TTFT, request overhead included
+
+
+def _resolved_options(options: ServingOptions | None, fields: dict, method: str):
+    """(Scenario fields both pools share, the options with `fields` and the backend's fitted overheads, the
+    method's name)."""
     common, option_fields = split_fields(fields)
     options = options.model_copy(update=option_fields) if options is not None else ServingOptions(**option_fields)
     options = ServingOptions.model_validate(options.model_dump())
@@ -245,45 +186,38 @@ def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout
     options = options.model_copy(update={
         "iteration_overhead_s": fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s,
         "request_overhead_s": fitted[1] if options.request_overhead_s is None else options.request_overhead_s})
-    prefill = pool_scenario(prefill_layout, common)
-    decode = pool_scenario(decode_layout, common)
-    isl = options.input_length
-    osl = options.output_length
-    devices = prefill_workers * prefill.device_count + decode_workers * decode.device_count
-    link = as_link(link) or workbook_link(prefill_hardware, decode_hardware, devices)
-    clients = options.concurrency
-    request_overhead = options.request_overhead_s or 0.0
+    return common, options, chosen
 
-    cache = {} if cache is None else cache
-    idle, busy = prefill_pool(model, prefill_hardware, prefill, options, chosen, cache, prefill_max_batch)
-    dp = prefill.dp
-    burst = serve(prefill_hardware, model, _prefill_options(options, prefill_max_batch).model_copy(
-        update={"concurrency": math.ceil(clients / prefill_workers), "requests_per_client": 2}), chosen,
-        **_layout_fields(prefill))
-    prefill_layout_obj = parallel_layout(model, one_replica(prefill))
-    per_replica = clients / (decode_workers * decode.dp)
-    tau, cap, decode_layout_obj = decode_pool(model, decode_hardware, decode, options, chosen,
-                                              max(per_replica, largest_batch or 0), cache)
 
-    # the KV transfer and the link's rate
-    total_kv = kv_bytes_per_request(model, isl, prefill.kv_dtype)
-    sent = total_kv * kv_share_per_device(model, prefill_layout_obj)
-    received = total_kv * kv_share_per_device(model, decode_layout_obj)
-    transfer_s = link.seconds(sent, received)
-    link_rate = min(prefill_workers * dp * link.bandwidth_bytes_per_s / sent,
-                    decode_workers * decode.dp * link.bandwidth_bytes_per_s / received)
-    prefill_rate = prefill_workers * busy.requests_per_s
-    replicas = decode_workers * decode.dp          # every attention-DP rank decodes its own n requests
-    front_min = idle.ttft_s - request_overhead + transfer_s
-    steps = max(osl - 1, 0)
-    n, bound = _solve_decode_batch(tau, steps, replicas, clients, cap, front_min, min(prefill_rate, link_rate))
-    if bound == "prefill" and link_rate < prefill_rate:
+def _kv_transfer(model, link: KVLink, pools: Pools, input_length: int, prefill_layout, decode_layout) -> _KVTransfer:
+    total = kv_bytes_per_request(model, input_length, pools.prefill.kv_dtype)
+    sent = total * kv_share_per_device(model, prefill_layout)
+    received = total * kv_share_per_device(model, decode_layout)
+    rate = min(pools.prefill_workers * pools.prefill.dp * link.bandwidth_bytes_per_s / sent,
+               pools.decode_replicas * link.bandwidth_bytes_per_s / received)
+    return _KVTransfer(total, link.seconds(sent, received), rate)
+
+
+def _steady_state(options: ServingOptions, pools: Pools, prefill: PrefillRuns, decode: DecodeCosts,
+                  transfer: _KVTransfer) -> _Steady:
+    """n from _solve_decode_batch, the limit it reached, and the throughput and TTFT that follow."""
+    clients, request_overhead = options.concurrency, options.request_overhead_s or 0.0
+    prefill_rate = pools.prefill_workers * prefill.busy.requests_per_s
+    front_min = prefill.idle.ttft_s - request_overhead + transfer.seconds
+    steps = max(options.output_length - 1, 0)
+    n, bound = _solve_decode_batch(decode.tau, steps, pools.decode_replicas, clients, decode.cap, front_min,
+                                   min(prefill_rate, transfer.requests_per_s))
+    if bound == "prefill" and transfer.requests_per_s < prefill_rate:
         bound = "link"
-    tpot = float(tau(n)) if osl > 1 else float("nan")
-    decode_time = steps * float(tau(n))
-    rate = replicas * n / decode_time if decode_time > 0 else min(prefill_rate, link_rate, clients / front_min)
+    decode_time = steps * float(decode.tau(n))
+    rate = (pools.decode_replicas * n / decode_time if decode_time > 0
+            else min(prefill_rate, transfer.requests_per_s, clients / front_min))
     steady_ttft = max(clients / rate - decode_time, front_min) + request_overhead
+    return _Steady(n, bound, front_min, prefill_rate, decode_time, rate, steady_ttft)
 
+
+def _ttft_samples(options: ServingOptions, burst: ServingResult, transfer_s: float, steady_ttft: float):
+    """(TTFTs, weights) over the rounds serve() counts: the first round's burst and the steady rounds."""
     measured = burst.requests[burst.requests["measured"]]["ttft_s"].to_numpy(dtype=float) + transfer_s
     steady_rounds = options.requests_per_client - 2
     if options.warmup_requests > 0:
@@ -293,27 +227,41 @@ def serve_disaggregated(model, prefill_hardware, decode_hardware, prefill_layout
                                                               float(max(steady_rounds, 0)))])
     if weights.sum() == 0:
         values, weights = values[:1], np.ones(1)
+    return values, weights
+
+
+def _metrics(options: ServingOptions, pools: Pools, prefill: PrefillRuns, decode: DecodeCosts,
+             transfer: _KVTransfer, steady: _Steady) -> dict[str, float]:
+    osl, tau, cap = options.output_length, decode.tau, decode.cap
+    values, weights = _ttft_samples(options, prefill.burst, transfer.seconds, steady.ttft_s)
     ttft = float(np.average(values, weights=weights))
-    tokens_per_s = rate * osl
-    metrics = {
+    tpot = float(tau(steady.n)) if osl > 1 else float("nan")
+    steps, tokens_per_s = max(osl - 1, 0), steady.requests_per_s * osl
+    return {
         "ttft_s": ttft, "ttft_p50_s": _quantile(values, weights, 0.5), "ttft_p90_s": _quantile(values, weights, 0.9),
         "ttft_p99_s": _quantile(values, weights, 0.99), "tpot_s": tpot, "tpot_p50_s": tpot, "tpot_p90_s": tpot,
-        "e2e_s": ttft + decode_time, "tokens_per_s": tokens_per_s, "tokens_per_s_per_device": tokens_per_s / devices,
-        "tokens_per_s_per_user": 1.0 / tpot if osl > 1 and tpot > 0 else float("nan"), "requests_per_s": rate,
-        "kv_transfer_s": transfer_s, "kv_bytes_per_request": total_kv, "prefill_s": idle.ttft_s - request_overhead,
-        "prefill_requests_per_s": prefill_rate, "link_requests_per_s": link_rate,
-        "decode_requests_per_s": replicas * cap / (steps * float(tau(cap))) if steps else float("inf"),
-        "decode_batch": n, "decode_batch_limit": float(cap)}
+        "e2e_s": ttft + steady.decode_s, "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_device": tokens_per_s / pools.devices,
+        "tokens_per_s_per_user": 1.0 / tpot if osl > 1 and tpot > 0 else float("nan"),
+        "requests_per_s": steady.requests_per_s, "kv_transfer_s": transfer.seconds,
+        "kv_bytes_per_request": transfer.bytes_per_request,
+        "prefill_s": prefill.idle.ttft_s - (options.request_overhead_s or 0.0),
+        "prefill_requests_per_s": steady.prefill_requests_per_s, "link_requests_per_s": transfer.requests_per_s,
+        "decode_requests_per_s": pools.decode_replicas * cap / (steps * float(tau(cap))) if steps else float("inf"),
+        "decode_batch": steady.n, "decode_batch_limit": float(cap)}
+
+
+def _notes(options: ServingOptions, link: KVLink, transfer: _KVTransfer, bound: str, cap: int) -> list[str]:
     notes = [f"KV cache over {link.description}: {link.bandwidth_bytes_per_s / 1e9:.4g} GB/s, "
-             f"{link.latency_s * 1e6:.3g} us latency; {total_kv / 1e6:.4g} MB per request, {transfer_s * 1e3:.3g} ms",
+             f"{link.latency_s * 1e6:.3g} us latency; {transfer.bytes_per_request / 1e6:.4g} MB per request, "
+             f"{transfer.seconds * 1e3:.3g} ms",
              f"throughput limited by the {bound}" + {"prefill": " pool (requests queue before prefill)",
                                                      "link": " (the KV transfer)", "decode": " pool's batch limit "
                                                      f"({cap} requests per replica: max_batch or KV cache)",
                                                      "clients": " (every pool has room)"}[bound]]
     if options.length_spread:
         notes.append("length_spread: the pools are balanced on the mean lengths")
-    return DisaggregatedResult(prefill_hardware.name, decode_hardware.name, model.name, chosen, options,
-                               prefill, decode, prefill_workers, decode_workers, link, metrics, bound, notes)
+    return notes
 
 
 COMPARE_COLUMNS = ("mode", "devices", "layout", "ttft_s", "tpot_s", "e2e_s", "tokens_per_s",

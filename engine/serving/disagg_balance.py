@@ -26,8 +26,8 @@ import pandas as pd
 
 from engine.results.run import ScenarioError
 from engine.workload.parallel import parallel_layout
-from engine.serving.disagg import (decode_pool, one_replica, layout_text, pool_scenario, prefill_pool,
-                                   serve_disaggregated)
+from engine.serving.disagg import serve_disaggregated
+from engine.serving.disagg_pools import decode_pool, layout_text, one_replica, pool_scenario, prefill_pool
 from engine.serving.kv_transfer import as_link
 from engine.serving.options import ServingOptions
 from engine.serving.simulate import SCENARIO_FIELDS
