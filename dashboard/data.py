@@ -12,16 +12,10 @@ import pandas as pd
 import streamlit as st
 
 import engine
-from engine.hardware.device import Hardware
-from engine.decomposition.auto import load_any_model
-from engine.models import ModelConfig
-from engine.hardware.specs import load_specs
-from engine.estimators.collectives import interconnect_ceilings
-from engine.explore.grid import sweep_grid
-from engine.explore.layout_sweep import layout_sweep
-from engine.results.memory import fewest_devices
-from engine.explore.sweeps import sweep
-from engine.workload.scenario import Scenario
+from engine import (
+    fewest_devices, Hardware, interconnect_ceilings, layout_sweep, load_any_model, load_specs, ModelConfig,
+    Scenario, sweep, sweep_grid,
+)
 
 
 @st.cache_resource(show_spinner=False)
@@ -139,7 +133,7 @@ def grid_frame(model, scenario: Scenario, grid: dict, hardware: Hardware, device
 @st.cache_data(show_spinner=False, max_entries=32)
 def _sensitivity(hardware_json: str, model_json: str, scenario_json: str, change: float, metrics: tuple, method: str,
                  _model) -> pd.DataFrame:
-    from engine.explore.sensitivity import sensitivity
+    from engine import sensitivity
     return sensitivity(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
                        change=change, metrics=metrics, method=method)
 
@@ -154,7 +148,7 @@ def sensitivity_frame(hardware: Hardware, model, scenario: Scenario, change: flo
 @st.cache_data(show_spinner=False, max_entries=32)
 def _least_value(hardware_json: str, model_json: str, scenario_json: str, field: str, metric: str, target: float,
                  method: str, _model):
-    from engine.explore.inverse import least_value
+    from engine import least_value
     return least_value(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
                        field, metric, target, method=method)
 
@@ -167,7 +161,7 @@ def least_value(hardware: Hardware, model, scenario: Scenario, field: str, metri
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _serving_curve(hardware_json: str, model_json: str, concurrencies: tuple, method: str, fields_json: str, _model):
-    from engine.serving import serving_curve
+    from engine import serving_curve
     return serving_curve(Hardware.model_validate_json(hardware_json), _model, list(concurrencies), method=method,
                          **json.loads(fields_json))
 

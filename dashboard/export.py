@@ -28,7 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.theme import FIGURE_SIZE
-from engine.common.table_safety import neutralise_table, to_safe_csv
+from engine import neutralise_table, to_safe_csv
 
 FORMATS = ("png", "svg", "pdf")
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")

@@ -13,7 +13,7 @@ from dashboard.figure_cache import shared_figures, view_key
 from dashboard.state import STACK_BY
 from dashboard.units import count, duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
-from engine.estimators.validity import REALISTIC_METHODS
+from engine import REALISTIC_METHODS
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
 
