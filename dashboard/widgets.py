@@ -85,13 +85,18 @@ def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = ""
                           key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
 
 
-def deck_button(slides: list, summary: str, key: str) -> None:
-    """One PPTX with each chart on its own 16:9 slide (built when clicked)."""
+def _deck_bytes(slides, summary: str) -> bytes:
+    return export.deck_pptx(slides() if callable(slides) else slides, summary)
+
+
+def deck_button(slides, summary: str, key: str) -> None:
+    """One PPTX with each chart on its own 16:9 slide (built when clicked). `slides`: [(title, figure), ...], or a
+    callable returning them when the deck is made (charts of closed sections are then built only for the deck)."""
     available, reason = export.static_export_available()
     if not available:
         st.caption(f"Slide deck unavailable: {reason}")
         return
-    st.download_button("Download deck (PPTX)", data=functools.partial(export.deck_pptx, slides, summary),
+    st.download_button("Download deck (PPTX)", data=functools.partial(_deck_bytes, slides, summary),
                        file_name=file_name("llm-roofline", summary, "pptx"), key=f"deck-{key}", on_click="ignore",
                        icon=":material/slideshow:",
                        mime="application/vnd.openxmlformats-officedocument.presentationml.presentation")
