@@ -54,8 +54,32 @@ def _estimate(hardware_json: str, model_json: str, scenario_json: str, method: s
     return result
 
 
+SESSION_ESTIMATES = "_estimates"     # session_state key: this session's recent estimates, by their cache key
+SESSION_ESTIMATES_KEPT = 16
+
+
 def estimate(hardware: Hardware, model, scenario: Scenario, method: str):
-    return _estimate(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), method, model)
+    """The estimate, from this session's own recent ones when the view asked for it before (a rerun that changes
+    nothing, a page asking twice), else from the shared cache (which hands out a fresh copy: unpickled on every
+    hit). Estimates are read-only in the dashboard, so one object serves every rerun of the session."""
+    key = (hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), method)
+    kept = _session_estimates()
+    if key in kept:
+        kept[key] = kept.pop(key)                     # most recently used last
+        return kept[key]
+    result = _estimate(*key, model)
+    kept[key] = result
+    while len(kept) > SESSION_ESTIMATES_KEPT:
+        kept.pop(next(iter(kept)))
+    return result
+
+
+def _session_estimates() -> dict:
+    """This session's dict of recent estimates (a throwaway dict outside a Streamlit session)."""
+    try:
+        return st.session_state.setdefault(SESSION_ESTIMATES, {})
+    except Exception:                                  # no session (bare mode, a script): nothing kept
+        return {}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -51,12 +51,27 @@ def _is_executable(path: Optional[str]) -> bool:
     return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
 
 
+LOOKUP_TTL_S = 60.0    # a browser lookup is reused this long for the same BROWSER_PATH and PATH (every chart asks)
+_LOOKUPS: dict = {}
+
+
 def chromium_path() -> Optional[str]:
     """The browser kaleido will drive, or None.
 
     `$BROWSER_PATH` wins when set (and must then exist: a wrong explicit path is not silently
     replaced by another browser); else the first Chromium/Chrome on PATH; else /usr/bin/chromium.
+    The answer is reused for LOOKUP_TTL_S while BROWSER_PATH and PATH stay the same.
     """
+    key = (os.environ.get("BROWSER_PATH"), os.environ.get("PATH"))
+    checked = _LOOKUPS.get(key)
+    if checked is not None and time.monotonic() - checked[0] < LOOKUP_TTL_S:
+        return checked[1]
+    found = _look_for_browser()
+    _LOOKUPS[key] = (time.monotonic(), found)
+    return found
+
+
+def _look_for_browser() -> Optional[str]:
     explicit = os.environ.get("BROWSER_PATH")
     if explicit:
         return explicit if _is_executable(explicit) else None

@@ -42,8 +42,10 @@ def scenario_subtitle(figure, scenario: str, width: int = 120):
     if figure.layout.title.subtitle.text == text:     # already there (a figure drawn twice)
         return figure
     top = figure.layout.margin.t if figure.layout.margin.t is not None else 80
-    figure.update_layout(title_subtitle=dict(text=text, font=dict(size=13)),
-                         margin_t=top + 18 * len(lines))
+    # set on the layout's own objects: the same layout as update_layout(title_subtitle=..., margin_t=...), a
+    # sixth of the time (no walk over the whole layout)
+    figure.layout.title.subtitle = dict(text=text, font=dict(size=13))
+    figure.layout.margin.t = top + 18 * len(lines)
     return figure
 
 
