@@ -251,6 +251,8 @@ def render(ctx: PageContext) -> None:
     headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
              other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
     figs = figures(ctx, primary, results)
-    show_charts(figs, ctx.summary(), key="overview", deck=lambda: figs + energy_figures(ctx, primary))
+    energy_open = bool(st.session_state.get(OPEN_ENERGY))    # the deck holds the charts on the page
+    show_charts(figs, ctx.summary(), key="overview",
+                deck=(lambda: figs + energy_figures(ctx, primary)) if energy_open else figs)
     energy_section(ctx, result, primary, first=len(figs))
     kernel_section(ctx, primary)
