@@ -19,7 +19,7 @@
     engine.sweep_grid_dask(model, scenario, grid, hardware=hw, address="tcp://scheduler:8786")  # on Dask
 
     # which knob matters, and how much of it is enough (docs/design_space.md)
-    engine.sensitivity(model, scenario, hw, change=0.2)                              # +/-20% on each hardware field
+    engine.sensitivity(model, scenario, hw, change=0.2)                           # +/-20% on each hardware field
     engine.least_value(model, scenario, hw, "memory_bandwidth", "tpot_s", 0.020)  # least bandwidth for TPOT <= 20 ms
 
     # serving at a fixed concurrency: closed-loop clients, continuous batching (docs/serving.md)
