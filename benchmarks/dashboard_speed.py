@@ -1,6 +1,7 @@
 """Dashboard re-render time after changing one input on the default scenario (server time).
 
-Target (issue 3): at most 300 ms. Uses Streamlit's AppTest, which runs the script in-process
+Target (issue 3): at most 300 ms. Cases: a new Batch value (new estimates and figures), Batch back and forth
+(everything cached: shared figures, this session's estimates), and a rerun that changes nothing. Uses Streamlit's AppTest, which runs the script in-process
 exactly as the server does for a rerun (no browser, no network). Prints medians.
 Run: .venv/bin/python benchmarks/dashboard_speed.py [--repeats N]
 """
@@ -29,6 +30,7 @@ def main() -> None:
     cases = {
         "batch (new value each time)": lambda i: app.number_input(key="w_batch").set_value(2 + i),
         "batch (back and forth, cached)": lambda i: app.number_input(key="w_batch").set_value(1 + i % 2),
+        "rerun, nothing changed": lambda i: None,
     }
     time_reruns(app, cases, args.repeats, target_s=0.300)
 

@@ -18,8 +18,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from engine.hardware.device import Hardware
-from engine.models.validation import parse_config_json
+from engine import Hardware, parse_config_json
 
 MAX_LINK_CHARS = 8000          # longer links break in chat tools, mail clients and some proxies
 MAX_INFLATED_BYTES = 1_000_000  # a blob never inflates beyond this (a config.json is a few kB)

@@ -9,9 +9,7 @@ import pandas as pd
 
 from dashboard import data
 from dashboard.state import ViewState
-from engine.results.run import ScenarioError
-from engine.hardware.device import WORKBOOK_FIELD_BY_KEY, Hardware
-from engine.workload.scenario import Scenario
+from engine import WORKBOOK_FIELD_BY_KEY, Hardware, Scenario, ScenarioError
 
 
 @dataclass

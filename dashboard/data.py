@@ -12,16 +12,10 @@ import pandas as pd
 import streamlit as st
 
 import engine
-from engine.hardware.device import Hardware
-from engine.decomposition.auto import load_any_model
-from engine.models import ModelConfig
-from engine.hardware.specs import load_specs
-from engine.estimators.collectives import interconnect_ceilings
-from engine.explore.grid import sweep_grid
-from engine.explore.layout_sweep import layout_sweep
-from engine.results.memory import fewest_devices
-from engine.explore.sweeps import sweep
-from engine.workload.scenario import Scenario
+from engine import (
+    fewest_devices, Hardware, interconnect_ceilings, layout_sweep, load_any_model, load_specs, ModelConfig,
+    Scenario, sweep, sweep_grid,
+)
 
 
 @st.cache_resource(show_spinner=False)
@@ -60,8 +54,32 @@ def _estimate(hardware_json: str, model_json: str, scenario_json: str, method: s
     return result
 
 
+SESSION_ESTIMATES = "_estimates"     # session_state key: this session's recent estimates, by their cache key
+SESSION_ESTIMATES_KEPT = 16
+
+
 def estimate(hardware: Hardware, model, scenario: Scenario, method: str):
-    return _estimate(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), method, model)
+    """The estimate, from this session's own recent ones when the view asked for it before (a rerun that changes
+    nothing, a page asking twice), else from the shared cache (which hands out a fresh copy: unpickled on every
+    hit). Estimates are read-only in the dashboard, so one object serves every rerun of the session."""
+    key = (hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), method)
+    kept = _session_estimates()
+    if key in kept:
+        kept[key] = kept.pop(key)                     # most recently used last
+        return kept[key]
+    result = _estimate(*key, model)
+    kept[key] = result
+    while len(kept) > SESSION_ESTIMATES_KEPT:
+        kept.pop(next(iter(kept)))
+    return result
+
+
+def _session_estimates() -> dict:
+    """This session's dict of recent estimates (a throwaway dict outside a Streamlit session)."""
+    try:
+        return st.session_state.setdefault(SESSION_ESTIMATES, {})
+    except Exception:                                  # no session (bare mode, a script): nothing kept
+        return {}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -139,7 +157,7 @@ def grid_frame(model, scenario: Scenario, grid: dict, hardware: Hardware, device
 @st.cache_data(show_spinner=False, max_entries=32)
 def _sensitivity(hardware_json: str, model_json: str, scenario_json: str, change: float, metrics: tuple, method: str,
                  _model) -> pd.DataFrame:
-    from engine.explore.sensitivity import sensitivity
+    from engine import sensitivity
     return sensitivity(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
                        change=change, metrics=metrics, method=method)
 
@@ -154,7 +172,7 @@ def sensitivity_frame(hardware: Hardware, model, scenario: Scenario, change: flo
 @st.cache_data(show_spinner=False, max_entries=32)
 def _least_value(hardware_json: str, model_json: str, scenario_json: str, field: str, metric: str, target: float,
                  method: str, _model):
-    from engine.explore.inverse import least_value
+    from engine import least_value
     return least_value(_model, Scenario.model_validate_json(scenario_json), Hardware.model_validate_json(hardware_json),
                        field, metric, target, method=method)
 
@@ -167,7 +185,7 @@ def least_value(hardware: Hardware, model, scenario: Scenario, field: str, metri
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _serving_curve(hardware_json: str, model_json: str, concurrencies: tuple, method: str, fields_json: str, _model):
-    from engine.serving import serving_curve
+    from engine import serving_curve
     return serving_curve(Hardware.model_validate_json(hardware_json), _model, list(concurrencies), method=method,
                          **json.loads(fields_json))
 

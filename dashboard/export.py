@@ -28,7 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.charts.theme import FIGURE_SIZE
-from engine.common.table_safety import neutralise_table, to_safe_csv
+from engine import neutralise_table, to_safe_csv
 
 FORMATS = ("png", "svg", "pdf")
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -40,6 +40,7 @@ NO_BROWSER_REASON = (
 START_TIMEOUT_S = 60
 RENDER_TIMEOUT_S = 90
 RETRY_AFTER_FAILURE_S = 60  # a browser that would not start is not retried on every rerun
+TABS = 4                    # browser tabs rendering at once (a deck's charts render side by side)
 
 
 class ExportUnavailable(RuntimeError):
@@ -50,12 +51,27 @@ def _is_executable(path: Optional[str]) -> bool:
     return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
 
 
+LOOKUP_TTL_S = 60.0    # a browser lookup is reused this long for the same BROWSER_PATH and PATH (every chart asks)
+_LOOKUPS: dict = {}
+
+
 def chromium_path() -> Optional[str]:
     """The browser kaleido will drive, or None.
 
     `$BROWSER_PATH` wins when set (and must then exist: a wrong explicit path is not silently
     replaced by another browser); else the first Chromium/Chrome on PATH; else /usr/bin/chromium.
+    The answer is reused for LOOKUP_TTL_S while BROWSER_PATH and PATH stay the same.
     """
+    key = (os.environ.get("BROWSER_PATH"), os.environ.get("PATH"))
+    checked = _LOOKUPS.get(key)
+    if checked is not None and time.monotonic() - checked[0] < LOOKUP_TTL_S:
+        return checked[1]
+    found = _look_for_browser()
+    _LOOKUPS[key] = (time.monotonic(), found)
+    return found
+
+
+def _look_for_browser() -> Optional[str]:
     explicit = os.environ.get("BROWSER_PATH")
     if explicit:
         return explicit if _is_executable(explicit) else None
@@ -115,7 +131,7 @@ class _BrowserSession:
         import kaleido
 
         async def open_browser():
-            browser = kaleido.Kaleido(n=1, timeout=RENDER_TIMEOUT_S, mathjax=False, path=path)
+            browser = kaleido.Kaleido(n=TABS, timeout=RENDER_TIMEOUT_S, mathjax=False, path=path)
             await browser.open()
             return browser
 
@@ -146,13 +162,20 @@ class _BrowserSession:
         self.loop = self.thread = self.kaleido = self.path = None
 
     def render(self, path: str, figure: dict, options: dict) -> bytes:
+        return self.render_many(path, [figure], options)[0]
+
+    def render_many(self, path: str, figures: Sequence[dict], options: dict) -> list[bytes]:
+        """Each figure's bytes, in order; up to TABS render at the same time in the one browser."""
+        async def all_of():
+            return await asyncio.gather(*(self.kaleido.calc_fig(figure, opts=options) for figure in figures))
+
         with self.lock:
             for attempt in (1, 2):
                 if self.kaleido is None or self.path != path:
                     self._stop()
                     self._start(path)
                 try:
-                    return self._call(self.kaleido.calc_fig(figure, opts=options), RENDER_TIMEOUT_S + 10)
+                    return list(self._call(all_of(), RENDER_TIMEOUT_S * max(1, len(figures) // TABS + 1) + 10))
                 except Exception:
                     self._stop()  # a crashed or wedged browser: retry once on a fresh one
                     if attempt == 2:
@@ -185,9 +208,21 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", scale: float = 2,
     available, path_or_reason = static_export_available()
     if not available:
         raise ExportUnavailable(path_or_reason)
-    figure = fig.to_dict() if hasattr(fig, "to_dict") else dict(fig)
+    return figures_bytes([fig], fmt, scale, width, height)[0]
+
+
+def figures_bytes(figs: Sequence[go.Figure], fmt: str = "png", scale: float = 2,
+                  width: int = FIGURE_SIZE[0], height: int = FIGURE_SIZE[1]) -> list[bytes]:
+    """figure_bytes for several figures at once, rendered side by side in the warm browser (a deck's slides)."""
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    available, path_or_reason = static_export_available()
+    if not available:
+        raise ExportUnavailable(path_or_reason)
+    figures = [fig.to_dict() if hasattr(fig, "to_dict") else dict(fig) for fig in figs]
     options = dict(format=fmt, width=int(width), height=int(height), scale=float(scale))
-    return _SESSION.render(path_or_reason, figure, options)
+    return _SESSION.render_many(path_or_reason, figures, options)
 
 
 def slug(text: str) -> str:
@@ -278,13 +313,14 @@ def deck_pptx(slides: Sequence[tuple[str, go.Figure]], scenario_summary: str, ti
     subtitle.left, subtitle.width, subtitle.top, subtitle.height = margin, full_width, Inches(3.9), Inches(1.6)
     subtitle.text = scenario_summary
 
-    for slide_title, fig in slides:
+    pictures = figures_bytes([_without_title(fig) for _, fig in slides], "png", scale=2, width=FIGURE_SIZE[0],
+                             height=FIGURE_SIZE[1]) if slides else []
+    for (slide_title, fig), png in zip(slides, pictures):
         slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
         heading = slide.shapes.title
         heading.text = slide_title
         heading.left, heading.top, heading.width, heading.height = margin, Inches(0.2), full_width, Inches(0.8)
         heading.text_frame.paragraphs[0].font.size = Pt(30)
-        png = figure_bytes(_without_title(fig), "png", scale=2, width=FIGURE_SIZE[0], height=FIGURE_SIZE[1])
         image_height = Inches(5.85)
         image_width = int(image_height * FIGURE_SIZE[0] / FIGURE_SIZE[1])
         slide.shapes.add_picture(io.BytesIO(png), int((deck.slide_width - image_width) / 2), Inches(1.05),

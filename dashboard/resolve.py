@@ -13,9 +13,7 @@ from typing import Mapping
 from pydantic import ValidationError
 
 from dashboard.state import DEFAULT_DEVICE, DEFAULT_MODEL, UPLOAD_PREFIX, URL_KEY_OF, ViewState, check_model_id
-from engine.hardware.device import Hardware
-from engine.hardware.what_if import EditError, apply_edits
-from engine.workload.scenario import Scenario
+from engine import apply_edits, EditError, Hardware, Scenario
 
 
 def resolve_devices(state: ViewState, base: Mapping[str, Hardware]) -> tuple[dict[str, Hardware], ViewState, list[str]]:

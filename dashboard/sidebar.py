@@ -9,14 +9,10 @@ import streamlit as st
 
 from dashboard import data, session
 from dashboard.state import PAGE_TITLES, PAGES
-from engine.hardware.dtypes import DTYPES
-from engine.estimators import METHODS
-from engine.decomposition.auto import AutoModel, is_automatic
-from engine.decomposition.auto import available as auto_available
-from engine.models import SUPPORTED_MODEL_TYPES, ModelConfig, ModelConfigError, catalog_ids, load_catalog_config
-from engine.models.validation import parse_config_json
-from engine.hardware.specs import load_specs
-from engine.workload.scenario import PHASES
+from engine import (
+    DTYPES, METHODS, PHASES, SUPPORTED_MODEL_TYPES, auto_available, AutoModel, catalog_ids, is_automatic,
+    load_catalog_config, load_specs, ModelConfig, ModelConfigError, parse_config_json,
+)
 
 MODEL_SOURCES = ("Catalog", "Hugging Face Hub", "Upload config.json")
 SWAP_WINDOW_S = 30.0   # an upload this soon after the uploader emptied is a swap, not a fresh start

@@ -46,11 +46,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
-from engine.hardware.dtypes import DTYPES, check_dtype
-from engine.explore.grid_spec import is_geometric, parse_numbers
-from engine.estimators import METHODS
-from engine.explore.grid import HARDWARE_FIELDS
-from engine.workload.scenario import PHASES
+from engine import DTYPES, HARDWARE_FIELDS, METHODS, PHASES, check_dtype, is_geometric, parse_numbers
 
 PAGES = ("overview", "compare", "compare_models", "sweeps", "explore", "serving", "hardware", "accuracy")
 PAGE_TITLES = {"overview": "Overview", "compare": "Compare devices", "compare_models": "Compare models",

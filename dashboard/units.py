@@ -3,10 +3,14 @@ suits it, never "16704591.15 ms" nor "3.98e+03 J") and the metric cards built fr
 
 from __future__ import annotations
 
-from engine.common.readable import (  # noqa: F401  (re-exported for the pages)
-    BINARY_BYTE_UNITS, DECIMAL_BYTE_UNITS, ENERGY_UNITS, TIME_UNITS, count, data_size, duration, energy, flop_count,
-    gigabytes, significant, with_prefix,
-)
+from engine import readable
+
+# the engine's formatters, re-exported for the pages
+BINARY_BYTE_UNITS, DECIMAL_BYTE_UNITS = readable.BINARY_BYTE_UNITS, readable.DECIMAL_BYTE_UNITS
+ENERGY_UNITS, TIME_UNITS = readable.ENERGY_UNITS, readable.TIME_UNITS
+count, data_size, duration, energy = readable.count, readable.data_size, readable.duration, readable.energy
+flop_count, gigabytes, significant, with_prefix = (readable.flop_count, readable.gigabytes, readable.significant,
+                                                   readable.with_prefix)
 
 
 def memory_card(used_bytes: float, capacity_bytes: float, fits: bool) -> tuple[str, str]:

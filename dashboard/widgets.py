@@ -42,8 +42,10 @@ def scenario_subtitle(figure, scenario: str, width: int = 120):
     if figure.layout.title.subtitle.text == text:     # already there (a figure drawn twice)
         return figure
     top = figure.layout.margin.t if figure.layout.margin.t is not None else 80
-    figure.update_layout(title_subtitle=dict(text=text, font=dict(size=13)),
-                         margin_t=top + 18 * len(lines))
+    # set on the layout's own objects: the same layout as update_layout(title_subtitle=..., margin_t=...), a
+    # sixth of the time (no walk over the whole layout)
+    figure.layout.title.subtitle = dict(text=text, font=dict(size=13))
+    figure.layout.margin.t = top + 18 * len(lines)
     return figure
 
 
@@ -85,13 +87,18 @@ def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = ""
                           key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
 
 
-def deck_button(slides: list, summary: str, key: str) -> None:
-    """One PPTX with each chart on its own 16:9 slide (built when clicked)."""
+def _deck_bytes(slides, summary: str) -> bytes:
+    return export.deck_pptx(slides() if callable(slides) else slides, summary)
+
+
+def deck_button(slides, summary: str, key: str) -> None:
+    """One PPTX with each chart on its own 16:9 slide (built when clicked). `slides`: [(title, figure), ...], or a
+    callable returning them when the deck is made (charts of closed sections are then built only for the deck)."""
     available, reason = export.static_export_available()
     if not available:
         st.caption(f"Slide deck unavailable: {reason}")
         return
-    st.download_button("Download deck (PPTX)", data=functools.partial(export.deck_pptx, slides, summary),
+    st.download_button("Download deck (PPTX)", data=functools.partial(_deck_bytes, slides, summary),
                        file_name=file_name("llm-roofline", summary, "pptx"), key=f"deck-{key}", on_click="ignore",
                        icon=":material/slideshow:",
                        mime="application/vnd.openxmlformats-officedocument.presentationml.presentation")

@@ -19,8 +19,7 @@
     engine.sweep_grid_dask(model, scenario, grid, hardware=hw, address="tcp://scheduler:8786")  # on Dask
 
     # which knob matters, and how much of it is enough (docs/design_space.md)
-    from engine.explore.sensitivity import sensitivity
-    sensitivity(model, scenario, hw, change=0.2)                              # +/-20% on each hardware field
+    engine.sensitivity(model, scenario, hw, change=0.2)                           # +/-20% on each hardware field
     engine.least_value(model, scenario, hw, "memory_bandwidth", "tpot_s", 0.020)  # least bandwidth for TPOT <= 20 ms
 
     # serving at a fixed concurrency: closed-loop clients, continuous batching (docs/serving.md)
@@ -34,8 +33,9 @@ The engine never imports streamlit or plotly.
 import importlib
 import importlib.util
 
-# Public name -> the module that defines it. Nothing is imported until a name is first used, so
-# `import engine` stays light (pandas, openpyxl and the workbook load with the first estimate).
+# Public name -> the module that defines it ("module" or "module:attribute" where the public name differs from
+# the name inside the module; "module:" for a module offered whole). Nothing is imported until a name is first
+# used, so `import engine` stays light (pandas, openpyxl and the workbook load with the first estimate).
 _PUBLIC = {
     "is_automatic": "engine.decomposition.auto", "load_any_model": "engine.decomposition.auto",
     "roofline_ceilings": "engine.hardware.ceilings",
@@ -59,17 +59,59 @@ _PUBLIC = {
     "sweep_grid_dask": "engine.explore.dask_cluster",   # Dask itself is imported only when a Dask sweep runs
 }
 
+# What front ends (the dashboard, notebooks building their own views) need beyond the estimate itself: workbook
+# fields and edits, dtypes, model configs, grid specs, sensitivity, serving workloads, validity notes, safe
+# table exports, calibration data and number formatting. Same lazy rule as above.
+_FRONT_END = {
+    # hardware: workbook fields, the workbook's sources and writer, what-if edits, dtypes, link ceilings
+    "WORKBOOK_FIELDS": "engine.hardware.device", "WORKBOOK_FIELD_BY_KEY": "engine.hardware.device",
+    "load_sources": "engine.hardware.specs", "write_specs": "engine.hardware.specs",
+    "EditError": "engine.hardware.what_if", "apply_edits": "engine.hardware.what_if",
+    "workbook_values": "engine.hardware.what_if",
+    "DTYPES": "engine.hardware.dtypes", "check_dtype": "engine.hardware.dtypes",
+    "interconnect_ceilings": "engine.estimators.collectives",
+    # models: catalog, config.json parsing and validation, the automatic decomposition
+    "SUPPORTED_MODEL_TYPES": "engine.models", "ModelConfigError": "engine.models",
+    "load_catalog_config": "engine.models", "parse_config_json": "engine.models.validation",
+    "AutoModel": "engine.decomposition.auto", "auto_available": "engine.decomposition.auto:available",
+    # methods: which are calibrated, and what each estimate cannot express
+    "REALISTIC_METHODS": "engine.estimators.validity", "validation_notes": "engine.estimators.validity",
+    # explore: grid fields and specs, metrics of one estimate, batch values, sensitivity
+    "HARDWARE_FIELDS": "engine.explore.grid", "field_unit": "engine.explore.grid",
+    "metrics_from_estimate": "engine.explore.grid",
+    "is_geometric": "engine.explore.grid_spec", "parse_numbers": "engine.explore.grid_spec",
+    "batch_sweep_values": "engine.explore.sweeps",
+    "sensitivity": "engine.explore.sensitivity",
+    "hardware_base_value": "engine.explore.sensitivity:base_value",
+    "is_integer_field": "engine.explore.sensitivity:is_integer",
+    # serving workloads
+    "WORKLOADS": "engine.serving", "WORKLOAD_LABELS": "engine.serving",
+    "doubling_concurrencies": "engine.serving", "expected_tokens_per_step": "engine.serving",
+    # calibration: measured data and scoring (the module), scenario kinds, silicon results files
+    "calibration_measurements": "engine.calibration.measurements:",
+    "SCENARIO_KINDS": "engine.calibration.scenarios",
+    "read_results": "engine.calibration.silicon.results", "ResultsFileError": "engine.calibration.silicon.results",
+    # exports: cells that would run as formulas in a spreadsheet are neutralised
+    "neutralise_table": "engine.common.table_safety", "to_safe_csv": "engine.common.table_safety",
+    # numbers for people: each value in the unit that suits it (the module: duration, data_size, energy, ...)
+    "readable": "engine.common.readable:",
+}
+_PUBLIC.update(_FRONT_END)
+
 __all__ = [
     "BYTES_PER_VALUE", "Estimate", "Hardware", "METHODS", "PHASES", "Scenario", "ScenarioError",
     "bytes_per_value", "decompose", "decompose_seed", "estimate", "estimate_gemm", "fewest_devices", "get_method",
     "is_automatic", "layout_sweep", "load_any_model", "load_hardware", "load_model", "load_specs", "ModelConfig",
     "roofline_ceilings", "sweep", "sweep_grid", "sweep_points", "sweep_grid_dask", "GridError", "least_value",
-    "serve", "serving_curve", "ServingOptions", "serving_search", "SLA",
+    "serve", "serving_curve", "ServingOptions", "serving_search", "SLA", "catalog_ids",
+    *_FRONT_END,
 ]
 
 
 def _public(name: str):
-    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    module_name, _, attribute = _PUBLIC[name].partition(":")
+    module = importlib.import_module(module_name)
+    value = module if ":" in _PUBLIC[name] and not attribute else getattr(module, attribute or name)
     globals()[name] = value          # later lookups skip __getattr__
     return value
 

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts.theme import (BLACK, BLUE, BLUISH_GREEN, GREY, ORANGE, REDDISH_PURPLE, SKY_BLUE, VERMILLION,
                                     house_figure)
-from engine.calibration.scenarios import SCENARIO_KINDS   # described by batch and context, not m, n, k
+from engine import SCENARIO_KINDS   # described by batch and context, not m, n, k
 
 # One colour per measurement kind (engine.calibration.measurements.ALL_KINDS): kernels built from m, n, k, then the
 # scenario kinds measured on a GPU (one layer's attention, a whole decode step or prefill).

@@ -11,8 +11,8 @@ import pandas as pd
 from plotly.colors import sample_colorscale
 
 from dashboard.charts.theme import SERIES_COLORS
-from engine.explore.grid import field_unit
-from engine.common.readable import significant
+from dashboard.units import significant
+from engine import field_unit
 
 DEVICE, MODEL = "device", "model"
 CATEGORICAL = (DEVICE, MODEL)           # swept fields whose values are names, drawn as categories

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 DEFAULT_DEVICE = "device"
@@ -89,39 +90,50 @@ def attention_with_kv_reads(kernels: pd.DataFrame) -> pd.DataFrame:
     if "op" not in kernels or not (kernels["op"] == "kv_read").any():
         return kernels
     frame = kernels.reset_index(drop=True).copy()
-    frame["kv_read_bytes"] = 0.0
-    groups = [frame["device"], frame["phase"]] if "device" in frame else [frame["phase"]]
+    ops, flops, count = frame["op"].tolist(), frame["flops"].tolist(), frame["count"].tolist()
+    group = list(zip(frame["device"], frame["phase"])) if "device" in frame else frame["phase"].tolist()
+    columns = {column: frame[column].to_numpy(dtype=float, copy=True)
+               for column in ("bytes", "kv_bytes", "time_s", "memory_time_s", "compute_time_s", "time_share")
+               if column in frame}
+    read_bytes, targeted = np.zeros(len(frame)), np.zeros(len(frame), dtype=bool)
+    rows_of: dict = {}
+    for row, key in enumerate(group):
+        rows_of.setdefault(key, []).append(row)          # rows of one device and phase, in table order
     folded = []
-    for _, rows in frame.groupby(groups, sort=False):
-        index = list(rows.index)
-        for position, row in enumerate(index):
-            if frame.at[row, "op"] != "kv_read":
+    for index in rows_of.values():
+        for position, read in enumerate(index):
+            if ops[read] != "kv_read":
                 continue
             body, started = [], False
             for following in index[position + 1:]:
-                op = frame.at[following, "op"]
+                op = ops[following]
                 if op not in ATTENTION_BODY and (started or op != "gemm"):
                     break                             # before the block only a query-side GEMM (MLA's Q*W_UK)
                 started |= op == "attention"
-                if frame.at[following, "op"] == "attention" and frame.at[following, "flops"] > 0 \
-                        and frame.at[following, "count"] > 0:
+                if op == "attention" and flops[following] > 0 and count[following] > 0:
                     body.append(following)
             if body:
-                _fold(frame, row, body)
-                folded.append(row)
+                _fold(columns, read_bytes, count, flops, read, body)
+                targeted[body] = True
+                folded.append(read)
+    for column, values in columns.items():
+        frame[column] = values
+    frame["kv_read_bytes"] = read_bytes
+    if {"compute_time_s", "memory_time_s", "bound"} <= set(frame):
+        memory_bound = np.where(columns["memory_time_s"] >= columns["compute_time_s"], "memory", "compute")
+        rebound = frame["bound"].isin(("compute", "memory")).to_numpy() & targeted
+        frame.loc[rebound, "bound"] = memory_bound[rebound]
     return frame.drop(index=folded).reset_index(drop=True)
 
 
-def _fold(frame: pd.DataFrame, read: int, body: list[int]) -> None:
-    weights = frame.loc[body, "flops"] * frame.loc[body, "count"]
+def _fold(columns: dict, read_bytes: np.ndarray, count: list, flops: list, read: int, body: list[int]) -> None:
+    """Row `read`'s bytes and times onto the `body` rows, per call, in proportion to their FLOPs x count."""
+    weights = np.array([flops[target] * count[target] for target in body])
     for target, weight in zip(body, weights / weights.sum()):
-        per_call = weight * frame.at[read, "count"] / frame.at[target, "count"]
-        for column in ("bytes", "kv_bytes", "time_s", "memory_time_s", "compute_time_s"):
-            if column in frame:
-                frame.at[target, column] += per_call * frame.at[read, column]
-        frame.at[target, "kv_read_bytes"] += per_call * frame.at[read, "bytes"]
-        if "time_share" in frame and not pd.isna(frame.at[read, "time_share"]):
-            frame.at[target, "time_share"] += weight * frame.at[read, "time_share"]
-        if {"compute_time_s", "memory_time_s"} <= set(frame) and frame.at[target, "bound"] in ("compute", "memory"):
-            memory_bound = frame.at[target, "memory_time_s"] >= frame.at[target, "compute_time_s"]
-            frame.at[target, "bound"] = "memory" if memory_bound else "compute"
+        per_call = weight * count[read] / count[target]
+        for column, values in columns.items():
+            if column != "time_share":
+                values[target] += per_call * values[read]
+        read_bytes[target] += per_call * columns["bytes"][read]
+        if "time_share" in columns and not np.isnan(columns["time_share"][read]):
+            columns["time_share"][target] += weight * columns["time_share"][read]

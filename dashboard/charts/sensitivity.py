@@ -21,6 +21,7 @@ LOW_COLOR, HIGH_COLOR = BLUE, VERMILLION
 HEIGHT = FIGURE_SIZE[1]      # on screen as exported: three panels need more than plotly's default 450 px
 TOP = 116                    # title and a two-line scenario subtitle
 AXIS_BAND = 64               # px under each panel for its tick labels and axis title, clear of the next panel
+LABEL_PX = 18                # px a field's tick label needs: a panel shows at most its height / LABEL_PX fields
 
 
 def tornado_order(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -29,6 +30,12 @@ def tornado_order(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     ok = np.isfinite(pd.to_numeric(rows["low_change"], errors="coerce")) \
         | np.isfinite(pd.to_numeric(rows["high_change"], errors="coerce"))
     return rows[ok].sort_values("swing", ascending=False, kind="stable", na_position="last")
+
+
+def fields_that_fit(panels: int, bottom: int = 110) -> int:
+    """How many field labels one of `panels` stacked panels shows legibly (LABEL_PX each, at least 3)."""
+    plot = HEIGHT - TOP - bottom
+    return max(3, int((plot - AXIS_BAND * (panels - 1)) / panels // LABEL_PX))
 
 
 def _metric_info(metric: str) -> Metric:
@@ -63,11 +70,14 @@ def tornado_figure(frame: pd.DataFrame, metrics: Optional[Sequence[str]] = None,
     step = f"{change * 100:.0f}%" if change else "X%"
     layout = _rows_layout(max(len(metrics), 1), AXIS_BAND / (HEIGHT - TOP - 110))   # 110: the largest bottom margin
     data, annotations = [], []
-    left_out = []
+    left_out, thinned = [], 0
+    room = fields_that_fit(max(len(metrics), 1))
     for panel, metric in enumerate(metrics):
         info = _metric_info(metric)
         suffix = str(panel + 1) if panel else ""
         rows = tornado_order(frame, metric)
+        thinned = max(thinned, len(rows) - room)
+        rows = rows.head(room)                   # labels thinned to what the panel shows legibly: largest swings
         left_out += [f"{r.label}: {r.error}" for r in frame[frame["metric"] == metric].itertuples()
                      if str(getattr(r, "error", "") or "")]
         labels = rows["label"].astype(str).tolist()
@@ -92,11 +102,17 @@ def tornado_figure(frame: pd.DataFrame, metrics: Optional[Sequence[str]] = None,
             annotations.append(dict(x=0.5, y=0.5, xref=f"x{suffix} domain", yref=f"y{suffix} domain",
                                     showarrow=False, text="no usable fields", font=dict(size=14, color=GREY)))
     left_out = list(dict.fromkeys(left_out))
+    notes = []
+    if thinned > 0:
+        notes.append(f"{thinned} field{'s' if thinned > 1 else ''} with smaller swings not drawn (each panel shows "
+                     f"its {room} largest; all are in the table)")
     if left_out:
-        shown = "; ".join(left_out[:4]) + (" …" if len(left_out) > 4 else "")
+        notes.append("not evaluated: " + "; ".join(left_out[:4]) + (" …" if len(left_out) > 4 else ""))
+    if notes:
         annotations.append(dict(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-60,
                                 showarrow=False, align="left", font=dict(size=12, color=GREY),
-                                text=f"not evaluated: {shown}"))
+                                text="<br>".join(notes)))
+        left_out = notes
     layout.update(barmode="overlay", annotations=annotations, hovermode="closest",
                   legend=dict(orientation="h", x=1, xanchor="right", y=1.01, yanchor="bottom"),
                   margin=dict(l=80, r=30, t=80, b=110 if left_out else 70), height=HEIGHT)

@@ -10,8 +10,7 @@ import streamlit as st
 from dashboard.charts.accuracy import accuracy_figure
 from dashboard.views import accuracy_silicon
 from dashboard.widgets import chart, table_downloads
-from engine.calibration import measurements as calibration
-from engine.estimators import METHODS
+from engine import METHODS, calibration_measurements as calibration
 
 SCORED_METHODS = calibration.DEFAULT_METHODS
 
@@ -38,7 +37,7 @@ def source_key(paths) -> tuple[tuple[str, float], ...]:
 
 @st.cache_data(show_spinner=False)
 def seed_000(hardware_json: str) -> pd.DataFrame:
-    from engine.hardware.device import Hardware
+    from engine import Hardware
     hardware = Hardware.model_validate_json(hardware_json)
     measured = calibration.SEED_000["measured_s"]
     rows = []

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.widgets import table_downloads
-from engine.calibration.silicon.results import ResultsFileError, read_results
+from engine import ResultsFileError, read_results
 
 SPLIT_TEXT = {"in-sample": "fitted on all devices, scored on them",
               "leave-one-device-out": "fitted without the scored device",

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard.charts.tables import metrics_view
 from dashboard.context import PageContext, metrics_frame
-from dashboard.views.overview import figures, show_charts
+from dashboard.views.overview import energy_figures, figures, show_charts
 from dashboard.widgets import table_downloads
 
 
@@ -25,4 +25,4 @@ def render(ctx: PageContext) -> None:
                  column_config={column: st.column_config.Column(help=text) for column, text in helps.items()})
     table_downloads(metrics, "device-comparison", key="compare", scenario=ctx.summary())
     roofline, *others = figures(ctx, results, results)
-    show_charts([*others, roofline], ctx.summary(), key="compare")
+    show_charts([*others, *energy_figures(ctx, results), roofline], ctx.summary(), key="compare")

@@ -17,8 +17,7 @@ from dashboard.charts.model_compare import model_comparison_figure
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame, scenario_line
 from dashboard.views.overview import show_charts
 from dashboard.widgets import table_downloads
-from engine.results.run import ScenarioError
-from engine.explore.grid import metrics_from_estimate
+from engine import metrics_from_estimate, ScenarioError
 
 MAX_MODELS = 8
 EXPORT_COLUMNS = ("model", "ttft_s", "tpot_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device",

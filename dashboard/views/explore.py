@@ -25,8 +25,7 @@ from dashboard.state import (
 )
 from dashboard.views.explore_design import render_inverse, render_sensitivity
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
-from engine.hardware.device import WORKBOOK_FIELD_BY_KEY, Hardware
-from engine.explore.sensitivity import base_value as hardware_base_value, is_integer
+from engine import WORKBOOK_FIELD_BY_KEY, Hardware, hardware_base_value, is_integer_field as is_integer
 
 VIEW_TITLES = {"line": "Line", "heatmap": "Heatmap", "pareto": "Pareto fronts", "sensitivity": "Sensitivity",
                "inverse": "Inverse design"}

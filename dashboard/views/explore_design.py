@@ -13,10 +13,8 @@ from dashboard.charts.explore_fields import METRICS, field_label, field_title, f
 from dashboard.context import PageContext
 from dashboard.state import INVERSE_FIELDS, INVERSE_METRICS
 from dashboard.widgets import chart, deck_button, lazy_table_downloads
-from engine.results.run import ScenarioError
-from engine.common.readable import significant
-from engine.explore.grid import metrics_from_estimate
-from engine.hardware.device import Hardware
+from dashboard.units import significant
+from engine import Hardware, metrics_from_estimate, ScenarioError
 
 SENSITIVITY_METRICS = ("tpot_s", "ttft_s", "tokens_per_s")
 

@@ -10,9 +10,9 @@ import streamlit as st
 
 from dashboard import session
 from dashboard.context import PageContext
-from engine.hardware.device import WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS
-from engine.hardware.specs import load_sources, write_specs
-from engine.hardware.what_if import EditError, apply_edits, workbook_values
+from engine import (
+    WORKBOOK_FIELD_BY_KEY, WORKBOOK_FIELDS, apply_edits, EditError, load_sources, workbook_values, write_specs,
+)
 
 
 def _shown(value) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -13,9 +15,10 @@ from dashboard.figure_cache import shared_figures, view_key
 from dashboard.state import STACK_BY
 from dashboard.units import count, duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
-from engine.estimators.validity import REALISTIC_METHODS
+from engine import REALISTIC_METHODS
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
+OPEN_ENERGY, OPEN_KERNELS = "open_energy", "open_kernels"   # session keys of the lazy sections' expanders
 
 
 def is_energy_note(note: str) -> bool:
@@ -141,10 +144,10 @@ def gap_method_for(method: str) -> str:
 
 
 def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
-    """The page's charts: bars, bound shares and memory for `results`; roofline overlays `roofline_results`;
-    the ideal-vs-realistic comparison uses the selected method when it is a realistic one (realistic,
-    realistic-graph), else realistic (the other methods have no gap breakdown; its title says which).
-    Built once per view (dashboard.figure_cache), with the scenario line as each figure's subtitle."""
+    """The page's charts above the lazy sections: roofline (overlaying `roofline_results`), the ideal-vs-realistic
+    comparison (the selected method when it is a realistic one, realistic-graph included, else realistic; its title
+    says which), kernel time bars, bound shares and memory for `results`. Built once per view
+    (dashboard.figure_cache), with the scenario line as each figure's subtitle."""
     key = view_key(ctx, chart="overview", results=list(results), roofline=list(roofline_results),
                    stack_by=ctx.state.stack_by, percent=ctx.state.percent)
     return shared_figures(key, ctx.summary(), lambda: build_figures(ctx, results, roofline_results))
@@ -162,38 +165,71 @@ def build_figures(ctx: PageContext, results: dict, roofline_results: dict) -> li
         ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
         ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
         ("Memory fit", charts.memory_fit_figure(memory_frame(results))),
-        *energy_figures(ctx, kernels, results),
     ]
 
 
-def energy_figures(ctx: PageContext, kernels: pd.DataFrame, results: dict) -> list[tuple[str, object]]:
-    """Energy by kernel and by component, when any device has energy values (the others are named on the charts)."""
+def energy_figures(ctx: PageContext, results: dict) -> list[tuple[str, object]]:
+    """Energy by kernel and by component, when any device has energy values (the others are named on the charts);
+    built when the energy section is opened or the deck is made, then cached per view like the others."""
     if all(result.energy is None for result in results.values()):
         return []
-    return [
-        (ENERGY_BY_KERNEL, charts.energy_by_kernel_figure(kernels, stack_by=ctx.state.stack_by,
-                                                          percent=ctx.state.percent)),
-        (ENERGY_BY_COMPONENT, charts.energy_by_component_figure(kernels)),
-    ]
+    key = view_key(ctx, chart="overview-energy", results=list(results), stack_by=ctx.state.stack_by,
+                   percent=ctx.state.percent)
+
+    def build():
+        kernels = kernels_frame(results)
+        return [(ENERGY_BY_KERNEL, charts.energy_by_kernel_figure(kernels, stack_by=ctx.state.stack_by,
+                                                                  percent=ctx.state.percent)),
+                (ENERGY_BY_COMPONENT, charts.energy_by_component_figure(kernels))]
+    return shared_figures(key, ctx.summary(), build)
 
 
-def show_charts(figs: list, summary: str, key: str, before: dict | None = None) -> None:
-    """The deck button, then each chart under its title (stacking controls above the kernel bars);
-    `before`: {chart title: callable} drawn before that chart's title (e.g. the energy headline)."""
-    deck_button(figs, summary, key=key)
-    for index, (title, figure) in enumerate(figs):
-        if before and title in before:
-            before[title]()
+def show_charts(figs: list, summary: str, key: str, deck: list | Callable[[], list] | None = None) -> None:
+    """The deck button (`deck`: its slides, default `figs`; a callable is called when the deck is made), then each
+    chart under its title (stacking controls above the kernel bars)."""
+    deck_button(figs if deck is None else deck, summary, key=key)
+    draw_charts(figs, summary, key)
+
+
+def draw_charts(figs: list, summary: str, key: str, first: int = 0) -> None:
+    for index, (title, figure) in enumerate(figs, start=first):
         st.subheader(title)
         if title == "Kernel time by phase":
             stack_controls()
         chart(figure, title, key=f"{key}-{index}", scenario=summary)
 
 
-def energy_section(result) -> None:
-    """The energy headline under its own title (before the energy charts, or alone when there are none)."""
-    st.subheader("Energy and power")
-    energy_headline(result)
+def lazy_section(label: str, key: str):
+    """An expander whose body runs only while it is open (on_change="rerun"): nothing in it is computed or sent
+    on a rerun while it is closed. Returns (container, open)."""
+    box = st.expander(label, key=key, on_change="rerun")
+    return box, bool(box.open)
+
+
+def energy_section(ctx: PageContext, result, primary: dict, first: int) -> None:
+    """Energy and power (opened on demand): the headline, the engine's energy notes, the energy charts."""
+    box, opened = lazy_section("Energy and power: energy per token, tokens per joule, power against TDP",
+                               OPEN_ENERGY)
+    if not opened:
+        return
+    with box:
+        st.subheader("Energy and power")
+        energy_headline(result)
+        draw_charts(energy_figures(ctx, primary), ctx.summary(), "overview", first=first)
+
+
+def kernel_section(ctx: PageContext, primary: dict) -> None:
+    """The kernel table with units and help per column, CSV/XLSX of the exact SI values (opened on demand)."""
+    box, opened = lazy_section("Kernels: the kernel table, with CSV and XLSX downloads", OPEN_KERNELS)
+    if not opened:
+        return
+    with box:
+        st.subheader("Kernels")
+        table = charts.kernel_table_frame(kernels_frame(primary))       # exact SI values: what CSV/XLSX export
+        shown, helps = kernel_table_view(table)                          # units per cell, help per column
+        st.dataframe(shown, hide_index=True, width="stretch",
+                     column_config={column: st.column_config.Column(help=text) for column, text in helps.items()})
+        table_downloads(table, "kernels", key="overview", scenario=ctx.summary())
 
 
 def beside_estimate(ctx: PageContext, device: str):
@@ -214,13 +250,9 @@ def render(ctx: PageContext) -> None:
     result = primary[ctx.state.devices[0]]
     headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
              other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
-    show_charts(figures(ctx, primary, results), ctx.summary(), key="overview",
-                before={ENERGY_BY_KERNEL: lambda: energy_section(result)})
-    if result.energy is None:  # no energy charts: the section says why, after the other charts
-        energy_section(result)
-    st.subheader("Kernels")
-    table = charts.kernel_table_frame(kernels_frame(primary))       # exact SI values: what CSV/XLSX export
-    shown, helps = kernel_table_view(table)                          # units per cell, help per column
-    st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={column: st.column_config.Column(help=text) for column, text in helps.items()})
-    table_downloads(table, "kernels", key="overview", scenario=ctx.summary())
+    figs = figures(ctx, primary, results)
+    energy_open = bool(st.session_state.get(OPEN_ENERGY))    # the deck holds the charts on the page
+    show_charts(figs, ctx.summary(), key="overview",
+                deck=(lambda: figs + energy_figures(ctx, primary)) if energy_open else figs)
+    energy_section(ctx, result, primary, first=len(figs))
+    kernel_section(ctx, primary)

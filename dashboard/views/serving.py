@@ -12,9 +12,9 @@ from dashboard.context import PageContext
 from dashboard.state import DEFAULT_DRAFT_MODEL, SERVING_BACKENDS, SERVING_WORKLOADS, SPECULATIVE_KINDS
 from dashboard.views import serving_search
 from dashboard.widgets import chart, deck_button, table_downloads
-from engine.estimators.validity import validation_notes
-from engine.models import catalog_ids
-from engine.serving import WORKLOAD_LABELS, WORKLOADS, doubling_concurrencies, expected_tokens_per_step
+from engine import (
+    WORKLOAD_LABELS, WORKLOADS, catalog_ids, doubling_concurrencies, expected_tokens_per_step, validation_notes,
+)
 
 LARGEST = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 TABLE_COLUMNS = {"device": "device", "concurrency": "clients", "ttft_s": "TTFT mean (ms)", "ttft_p90_s": "TTFT p90 (ms)",

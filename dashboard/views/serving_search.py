@@ -14,7 +14,7 @@ from dashboard.charts.serving_search import mode_comparison_figure, pareto_figur
 from dashboard.context import PageContext
 from dashboard.data import model_key
 from dashboard.widgets import chart, deck_button, table_downloads
-from engine.hardware.device import Hardware
+from engine import Hardware
 
 SEARCH_TOKEN_BUDGETS = (2048, 8192)
 MISSING = ("The design-space search (engine.serving.search, engine/serving/sla.py) is not in this installation "
@@ -25,8 +25,8 @@ FRONT_COLUMNS = ("device", "mode", "layout", "concurrency", "token_budget", "dev
 
 def search_function():
     """(serving_search, SLA) from the engine, or raise ImportError naming what is missing (tests swap it)."""
-    from engine.serving.search import serving_search
-    from engine.serving.sla import SLA
+    from engine import serving_search
+    from engine import SLA
     return serving_search, SLA
 
 

@@ -9,7 +9,7 @@ from dashboard import charts, data
 from dashboard.charts.layout import layout_sweep_figure
 from dashboard.context import PageContext
 from dashboard.widgets import chart, table_downloads
-from engine.explore.sweeps import batch_sweep_values
+from engine import batch_sweep_values
 
 LABELS = {"batch": "batch size", "input_length": "prompt length", "tp": "tensor-parallel degree"}
 TP_VALUES = (1, 2, 4, 8)

@@ -11,8 +11,9 @@ from tests.browser.conftest import ARTIFACTS
 from tests.browser.waits import TIMEOUT_MS, charts_drawn, wait_idle
 
 pytestmark = pytest.mark.browser
-PAGES = ("overview", "compare", "sweeps", "serving", "hardware", "accuracy")
-CHART_COUNTS = {"overview": 5, "compare": 5, "sweeps": 1, "serving": 2, "hardware": 0, "accuracy": 1}
+PAGES = ("overview", "compare", "compare_models", "sweeps", "serving", "hardware", "accuracy")
+CHART_COUNTS = {"overview": 5, "compare": 5, "compare_models": 5, "sweeps": 1, "serving": 2, "hardware": 0,
+                "accuracy": 1}
 
 
 def open_view(page, url: str, expected_charts: int):

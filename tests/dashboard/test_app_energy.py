@@ -4,10 +4,40 @@ from __future__ import annotations
 
 import json
 
+from streamlit.testing.v1 import AppTest
+
 import engine
-from tests.dashboard.test_app import run_app, texts
+from dashboard.views.overview import OPEN_ENERGY, OPEN_KERNELS
+from tests.dashboard.test_app import APP, texts
+from tests.dashboard.test_app import run_app as run_closed
 
 ENERGY_CHARTS = {"Energy and power", "Energy by kernel", "Energy by component"}
+
+
+def run_app(**params) -> AppTest:
+    """The app with the overview's energy section opened (it runs only while open)."""
+    app = AppTest.from_file(APP, default_timeout=180)
+    app.session_state[OPEN_ENERGY] = True
+    for key, value in params.items():
+        app.query_params[key] = value
+    return app.run()
+
+
+def test_closed_sections_compute_and_show_nothing_until_opened():
+    """Issue 14: the energy section and the kernel table are lazy; opening one draws it, the other stays closed."""
+    app = run_closed()
+    assert not app.exception and not app.error
+    titles = {s.value for s in app.subheader}
+    assert not ENERGY_CHARTS & titles and "Kernels" not in titles
+    assert "Energy per token" not in {m.label for m in app.metric} and len(app.dataframe) == 0
+    assert [e.label.split(":")[0] for e in app.expander][-2:] == ["Energy and power", "Kernels"]
+    app.session_state[OPEN_KERNELS] = True
+    app.run()
+    assert "Kernels" in {s.value for s in app.subheader} and len(app.dataframe) == 1
+    assert not ENERGY_CHARTS & {s.value for s in app.subheader}
+    app.session_state[OPEN_ENERGY] = True
+    app.run()
+    assert ENERGY_CHARTS <= {s.value for s in app.subheader} and "Energy per token" in {m.label for m in app.metric}
 
 
 def test_default_overview_shows_energy_metrics_and_charts(devices, llama8b):

@@ -243,3 +243,21 @@ def test_inverse_search_figure_marks_target_and_answer():
     assert (answer.x[0], answer.y[0]) == (4000.0, pytest.approx(10.0))
     assert fig.layout.shapes[0].y0 == pytest.approx(15.0)                # the target in ms
     assert fig.layout.xaxis.title.text == "Memory bandwidth (GB/s)" and fig.layout.yaxis.title.text == "TPOT (ms)"
+
+
+def test_tornado_thins_its_labels_to_what_a_panel_shows_and_says_how_many_it_left_out():
+    """Issue 14: 30 fields in three stacked panels of a 720 px figure would overlap; each panel draws its largest
+    swings, (720 - 116 top - 110 bottom - 2 x 64 between panels) / 3 panels // 18 px a label = 6 of them."""
+    rows = []
+    for metric in ("tpot_s", "ttft_s", "tokens_per_s"):
+        for index in range(30):
+            change = (index + 1) / 100
+            rows.append(dict(field=f"f{index}", label=f"field {index}", unit="", base_value=1.0, low_value=0.8,
+                             high_value=1.2, metric=metric, base=1.0, low=1 + change, high=1 - change,
+                             low_change=change, high_change=-change, swing=2 * change, error=""))
+    fig = tornado_figure(pd.DataFrame(rows), change=0.2)
+    for trace in fig.data:
+        assert list(trace.y) == [f"field {index}" for index in range(29, 23, -1)]     # the six largest swings
+    assert any("24 fields with smaller swings not drawn" in a.text for a in fig.layout.annotations)
+    few = tornado_figure(pd.DataFrame(rows[:4] + rows[30:34]), metrics=["tpot_s", "ttft_s"], change=0.2)
+    assert all(len(trace.y) == 4 for trace in few.data) and not few.layout.annotations

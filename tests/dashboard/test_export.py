@@ -211,3 +211,27 @@ def test_hardware_page_workbook_keeps_uploaded_sources_and_formula_like_names(de
     assert again.sources["L4"]["tdp"] == ("L4 datasheet", "")
     header = load_workbook(io.BytesIO(downloaded))["hardware"]["E1"]
     assert header.value == name and header.data_type == "s"           # text, not a live formula
+
+
+@needs_chromium
+def test_figures_rendered_side_by_side_are_each_figures_own_bytes(roofline, memory_chart):
+    """The deck renders its charts at once in several tabs: each result belongs to its own figure, in order."""
+    together = export.figures_bytes([roofline, memory_chart, roofline], "png", scale=1)
+    alone = [export.figure_bytes(figure, "png", scale=1) for figure in (roofline, memory_chart)]
+    assert together[0] == together[2] == alone[0] and together[1] == alone[1] and alone[0] != alone[1]
+
+
+def test_deck_button_builds_lazy_slides_only_when_the_deck_is_made(monkeypatch):
+    import plotly.graph_objects as go
+
+    from dashboard import widgets
+    made = []
+    monkeypatch.setattr(export, "deck_pptx", lambda slides, summary: made.append([t for t, _ in slides]) or b"pptx")
+    built = []
+
+    def slides():
+        built.append(1)
+        return [("Roofline", go.Figure()), ("Energy by kernel", go.Figure())]
+    assert widgets._deck_bytes(slides, "line") == b"pptx" and made == [["Roofline", "Energy by kernel"]]
+    assert built == [1]
+    assert widgets._deck_bytes([("Memory fit", go.Figure())], "line") == b"pptx" and made[-1] == ["Memory fit"]

@@ -84,7 +84,10 @@ def test_overview_table_on_screen_has_units_and_help():
     import pyarrow as pa
     import json
 
+    from dashboard.views.overview import OPEN_KERNELS
     app = run_app()
+    app.session_state[OPEN_KERNELS] = True          # the kernel table runs only while its section is open
+    app.run()
     assert not app.exception
     frame = app.dataframe[0]
     shown = pa.ipc.open_stream(frame.proto.arrow_data.styler.display_values).read_all().to_pandas()

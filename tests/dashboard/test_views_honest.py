@@ -327,7 +327,7 @@ def test_deck_names_the_scenario_with_its_layout_and_edits_on_every_slide(monkey
 
     one_pixel = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
     monkeypatch.setattr(export, "static_export_available", lambda: (True, ""))
-    monkeypatch.setattr(export, "figure_bytes", lambda *args, **kwargs: one_pixel)   # no Chromium needed here
+    monkeypatch.setattr(export, "figures_bytes", lambda figures, *args, **kwargs: [one_pixel] * len(figures))   # no Chromium
     state = ViewState(tp=4, edits=(("H100-SXM", (("memory_bandwidth", "6700"),)),))
     line = scenario_line("meta-llama/Llama-3.1-8B", state, Scenario(tp=4))
     deck = Presentation(io.BytesIO(export.deck_pptx([("Roofline", go.Figure()), ("Memory fit", go.Figure())], line)))
