@@ -164,7 +164,7 @@ def _sensitivity(hardware_json: str, model_json: str, scenario_json: str, change
 
 def sensitivity_frame(hardware: Hardware, model, scenario: Scenario, change: float, metrics: tuple,
                       method: str) -> pd.DataFrame:
-    """engine.explore.sensitivity.sensitivity: each field -change and +change, one row per (field, metric)."""
+    """engine.explore.hardware_sensitivity.sensitivity: each field -change and +change, one row per (field, metric)."""
     return _sensitivity(hardware.model_dump_json(), model_key(model), scenario.model_dump_json(), change,
                         tuple(metrics), method, model)
 

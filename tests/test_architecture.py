@@ -164,3 +164,16 @@ def test_the_checks_see_a_planted_cycle_and_an_upward_import(tmp_path):
     source.write_text("def f():\n    from engine.results.run import estimate\n")
     assert imports_of(source, {"engine.results.run"}) == {"engine.results.run"}
 
+
+
+def test_no_module_is_named_like_a_function_or_class_it_defines():
+    """Issue 15: `engine.estimate` was a function hiding its own module; no module may share a name it defines
+    (engine/explore/layouts.py defines layout_sweep, engine/cli/entry.py defines main)."""
+    clashes = []
+    for path in ENGINE.rglob("*.py"):
+        stem = path.parent.name if path.stem == "__init__" else path.stem
+        defined = {node.name for node in ast.parse(path.read_text()).body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        if stem in defined:
+            clashes.append(str(path.relative_to(REPO)))
+    assert clashes == []

@@ -14,7 +14,7 @@ import pytest
 
 import engine
 import engine.decomposition.auto as auto
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.models import ModelConfig, ModelConfigError
 
 HAS_EXTRA = auto.available()[0]

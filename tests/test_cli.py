@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 
 def run(*args, check=True):
-    done = subprocess.run([sys.executable, "-m", "engine.cli.main", *args], capture_output=True, text=True, cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "engine.cli.entry", *args], capture_output=True, text=True, cwd=REPO,
                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=120)
     if check:
         assert done.returncode == 0, done.stderr

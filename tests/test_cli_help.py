@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from engine.cli.main import build_parser, main
+from engine.cli.entry import build_parser, main
 
 LLAMA_70B_PARAMETERS = 70_553_706_496     # published parameter count of Llama-3.1-70B
 

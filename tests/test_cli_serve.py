@@ -5,7 +5,7 @@ import json
 import pytest
 
 import engine
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.serving import serve
 
 KEYS = ("ttft_s", "tpot_s", "ttft_p90_s", "tpot_p90_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_device",

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import engine
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.serving import SpeculativeDecoding, serve
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.explore.grid import METRIC_COLUMNS
 from tests.conftest import REPO
 
@@ -233,7 +233,7 @@ def test_missing_model_or_device_is_one_line(capsys):
 
 
 def test_console_script_subprocess(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "engine.cli.main", *BASE, "--grid", "batch=1,2", "--tp", "2"],
+    done = subprocess.run([sys.executable, "-m", "engine.cli.entry", *BASE, "--grid", "batch=1,2", "--tp", "2"],
                           capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr

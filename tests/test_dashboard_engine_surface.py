@@ -95,7 +95,7 @@ def test_renamed_public_names_are_the_engines_own_objects():
     from engine.calibration import measurements
     from engine.common import readable
     from engine.decomposition.auto import available
-    from engine.explore.sensitivity import base_value, is_integer
+    from engine.explore.hardware_sensitivity import base_value, is_integer
     assert engine.auto_available is available and engine.hardware_base_value is base_value
     assert engine.is_integer_field is is_integer
     assert engine.calibration_measurements is measurements and engine.readable is readable

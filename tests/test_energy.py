@@ -113,7 +113,7 @@ def test_device_without_energy_values_says_unavailable(devices, llama8b):
 
 
 def test_cli_prints_energy(capsys):
-    from engine.cli.main import main
+    from engine.cli.entry import main
     assert main(["estimate", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--phase", "request",
                  "--input-len", "64", "--output-len", "8"]) in (0, None)
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("energy"))
@@ -122,7 +122,7 @@ def test_cli_prints_energy(capsys):
 
 def test_cli_energy_is_in_the_unit_that_suits_it(capsys):
     """A long request uses kilojoules: the line says 'kJ' with three digits, never '3.98e+03 J'."""
-    from engine.cli.main import main
+    from engine.cli.entry import main
     assert main(["estimate", "--hardware", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B", "--phase", "request",
                  "--batch", "64", "--input-len", "4096", "--output-len", "4096", "--json"]) in (0, None)
     request_j = json.loads(capsys.readouterr().out)["energy"]["request_energy_j"]

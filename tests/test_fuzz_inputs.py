@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dashboard.resolve import resolve_lengths, resolve_scenario
 from dashboard.state import SCALAR_PARAMETERS, ValuesError, parse_query, to_query
 from engine.decomposition.auto import AutoDecompositionError, available
-from engine.cli.main import build_parser
+from engine.cli.entry import build_parser
 from engine.explore.grid_spec import GridArgumentError, sweep_grid_arguments
 from engine.models import ModelConfig, ModelConfigError
 from engine.models.validation import parse_config_json

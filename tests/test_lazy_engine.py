@@ -37,7 +37,7 @@ def test_no_public_function_is_named_like_a_module_and_all_stay_functions():
     out = run("import importlib, pkgutil, engine\n"
               "clash = [n for n in engine.__all__ if importlib.util.find_spec(f'engine.{n}') is not None]\n"
               "for info in pkgutil.walk_packages(engine.__path__, 'engine.'):\n"
-              "    if '.auto' not in info.name and not info.name.startswith('engine.cli.main'):\n"
+              "    if '.auto' not in info.name and not info.name.startswith('engine.cli.entry'):\n"
               "        importlib.import_module(info.name)\n"
               "print(clash, all(callable(getattr(engine, n)) and not isinstance(getattr(engine, n), type(engine))\n"
               "                 for n in ('estimate', 'decompose', 'decompose_seed', 'layout_sweep', 'sweep')))")

@@ -182,7 +182,7 @@ def test_tokens_per_device_and_json_keys(devices, llama70b):
 
 
 def test_layout_sweep_rows_match_single_estimates(devices, llama70b):
-    from engine.explore.layout_sweep import layout_sweep
+    from engine.explore.layouts import layout_sweep
     scenario = engine.Scenario(phase="request", batch=4, input_length=256, output_length=16)
     frame = layout_sweep(devices["H100-SXM"], llama70b, scenario, "tp", (1, 3, 4))
     assert list(frame["tp"]) == [1, 3, 4]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import engine
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.hardware.dtypes import bytes_per_value, check_dtype, compute_dtype
 
 H, INTER = 4096, 14336          # Llama-3.1-8B

@@ -1,4 +1,4 @@
-"""Sensitivity (engine/explore/sensitivity.py): each hardware field alone at -X% and +X%.
+"""Sensitivity (engine/explore/hardware_sensitivity.py): each hardware field alone at -X% and +X%.
 
 Oracles: hand arithmetic for a memory-bound decode step (time = bytes / bandwidth, so +20% bandwidth gives
 1/1.2 of the time), and engine.estimate (the point-by-point path) on devices perturbed here by hand.
@@ -12,8 +12,8 @@ import time
 import pytest
 
 import engine
-import engine.explore.sensitivity as sensitivity_module
-from engine.explore.sensitivity import COLUMNS, sensitivity
+import engine.explore.hardware_sensitivity as sensitivity_module
+from engine.explore.hardware_sensitivity import COLUMNS, sensitivity
 
 H100 = engine.load_hardware("H100-SXM")
 LLAMA8 = engine.load_model("meta-llama/Llama-3.1-8B")

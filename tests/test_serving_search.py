@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.serving import SLA, serve, serving_search
 from engine.serving.search_eval import LayoutEvaluator, ScheduleCache
 from engine.serving.search_layouts import enumerate_layouts

@@ -80,7 +80,7 @@ def test_cli_speculative_flags_and_workload_reach_the_search(capsys):
     import json
     from pathlib import Path
 
-    from engine.cli.main import main
+    from engine.cli.entry import main
     from engine.cli.serving_search import JSON_KEYS
     code = main(["serving-search", "--hardware", "H200-SXM", "--model", "meta-llama/Llama-3.1-8B", "--devices", "1",
                  "--workload", "chat", "--output-len", "32", "--concurrency", "4", "--token-budget", "2048",

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Font
 
-from engine.cli.main import main
+from engine.cli.entry import main
 from engine.hardware.device import WORKBOOK_FIELDS, Hardware
 from engine.hardware.specs import SpecsError, load_specs, write_specs
 from engine.hardware.specs.plausible import USUAL_RANGES

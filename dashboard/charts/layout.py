@@ -18,7 +18,7 @@ def layout_sweep_figure(sweep: pd.DataFrame, field: str = "tp") -> go.Figure:
     device; layouts that do not fit memory are drawn as hollow red-ringed markers and layouts the
     model or device cannot take are left out (their reason is in the sweep's `error` column).
 
-    sweep: engine.explore.layout_sweep.layout_sweep() rows (device, tp, pp, dp, ep, tpot_s,
+    sweep: engine.explore.layouts.layout_sweep() rows (device, tp, pp, dp, ep, tpot_s,
     tokens_per_s_per_device, fits, error, ...), several devices stacked.
     """
     valid = sweep[sweep["error"].fillna("") == ""] if "error" in sweep else sweep

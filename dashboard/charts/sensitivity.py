@@ -1,6 +1,6 @@
 """Sensitivity tornado: how much each hardware or workload field moves each metric.
 
-Input: the frame of `engine.explore.sensitivity.sensitivity` — one row per (field, metric) with field,
+Input: the frame of `engine.explore.hardware_sensitivity.sensitivity` — one row per (field, metric) with field,
 label, unit, base_value, low_value, high_value (the field at -X% and +X%), metric, base, low, high
 (the metric there, SI units), low_change, high_change (relative change of the metric), swing
 and error.

@@ -37,7 +37,7 @@ from engine.explore.points import can_stack
 from engine.hardware.device import Hardware
 from engine.workload.parallel import parallel_layout
 from engine.explore.labels import field_label, format_metric, format_number, metric_label
-from engine.explore.sensitivity import base_value, field_floor, field_limit, hardware_with, is_integer
+from engine.explore.hardware_sensitivity import base_value, field_floor, field_limit, hardware_with, is_integer
 from engine.workload.scenario import Scenario
 
 LATENCY_METRICS = ("ttft_s", "tpot_s", "e2e_s")

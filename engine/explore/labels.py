@@ -1,4 +1,4 @@
-"""Labels and units of the hardware fields and metrics that engine/explore/sensitivity.py and inverse.py
+"""Labels and units of the hardware fields and metrics that engine/explore/hardware_sensitivity.py and inverse.py
 report, and how their numbers are written ('3,350', '15.8 ms')."""
 
 from __future__ import annotations

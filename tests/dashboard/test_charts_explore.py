@@ -222,7 +222,7 @@ def test_tornado_bars_are_the_frame_changes_sorted_by_swing():
 
 
 def test_tornado_on_the_engine_frame(devices, llama8b):
-    from engine.explore.sensitivity import sensitivity
+    from engine.explore.hardware_sensitivity import sensitivity
     frame = sensitivity(llama8b, REQUEST, devices["H100-SXM"], change=0.1)
     fig = tornado_figure(frame, change=0.1)
     for trace in fig.data:

@@ -13,7 +13,7 @@ SUBTITLE = 36                                        # the scenario subtitle the
 
 
 def test_tp_sweep_footnote_sits_under_the_axis_titles_in_pixels(devices, llama70b):
-    from engine.explore.layout_sweep import layout_sweep
+    from engine.explore.layouts import layout_sweep
     frame = layout_sweep(devices["H100-SXM"], llama70b, engine.Scenario(), "tp", [1, 2, 4, 8])
     assert not frame["fits"].all()                     # 141 GB of weights: TP 1 does not fit an 80 GB H100
     figure = layout_sweep_figure(frame, "tp")
@@ -25,7 +25,7 @@ def test_tp_sweep_footnote_sits_under_the_axis_titles_in_pixels(devices, llama70
 
 
 def test_sensitivity_panels_leave_room_for_each_axis_title_before_the_next(devices, llama8b):
-    from engine.explore.sensitivity import sensitivity
+    from engine.explore.hardware_sensitivity import sensitivity
     metrics = ("tpot_s", "ttft_s", "tokens_per_s")
     frame = sensitivity(llama8b, engine.Scenario(), devices["H100-SXM"], change=0.2, metrics=metrics)
     figure = tornado_figure(frame, metrics=list(metrics), change=0.2)

@@ -176,7 +176,7 @@ def test_xlsx_export_holds_no_formula_and_numbers_stay_numbers():
 
 
 def test_cli_sweep_csv_is_neutralised(tmp_path, devices):
-    from engine.cli.main import main
+    from engine.cli.entry import main
     from engine.hardware.specs import write_specs
 
     specs = tmp_path / "specs.xlsx"

@@ -96,7 +96,7 @@ def test_sweeps_page_draws_batches_past_the_largest_that_fits_hollow():
 
 def test_tp_sweep_gives_the_reason_a_layout_does_not_fit(llama70b):
     from dashboard.charts.layout import layout_sweep_figure
-    from engine.explore.layout_sweep import layout_sweep
+    from engine.explore.layouts import layout_sweep
     from engine.hardware.specs import load_specs
 
     # 70.6 B parameters x 2 B = 141 GB of bf16 weights: past one 80 GB H100, within four (35 GB each)

@@ -14,7 +14,7 @@ import numpy as np
 from engine.kernels.attention_window import causal_pairs, key_span
 from engine.kernels.table import FLOPS_PER_ELEMENT, KernelTableBuilder
 
-from engine.decomposition.auto.kernel_rows import Dtypes, display_name
+from engine.decomposition.auto.rows import Dtypes, display_name
 from engine.decomposition.auto.records import AttentionRecord
 
 SOFTCAP_FLOPS_PER_SCORE = 3.0      # divide, tanh, multiply

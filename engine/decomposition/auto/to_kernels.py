@@ -2,7 +2,7 @@
 
 Pure numpy; reads the plain records a trace produces (engine/decomposition/auto/records.py; it never
 imports torch):
-fusion.py groups the ops into kernels and counts their bytes, kernel_rows.py makes their rows,
+fusion.py groups the ops into kernels and counts their bytes, rows.py makes their rows,
 attention_rows.py the attention rows; this module folds them into one forward pass.
 
 Conventions (docs/auto.md explains each):
@@ -28,7 +28,7 @@ import numpy as np
 from engine.kernels.table import KernelTableBuilder
 
 from engine.decomposition.auto.attention_rows import add_attention_rows, attention_variants
-from engine.decomposition.auto.kernel_rows import ATTENTION_PLACE, Dtypes, Row, kernel_rows
+from engine.decomposition.auto.rows import ATTENTION_PLACE, Dtypes, Row, kernel_rows
 
 _ROW_NUMBERS = ("m", "k", "n", "batch", "macs", "vector_flops", "weight_bytes", "activation_bytes", "kv_bytes")
 

@@ -1,6 +1,6 @@
 """Sensitivity: which hardware number moves a metric most, each field alone at -X% and +X%.
 
-    engine.explore.sensitivity.sensitivity(model, scenario, engine.load_hardware("H100-SXM"), change=0.2)
+    engine.explore.hardware_sensitivity.sensitivity(model, scenario, engine.load_hardware("H100-SXM"), change=0.2)
 
 For every field the scenario is evaluated at value x (1 - change) and x (1 + change), the other fields
 as published, all points in one vectorized sweep (engine/explore/grid.py). One row per (field, metric) says
