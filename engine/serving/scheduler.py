@@ -114,6 +114,167 @@ class _Running:
         self.ids, self.priors, self.left = self.ids[mask], self.priors[mask], self.left[mask]
 
 
+@dataclass(frozen=True)
+class _Limits:
+    """What bounds one iteration: tokens, admitted requests, KV bytes per device, and how decoding shares it."""
+
+    token_budget: int
+    max_batch: int
+    kv_capacity_bytes: float
+    verify_tokens: int = 1
+    mix_decode: bool = True
+
+
+@dataclass
+class _Book:
+    """Per request (arrival order), what the loop records: lengths, KV reserve, arrival delay (inputs) and the
+    client, the iterations it was sent, arrived, got its first token and finished (-1: not yet)."""
+
+    isl: np.ndarray
+    osl: np.ndarray
+    reserve: np.ndarray
+    delays: np.ndarray
+    client: np.ndarray
+    sent: np.ndarray
+    arrival: np.ndarray
+    first_token: np.ndarray
+    finish: np.ndarray
+    next_request: int            # the next request a client sends (arrival order)
+
+    @classmethod
+    def start(cls, isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, delays: np.ndarray,
+              concurrency: int) -> "_Book":
+        """The first `concurrency` requests, one per client, arrive at iteration 0."""
+        total = len(isl)
+        first = min(concurrency, total)
+        arrival = np.full(total, -1, dtype=np.int64)
+        arrival[:first] = 0
+        client = np.full(total, -1, dtype=np.int64)
+        client[:first] = np.arange(first)
+        return cls(isl, osl, reserve, delays, client, arrival.copy(), arrival, np.full(total, -1, dtype=np.int64),
+                   np.full(total, -1, dtype=np.int64), first)
+
+    def send_next(self, previous: int, i: int) -> tuple[int, int] | None:
+        """The client of `previous` (finished before iteration `i`) sends its next request, if any is left:
+        (arrival iteration, request), or None when there is none."""
+        request = self.next_request
+        if request >= len(self.isl):
+            return None
+        self.sent[request] = i
+        self.arrival[request] = i + self.delays[request]
+        self.client[request] = self.client[previous]
+        self.next_request += 1
+        return int(self.arrival[request]), request
+
+    def table(self) -> dict[str, np.ndarray]:
+        """Schedule.requests, with each request's place among its client's requests (0, 1, 2, ...)."""
+        total = len(self.isl)
+        order = np.argsort(self.client, kind="stable")      # each client's requests in arrival order
+        sorted_clients = self.client[order]
+        sequence = np.empty(total, dtype=np.int64)
+        sequence[order] = np.arange(total) - np.searchsorted(sorted_clients, sorted_clients, side="left")
+        return {"request": np.arange(total), "client": self.client, "sequence": sequence,
+                "input_length": self.isl, "output_length": self.osl, "sent_iteration": self.sent,
+                "arrival_iteration": self.arrival, "first_token_iteration": self.first_token,
+                "finish_iteration": self.finish}
+
+
+@dataclass
+class _Server:
+    """The server's queues: arrived and waiting (arrival order), sent but not arrived ((arrival iteration,
+    request), sorted), admitted and prefilling ([request, prompt tokens done]), decoding; KV bytes reserved."""
+
+    waiting: deque
+    running: _Running
+    pending: list[tuple[int, int]] = field(default_factory=list)
+    prefilling: list[list[int]] = field(default_factory=list)
+    used_kv: float = 0.0
+    peak_kv: float = 0.0
+
+    def receive(self, i: int) -> int:
+        """The iteration the next one starts at (an idle server waits for the next arrival); arrived requests
+        join the waiting queue."""
+        if self.pending and not self.waiting and not self.prefilling and not len(self.running.ids):
+            i = max(i, self.pending[0][0])
+        while self.pending and self.pending[0][0] <= i:
+            self.waiting.append(self.pending.pop(0)[1])
+        return i
+
+    def admit(self, reserve: np.ndarray, limits: _Limits) -> None:
+        """Waiting requests in arrival order while the batch and the KV cache (whole sequences) have room."""
+        while self.waiting and len(self.running.ids) + len(self.prefilling) < limits.max_batch and \
+                self.used_kv + reserve[self.waiting[0]] <= limits.kv_capacity_bytes:
+            request = self.waiting.popleft()
+            self.used_kv += reserve[request]
+            self.prefilling.append([request, 0])
+        self.peak_kv = max(self.peak_kv, self.used_kv)
+
+    def decode_segment(self, i: int) -> DecodeSegment:
+        """Decode only, from `i` until the next finish (or the next arrival)."""
+        length = self.running.steps_to_next_finish()
+        if self.pending:
+            length = max(1, min(length, self.pending[0][0] - i))
+        segment = DecodeSegment(i, length, self.running.priors.copy())
+        self.running.step(length)
+        return segment
+
+    def mixed_iteration(self, i: int, book: _Book, limits: _Limits) -> MixedIteration:
+        """Iteration `i` with prompt chunks: the token budget left after decoding goes to prompts in order;
+        prompts that finish yield their first token and start decoding."""
+        budget = limits.token_budget - (len(self.running.ids) * limits.verify_tokens if limits.mix_decode else 0)
+        new, prior, completed = [], [], []
+        for entry in self.prefilling:
+            if budget <= 0:
+                break
+            request, done = entry
+            take = min(int(book.isl[request]) - done, budget)
+            new.append(take)
+            prior.append(done)
+            entry[1] += take
+            budget -= take
+            if entry[1] == book.isl[request]:
+                completed.append(request)
+        del self.prefilling[:len(completed)]    # prompts finish in order: the finished ones lead the list
+        running = self.running
+        decoding = running.priors.copy() if limits.mix_decode else running.priors[:0].copy()
+        iteration = MixedIteration(i, decoding, np.array(new, dtype=float), np.array(prior, dtype=float),
+                                   len(completed))
+        if limits.mix_decode:
+            running.step()
+        if completed:
+            book.first_token[completed] = i
+            running.add(np.array(completed, dtype=np.int64), book.isl, book.osl)
+        return iteration
+
+    def retire(self, i: int, book: _Book) -> int:
+        """Requests whose last token came out before iteration `i` leave and free their KV cache; their
+        clients send their next requests at once. Returns how many finished."""
+        done = self.running.left <= 1e-9
+        if not done.any():
+            return 0
+        for request in self.running.ids[done]:
+            book.finish[request] = i - 1
+            self.used_kv -= book.reserve[request]
+            sent = book.send_next(request, i)
+            if sent is not None:
+                if book.delays[sent[1]] > 0:
+                    self.pending.append(sent)
+                else:
+                    self.waiting.append(sent[1])
+        self.running.keep(~done)
+        self.pending.sort()
+        return int(done.sum())
+
+
+def _check_fits(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, kv_capacity_bytes: float) -> None:
+    if reserve.max() > kv_capacity_bytes:
+        worst = int(reserve.argmax())
+        raise ServingCapacityError(
+            f"one request of {isl[worst]} input + {osl[worst]} output tokens needs {reserve[worst] / 1e9:.3g} GB of KV "
+            f"cache per device, but the memory left for the KV cache is {kv_capacity_bytes / 1e9:.3g} GB: shorten the "
+            "request, use a smaller kv dtype or more devices (tp/pp)")
+
+
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
              tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True,
@@ -131,92 +292,22 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
+    _check_fits(isl, osl, reserve, kv_capacity_bytes)
     total = len(isl)
-    if reserve.max() > kv_capacity_bytes:
-        worst = int(reserve.argmax())
-        raise ServingCapacityError(
-            f"one request of {isl[worst]} input + {osl[worst]} output tokens needs {reserve[worst] / 1e9:.3g} GB of KV "
-            f"cache per device, but the memory left for the KV cache is {kv_capacity_bytes / 1e9:.3g} GB: shorten the "
-            "request, use a smaller kv dtype or more devices (tp/pp)")
-    first_token = np.full(total, -1, dtype=np.int64)
-    finish = np.full(total, -1, dtype=np.int64)
-    arrival = np.full(total, -1, dtype=np.int64)
-    arrival[:min(concurrency, total)] = 0
-    sent = arrival.copy()                            # the iteration at whose start the client sent it
-    client = np.full(total, -1, dtype=np.int64)
-    client[:min(concurrency, total)] = np.arange(min(concurrency, total))
     delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
-    waiting = deque(range(min(concurrency, total)))  # arrived, not admitted (arrival order)
-    pending: list[tuple[int, int]] = []              # (arrival iteration, request): sent, not arrived yet
-    prefilling: list[list[int]] = []                 # admitted: [request, prompt tokens done]
-    running = _Running(tokens_per_step=float(tokens_per_step))
-    mixed, segments = [], []
-    next_request, used_kv, peak_kv, i, unfinished = min(concurrency, total), 0.0, 0.0, 0, total
+    book = _Book.start(isl, osl, reserve, delays, concurrency)
+    limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode)
+    server = _Server(deque(range(book.next_request)), _Running(tokens_per_step=float(tokens_per_step)))
+    mixed, segments, i, unfinished = [], [], 0, total
     while unfinished:
-        if pending and not waiting and not prefilling and not len(running.ids):
-            i = max(i, pending[0][0])        # the server idles until the next request arrives
-        while pending and pending[0][0] <= i:
-            waiting.append(pending.pop(0)[1])
-        while waiting and len(running.ids) + len(prefilling) < max_batch and \
-                used_kv + reserve[waiting[0]] <= kv_capacity_bytes:
-            request = waiting.popleft()
-            used_kv += reserve[request]
-            prefilling.append([request, 0])
-        peak_kv = max(peak_kv, used_kv)
-        if not prefilling:     # decode only until the next finish
-            length = running.steps_to_next_finish()
-            if pending:
-                length = max(1, min(length, pending[0][0] - i))
-            segments.append(DecodeSegment(i, length, running.priors.copy()))
-            running.step(length)
-            i += length
+        i = server.receive(i)
+        server.admit(reserve, limits)
+        if not server.prefilling:
+            segments.append(server.decode_segment(i))
+            i += segments[-1].length
         else:
-            budget = token_budget - (len(running.ids) * verify_tokens if mix_decode else 0)
-            new, prior, completed = [], [], []
-            for entry in prefilling:
-                if budget <= 0:
-                    break
-                request, done = entry
-                take = min(int(isl[request]) - done, budget)
-                new.append(take)
-                prior.append(done)
-                entry[1] += take
-                budget -= take
-                if entry[1] == isl[request]:
-                    completed.append(request)
-            del prefilling[:len(completed)]    # prompts finish in order: the finished ones lead the list
-            decoding = running.priors.copy() if mix_decode else running.priors[:0].copy()
-            mixed.append(MixedIteration(i, decoding, np.array(new, dtype=float),
-                                        np.array(prior, dtype=float), len(completed)))
-            if mix_decode:
-                running.step()
-            if completed:
-                first_token[completed] = i
-                running.add(np.array(completed, dtype=np.int64), isl, osl)
+            mixed.append(server.mixed_iteration(i, book, limits))
             i += 1
-        done = running.left <= 1e-9
-        if not done.any():
-            continue
-        unfinished -= int(done.sum())
-        for request in running.ids[done]:
-            finish[request] = i - 1
-            used_kv -= reserve[request]
-            if next_request < total:          # the client sends its next request at once
-                sent[next_request] = i
-                arrival[next_request] = i + delays[next_request]
-                client[next_request] = client[request]
-                if delays[next_request] > 0:
-                    pending.append((int(arrival[next_request]), next_request))
-                else:
-                    waiting.append(next_request)
-                next_request += 1
-        running.keep(~done)
-        pending.sort()
-    order = np.argsort(client, kind="stable")      # each client's requests in arrival order: 0, 1, 2, ...
-    sorted_clients = client[order]
-    sequence = np.empty(total, dtype=np.int64)
-    sequence[order] = np.arange(total) - np.searchsorted(sorted_clients, sorted_clients, side="left")
-    requests = {"request": np.arange(total), "client": client, "sequence": sequence,
-                "input_length": isl, "output_length": osl,
-                "sent_iteration": sent, "arrival_iteration": arrival, "first_token_iteration": first_token, "finish_iteration": finish}
-    return Schedule(i, mixed, segments, requests, kv_capacity_bytes, peak_kv, tokens_per_step=float(tokens_per_step))
+        unfinished -= server.retire(i, book)
+    return Schedule(i, mixed, segments, book.table(), kv_capacity_bytes, server.peak_kv,
+                    tokens_per_step=float(tokens_per_step))
