@@ -83,6 +83,9 @@ def activation_flops(hidden_act: str) -> float:
     return ACTIVATION_FLOPS["gelu"]
 
 
+_PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
+
+
 class KernelTableBuilder:
     """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
 
@@ -95,11 +98,14 @@ class KernelTableBuilder:
             m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
             weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
-        numbers = [m, k, n, batch, context, attention_window, count, macs, np.multiply(2.0, macs), vector_flops,
+        matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
+        numbers = [m, k, n, batch, context, attention_window, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
         rows, wide = 1, {}
         sized = False
         for index, value in enumerate(numbers):
+            if value.__class__ in _PLAIN_NUMBERS:    # the common case: nothing to unpack (`type` is a column here)
+                continue
             if isinstance(value, np.ndarray):
                 if value.ndim:
                     rows = value.size if not sized else max(rows, value.size)
