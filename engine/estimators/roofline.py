@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.estimators.row_groups import RowGroups
+from engine.estimators.row_groups import RowGroups, unique_inverse
 from engine.hardware.device import Hardware
 from engine.kernels.table import as_columns
 
 
 def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
     """Per row: peak matrix FLOP/s for its dtype, and the dtype the matrix units run it in."""
-    unique, inverse = np.unique(dtypes.astype(str), return_inverse=True)
+    unique, inverse = unique_inverse(dtypes.astype(str))
     peaks = np.array([hardware.matrix_flops_per_s(d) for d in unique])
     rate_dtypes = np.array([hardware.matrix_rate_dtype(d) for d in unique], dtype=object)
     return peaks[inverse], rate_dtypes[inverse]
