@@ -103,7 +103,8 @@ def _prefix(name: str) -> str:
 
 def is_scores_row(names: np.ndarray) -> np.ndarray:
     """True for the Q*gK rows (any prefix, any layer-kind suffix)."""
-    return np.char.endswith(np.char.replace(names.astype(str), SLIDING_SUFFIX, ""), "Q*gK")
+    return np.array([name.replace(SLIDING_SUFFIX, "").endswith("Q*gK") for name in names.astype(str).tolist()],
+                    dtype=bool)
 
 
 def query_tokens(m, k, n, batch, macs, window=None):
