@@ -107,10 +107,12 @@ class KernelTableBuilder:
             if value.__class__ in _PLAIN_NUMBERS:    # the common case: nothing to unpack (`type` is a column here)
                 continue
             if isinstance(value, np.ndarray):
+                size = value.size
                 if value.ndim:
-                    rows = value.size if not sized else max(rows, value.size)
+                    if not sized or size > rows:
+                        rows = size
                     sized = True
-                if value.size > 1:
+                if size > 1:
                     wide[index] = value
                 numbers[index] = value.item(0)
         self._rows.append((rows, numbers, wide, (phase, name, type, op, unit, dtype)))
