@@ -148,3 +148,17 @@ def as_columns(table) -> dict[str, np.ndarray]:
     if isinstance(table, pd.DataFrame):
         return {c: table[c].to_numpy() for c in table.columns}
     return dict(table)
+
+
+def group_runs(groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(groups, return_index=True, return_inverse=True) of a `group` column (inverse flat), without
+    sorting when the groups are 0, 1, 2, ... each one contiguous run (the builder's order)."""
+    groups = np.asarray(groups)
+    if len(groups) and groups[0] == 0:
+        starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
+        if (groups[starts] == np.arange(1, len(starts) + 1)).all():
+            first = np.concatenate(([0], starts)).astype(np.intp)
+            return np.arange(len(first)).astype(groups.dtype), first, groups.astype(np.intp)
+    codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    return codes, first, inverse.reshape(-1)
+
