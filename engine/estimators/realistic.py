@@ -98,6 +98,9 @@ class GemmShapes:
     value_bytes: np.ndarray
 
 
+_BOUND_LABELS = np.array(["memory", "compute", "overhead"], dtype=object)
+
+
 def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "eager",
                        constants: RealisticConstants = DEFAULT_CONSTANTS) -> dict[str, np.ndarray]:
     """The roofline columns plus the realistic time, its ideal, the gap breakdown and the tiling."""
@@ -142,7 +145,8 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     out["fused_group"] = fused
     out["launches"] = launches_per_row(fused)
     overhead = out["gap_overhead_s"] > np.maximum(compute, memory)
-    out["bound"] = np.where(overhead, "overhead", np.where(compute > memory, "compute", "memory")).astype(object)
+    # one shared str object per label (engine/estimators/roofline.py)
+    out["bound"] = _BOUND_LABELS[np.where(overhead, 2, (compute > memory).astype(np.intp))]
     return out
 
 
