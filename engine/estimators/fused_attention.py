@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kernels.attention_window import causal_pairs
-from engine.estimators.row_groups import RowGroups
+from engine.estimators.row_groups import RowGroups, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
@@ -76,20 +76,20 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     block = row_groups.inverse[rows]
 
     def codes(key):   # per attention row: the rank of its group's value among the attention groups' values
-        unique, code_of_group = np.unique(row_groups.group_strings(key)[attention], return_inverse=True)
+        unique, code_of_group = unique_inverse(row_groups.group_strings(key)[attention])
         by_group = np.full(len(attention), -1, dtype=np.int64)
-        by_group[attention] = code_of_group.reshape(-1)
+        by_group[attention] = code_of_group
         return unique, by_group[block]
 
     unique_names, name_code = codes("name")
-    _, prefix_of_name = np.unique([_prefix(name) for name in unique_names], return_inverse=True)
+    _, prefix_of_name = unique_inverse(np.array([_prefix(name) for name in unique_names], dtype=str))
     _, phase_code = codes("phase")
     _, first = np.unique(block, return_index=True)
     position = np.arange(rows.size) - first[np.searchsorted(np.unique(block), block)]
     prefix_code = prefix_of_name.reshape(-1)[name_code.reshape(-1)]
     keys = (phase_code.reshape(-1) * (prefix_code.max() + 1) + prefix_code) * (position.max() + 1) + position
-    _, ids = np.unique(keys, return_inverse=True)
-    result[rows] = ids.reshape(-1)
+    _, ids = unique_inverse(keys)
+    result[rows] = ids
     return result
 
 
@@ -103,7 +103,8 @@ def _prefix(name: str) -> str:
 
 def is_scores_row(names: np.ndarray) -> np.ndarray:
     """True for the Q*gK rows (any prefix, any layer-kind suffix)."""
-    return np.char.endswith(np.char.replace(names.astype(str), SLIDING_SUFFIX, ""), "Q*gK")
+    return np.array([name.replace(SLIDING_SUFFIX, "").endswith("Q*gK") for name in names.astype(str).tolist()],
+                    dtype=bool)
 
 
 def query_tokens(m, k, n, batch, macs, window=None):

@@ -46,7 +46,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
     DeviceRates, KernelClass, RealisticConstants)
 from engine.estimators.roofline import estimate_roofline
-from engine.estimators.row_groups import RowGroups
+from engine.estimators.row_groups import RowGroups, unique_inverse
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
 
@@ -98,6 +98,9 @@ class GemmShapes:
     value_bytes: np.ndarray
 
 
+_BOUND_LABELS = np.array(["memory", "compute", "overhead"], dtype=object)
+
+
 def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "eager",
                        constants: RealisticConstants = DEFAULT_CONSTANTS) -> dict[str, np.ndarray]:
     """The roofline columns plus the realistic time, its ideal, the gap breakdown and the tiling."""
@@ -142,7 +145,8 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     out["fused_group"] = fused
     out["launches"] = launches_per_row(fused)
     overhead = out["gap_overhead_s"] > np.maximum(compute, memory)
-    out["bound"] = np.where(overhead, "overhead", np.where(compute > memory, "compute", "memory")).astype(object)
+    # one shared str object per label (engine/estimators/roofline.py)
+    out["bound"] = _BOUND_LABELS[np.where(overhead, 2, (compute > memory).astype(np.intp))]
     return out
 
 
@@ -161,7 +165,7 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
     """Per GEMM row: the matrix efficiency of its compute format and the extra latency (see RealisticConstants)."""
     if not (constants.gemm_matrix_efficiency or constants.gemm_format_latency_s):
         return np.ones(rows.sum()), np.zeros(rows.sum())
-    dtypes, inverse = np.unique(np.asarray(out["dtype"])[rows].astype(str), return_inverse=True)
+    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
     def lookup(table: dict, dtype: str, default: float) -> float:     # the dtype's own entry, else its format's
         return table.get(dtype, table.get(compute_dtype(dtype), default))
     efficiency = np.array([lookup(constants.gemm_matrix_efficiency, d, 1.0) for d in dtypes], dtype=float)
@@ -205,7 +209,7 @@ def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constant
     """(matrix efficiency capped by the board's power, latency cycles or NaN, split-K seconds) per GEMM row
     (gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles of RealisticConstants: the dtype's own entry,
     else its compute format's)."""
-    dtypes, inverse = np.unique(np.asarray(out["dtype"])[rows].astype(str), return_inverse=True)
+    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
     def lookup(table: dict, dtype: str) -> float:
         return table.get(dtype, table.get(compute_dtype(dtype), np.nan))
     inverse = inverse.reshape(-1)

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.estimators.row_groups import RowGroups
+from engine.estimators.row_groups import RowGroups, unique_inverse
 from engine.hardware.device import Hardware
 from engine.kernels.table import as_columns
 
 
+_MEMORY_COMPUTE = np.array(["memory", "compute"], dtype=object)
+
+
 def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
     """Per row: peak matrix FLOP/s for its dtype, and the dtype the matrix units run it in."""
-    unique, inverse = np.unique(dtypes.astype(str), return_inverse=True)
+    unique, inverse = unique_inverse(dtypes.astype(str))
     peaks = np.array([hardware.matrix_flops_per_s(d) for d in unique])
     rate_dtypes = np.array([hardware.matrix_rate_dtype(d) for d in unique], dtype=object)
     return peaks[inverse], rate_dtypes[inverse]
@@ -44,5 +47,7 @@ def estimate_roofline(table, hardware: Hardware, scenario=None) -> dict[str, np.
     out["compute_time_s"] = compute_time
     out["memory_time_s"] = memory_time
     out["time_s"] = np.maximum(compute_time, memory_time)
-    out["bound"] = np.where(compute_time > memory_time, "compute", "memory").astype(object)
+    # one shared str object per label (np.where(...).astype(object) makes one per row: set() and == on a
+    # request's ~20,000 rows then hash and compare each string)
+    out["bound"] = _MEMORY_COMPUTE[(compute_time > memory_time).astype(np.intp)]
     return out

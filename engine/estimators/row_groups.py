@@ -23,17 +23,40 @@ class RowGroups:
             _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
             self.inverse = inverse.reshape(-1)
         self._columns = columns
+        self._strings: dict[str, np.ndarray] = {}
 
     def strings(self, key: str) -> np.ndarray:
         """The column as a str array, converted once per group."""
         return self.group_strings(key)[self.inverse]
 
     def group_strings(self, key: str) -> np.ndarray:
-        """The column's value of each group (one per group, in group order), as a str array."""
-        return np.asarray(self._columns[key])[self.first].astype(str)
+        """The column's value of each group (one per group, in group order), as a str array (converted once
+        per key; read-only, as every caller shares it)."""
+        if key not in self._strings:
+            values = np.asarray(self._columns[key])[self.first].astype(str)
+            values.setflags(write=False)
+            self._strings[key] = values
+        return self._strings[key]
 
     def map(self, key: str, function) -> np.ndarray:
         """function(value) per group, broadcast to the rows (e.g. bytes per value of each dtype)."""
         values = np.asarray(self._columns[key])[self.first]
         once: dict = {}                       # function called once per distinct value (a handful of dtypes)
         return np.array([once[v] if v in once else once.setdefault(v, function(v)) for v in values])[self.inverse]
+
+
+SMALL_UNIQUE = 64     # up to this many values a Python sort beats np.unique's set-up
+
+
+def unique_inverse(values) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) of a 1-D array of strings or integers: the sorted distinct
+    values and each value's position among them. A short array (one estimate's groups) is sorted in Python."""
+    values = np.asarray(values)
+    if len(values) > SMALL_UNIQUE:
+        unique, inverse = np.unique(values, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    items = values.tolist()
+    distinct = sorted(set(items))
+    position = {value: index for index, value in enumerate(distinct)}
+    inverse = np.fromiter((position[value] for value in items), dtype=np.intp, count=len(items))
+    return np.array(distinct, dtype=values.dtype), inverse

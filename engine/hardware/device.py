@@ -123,13 +123,15 @@ class Hardware(BaseModel):
     @property
     def matrix_dtypes(self) -> tuple[str, ...]:
         """Formats the matrix units are rated for, in MATRIX_DTYPES order."""
-        return tuple(d for d in MATRIX_DTYPES if getattr(self, f"matrix_macs_per_cycle_per_core_{d}") is not None)
+        fields = self.__dict__
+        return tuple(d for d, name in _MATRIX_RATE_FIELDS if fields[name] is not None)
 
     def matrix_rate_dtype(self, dtype: str) -> str:
         """The format the matrix units run `dtype` work in (itself or its fallback), or "vector"
         when no matrix format fits (fp32 GEMMs on a T4 run on the CUDA cores)."""
+        rated = self.matrix_dtypes
         for candidate in MATRIX_FALLBACK[check_dtype(dtype)]:
-            if candidate in self.matrix_dtypes:
+            if candidate in rated:
                 return candidate
         return "vector"
 
@@ -167,6 +169,9 @@ class Hardware(BaseModel):
     def with_changes(self, **changes) -> "Hardware":
         """A validated copy with some fields changed (what-if edits)."""
         return Hardware.model_validate({**self.model_dump(), **changes})
+
+
+_MATRIX_RATE_FIELDS = tuple((d, f"matrix_macs_per_cycle_per_core_{d}") for d in MATRIX_DTYPES)
 
 
 @dataclass(frozen=True)

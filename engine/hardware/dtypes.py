@@ -94,8 +94,15 @@ def number_format(dtype: str) -> NumberFormat:
                         f"{base} values, one bf16 scale per {group} values")
 
 
+_CHECKED: dict[str, str] = {}     # dtype strings seen -> their normalised names (the hot path asks often)
+
+
 def check_dtype(dtype: str, what: str = "dtype") -> str:
     """Return the dtype name normalised to lower case, or raise ValueError naming the choices."""
+    if dtype.__class__ is str:
+        name = _CHECKED.get(dtype)
+        if name is not None:
+            return name
     name = str(dtype).strip().lower().replace("-", "_")
     aliases = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "half": "fp16", "float": "fp32",
                "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
@@ -103,6 +110,8 @@ def check_dtype(dtype: str, what: str = "dtype") -> str:
     if name not in _BASE and name not in _NAMED and not _GROUPED.match(name):
         raise ValueError(f"{what} {dtype!r} is not a known dtype; expected one of {', '.join(DTYPES)} "
                          f"or a grouped format <{'|'.join(GROUPED_BASES)}>_g<group size> (e.g. int4_g128)")
+    if dtype.__class__ is str:
+        _CHECKED[dtype] = name
     return name
 
 

@@ -83,6 +83,9 @@ def activation_flops(hidden_act: str) -> float:
     return ACTIVATION_FLOPS["gelu"]
 
 
+_PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
+
+
 class KernelTableBuilder:
     """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
 
@@ -95,16 +98,21 @@ class KernelTableBuilder:
             m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
             weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
-        numbers = [m, k, n, batch, context, attention_window, count, macs, np.multiply(2.0, macs), vector_flops,
+        matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
+        numbers = [m, k, n, batch, context, attention_window, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
         rows, wide = 1, {}
         sized = False
         for index, value in enumerate(numbers):
+            if value.__class__ in _PLAIN_NUMBERS:    # the common case: nothing to unpack (`type` is a column here)
+                continue
             if isinstance(value, np.ndarray):
+                size = value.size
                 if value.ndim:
-                    rows = value.size if not sized else max(rows, value.size)
+                    if not sized or size > rows:
+                        rows = size
                     sized = True
-                if value.size > 1:
+                if size > 1:
                     wide[index] = value
                 numbers[index] = value.item(0)
         self._rows.append((rows, numbers, wide, (phase, name, type, op, unit, dtype)))
@@ -140,3 +148,17 @@ def as_columns(table) -> dict[str, np.ndarray]:
     if isinstance(table, pd.DataFrame):
         return {c: table[c].to_numpy() for c in table.columns}
     return dict(table)
+
+
+def group_runs(groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(groups, return_index=True, return_inverse=True) of a `group` column (inverse flat), without
+    sorting when the groups are 0, 1, 2, ... each one contiguous run (the builder's order)."""
+    groups = np.asarray(groups)
+    if len(groups) and groups[0] == 0:
+        starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
+        if (groups[starts] == np.arange(1, len(starts) + 1)).all():
+            first = np.concatenate(([0], starts)).astype(np.intp)
+            return np.arange(len(first)).astype(groups.dtype), first, groups.astype(np.intp)
+    codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    return codes, first, inverse.reshape(-1)
+

@@ -325,7 +325,8 @@ class ModelConfig(BaseModel):
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             raise ValueError(f"tokens must be a non-negative integer, got {tokens!r}")
         window = self.sliding_window or tokens
-        return sum(min(tokens, window) if kind == "sliding" else tokens for kind in self.layer_attention)
+        sliding = self.layer_attention.count("sliding")
+        return sliding * min(tokens, window) + (len(self.layer_attention) - sliding) * tokens
 
     def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16") -> float:
         """Bytes of KV cache one sequence of `tokens` tokens holds, sliding windows and MLA latents included."""

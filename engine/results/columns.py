@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from engine.estimators import STEP_MEAN_COLUMNS
-from engine.kernels.table import kernel_family
+from engine.kernels.table import group_runs, kernel_family
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
 MEAN_COLUMNS = (
@@ -68,7 +68,7 @@ def combine_steps(columns: dict) -> KernelColumns:
     (count 0) are dropped.
     """
     groups = columns["group"]
-    codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    codes, first, inverse = group_runs(groups)
     if len(codes) == len(groups):
         count = np.asarray(columns["count"])
         return KernelColumns(columns, count > 0 if (count <= 0).any() else None)

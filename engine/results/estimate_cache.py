@@ -87,10 +87,10 @@ def fresh_copy(kept: Estimate) -> Estimate:
 
 def _copied(value):
     """Dicts and lists copied all the way down (their leaves are numbers, strings or read-only arrays)."""
-    if isinstance(value, dict):
-        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, dict):      # leaves kept as they are without a call each (most values are numbers)
+        return {key: _copied(item) if isinstance(item, (dict, list)) else item for key, item in value.items()}
     if isinstance(value, list):
-        return [_copied(item) for item in value]
+        return [_copied(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import Optional
 
@@ -75,6 +76,12 @@ def _layer_breakdowns(model) -> list[tuple[int, dict]]:
     return [(count, model.params_per_layer_breakdown(kind)) for count, kind in kinds if count]
 
 
+@lru_cache(maxsize=1024)
+def _replicated(name: str) -> bool:
+    """Whether the tensor `name` of a layer is held whole on every tensor-parallel rank."""
+    return any(tag in name for tag in REPLICATED_PARTS)
+
+
 def layer_weights_per_device(model, layout: ParallelLayout) -> float:
     """Weights (elements) of all layers on one tensor-parallel rank, summed over the pipeline stages."""
     kv_share = layout.kv_heads / model.num_key_value_heads
@@ -82,7 +89,7 @@ def layer_weights_per_device(model, layout: ParallelLayout) -> float:
     total = 0.0
     for layers, parts in _layer_breakdowns(model):
         for name, params in parts.items():
-            if any(tag in name for tag in REPLICATED_PARTS):
+            if _replicated(name):
                 share = 1.0
             elif name in ("k_proj", "v_proj"):
                 share = kv_share
