@@ -19,24 +19,12 @@ import time
 import numpy as np
 import pandas as pd
 
+from attention_accuracy import wide   # benchmarks/attention_accuracy.py: median / p90, bias per model
 from engine.calibration.silicon import installed_version, moe_fit
 from engine.calibration.silicon.results import write_results
 from engine.hardware.specs import load_specs
 
 TARGET_MEDIAN = 0.08
-
-
-def wide(tidy: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    lines = []
-    for key, rows in tidy.groupby(keys, observed=True, sort=True):
-        line = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        for model, part in rows.groupby("model", sort=False):
-            error = part["error"].to_numpy()
-            line["count"] = error.size
-            line[model] = (f"{100 * np.median(np.abs(error)):.1f}% / {100 * np.quantile(np.abs(error), 0.9):.1f}%, "
-                           f"{100 * np.median(error):+.1f}%")
-        lines.append(line)
-    return pd.DataFrame(lines)
 
 
 def main() -> None:

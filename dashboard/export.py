@@ -202,12 +202,6 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", scale: float = 2,
 
     Raises ExportUnavailable (with the reason) when kaleido or Chromium is missing.
     """
-    fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
-    available, path_or_reason = static_export_available()
-    if not available:
-        raise ExportUnavailable(path_or_reason)
     return figures_bytes([fig], fmt, scale, width, height)[0]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from engine.serving.presets import WORKLOAD_LABELS, WORKLOADS
 
+DEFAULT_LENGTHS = (1024, 256)     # `serve`: a chat-like request
+
 
 def add_serve_parser(commands, number, add_layout_arguments, add_model_source, methods, handler) -> None:
     """The `serve` subcommand: `number(kind, minimum, maximum)` makes bounded numeric argument types."""
@@ -16,13 +18,7 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
     serve.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
     serve.add_argument("--concurrency", type=number(int, 1, 100_000), default=1,
                        help="clients, one request in flight each")
-    serve.add_argument("--workload", choices=tuple(WORKLOADS), default=None,
-                       help="request lengths of a preset: " + "; ".join(WORKLOAD_LABELS.values()) +
-                            " (--input-len/--output-len given win)")
-    serve.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=None,
-                       help="prompt tokens per request (default 1024, or the --workload's)")
-    serve.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=None,
-                       help="generated tokens per request (default 256, or the --workload's)")
+    add_workload_arguments(serve, positive, DEFAULT_LENGTHS)
     serve.add_argument("--length-spread", type=number(float, 0, 0.99), default=0.0,
                        help="draw lengths uniformly from L(1-s)..L(1+s) (vLLM --random-range-ratio)")
     serve.add_argument("--token-budget", type=positive, default=8192,
@@ -79,9 +75,20 @@ def add_speculative_arguments(parser, number) -> None:
                             "(1 - a^(k+1)) / (1 - a) tokens per step")
 
 
-def request_lengths(args) -> tuple[int, int]:
-    """(input, output) tokens: --input-len/--output-len when given, else the --workload's, else 1024/256."""
-    preset = WORKLOADS[args.workload] if args.workload else (1024, 256)
+def add_workload_arguments(parser, positive, default_lengths: tuple[int, int]) -> None:
+    """--workload (a preset's lengths) and --input-len/--output-len, shared by `serve` and `serving-search`."""
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default=None,
+                        help="request lengths of a preset: " + "; ".join(WORKLOAD_LABELS.values()) +
+                             " (--input-len/--output-len given win)")
+    parser.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=None,
+                        help=f"prompt tokens per request (default {default_lengths[0]}, or the --workload's)")
+    parser.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=None,
+                        help=f"generated tokens per request (default {default_lengths[1]}, or the --workload's)")
+
+
+def request_lengths(args, default_lengths: tuple[int, int] = (1024, 256)) -> tuple[int, int]:
+    """(input, output) tokens: --input-len/--output-len when given, else the --workload's, else the defaults."""
+    preset = WORKLOADS[args.workload] if args.workload else default_lengths
     return (args.input_len if args.input_len is not None else preset[0],
             args.output_len if args.output_len is not None else preset[1])
 

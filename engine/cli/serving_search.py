@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from engine.cli.serve import add_speculative_arguments, speculative_option
-from engine.serving.presets import WORKLOAD_LABELS, WORKLOADS
+from engine.cli.serve import add_speculative_arguments, add_workload_arguments, request_lengths, speculative_option
 
 DEFAULT_LENGTHS = (1024, 1024)
 # what --json prints (docs/serving.md "Design-space search" describes each)
@@ -32,13 +31,7 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
                         help="device name in the specs workbook; repeat to compare devices")
     search.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
     search.add_argument("--devices", type=positive, required=True, help="devices per configuration (tp x pp x dp)")
-    search.add_argument("--workload", choices=tuple(WORKLOADS), default=None,
-                        help="request lengths of a preset: " + "; ".join(WORKLOAD_LABELS.values()) +
-                             " (--input-len/--output-len given win)")
-    search.add_argument("--input-len", "--input-length", dest="input_len", type=positive, default=None,
-                        help="prompt tokens per request (default 1024, or the workload's)")
-    search.add_argument("--output-len", "--output-length", dest="output_len", type=positive, default=None,
-                        help="generated tokens per request (default 1024, or the workload's)")
+    add_workload_arguments(search, positive, DEFAULT_LENGTHS)
     search.add_argument("--ttft-max", type=seconds, default=None, help="SLA: most mean TTFT, seconds")
     search.add_argument("--tpot-max", type=seconds, default=None, help="SLA: most mean TPOT, seconds")
     search.add_argument("--latency-max", type=seconds, default=None, help="SLA: most mean request latency, seconds")
@@ -80,10 +73,10 @@ def add_search_parser(commands, number, dtype, add_model_source, methods, handle
 def search_arguments(args) -> dict:
     """engine.serving_search()'s keyword arguments (not hardware, model, client) from the parsed arguments."""
     from engine.serving.sla import SLA
-    preset = WORKLOADS[args.workload] if args.workload else DEFAULT_LENGTHS
+    input_length, output_length = request_lengths(args, DEFAULT_LENGTHS)
     sla = SLA(ttft_max_s=args.ttft_max, tpot_max_s=args.tpot_max, latency_max_s=args.latency_max)
-    return dict(devices=args.devices, input_length=args.input_len or preset[0],
-                output_length=args.output_len or preset[1], sla=None if sla.is_empty else sla, method=args.method,
+    return dict(devices=args.devices, input_length=input_length,
+                output_length=output_length, sla=None if sla.is_empty else sla, method=args.method,
                 concurrencies=args.concurrency, token_budgets=args.token_budget, requests_per_s=args.requests_per_s,
                 concurrent_users=args.users, disaggregated=args.disaggregated,
                 prefill_hardware=args.prefill_hardware, decode_hardware=args.decode_hardware, exact=args.exact,
