@@ -122,19 +122,22 @@ class KernelTableBuilder:
         """The table as a dict of numpy arrays (the engine's fast internal form)."""
         lengths = np.array([entry[0] for entry in self._rows], dtype=np.int64)
         ends = np.cumsum(lengths)
+        single = not len(lengths) or ends[-1] == len(lengths)     # one row per kernel (a prefill or decode step)
         # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
         firsts = np.array([entry[1] for entry in self._rows], dtype=float).reshape(len(self._rows),
                                                                                    len(NUMBER_COLUMNS))
-        numbers = np.repeat(np.ascontiguousarray(firsts.T), lengths, axis=1)   # one contiguous row per column
+        numbers = np.ascontiguousarray(firsts.T)        # one contiguous row per column
+        if not single:
+            numbers = np.repeat(numbers, lengths, axis=1)
         for i, (_, _, wide, _) in enumerate(self._rows):
             for index, values in wide.items():
                 numbers[index, ends[i] - lengths[i]:ends[i]] = values
         data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
         strings = np.array([entry[3] for entry in self._rows], dtype=object).reshape(len(self._rows),
                                                                                     len(STRING_COLUMNS))
-        for index, key in enumerate(STRING_COLUMNS):
-            data[key] = np.repeat(strings[:, index], lengths)
-        data["group"] = np.repeat(np.arange(len(self._rows)), lengths)
+        strings = np.ascontiguousarray(strings.T) if single else np.repeat(strings.T, lengths, axis=1)
+        data.update(zip(STRING_COLUMNS, strings))
+        data["group"] = np.arange(len(self._rows)) if single else np.repeat(np.arange(len(self._rows)), lengths)
         data["flops"] = data["matrix_flops"] + data["vector_flops"]
         data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
         return {c: data[c] for c in KERNEL_COLUMNS}
