@@ -109,6 +109,8 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
         inverse = inverse.reshape(-1)
     by_value_bytes = list(_by_value_bytes(unique[:, 6]))
     chosen = [_choose_unique(unique[rows], hardware, rates, vb) for vb, rows in by_value_bytes]
+    if len(chosen) == 1 and unique is keys:        # every row its own candidate set, in order: nothing to merge
+        return chosen[0]
     merged = {}
     for field in Tiling.__dataclass_fields__:
         values = np.empty(len(unique))
