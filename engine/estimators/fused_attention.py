@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kernels.attention_window import causal_pairs
-from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.row_groups import RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
@@ -88,7 +88,7 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     position = _position_in_block(block)
     prefix_code = prefix_of_name.reshape(-1)[name_code.reshape(-1)]
     keys = (phase_code.reshape(-1) * (prefix_code.max() + 1) + prefix_code) * (position.max() + 1) + position
-    _, ids = unique_inverse(keys)
+    ids = dense_ranks(keys)
     result[rows] = ids
     return result
 

@@ -46,7 +46,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
     DeviceRates, KernelClass, RealisticConstants)
 from engine.estimators.roofline import estimate_roofline
-from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.row_groups import RowGroups, least_per_id, unique_inverse
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
 
@@ -155,7 +155,7 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
     launches = np.ones(len(fused))
     members = np.flatnonzero(fused >= 0)
     if len(members):
-        _, first = np.unique(fused[members], return_index=True)
+        first = least_per_id(fused[members])
         launches[members] = 0.0
         launches[members[first]] = 1.0
     return launches
@@ -325,8 +325,8 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     of_row = row_groups.inverse[rows]     # string tests once per group, then per row
     is_scores = is_scores_row(row_groups.group_strings("name"))[of_row]
     is_matrix = (row_groups.group_strings("op") == "attention")[of_row]
-    order = np.lexsort((~is_scores, ~is_matrix, group))
-    lead = rows[order][np.unique(group[order], return_index=True)[1]]
+    priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
+    lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     fused_rates = FusedRates(
         macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
