@@ -165,3 +165,13 @@ def group_runs(groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
     return codes, first, inverse.reshape(-1)
 
+
+
+def column_equals(columns: dict, key: str, value: str) -> np.ndarray:
+    """Per row: columns[key] == value, compared once per `group` (a group's rows share every string column)
+    when the table has the builder's groups, else row by row."""
+    values = np.asarray(columns[key])
+    if "group" not in columns or len(values) < 64:
+        return values == value
+    _, first, inverse = group_runs(columns["group"])
+    return (values[first] == value)[inverse]

@@ -20,6 +20,7 @@ import numpy as np
 
 from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
+from engine.kernels.table import column_equals
 from engine.models.config import ModelConfig
 from engine.results.columns import KernelColumns, bound_codes, combine_steps, step_bound_times
 from engine.results.report import Estimate
@@ -47,7 +48,7 @@ def timed_steps(method, hardware, model, scenario: Scenario, table_scenario: Sce
     steps = method.estimate(method.decompose(model, table_scenario), hardware, scenario)
     activations = None
     if method.name != "seed" and not scenario.chunked_prefill:
-        activations = float(steps["activation_bytes"][np.asarray(steps["op"]) != "collective"].max())
+        activations = float(steps["activation_bytes"][~column_equals(steps, "op", "collective")].max())
     with_bubble = add_pipeline_bubble(steps, scenario, {"prefill": scenario.prefill_micro_batches})
     bounds = bound_codes(with_bubble)          # label codes of the per-step rows, once for both
     return TimedSteps(steps, combine_steps(with_bubble, bounds), step_bound_times(with_bubble, bounds), activations)
