@@ -24,12 +24,12 @@ ones (norms, activations: one CTA per token) also run their tokens in waves over
 waits for the host) or "graph" (CUDA-graph capture: the host launches one graph per step, so no
 per-kernel host cost; the device latency stays). The method `realistic-graph` is the graph mode.
 
-Calibrated constants: per device in specs.xlsx (achievable fractions, kernel latency; see
-docs/accuracy.md for the fit); software constants in engine/estimators/realistic_constants.py (each named,
-with what it was fitted on). Where a device leaves them blank, the DEFAULT_* values apply.
+Calibrated constants: per device in specs.xlsx (achievable fractions, kernel latency; see docs/accuracy.md for
+the fit); software constants in engine/estimators/realistic_constants.py (each named, with what it was fitted
+on). Where a device leaves them blank, the DEFAULT_* values apply.
 
-The timing steps share two records: KernelRows (the table and what every step reads: device rates, per-core
-MAC rates, bytes per value, constants, host launch) and TimeChain (the per-row arrays they fill).
+The timing steps share KernelRows (the table and what every step reads: rates, constants, host launch) and
+TimeChain (the per-row arrays they fill).
 """
 
 from __future__ import annotations
@@ -226,7 +226,8 @@ def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constant
 
 def is_expert_gemm(names) -> np.ndarray:
     """MoE grouped-GEMM rows (engine/decomposition/moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
-    return np.char.find(np.asarray(names).astype(str), "Expert_") >= 0
+    return np.array(["Expert_" in name for name in np.asarray(names).astype(str).ravel().tolist()],
+                    dtype=bool).reshape(np.shape(names))
 
 
 def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
@@ -316,17 +317,16 @@ class FusedGroups:
 
 
 def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
-    """Per attention group: fused_times' inputs, its lead row and its rows' ideal sum."""
+    """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum."""
     rows = np.flatnonzero(fused >= 0)
     group = fused[rows]
     groups = int(group.max()) + 1
     total = lambda column: np.bincount(group, weights=out[column][rows].astype(float), minlength=groups)  # noqa: E731
-    # shape, dtype and kind from each group's Q*gK row (the first matrix row if it has none)
     of_row = row_groups.inverse[rows]     # string tests once per group, then per row
     is_scores = is_scores_row(row_groups.group_strings("name"))[of_row]
     is_matrix = (row_groups.group_strings("op") == "attention")[of_row]
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
-    lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]
+    lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     fused_rates = FusedRates(
         macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
