@@ -139,7 +139,9 @@ class AttentionPart:
 
 def _per_row(values: np.ndarray, rows: int) -> np.ndarray:
     """`values` as one value per row (broadcast only when they are not already)."""
-    return values if values.shape == (rows,) else np.broadcast_to(values, (rows,))
+    if values.shape == (rows,):
+        return values
+    return values.repeat(rows) if values.ndim == 0 else np.broadcast_to(values, (rows,))
 
 
 @dataclass(frozen=True)

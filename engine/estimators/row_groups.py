@@ -77,6 +77,12 @@ def least_per_id(ids: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
     """Per id 0 .. ids.max() that occurs: the least of its rows' `keys` (non-negative integers; default the row
     positions, which gives np.unique(ids, return_index=True)[1]), without a sort (np.minimum.at)."""
     keys = np.arange(ids.size) if keys is None else keys
+    if ids.size <= SMALL_UNIQUE:                  # a few rows (one step's attention): in Python
+        least: dict = {}
+        for id_, key in zip(ids.tolist(), keys.tolist()):
+            if id_ not in least or key < least[id_]:
+                least[id_] = key
+        return np.array([least[id_] for id_ in sorted(least)], dtype=np.int64)
     unset = np.iinfo(np.int64).max
     least = np.full(int(ids.max()) + 1, unset, dtype=np.int64)
     np.minimum.at(least, ids, keys)

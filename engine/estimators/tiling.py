@@ -170,7 +170,7 @@ def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
     chosen = (np.arange(len(best)), best)
-    pick = lambda a: (a if a.shape == time.shape else np.broadcast_to(a, time.shape))[chosen]  # noqa: E731
+    pick = lambda a: a[chosen] if a.shape == time.shape else a[0][best]  # noqa: E731  (a candidate row: 1 x n)
     return Tiling(
         tile_m=pick(terms["tile_m"]), tile_n=pick(terms["tile_n"]), split_k=pick(terms["split_k"]),
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),

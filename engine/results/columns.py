@@ -241,7 +241,7 @@ def step_bound_times(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = 
 
 def _phase_codes(columns: dict) -> tuple[np.ndarray, list]:
     """first_seen_codes of the `phase` column, read once per `group` (a group's rows share their phase)."""
-    if "group" not in columns:
+    if "group" not in columns or len(columns["group"]) < 64:     # a short table: row by row is quicker
         return first_seen_codes(columns["phase"])
     _, first, inverse = group_runs(columns["group"])
     order = np.argsort(first, kind="stable")           # groups by their first row: phases seen in row order
