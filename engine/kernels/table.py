@@ -84,6 +84,7 @@ def activation_flops(hidden_act: str) -> float:
 
 
 _PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
+_ROW_KEYS = frozenset(("name", "type", "op", "unit", "dtype") + NUMBER_COLUMNS) - {"matrix_flops"}
 
 
 class KernelTableBuilder:
@@ -101,6 +102,23 @@ class KernelTableBuilder:
         matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
         numbers = [m, k, n, batch, context, attention_window, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
+        return self._append(numbers, (phase, name, type, op, unit, dtype))
+
+    def add_row(self, phase: str, columns: dict) -> int:
+        """`add(phase=phase, **columns)` from a dict (the decomposition's fast path: no keyword re-binding)."""
+        if not _ROW_KEYS.issuperset(columns):
+            raise TypeError(f"add_row: unknown kernel columns {sorted(set(columns) - _ROW_KEYS)}")
+        get = columns.get
+        macs = get("macs", 0)
+        numbers = [get("m", 0), get("k", 0), get("n", 0), get("batch", 1), get("context", np.nan),
+                   get("attention_window", np.nan), get("count", 1), macs,
+                   2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs),
+                   get("vector_flops", 0), get("weight_bytes", 0), get("activation_bytes", 0), get("kv_bytes", 0),
+                   get("link_bytes", 0), get("group_size", 1), get("overlap_group", -1)]   # NUMBER_COLUMNS
+        return self._append(numbers, (phase, columns["name"], columns["type"], columns["op"], columns["unit"],
+                                      columns["dtype"]))
+
+    def _append(self, numbers: list, strings: tuple) -> int:
         rows, wide = 1, {}
         sized = False
         for index, value in enumerate(numbers):
@@ -115,7 +133,7 @@ class KernelTableBuilder:
                 if size > 1:
                     wide[index] = value
                 numbers[index] = value.item(0)
-        self._rows.append((rows, numbers, wide, (phase, name, type, op, unit, dtype)))
+        self._rows.append((rows, numbers, wide, strings))
         return len(self._rows) - 1
 
     def build_columns(self) -> dict[str, np.ndarray]:
