@@ -188,7 +188,7 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
         pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
     for number, (value, memory_value, split_value) in enumerate(pairs):
-        mine = inverse == number
+        mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
                                float(split_value))

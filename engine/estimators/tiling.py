@@ -96,8 +96,8 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
     """The fastest (tile, split-K) per GEMM row (each row's choice depends on that row alone); identical rows
     of a large table are evaluated once."""
     m, n, k, batch, nbytes = (np.asarray(v, dtype=float) for v in (m, n, k, batch, nbytes))
-    per_core = np.broadcast_to(np.asarray(rates.macs_per_s_per_core, dtype=float), m.shape)
-    value_bytes = np.broadcast_to(np.asarray(rates.value_bytes, dtype=float), m.shape)
+    per_core, value_bytes = (_rows_of(np.asarray(v, dtype=float), m.shape)
+                             for v in (rates.macs_per_s_per_core, rates.value_bytes))
     if m.size == 0:
         empty = np.zeros(0)
         return Tiling(*([empty] * 11))
@@ -118,6 +118,10 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
             values[rows] = getattr(result, field)
         merged[field] = values[inverse]
     return Tiling(**merged)
+
+
+def _rows_of(values: np.ndarray, shape: tuple) -> np.ndarray:
+    return values if values.shape == shape else np.broadcast_to(values, shape)
 
 
 def _by_value_bytes(values: np.ndarray):
