@@ -47,3 +47,19 @@ def test_kernel_columns_read_kept_rows_and_build_the_frame_in_order():
     frame = columns.frame()
     assert list(frame.columns) == ["name", "count", "total_time_s"]
     assert frame["count"].tolist() == [1.0, 2.0] and frame.index.tolist() == [0, 1]
+
+
+def test_step_means_are_computed_when_read_and_read_only_once_frozen():
+    from engine.results.columns import combine_steps
+    table = {"phase": np.array(["decode"] * 3, dtype=object), "name": np.array(["Q*gK", "Q*gK", "O*W"], dtype=object),
+             "group": np.array([0, 0, 1]), "count": np.array([2.0, 1.0, 3.0]), "m": np.array([1.0, 4.0, 5.0]),
+             "time_s": np.array([1.0, 3.0, 2.0]), "flops": np.array([8.0, 2.0, 6.0]),
+             "bytes": np.array([4.0, 0.0, 3.0]), "bound": np.array(["memory", "compute", "memory"], dtype=object)}
+    columns = combine_steps(table)
+    assert not any(value is columns.source._values["m"] for value in columns.source.computed())
+    assert columns["m"].tolist() == [(2 * 1.0 + 1 * 4.0) / 3, 5.0]             # count-weighted means per kernel
+    assert columns["count"].tolist() == [3.0, 3.0] and columns["bound"].tolist() == ["compute", "memory"]
+    columns.freeze()
+    intensity = columns["intensity"]                                             # computed after freeze
+    assert intensity.tolist() == [(2 * 8.0 + 2.0) / 3 / ((2 * 4.0) / 3), 2.0] and not intensity.flags.writeable
+    assert list(columns.frame().columns) == list(table) + ["intensity"]

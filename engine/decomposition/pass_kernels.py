@@ -66,7 +66,7 @@ class PassKernels:
 
     def add(self, **columns) -> int:
         """One kernel row of this pass (the builder's columns); returns its group."""
-        return self.builder.add(phase=self.forward_pass.phase, **columns)
+        return self.builder.add_row(self.forward_pass.phase, columns)
 
     def gemm(self, name: str, m, k, n, count, bias: bool) -> int:
         """A weight GEMM C[m, n] = A[m, k] @ W[k, n] (+ bias)."""

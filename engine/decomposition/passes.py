@@ -107,10 +107,10 @@ class AttentionPart:
         context = key_span(q, prior, window)                      # keys the new tokens attend together
         rows = len(prior)
         # new K/V were stored first (a decode token, a later chunk): the kernel streams the context
-        from_cache = np.broadcast_to((q == 1) | (np.asarray(prior, dtype=float) > 0), (rows,))
-        sequences_row = np.broadcast_to(np.asarray(sequences, dtype=float), (rows,))
+        from_cache = _per_row((q == 1) | (np.asarray(prior, dtype=float) > 0), rows)
+        sequences_row = _per_row(np.asarray(sequences, dtype=float), rows)
         tokens = sequences_row * q
-        return cls(prefix, matrix_type, sequences_row.copy(), np.broadcast_to(tokens, (rows,)).copy(), context,
+        return cls(prefix, matrix_type, sequences_row.copy(), _per_row(tokens, rows).copy(), context,
                    sequences_row * causal_pairs(q, prior, window),
                    np.where(from_cache, sequences_row * context, 0.0),
                    np.where(from_cache, 0.0, tokens),
@@ -135,6 +135,13 @@ class AttentionPart:
         if self.window_builder is None:
             raise ValueError(f"attention part {self.prefix!r} cannot be recomputed for a sliding window")
         return self.window_builder(window)
+
+
+def _per_row(values: np.ndarray, rows: int) -> np.ndarray:
+    """`values` as one value per row (broadcast only when they are not already)."""
+    if values.shape == (rows,):
+        return values
+    return values.repeat(rows) if values.ndim == 0 else np.broadcast_to(values, (rows,))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kernels.attention_window import causal_pairs
-from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.row_groups import RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
@@ -68,7 +68,8 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     Rows of one attention share phase, name prefix and position within their decode-step block.
     """
     row_groups = row_groups or RowGroups(columns)
-    attention = np.isin(row_groups.group_strings("op"), ATTENTION_OPS)      # per group: string work once each
+    ops = row_groups.group_strings("op").tolist()                         # per group: string work once each
+    attention = np.fromiter((op in ATTENTION_OPS for op in ops), dtype=bool, count=len(ops))
     rows = np.flatnonzero(attention[row_groups.inverse])
     result = np.full(len(row_groups.inverse), -1, dtype=np.int64)
     if rows.size == 0:
@@ -84,13 +85,22 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     unique_names, name_code = codes("name")
     _, prefix_of_name = unique_inverse(np.array([_prefix(name) for name in unique_names], dtype=str))
     _, phase_code = codes("phase")
-    _, first = np.unique(block, return_index=True)
-    position = np.arange(rows.size) - first[np.searchsorted(np.unique(block), block)]
+    position = _position_in_block(block)
     prefix_code = prefix_of_name.reshape(-1)[name_code.reshape(-1)]
     keys = (phase_code.reshape(-1) * (prefix_code.max() + 1) + prefix_code) * (position.max() + 1) + position
-    _, ids = unique_inverse(keys)
+    ids = dense_ranks(keys)
     result[rows] = ids
     return result
+
+
+def _position_in_block(block: np.ndarray) -> np.ndarray:
+    """Each row's position among the rows of its block (its group), counted in row order."""
+    index = np.arange(block.size)
+    if (block[1:] >= block[:-1]).all():       # the builder's order: each block one run (no sort)
+        starts = np.concatenate(([True], block[1:] != block[:-1]))
+        return index - np.maximum.accumulate(np.where(starts, index, 0))
+    _, first = np.unique(block, return_index=True)
+    return index - first[np.searchsorted(np.unique(block), block)]
 
 
 def _prefix(name: str) -> str:
@@ -119,7 +129,8 @@ def query_tokens(m, k, n, batch, macs, window=None):
     with np.errstate(divide="ignore", invalid="ignore"):
         keys_per_query = macs / (batch * k * m) * 1.0           # pairs / q
         q = np.rint(2.0 * (n + 0.5 - keys_per_query))
-    q = np.clip(np.nan_to_num(q, nan=1.0), 1.0, np.maximum(n, 1.0))
+    # np.clip(np.nan_to_num(q, nan=1.0), 1.0, max(n, 1)) in three ufuncs (infinities clip alike either way)
+    q = np.minimum(np.maximum(np.where(q == q, q, 1.0), 1.0), np.maximum(n, 1.0))
     if window is None:
         return q
     window = np.broadcast_to(np.asarray(window, dtype=float), np.shape(q))

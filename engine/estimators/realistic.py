@@ -24,12 +24,12 @@ ones (norms, activations: one CTA per token) also run their tokens in waves over
 waits for the host) or "graph" (CUDA-graph capture: the host launches one graph per step, so no
 per-kernel host cost; the device latency stays). The method `realistic-graph` is the graph mode.
 
-Calibrated constants: per device in specs.xlsx (achievable fractions, kernel latency; see
-docs/accuracy.md for the fit); software constants in engine/estimators/realistic_constants.py (each named,
-with what it was fitted on). Where a device leaves them blank, the DEFAULT_* values apply.
+Calibrated constants: per device in specs.xlsx (achievable fractions, kernel latency; see docs/accuracy.md for
+the fit); software constants in engine/estimators/realistic_constants.py (each named, with what it was fitted
+on). Where a device leaves them blank, the DEFAULT_* values apply.
 
-The timing steps share two records: KernelRows (the table and what every step reads: device rates, per-core
-MAC rates, bytes per value, constants, host launch) and TimeChain (the per-row arrays they fill).
+The timing steps share KernelRows (the table and what every step reads: rates, constants, host launch) and
+TimeChain (the per-row arrays they fill).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
     DeviceRates, KernelClass, RealisticConstants)
 from engine.estimators.roofline import estimate_roofline
-from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.row_groups import RowGroups, least_per_id, unique_inverse
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
 
@@ -155,7 +155,7 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
     launches = np.ones(len(fused))
     members = np.flatnonzero(fused >= 0)
     if len(members):
-        _, first = np.unique(fused[members], return_index=True)
+        first = least_per_id(fused[members])
         launches[members] = 0.0
         launches[members[first]] = 1.0
     return launches
@@ -188,7 +188,7 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
         pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
     for number, (value, memory_value, split_value) in enumerate(pairs):
-        mine = inverse == number
+        mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
                                float(split_value))
@@ -226,7 +226,8 @@ def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constant
 
 def is_expert_gemm(names) -> np.ndarray:
     """MoE grouped-GEMM rows (engine/decomposition/moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
-    return np.char.find(np.asarray(names).astype(str), "Expert_") >= 0
+    return np.array(["Expert_" in name for name in np.asarray(names).astype(str).ravel().tolist()],
+                    dtype=bool).reshape(np.shape(names))
 
 
 def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
@@ -316,17 +317,16 @@ class FusedGroups:
 
 
 def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
-    """Per attention group: fused_times' inputs, its lead row and its rows' ideal sum."""
+    """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum."""
     rows = np.flatnonzero(fused >= 0)
     group = fused[rows]
     groups = int(group.max()) + 1
     total = lambda column: np.bincount(group, weights=out[column][rows].astype(float), minlength=groups)  # noqa: E731
-    # shape, dtype and kind from each group's Q*gK row (the first matrix row if it has none)
     of_row = row_groups.inverse[rows]     # string tests once per group, then per row
     is_scores = is_scores_row(row_groups.group_strings("name"))[of_row]
     is_matrix = (row_groups.group_strings("op") == "attention")[of_row]
-    order = np.lexsort((~is_scores, ~is_matrix, group))
-    lead = rows[order][np.unique(group[order], return_index=True)[1]]
+    priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
+    lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     fused_rates = FusedRates(
         macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,

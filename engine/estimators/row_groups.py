@@ -60,3 +60,30 @@ def unique_inverse(values) -> tuple[np.ndarray, np.ndarray]:
     position = {value: index for index, value in enumerate(distinct)}
     inverse = np.fromiter((position[value] for value in items), dtype=np.intp, count=len(items))
     return np.array(distinct, dtype=values.dtype), inverse
+
+
+def dense_ranks(keys: np.ndarray) -> np.ndarray:
+    """np.unique(keys, return_inverse=True)[1] of non-negative integer keys: each key's rank among the distinct
+    keys. Keys within a few times their count are ranked through a table of those present (no sort)."""
+    keys = np.asarray(keys)
+    if keys.size == 0 or keys.max() > 8 * keys.size + 1024:
+        return np.unique(keys, return_inverse=True)[1].reshape(-1)
+    present = np.zeros(int(keys.max()) + 1, dtype=bool)
+    present[keys] = True
+    return (np.cumsum(present) - 1)[keys]
+
+
+def least_per_id(ids: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
+    """Per id 0 .. ids.max() that occurs: the least of its rows' `keys` (non-negative integers; default the row
+    positions, which gives np.unique(ids, return_index=True)[1]), without a sort (np.minimum.at)."""
+    keys = np.arange(ids.size) if keys is None else keys
+    if ids.size <= SMALL_UNIQUE:                  # a few rows (one step's attention): in Python
+        least: dict = {}
+        for id_, key in zip(ids.tolist(), keys.tolist()):
+            if id_ not in least or key < least[id_]:
+                least[id_] = key
+        return np.array([least[id_] for id_ in sorted(least)], dtype=np.int64)
+    unset = np.iinfo(np.int64).max
+    least = np.full(int(ids.max()) + 1, unset, dtype=np.int64)
+    np.minimum.at(least, ids, keys)
+    return least[least != unset]

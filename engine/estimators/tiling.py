@@ -96,8 +96,8 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
     """The fastest (tile, split-K) per GEMM row (each row's choice depends on that row alone); identical rows
     of a large table are evaluated once."""
     m, n, k, batch, nbytes = (np.asarray(v, dtype=float) for v in (m, n, k, batch, nbytes))
-    per_core = np.broadcast_to(np.asarray(rates.macs_per_s_per_core, dtype=float), m.shape)
-    value_bytes = np.broadcast_to(np.asarray(rates.value_bytes, dtype=float), m.shape)
+    per_core, value_bytes = (_rows_of(np.asarray(v, dtype=float), m.shape)
+                             for v in (rates.macs_per_s_per_core, rates.value_bytes))
     if m.size == 0:
         empty = np.zeros(0)
         return Tiling(*([empty] * 11))
@@ -109,6 +109,8 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
         inverse = inverse.reshape(-1)
     by_value_bytes = list(_by_value_bytes(unique[:, 6]))
     chosen = [_choose_unique(unique[rows], hardware, rates, vb) for vb, rows in by_value_bytes]
+    if len(chosen) == 1 and unique is keys:        # every row its own candidate set, in order: nothing to merge
+        return chosen[0]
     merged = {}
     for field in Tiling.__dataclass_fields__:
         values = np.empty(len(unique))
@@ -116,6 +118,10 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
             values[rows] = getattr(result, field)
         merged[field] = values[inverse]
     return Tiling(**merged)
+
+
+def _rows_of(values: np.ndarray, shape: tuple) -> np.ndarray:
+    return values if values.shape == shape else np.broadcast_to(values, shape)
 
 
 def _by_value_bytes(values: np.ndarray):
@@ -168,7 +174,7 @@ def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
     chosen = (np.arange(len(best)), best)
-    pick = lambda a: (a if a.shape == time.shape else np.broadcast_to(a, time.shape))[chosen]  # noqa: E731
+    pick = lambda a: a[chosen] if a.shape == time.shape else a[0][best]  # noqa: E731  (a candidate row: 1 x n)
     return Tiling(
         tile_m=pick(terms["tile_m"]), tile_n=pick(terms["tile_n"]), split_k=pick(terms["split_k"]),
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),

@@ -84,6 +84,7 @@ def activation_flops(hidden_act: str) -> float:
 
 
 _PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
+_ROW_KEYS = frozenset(("name", "type", "op", "unit", "dtype") + NUMBER_COLUMNS) - {"matrix_flops"}
 
 
 class KernelTableBuilder:
@@ -101,6 +102,23 @@ class KernelTableBuilder:
         matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
         numbers = [m, k, n, batch, context, attention_window, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
+        return self._append(numbers, (phase, name, type, op, unit, dtype))
+
+    def add_row(self, phase: str, columns: dict) -> int:
+        """`add(phase=phase, **columns)` from a dict (the decomposition's fast path: no keyword re-binding)."""
+        if not _ROW_KEYS.issuperset(columns):
+            raise TypeError(f"add_row: unknown kernel columns {sorted(set(columns) - _ROW_KEYS)}")
+        get = columns.get
+        macs = get("macs", 0)
+        numbers = [get("m", 0), get("k", 0), get("n", 0), get("batch", 1), get("context", np.nan),
+                   get("attention_window", np.nan), get("count", 1), macs,
+                   2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs),
+                   get("vector_flops", 0), get("weight_bytes", 0), get("activation_bytes", 0), get("kv_bytes", 0),
+                   get("link_bytes", 0), get("group_size", 1), get("overlap_group", -1)]   # NUMBER_COLUMNS
+        return self._append(numbers, (phase, columns["name"], columns["type"], columns["op"], columns["unit"],
+                                      columns["dtype"]))
+
+    def _append(self, numbers: list, strings: tuple) -> int:
         rows, wide = 1, {}
         sized = False
         for index, value in enumerate(numbers):
@@ -115,26 +133,29 @@ class KernelTableBuilder:
                 if size > 1:
                     wide[index] = value
                 numbers[index] = value.item(0)
-        self._rows.append((rows, numbers, wide, (phase, name, type, op, unit, dtype)))
+        self._rows.append((rows, numbers, wide, strings))
         return len(self._rows) - 1
 
     def build_columns(self) -> dict[str, np.ndarray]:
         """The table as a dict of numpy arrays (the engine's fast internal form)."""
         lengths = np.array([entry[0] for entry in self._rows], dtype=np.int64)
         ends = np.cumsum(lengths)
+        single = not len(lengths) or ends[-1] == len(lengths)     # one row per kernel (a prefill or decode step)
         # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
         firsts = np.array([entry[1] for entry in self._rows], dtype=float).reshape(len(self._rows),
                                                                                    len(NUMBER_COLUMNS))
-        numbers = np.repeat(np.ascontiguousarray(firsts.T), lengths, axis=1)   # one contiguous row per column
+        numbers = np.ascontiguousarray(firsts.T)        # one contiguous row per column
+        if not single:
+            numbers = np.repeat(numbers, lengths, axis=1)
         for i, (_, _, wide, _) in enumerate(self._rows):
             for index, values in wide.items():
                 numbers[index, ends[i] - lengths[i]:ends[i]] = values
         data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
         strings = np.array([entry[3] for entry in self._rows], dtype=object).reshape(len(self._rows),
                                                                                     len(STRING_COLUMNS))
-        for index, key in enumerate(STRING_COLUMNS):
-            data[key] = np.repeat(strings[:, index], lengths)
-        data["group"] = np.repeat(np.arange(len(self._rows)), lengths)
+        strings = np.ascontiguousarray(strings.T) if single else np.repeat(strings.T, lengths, axis=1)
+        data.update(zip(STRING_COLUMNS, strings))
+        data["group"] = np.arange(len(self._rows)) if single else np.repeat(np.arange(len(self._rows)), lengths)
         data["flops"] = data["matrix_flops"] + data["vector_flops"]
         data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
         return {c: data[c] for c in KERNEL_COLUMNS}
@@ -162,3 +183,13 @@ def group_runs(groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
     return codes, first, inverse.reshape(-1)
 
+
+
+def column_equals(columns: dict, key: str, value: str) -> np.ndarray:
+    """Per row: columns[key] == value, compared once per `group` (a group's rows share every string column)
+    when the table has the builder's groups, else row by row."""
+    values = np.asarray(columns[key])
+    if "group" not in columns or len(values) < 64:
+        return values == value
+    _, first, inverse = group_runs(columns["group"])
+    return (values[first] == value)[inverse]

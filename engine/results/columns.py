@@ -7,8 +7,9 @@ estimating; `KernelColumns.frame()` builds the user's DataFrame when it is first
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -49,6 +50,17 @@ class KernelColumns:
     def add(self, name: str, values) -> None:
         self.added[name] = values
 
+    def freeze(self) -> None:
+        """Make every array read-only (the estimate cache shares them), also those of deferred columns once
+        computed."""
+        source = self.source
+        arrays = source.computed() if isinstance(source, DeferredColumns) else list(source.values())
+        if isinstance(source, DeferredColumns):
+            source.read_only = True
+        for values in (*arrays, *self.added.values(), self.keep):
+            if isinstance(values, np.ndarray):
+                values.setflags(write=False)
+
     def frame(self):
         """The kernel DataFrame in one construction: the columns, order and dtypes the pandas path gave."""
         import pandas as pd
@@ -60,43 +72,95 @@ class KernelColumns:
         return pd.DataFrame(data)
 
 
-def combine_steps(columns: dict) -> KernelColumns:
+def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = None) -> KernelColumns:
     """One row per kernel: rows sharing a `group` (a kernel at each decode step) are combined.
 
     Per-occurrence values become count-weighted means, so count x time_s still sums to the
     phase time; `bound` is the bound that holds for most of the kernel's time. Kernels no step runs
-    (count 0) are dropped.
+    (count 0) are dropped. `bounds`: bound_codes(columns), where the caller has it already. Means are
+    computed when first read (DeferredColumns): an estimate's totals read a few, the DataFrame all.
     """
     groups = columns["group"]
     codes, first, inverse = group_runs(groups)
     if len(codes) == len(groups):
         count = np.asarray(columns["count"])
         return KernelColumns(columns, count > 0 if (count <= 0).any() else None)
-    out = {key: np.asarray(values)[first] for key, values in columns.items()}
     count = columns["count"].astype(float)
     total_count = np.bincount(inverse, weights=count)
     divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
-    for column in MEAN_COLUMNS:
-        if column in columns:
-            values = finite(columns[column])
-            means = np.bincount(inverse, weights=values * count) / divisor
-            out[column] = np.where(np.isnan(out[column].astype(float)), np.nan, means)
+    deferred = {column: _step_mean(columns[column], count, first, inverse, divisor)
+                for column in MEAN_COLUMNS if column in columns}
+    out = {key: _DEFERRED if key in deferred else np.asarray(values)[first] for key, values in columns.items()}
     # bound: the label (compute, memory, llc, overhead, ...) holding most of the kernel's time
+    labels, label_codes = bounds if bounds is not None else bound_codes(columns)
+    work = columns["time_s"] * count
+    time_by_label = np.bincount(inverse * len(labels) + label_codes, weights=work,
+                                minlength=len(codes) * len(labels)).reshape(len(codes), len(labels))
+    out["bound"] = np.array(labels, dtype=str)[time_by_label.argmax(axis=1)].astype(object)
+    out["count"] = total_count
+    out["intensity"] = _DEFERRED
+    combined = DeferredColumns(out, deferred)
+    deferred["intensity"] = lambda: _intensity(combined["flops"], combined["bytes"])
+    return KernelColumns(combined, total_count > 0 if (total_count <= 0).any() else None)
+
+
+def _step_mean(values, count, first, inverse, divisor) -> Callable[[], np.ndarray]:
+    """The count-weighted mean of `values` per group (NaN where the group's first row is NaN), when called."""
+    def mean() -> np.ndarray:
+        means = np.bincount(inverse, weights=finite(values) * count) / divisor
+        return np.where(np.isnan(np.asarray(values)[first].astype(float)), np.nan, means)
+    return mean
+
+
+def _intensity(flops, nbytes) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(nbytes > 0, flops / nbytes, np.inf)
+
+
+_DEFERRED = object()     # a DeferredColumns value not computed yet
+
+
+class DeferredColumns(Mapping):
+    """Columns in table order, some computed on first read and then kept (combine_steps' per-step means: an
+    estimate reads the few its totals need; the kernel DataFrame, built on first use, reads the rest).
+    Arrays computed after `read_only` is set are made read-only (the estimate cache shares them)."""
+
+    def __init__(self, values: dict, deferred: dict[str, Callable[[], np.ndarray]]) -> None:
+        self._values, self._deferred = values, deferred
+        self.read_only = False
+
+    def __getitem__(self, name):
+        value = self._values[name]
+        if value is _DEFERRED:
+            value = self._deferred.pop(name)()
+            if self.read_only:
+                value.setflags(write=False)
+            self._values[name] = value
+        return value
+
+    def __contains__(self, name) -> bool:
+        return name in self._values
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def computed(self) -> list:
+        """The values computed so far."""
+        return [value for value in self._values.values() if value is not _DEFERRED]
+
+
+def bound_codes(columns: dict) -> tuple[list, np.ndarray]:
+    """(the distinct `bound` labels as str, sorted; each row's position among them)."""
     bound = np.asarray(columns["bound"]).astype(object)
     labels = set(bound.tolist())
     if not all(isinstance(label, str) for label in labels):
         bound = bound.astype(str).astype(object)
         labels = set(bound.tolist())
     labels = sorted(labels)                       # ties go to the first label in alphabetical order
-    label_codes = label_codes_of(bound, labels)
-    work = columns["time_s"] * count
-    time_by_label = np.bincount(inverse * len(labels) + label_codes, weights=work,
-                                minlength=len(codes) * len(labels)).reshape(len(codes), len(labels))
-    out["bound"] = np.array(labels, dtype=str)[time_by_label.argmax(axis=1)].astype(object)
-    out["count"] = total_count
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["intensity"] = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.inf)
-    return KernelColumns(out, total_count > 0 if (total_count <= 0).any() else None)
+    return labels, label_codes_of(bound, labels)
 
 
 def first_seen_codes(values) -> tuple[np.ndarray, list]:
@@ -162,18 +226,29 @@ def presentation_columns(kernels) -> dict:
     return {"family": family, "total_time_s": total_time, "time_share": share}
 
 
-def step_bound_times(columns: dict) -> dict[tuple[str, str], float]:
+def step_bound_times(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = None) -> dict[tuple[str, str], float]:
     """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
     combined: the time during which each bound holds, step by step (a kernel compute bound over a short
-    context and memory bound over a long one counts on both sides)."""
-    phase_code, phases = first_seen_codes(columns["phase"])
-    bound = np.asarray(columns["bound"], dtype=object)
-    bounds = list(set(bound.tolist()))               # any order: the result is keyed by label
-    bound_code = label_codes_of(bound, bounds)
+    context and memory bound over a long one counts on both sides). `bounds`: bound_codes(columns), where the
+    caller has it already."""
+    phase_code, phases = _phase_codes(columns)
+    bounds, bound_code = bounds if bounds is not None else bound_codes(columns)
     work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
     sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
     return {(str(p), str(b)): float(sums[i * len(bounds) + j])
             for i, p in enumerate(phases) for j, b in enumerate(bounds)}
+
+
+def _phase_codes(columns: dict) -> tuple[np.ndarray, list]:
+    """first_seen_codes of the `phase` column, read once per `group` (a group's rows share their phase)."""
+    if "group" not in columns or len(columns["group"]) < 64:     # a short table: row by row is quicker
+        return first_seen_codes(columns["phase"])
+    _, first, inverse = group_runs(columns["group"])
+    order = np.argsort(first, kind="stable")           # groups by their first row: phases seen in row order
+    codes, phases = first_seen_codes(np.asarray(columns["phase"])[first[order]])
+    code_of_group = np.empty(len(first), dtype=np.intp)
+    code_of_group[order] = codes
+    return code_of_group[inverse], phases
 
 
 def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] = None) -> dict[str, dict]:

@@ -116,10 +116,14 @@ def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
     columns = {c: np.asarray(kernels[c], dtype=float) for c in ("energy_j", "time_s") + ENERGY_COLUMNS[:-1]}
     phase = np.asarray(kernels["phase"])
     phases = {}
-    for name in dict.fromkeys(phase.tolist()):
-        rows = phase == name
-        n = count[rows]
-        phases[str(name)] = {c: float(np.dot(n, values[rows])) for c, values in columns.items()}
+    names = list(dict.fromkeys(phase.tolist()))
+    for name in names:
+        if len(names) == 1:     # every row: contiguous arrays as the selections below are, without the copies
+            n, selected = np.ascontiguousarray(count), {c: np.ascontiguousarray(v) for c, v in columns.items()}
+        else:
+            rows = phase == name
+            n, selected = count[rows], {c: values[rows] for c, values in columns.items()}
+        phases[str(name)] = {c: float(np.dot(n, values)) for c, values in selected.items()}
     device_energy = float(np.dot(count, columns["energy_j"]))
     device_time = float(np.dot(count, columns["time_s"]))
     devices = scenario.device_count

@@ -20,8 +20,9 @@ import numpy as np
 
 from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
+from engine.kernels.table import column_equals
 from engine.models.config import ModelConfig
-from engine.results.columns import KernelColumns, combine_steps, step_bound_times
+from engine.results.columns import KernelColumns, bound_codes, combine_steps, step_bound_times
 from engine.results.report import Estimate
 from engine.workload.parallel import add_pipeline_bubble
 from engine.workload.scenario import Scenario
@@ -47,9 +48,10 @@ def timed_steps(method, hardware, model, scenario: Scenario, table_scenario: Sce
     steps = method.estimate(method.decompose(model, table_scenario), hardware, scenario)
     activations = None
     if method.name != "seed" and not scenario.chunked_prefill:
-        activations = float(steps["activation_bytes"][np.asarray(steps["op"]) != "collective"].max())
+        activations = float(steps["activation_bytes"][~column_equals(steps, "op", "collective")].max())
     with_bubble = add_pipeline_bubble(steps, scenario, {"prefill": scenario.prefill_micro_batches})
-    return TimedSteps(steps, combine_steps(with_bubble), step_bound_times(with_bubble), activations)
+    bounds = bound_codes(with_bubble)          # label codes of the per-step rows, once for both
+    return TimedSteps(steps, combine_steps(with_bubble, bounds), step_bound_times(with_bubble, bounds), activations)
 
 
 def kept_estimate(compute: Callable[..., Estimate], hardware, model, scenario, method: str) -> Estimate:
@@ -66,10 +68,7 @@ def kept_estimate(compute: Callable[..., Estimate], hardware, model, scenario, m
 @lru_cache(maxsize=ESTIMATES_KEPT)
 def _kept(compute, hardware, model, scenario, method: str) -> Estimate:
     result = compute(hardware, model, scenario, method)
-    columns = result.kernel_columns
-    for values in (*columns.source.values(), *columns.added.values(), columns.keep):
-        if isinstance(values, np.ndarray):
-            values.setflags(write=False)
+    result.kernel_columns.freeze()
     return result
 
 
