@@ -61,7 +61,8 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
     if scenario:
         scenario_subtitle(figure, scenario)
     stem = file_name(name, scenario, "x")[:-2]
-    st.plotly_chart(figure, config=export.toolbar_config(stem), key=f"chart-{key}", theme=None)
+    from dashboard.figure_cache import for_streamlit     # here: figure_cache imports this module
+    st.plotly_chart(for_streamlit(figure), config=export.toolbar_config(stem), key=f"chart-{key}", theme=None)
     available, reason = export.static_export_available()
     if not available:
         st.caption(reason)
