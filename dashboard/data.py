@@ -65,7 +65,7 @@ def _estimate(hardware_json: str, model_json: str, scenario_json: str, method: s
 
 
 def _with_frames(result):
-    result.kernels, result.phases    # noqa: B018  the pages show both: build the lazy frames once per estimate
+    result.kernels, result.phases    # noqa: B018  the pages show both: built once, cached (pickled) with it
     return result
 
 
@@ -93,10 +93,12 @@ def estimate(hardware: Hardware, model, scenario: Scenario, method: str):
 def shared_estimate(key: tuple, hardware: Hardware, model, scenario: Scenario, method: str):
     """An Estimate of this caller's own from the one cache that holds it across sessions: for a hand model
     (ModelConfig) the engine's (engine.results.estimate_cache: equal frozen inputs reuse the estimate, each call
-    gets a fresh copy), for an automatic model (which the engine does not keep) the dashboard's `_estimate`
-    (st.cache_data: a fresh unpickled copy on every hit). Never both: one copy of each estimate in memory."""
+    gets a fresh copy, its kernel and phase frames built when first read: the estimate shown beside the selected
+    one needs only its headline numbers), for an automatic model (which the engine does not keep) the dashboard's
+    `_estimate` (st.cache_data: a fresh unpickled copy, frames included, on every hit). Never both: one copy of
+    each estimate in memory."""
     if type(model) is ModelConfig:               # what the engine keeps (a subclass it computes every time)
-        return _with_frames(engine.estimate(hardware, model, scenario, method=method))
+        return engine.estimate(hardware, model, scenario, method=method)
     return _estimate(*key, model)
 
 
