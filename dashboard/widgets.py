@@ -46,6 +46,8 @@ def scenario_subtitle(figure, scenario: str, width: int = 120):
     # sixth of the time (no walk over the whole layout)
     figure.layout.title.subtitle = dict(text=text, font=dict(size=13))
     figure.layout.margin.t = top + 18 * len(lines)
+    if getattr(figure, "_shared_dict", None) is not None:    # a shared figure given another line: its dict is stale
+        figure._shared_dict = None
     return figure
 
 

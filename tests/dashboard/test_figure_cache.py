@@ -49,3 +49,11 @@ def test_the_overview_sends_the_charts_its_figures_hold():
     assert specs and all(spec["data"] and spec["layout"]["title"]["subtitle"]["text"] for spec in specs)
     again = app.run()
     assert [json.loads(element.proto.spec) for element in again.get("plotly_chart")] == specs   # rerun: same charts
+
+
+def test_a_shared_figure_given_another_scenario_line_is_serialised_again():
+    (_, shared), = shared_figures("test-figure-cache-resubtitled", "first line", lambda: [("bars", figure([1.0]))])
+    assert for_streamlit(shared).to_dict()["layout"]["title"]["subtitle"]["text"] == "first line"
+    from dashboard.widgets import scenario_subtitle
+    scenario_subtitle(shared, "second line")
+    assert for_streamlit(shared).to_dict()["layout"]["title"]["subtitle"]["text"] == "second line"
