@@ -70,6 +70,7 @@ def main() -> None:
     else:
         overview.render(context)
     session.write_url(session.from_widgets(session.view()))
+    data.freeze_startup_heap()
 
 
 def read_carried(state) -> list[str]:

@@ -58,13 +58,17 @@ def start() -> tuple[ViewState, bool]:
 def load_widgets(state: ViewState, only_missing: bool = False) -> None:
     """Put the state's values into the widgets' session keys (before the widgets are drawn).
 
-    only_missing: refill keys Streamlit dropped because their widget was hidden last run.
+    only_missing: refill keys Streamlit dropped because their widget was hidden last run. A key that already
+    holds the value is left alone (a value set from the script is sent to the browser with its widget again).
     """
     for key, attribute in WIDGET_ATTRIBUTES.items():
-        if only_missing and key in st.session_state:
+        present = key in st.session_state
+        if only_missing and present:
             continue
         value = getattr(state, attribute)
-        st.session_state[key] = list(value) if isinstance(value, tuple) else value
+        value = list(value) if isinstance(value, tuple) else value
+        if not present or type(st.session_state[key]) is not type(value) or st.session_state[key] != value:
+            st.session_state[key] = value
 
 
 def from_widgets(state: ViewState) -> ViewState:

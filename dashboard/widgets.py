@@ -46,6 +46,8 @@ def scenario_subtitle(figure, scenario: str, width: int = 120):
     # sixth of the time (no walk over the whole layout)
     figure.layout.title.subtitle = dict(text=text, font=dict(size=13))
     figure.layout.margin.t = top + 18 * len(lines)
+    if getattr(figure, "_shared_dict", None) is not None:    # a shared figure given another line: its dict is stale
+        figure._shared_dict = None
     return figure
 
 
@@ -61,7 +63,8 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
     if scenario:
         scenario_subtitle(figure, scenario)
     stem = file_name(name, scenario, "x")[:-2]
-    st.plotly_chart(figure, config=export.toolbar_config(stem), key=f"chart-{key}", theme=None)
+    from dashboard.figure_cache import for_streamlit     # here: figure_cache imports this module
+    st.plotly_chart(for_streamlit(figure), config=export.toolbar_config(stem), key=f"chart-{key}", theme=None)
     available, reason = export.static_export_available()
     if not available:
         st.caption(reason)

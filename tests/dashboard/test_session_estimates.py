@@ -37,3 +37,22 @@ def test_a_changed_view_gets_a_new_estimate_and_the_kept_ones_stay_bounded():
     after = kept(app)
     assert len(after) == data.SESSION_ESTIMATES_KEPT and not before & set(after)   # oldest dropped first
     assert any(f'"batch":{1 + data.SESSION_ESTIMATES_KEPT}' in key[2] for key in after)
+
+
+def test_a_hand_models_estimate_lives_in_one_shared_cache_and_each_caller_gets_its_own_copy(devices, llama8b,
+                                                                                          monkeypatch):
+    """Folded caches: a hand model's estimate is the engine's kept one (never also pickled into the dashboard's
+    st.cache_data); two callers (two sessions) get distinct objects with the engine's numbers, so an edit one makes
+    cannot reach the other."""
+    def refuse(*args):
+        raise AssertionError("a hand model's estimate went to the dashboard's own cache too")
+    monkeypatch.setattr(data, "_estimate", refuse)
+    scenario = engine.Scenario(phase="decode", batch=3, input_length=512)
+    key = (devices["H100-SXM"].model_dump_json(), data.model_key(llama8b), scenario.model_dump_json(), "realistic")
+    first = data.shared_estimate(key, devices["H100-SXM"], llama8b, scenario, "realistic")
+    second = data.shared_estimate(key, devices["H100-SXM"], llama8b, scenario, "realistic")
+    assert first is not second and first.kernels is not second.kernels and first.notes is not second.notes
+    first.notes.append("edited by one session")
+    assert "edited by one session" not in second.notes
+    decode = 2 * llama8b.params_total / devices["H100-SXM"].memory_bandwidth_bytes_per_s   # bf16 weights, read once
+    assert second.tpot_s > decode and first.tpot_s == second.tpot_s

@@ -1,0 +1,59 @@
+"""dashboard/figure_cache.py: a shared figure is built once per view and serialised for st.plotly_chart once; what
+Streamlit is given is the figure's own dict (so the chart sent is the same), and a figure that is not shared (built
+every rerun, maybe changed) is given as it is."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import plotly.tools
+from streamlit.testing.v1 import AppTest
+
+from dashboard.figure_cache import for_streamlit, shared_figures
+from tests.conftest import REPO
+
+
+def figure(values) -> go.Figure:
+    return go.Figure(go.Bar(x=["a", "b", "c"], y=values), layout=dict(title=dict(text="bars")))
+
+
+def test_a_shared_figure_is_serialised_once_to_the_same_spec_streamlit_would_send():
+    built = []
+
+    def build():
+        built.append(1)
+        return [("bars", figure([1.0, 2.5, 4.0]))]
+    key = "test-figure-cache-serialised"
+    (title, shared), = shared_figures(key, "scenario line", build)
+    assert shared_figures(key, "scenario line", build)[0][1] is shared and built == [1]   # built once
+    given = for_streamlit(shared)
+    # st.plotly_chart turns what it is given into a dict, then JSON: the same spec as from the figure itself
+    spec = pio.to_json(plotly.tools.return_figure_from_figure_or_data(given, validate_figure=True), validate=False)
+    assert json.loads(spec) == json.loads(pio.to_json(shared.to_dict(), validate=False))
+    assert json.loads(spec)["layout"]["title"]["subtitle"]["text"] == "scenario line"
+    assert for_streamlit(shared).to_dict() is not for_streamlit(shared).to_dict()     # each caller its own top level
+    assert shared._shared_dict is for_streamlit(shared)._dict                          # made once
+
+
+def test_a_figure_that_is_not_shared_goes_to_streamlit_as_it_is():
+    fresh = figure([3.0, 1.0, 2.0])
+    assert for_streamlit(fresh) is fresh
+
+
+def test_the_overview_sends_the_charts_its_figures_hold():
+    app = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=180).run()
+    assert not app.exception
+    specs = [json.loads(element.proto.spec) for element in app.get("plotly_chart")]
+    assert specs and all(spec["data"] and spec["layout"]["title"]["subtitle"]["text"] for spec in specs)
+    again = app.run()
+    assert [json.loads(element.proto.spec) for element in again.get("plotly_chart")] == specs   # rerun: same charts
+
+
+def test_a_shared_figure_given_another_scenario_line_is_serialised_again():
+    (_, shared), = shared_figures("test-figure-cache-resubtitled", "first line", lambda: [("bars", figure([1.0]))])
+    assert for_streamlit(shared).to_dict()["layout"]["title"]["subtitle"]["text"] == "first line"
+    from dashboard.widgets import scenario_subtitle
+    scenario_subtitle(shared, "second line")
+    assert for_streamlit(shared).to_dict()["layout"]["title"]["subtitle"]["text"] == "second line"
