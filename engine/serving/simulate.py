@@ -74,6 +74,7 @@ class ServingResult:
     notes: list[str] = field(default_factory=list)
     validation: dict | None = None  # realistic methods: validated on measurements or not (estimators/validity.py)
     decode_kernel_latency_s: float = 0.0   # a decode-only step's summed kernel latency (before graph_latency_overlap)
+    schedules: list = field(default_factory=list, repr=False)   # (replicas, Schedule, iteration seconds) per replica kind
 
     __getattr__ = metric_attribute
 
@@ -162,6 +163,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
         runs.append((replicas, plan, times))
     result = _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
     result.decode_kernel_latency_s = float(np.mean(latencies[0])) if latencies else 0.0
+    result.schedules = runs
     return result
 
 
@@ -285,7 +287,7 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
         # every client is busy from the first measured arrival until the first client's last request ends
         start, stop = float(steady["arrival_s"].min()), float(table.loc[last, "finish_s"].min())
         tokens_per_s += replicas * _window_tokens(plan, times, start, stop) / (stop - start)
-        frames.append(table.assign(replicas=replicas))
+        frames.append(table.assign(replicas=replicas, replica_kind=len(frames)))
     requests = pd.concat(frames, ignore_index=True)
     steady = requests[requests["measured"]]
     weights = steady["replicas"].to_numpy(dtype=float) * steady["weight"].to_numpy(dtype=float)

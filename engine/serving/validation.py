@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from engine.serving.backends import BACKENDS
+from engine.serving.validation_windows import window_terms
 
 CATALOG_MODELS = {
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
@@ -158,6 +159,7 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
         base = dict(system=run.system, device=run.device, backend=run.backend, model_path=run.model_path,
                     family=family_of(run.model_path), concurrency=concurrency_of(run), input_length=run.input_length,
                     output_length=run.output_length, tp=run.tp, quant=run.gemm_quant_mode,
+                    max_batch=getattr(run, "max_batch", None), backend_version=getattr(run, "backend_version", None),
                     measured_ttft_s=run.ttft_s, measured_tpot_s=run.tpot_s)
         expressed = express(run, devices, models)
         if isinstance(expressed, str):
@@ -179,7 +181,7 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
                      "iteration_overhead_s": result.iteration_overhead_s,
                      "request_overhead_s": result.options.request_overhead_s,
                      "graph_latency_overlap": result.options.graph_latency_overlap or 0.0,
-                     "decode_kernel_latency_s": result.decode_kernel_latency_s})
+                     "decode_kernel_latency_s": result.decode_kernel_latency_s, **window_terms(result)})
     return pd.DataFrame(rows)
 
 
