@@ -205,12 +205,12 @@ def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap
         out["graph_latency_overlap"] = latency_overlap
     out["ttft_s"] = out["ttft_s"] + d_request + d_iter * out["first_token_iterations"]
     if per_request_s is not None:
-        d_per = np.asarray(per_request_s, dtype=float) - out["iteration_overhead_per_request_s"]
+        d_per = np.asarray(per_request_s, dtype=float) - out.get("iteration_overhead_per_request_s", 0.0)
         out["tpot_s"] = out["tpot_s"] + d_per * out["tpot_batch"]
         out["ttft_s"] = out["ttft_s"] + d_per * out["ttft_batch"]
         out["iteration_overhead_per_request_s"] = per_request_s
     if wait_share is not None:
-        out["ttft_s"] = out["ttft_s"] + (np.asarray(wait_share, dtype=float) - out["arrival_wait_share"]) * \
+        out["ttft_s"] = out["ttft_s"] + (np.asarray(wait_share, dtype=float) - out.get("arrival_wait_share", 0.0)) * \
             out["arrival_residual_s"]
         out["arrival_wait_share"] = wait_share
     out["iteration_overhead_s"], out["request_overhead_s"] = iteration_s, request_s
