@@ -36,11 +36,21 @@ def show(title: str, frame: pd.DataFrame) -> None:
     print(frame.to_string(float_format=lambda v: f"{v:.3f}"))
 
 
+def read_scored(path) -> dict:
+    """{arrival jitter: scored runs} from a CSV written by --out."""
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    frame["reason"] = frame["reason"].fillna("")
+    return {int(jitter): group.drop(columns="arrival_jitter").reset_index(drop=True)
+            for jitter, group in frame.groupby("arrival_jitter")}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="realistic")
     parser.add_argument("--limit", type=int, default=None, help="score every k-th run only, k = runs / limit")
     parser.add_argument("--out", help="write the scored runs as CSV")
+    parser.add_argument("--scored", help="read the scored runs from a CSV an earlier --out wrote (same package and "
+                        "engine: the simulations are not run again; every fit and score below is)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
@@ -52,9 +62,12 @@ def main(argv=None) -> int:
     print(f"aiconfigurator-core {installed_version()} ({root}): {len(runs)} runs, {len(agg)} aggregated scored "
           f"with method {args.method}")
     started = time.perf_counter()
-    devices = load_specs()
-    alternatives = {jitter: validation.score_runs(agg, devices, root, method=args.method, arrival_jitter=jitter)
-                    for jitter in JITTERS}
+    if args.scored:
+        alternatives = read_scored(args.scored)
+    else:
+        devices = load_specs()
+        alternatives = {jitter: validation.score_runs(agg, devices, root, method=args.method, arrival_jitter=jitter)
+                        for jitter in JITTERS}
     elapsed = (time.perf_counter() - started) / len(JITTERS)
     scored = alternatives[JITTERS[0]]
     expressed = scored[scored["reason"] == ""]
@@ -70,13 +83,14 @@ def main(argv=None) -> int:
     for by in (["system"], ["family"], ["backend"], ["concurrency_bucket"], ["system", "family", "backend"]):
         show(f"by {' x '.join(by)}", validation.summary(errors, by))
 
-    print("\nserving terms fitted on all runs (arrival jitter iterations, iteration ms, request ms, graph latency overlap):")
+    print("\nserving terms fitted on all runs (arrival jitter iterations, iteration ms, request ms, graph latency overlap, "
+          "us per decoding request and iteration, arrival wait share):")
     every = expressed["reason"] == ""
-    for backend in sorted(expressed["backend"].unique()):
-        jitter, iteration, request, overlap = validation.fit_serving_terms(alternatives, every & (expressed["backend"] == backend))
-        print(f"  {backend:<8} {jitter:3d} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f}")
-    jitter, iteration, request, overlap = validation.fit_serving_terms(alternatives, every)
-    print(f"  {'generic':<8} {jitter:3d} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f}")
+    for backend in [*sorted(expressed["backend"].unique()), "generic"]:
+        rows = every & (expressed["backend"] == backend) if backend != "generic" else every
+        jitter, iteration, request, overlap, per_request, share = validation.fit_serving_terms(alternatives, rows)
+        print(f"  {backend:<8} {jitter:3d} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f} "
+              f"{per_request * 1e6:5.1f} {share:5.2f}")
 
     held_out = validation.leave_one_system_out(alternatives)
     show("leave-one-system-out: arrival jitter chosen per system and backend (runs)",
@@ -85,6 +99,13 @@ def main(argv=None) -> int:
     show("HEADLINE leave-one-system-out (serving terms fitted without the scored system, per backend)",
          validation.summary(held_out))
     show("leave-one-system-out by system", validation.summary(held_out, ["system"]))
+    show("leave-one-system-out by backend", validation.summary(held_out, ["backend"]))
+    show("leave-one-system-out by concurrency bucket", validation.summary(held_out, ["concurrency_bucket"]))
+    without = validation.errors(validation.leave_one_system_out(alternatives, per_request_grid=[0.0],
+                                                                wait_share_grid=[0.0]))
+    show("for comparison, leave-one-system-out without the per-request iteration overhead and the arrival wait",
+         validation.summary(without))
+    show("  by system", validation.summary(without, ["system"]))
     headline = validation.summary(held_out).iloc[0]
     if args.write:
         rows = pd.concat([validation.result_rows(held_out, "leave-one-system-out"),

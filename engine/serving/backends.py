@@ -43,6 +43,8 @@ class BackendProfile:
     graph_latency_overlap: float = 0.0   # share of the kernels' device latency hidden in a graph-replayed decode step
     arrival_jitter: int = 0         # a client's next request arrives 0..J iterations after its previous one finished
     benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
+    iteration_overhead_per_request_s: float = 0.0   # host time per decoding request per iteration (sampling, output)
+    arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -82,6 +84,17 @@ def scheduling(options, method: str) -> tuple[int, int | None]:
     requests = options.benchmark_requests if options.benchmark_requests is not None else (
         None if ideal else profile.benchmark_requests)
     return jitter, requests
+
+
+def host_terms(options, method: str) -> tuple[float, float]:
+    """(host seconds per decoding request per iteration, share of the running iteration a later request waits) for
+    `options` under `method`: the options' values where given, else the backend's; none for the ideal methods."""
+    profile = backend_profile(options.backend)
+    ideal = method in IDEAL_METHODS
+    per_request = options.iteration_overhead_per_request_s
+    share = options.arrival_wait_share
+    return (per_request if per_request is not None else (0.0 if ideal else profile.iteration_overhead_per_request_s),
+            share if share is not None else (0.0 if ideal else profile.arrival_wait_share))
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:

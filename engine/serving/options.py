@@ -53,6 +53,11 @@ class ServingOptions(BaseModel):
       measures; the simulation sends `requests_per_client` per client, so the statistics weigh the measured first
       requests (sequence 0) as min(1, C / N) of the total and the later ones as the rest. None: the backend's
       value; no value: every measured request counts alike. Needs warmup_requests = 0 to apply.
+    - `iteration_overhead_per_request_s`: host time each decoding request adds to an iteration (sampling, detokenizing
+      and streaming its token), beside the fixed `iteration_overhead_s`; None: the backend's value.
+    - `arrival_wait_share`: a later request reaches the server while an iteration runs and is scheduled only after it:
+      its TTFT (and latency) gains this share of that iteration (0.5: arrivals uniform over the iteration); the
+      clients' first requests find the server idle. None: the backend's value.
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -79,6 +84,8 @@ class ServingOptions(BaseModel):
     speculative: Optional[SpeculativeDecoding] = None
     arrival_jitter: Optional[int] = Field(None, ge=0, le=10_000)
     benchmark_requests: Optional[int] = Field(None, ge=1, le=100_000_000)
+    iteration_overhead_per_request_s: Optional[float] = Field(None, ge=0.0, le=1.0)
+    arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
 
     @field_validator("backend")
     @classmethod

@@ -34,10 +34,10 @@ from engine.results.run import check_fits_model
 from engine.estimators import get_method
 from engine.workload.parallel import parallel_layout
 from engine.serving import cost
-from engine.serving.backends import backend_profile, overheads, scheduling
+from engine.serving.backends import backend_profile, host_terms, overheads, scheduling
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
-from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, kv_budget, request_arrays
+from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, host_times, kv_budget, request_arrays
 from engine.workload.scenario import Scenario
 
 # ServingOptions fields this module reproduces; any other field set away from its default -> serve()
@@ -45,7 +45,8 @@ SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length"
                                   "token_budget", "max_batch", "requests_per_client", "warmup_requests", "backend",
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
                                   "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap",
-                                  "arrival_jitter", "benchmark_requests"})
+                                  "arrival_jitter", "benchmark_requests", "iteration_overhead_per_request_s",
+                                  "arrival_wait_share"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -130,6 +131,10 @@ class LayoutSetup:
         fitted = overheads(base.backend, self.method.name)
         self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
         self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
+        per_decoding, wait_share = host_terms(base, self.method.name)
+        self.host_options = base.model_copy(update={"iteration_overhead_s": self.overhead,
+                                                    "iteration_overhead_per_request_s": per_decoding,
+                                                    "arrival_wait_share": wait_share})
         s = self.scenario
         # replicas are independent unless the expert-parallel group spans them (attention data parallelism)
         self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
@@ -211,7 +216,7 @@ class LayoutEvaluator(LayoutSetup):
                 times[index] = cost.interpolate_grid(grid, batches, contexts, batch, mean_prior)
             if self.draft is not None:
                 times = times + draft[id(plan)]
-            out[id(plan)] = times + self.overhead
+            out[id(plan)] = times + host_times(sched, self.host_options)
         return out
 
     def _draft_times(self, plans: list[_Plan], mixed: list, seen: dict) -> dict:
@@ -266,7 +271,7 @@ class LayoutEvaluator(LayoutSetup):
         for replicas, plan in runs:
             r = plan.schedule.requests
             a = request_arrays(plan.schedule, times[id(plan)], options, self.request_overhead or 0.0,
-                               self.benchmark_requests)
+                               self.benchmark_requests, wait_share=self.host_options.arrival_wait_share)
             measured, osl = a["measured"], r["output_length"].astype(float)
             last = r["sequence"] == np.bincount(r["client"])[r["client"]] - 1
             start, stop = float(a["arrival_s"][measured].min()), float(a["finish_s"][last].min())

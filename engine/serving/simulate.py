@@ -7,6 +7,7 @@ each iteration also pays `iteration_overhead_s` of host/framework time, and each
 from the iteration end times:
 
     TTFT = end of the iteration with the prompt's last chunk - arrival + request overhead
+           (+ arrival_wait_share x the iteration running when a later request reached the server)
     TPOT = (end of the last token's iteration - end of the first token's) / (output tokens - 1)
     request latency (e2e) = end of the last token's iteration - arrival + request overhead
 
@@ -36,7 +37,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
-from engine.serving.backends import backend_profile, overheads, scheduling
+from engine.serving.backends import backend_profile, host_terms, overheads, scheduling
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -74,6 +75,7 @@ class ServingResult:
     notes: list[str] = field(default_factory=list)
     validation: dict | None = None  # realistic methods: validated on measurements or not (estimators/validity.py)
     decode_kernel_latency_s: float = 0.0   # a decode-only step's summed kernel latency (before graph_latency_overlap)
+    schedules: list = field(default_factory=list, repr=False)   # (replicas, Schedule, iteration seconds) per replica kind
 
     __getattr__ = metric_attribute
 
@@ -134,9 +136,12 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     overlap = (profile.graph_latency_overlap if options.graph_latency_overlap is None
                else options.graph_latency_overlap) if graphed else 0.0
     jitter, benchmark_requests = scheduling(options, chosen.name)
+    per_decoding, wait_share = host_terms(options, chosen.name)
     options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request,
                                          "mixed_prefill": mixed, "graph_latency_overlap": overlap,
-                                         "arrival_jitter": jitter, "benchmark_requests": benchmark_requests})
+                                         "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
+                                         "iteration_overhead_per_request_s": per_decoding,
+                                         "arrival_wait_share": wait_share})
     graph = get_method("realistic-graph") if graphed else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
@@ -156,12 +161,13 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
                         mix_decode=options.mixed_prefill,
                         arrival_delays=options.arrival_delays(clients, jitter))
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify,
-                                latency_overlap=overlap, latencies=latencies) + overhead
+                                latency_overlap=overlap, latencies=latencies) + host_times(plan, options)
         if draft is not None:
             times = times + draft_times(plan, spec, draft[0], draft[1], hardware, chosen, draft[2], graph)
         runs.append((replicas, plan, times))
     result = _result(hardware, model, chosen.name, options, cost_scenario, runs, capacity, overhead)
     result.decode_kernel_latency_s = float(np.mean(latencies[0])) if latencies else 0.0
+    result.schedules = runs
     return result
 
 
@@ -222,8 +228,15 @@ def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layou
     return room, per_request
 
 
+def host_times(plan, options: ServingOptions) -> np.ndarray:
+    """Host seconds of every iteration of `plan`: the fixed iteration overhead and the per-decoding-request one."""
+    fixed = options.iteration_overhead_s or 0.0
+    per_request = options.iteration_overhead_per_request_s or 0.0
+    return fixed + per_request * plan.decoding_requests() if per_request else np.full(plan.iterations, fixed)
+
+
 def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_overhead_s: float | None = None,
-                   benchmark_requests: int | None = None) -> dict:
+                   benchmark_requests: int | None = None, wait_share: float | None = None) -> dict:
     """Per request (numpy arrays): arrival, TTFT, TPOT, latency, finish (seconds), whether it is in the
     steady state and its weight in the statistics (`request_weights`). `request_overhead_s`: the per-request host
     time, `benchmark_requests`: the benchmark's requests in all (default: the options')."""
@@ -231,6 +244,10 @@ def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_ove
     starts = ends - times
     r = plan.requests
     arrival = starts[r["arrival_iteration"]]
+    share = (options.arrival_wait_share if wait_share is None else wait_share) or 0.0
+    if share:   # a later request waits for the end of the iteration running when it reached the server
+        before = r["arrival_iteration"] - 1
+        arrival = arrival - share * np.where((r["sequence"] > 0) & (before >= 0), times[np.maximum(before, 0)], 0.0)
     # (a request in transit, engine/serving/scheduler.py arrival_delays, is on the client's clock: its mean time is
     # inside the request overhead, so TTFT and latency count from the arrival at the scheduler)
     first = ends[r["first_token_iteration"]]
@@ -285,7 +302,7 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
         # every client is busy from the first measured arrival until the first client's last request ends
         start, stop = float(steady["arrival_s"].min()), float(table.loc[last, "finish_s"].min())
         tokens_per_s += replicas * _window_tokens(plan, times, start, stop) / (stop - start)
-        frames.append(table.assign(replicas=replicas))
+        frames.append(table.assign(replicas=replicas, replica_kind=len(frames)))
     requests = pd.concat(frames, ignore_index=True)
     steady = requests[requests["measured"]]
     weights = steady["replicas"].to_numpy(dtype=float) * steady["weight"].to_numpy(dtype=float)

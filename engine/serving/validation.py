@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from engine.serving.backends import BACKENDS
+from engine.serving.validation_windows import window_terms
 
 CATALOG_MODELS = {
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
@@ -158,6 +159,7 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
         base = dict(system=run.system, device=run.device, backend=run.backend, model_path=run.model_path,
                     family=family_of(run.model_path), concurrency=concurrency_of(run), input_length=run.input_length,
                     output_length=run.output_length, tp=run.tp, quant=run.gemm_quant_mode,
+                    max_batch=getattr(run, "max_batch", None), backend_version=getattr(run, "backend_version", None),
                     measured_ttft_s=run.ttft_s, measured_tpot_s=run.tpot_s)
         expressed = express(run, devices, models)
         if isinstance(expressed, str):
@@ -179,15 +181,20 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
                      "iteration_overhead_s": result.iteration_overhead_s,
                      "request_overhead_s": result.options.request_overhead_s,
                      "graph_latency_overlap": result.options.graph_latency_overlap or 0.0,
-                     "decode_kernel_latency_s": result.decode_kernel_latency_s})
+                     "iteration_overhead_per_request_s": result.options.iteration_overhead_per_request_s or 0.0,
+                     "arrival_wait_share": result.options.arrival_wait_share or 0.0,
+                     "decode_kernel_latency_s": result.decode_kernel_latency_s, **window_terms(result)})
     return pd.DataFrame(rows)
 
 
-def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap=None) -> pd.DataFrame:
+def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap=None, per_request_s=None,
+                   wait_share=None) -> pd.DataFrame:
     """`scored` re-timed with other serving terms (per row or scalars): TPOT moves by the iteration overhead
     and by the change in graph_latency_overlap x the decode step's summed kernel latency (as if every
     iteration between first and last token were decode-only: exact for decode-dominated runs); TTFT by the
-    request overhead plus the iteration overhead of each iteration before the first token."""
+    request overhead plus the iteration overhead of each iteration before the first token. `per_request_s` (host
+    time per decoding request per iteration) moves both by the decoding requests summed over their windows, and
+    `wait_share` TTFT by the iteration a later request waits for (engine/serving/validation_windows.py)."""
     out = scored.copy()
     d_iter = np.asarray(iteration_s, dtype=float) - out["iteration_overhead_s"]
     d_request = np.asarray(request_s, dtype=float) - out["request_overhead_s"]
@@ -197,6 +204,15 @@ def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap
         out["tpot_s"] = out["tpot_s"] - d_overlap * out["decode_kernel_latency_s"]
         out["graph_latency_overlap"] = latency_overlap
     out["ttft_s"] = out["ttft_s"] + d_request + d_iter * out["first_token_iterations"]
+    if per_request_s is not None:
+        d_per = np.asarray(per_request_s, dtype=float) - out.get("iteration_overhead_per_request_s", 0.0)
+        out["tpot_s"] = out["tpot_s"] + d_per * out["tpot_batch"]
+        out["ttft_s"] = out["ttft_s"] + d_per * out["ttft_batch"]
+        out["iteration_overhead_per_request_s"] = per_request_s
+    if wait_share is not None:
+        out["ttft_s"] = out["ttft_s"] + (np.asarray(wait_share, dtype=float) - out.get("arrival_wait_share", 0.0)) * \
+            out["arrival_residual_s"]
+        out["arrival_wait_share"] = wait_share
     out["iteration_overhead_s"], out["request_overhead_s"] = iteration_s, request_s
     return out
 
@@ -226,50 +242,67 @@ def summary(errors_frame: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     return errors_frame.groupby(by, observed=True).apply(stats, include_groups=False)
 
 
-ITERATION_GRID_S = np.arange(0.0, 3.01e-3, 1e-4)
+ITERATION_GRID_S = np.arange(0.0, 3.01e-3, 2e-4)
 REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
 OVERLAP_GRID = np.arange(0.0, 0.951, 0.05)
+PER_REQUEST_GRID_S = np.arange(0.0, 40.1e-6, 5e-6)
+WAIT_SHARE_GRID = np.arange(0.0, 1.01, 0.25)
+TERMS = ("iteration_overhead_s", "request_overhead_s", "graph_latency_overlap", "iteration_overhead_per_request_s",
+         "arrival_wait_share")
 
 
-def fit_overheads(scored: pd.DataFrame, with_loss: bool = False) -> tuple:
-    """The (iteration overhead, request overhead, graph latency overlap) that minimise median |log(pred / meas)|
-    of TPOT plus TTFT over `scored`'s expressed runs (a grid search: 0-3 ms per iteration, 0-400 ms per
-    request, 0-0.95 of the decode kernels' latency hidden); `with_loss`: the loss as a fourth value."""
+def _column(frame, name):
+    return frame[name].to_numpy(dtype=float) if name in frame else np.zeros(len(frame))
+
+
+def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_grid=None, wait_share_grid=None) -> tuple:
+    """The TERMS (iteration overhead, request overhead, graph latency overlap, per-decoding-request iteration
+    overhead, arrival wait share) that minimise median |log(pred / meas)| of TPOT plus TTFT over `scored`'s expressed
+    runs, re-timed as with_overheads does (a grid search: 0-3 ms per iteration, 0-400 ms per request, 0-0.95 of the
+    decode kernels' latency hidden, 0-40 us per decoding request and iteration, 0-1 of the running iteration waited
+    for); `with_loss`: the loss as a last value. The last two grids may be narrowed (a single 0 leaves the term out)."""
     ok = scored[scored["reason"] == ""]
-    tpot, ttft = ok["tpot_s"].to_numpy(), ok["ttft_s"].to_numpy()
-    it0, rq0 = ok["iteration_overhead_s"].to_numpy(), ok["request_overhead_s"].to_numpy()
-    overlap0 = ok["graph_latency_overlap"].to_numpy() if "graph_latency_overlap" in ok else np.zeros(len(ok))
-    floor = ok["decode_kernel_latency_s"].to_numpy() if "decode_kernel_latency_s" in ok else np.zeros(len(ok))
-    first = ok["first_token_iterations"].to_numpy()
-    meas_tpot, meas_ttft = ok["measured_tpot_s"].to_numpy(), ok["measured_ttft_s"].to_numpy()
-    best = (np.inf, 0.0, 0.0, 0.0)
+    per_request_grid = PER_REQUEST_GRID_S if per_request_grid is None else np.asarray(per_request_grid, dtype=float)
+    wait_share_grid = WAIT_SHARE_GRID if wait_share_grid is None else np.asarray(wait_share_grid, dtype=float)
+    tpot, ttft = _column(ok, "tpot_s"), _column(ok, "ttft_s")
+    it0, rq0, overlap0, per0, share0 = (_column(ok, name) for name in TERMS)
+    floor, first = _column(ok, "decode_kernel_latency_s"), _column(ok, "first_token_iterations")
+    tpot_batch, ttft_batch, residual = (_column(ok, name) for name in ("tpot_batch", "ttft_batch", "arrival_residual_s"))
+    log_tpot, log_ttft = np.log(_column(ok, "measured_tpot_s")), np.log(_column(ok, "measured_ttft_s"))
+    best = (np.inf,)
     for iteration in ITERATION_GRID_S:
-        base = ttft + (iteration - it0) * first - rq0
-        ttft_losses = [np.median(np.abs(np.log((base + request) / meas_ttft))) for request in REQUEST_GRID_S]
-        k = int(np.argmin(ttft_losses))
-        for overlap in OVERLAP_GRID:
-            predicted = np.maximum(tpot + iteration - it0 - (overlap - overlap0) * floor, 1e-9)
-            tpot_loss = np.median(np.abs(np.log(predicted / meas_tpot)))
-            if tpot_loss + ttft_losses[k] < best[0]:
-                best = (tpot_loss + ttft_losses[k], float(iteration), float(REQUEST_GRID_S[k]), float(overlap))
-    return (best[1], best[2], best[3], best[0]) if with_loss else (best[1], best[2], best[3])
+        for per_request in per_request_grid:
+            predicted = (tpot + iteration - it0 + (per_request - per0) * tpot_batch)[None, :] - \
+                (OVERLAP_GRID[:, None] - overlap0) * floor
+            tpot_losses = np.median(np.abs(np.log(np.maximum(predicted, 1e-9)) - log_tpot), axis=1)
+            k = int(np.argmin(tpot_losses))
+            for share in wait_share_grid:
+                base = ttft + (iteration - it0) * first - rq0 + (per_request - per0) * ttft_batch + \
+                    (share - share0) * residual
+                ttft_losses = np.median(np.abs(np.log(np.maximum(base[None, :] + REQUEST_GRID_S[:, None], 1e-9))
+                                               - log_ttft), axis=1)
+                m = int(np.argmin(ttft_losses))
+                if tpot_losses[k] + ttft_losses[m] < best[0]:
+                    best = (tpot_losses[k] + ttft_losses[m], float(iteration), float(REQUEST_GRID_S[m]),
+                            float(OVERLAP_GRID[k]), float(per_request), float(share))
+    return (*best[1:], best[0]) if with_loss else best[1:]
 
 
-def fit_serving_terms(alternatives: dict, rows) -> tuple:
-    """(arrival jitter, iteration overhead, request overhead, graph latency overlap) fitted on `rows` (a boolean
-    mask over the runs): `alternatives` holds the runs scored once per arrival jitter ({jitter: scored frame},
-    the same runs in the same order), and the jitter whose fitted host-side times give the lowest loss wins."""
+def fit_serving_terms(alternatives: dict, rows, **grids) -> tuple:
+    """(arrival jitter, *TERMS) fitted on `rows` (a boolean mask over the runs): `alternatives` holds the runs scored
+    once per arrival jitter ({jitter: scored frame}, the same runs in the same order), and the jitter whose fitted
+    host-side times give the lowest loss wins. `grids`: fit_overheads' per_request_grid / wait_share_grid."""
     best = None
     for jitter, frame in sorted(alternatives.items(), key=lambda item: (item[0] is not None, item[0] or 0)):
         frame = frame[frame["reason"] == ""]
         part = frame.loc[rows[rows].index] if isinstance(rows, pd.Series) else frame[rows]
-        *terms, loss = fit_overheads(part, with_loss=True)
+        *terms, loss = fit_overheads(part, with_loss=True, **grids)
         if best is None or loss < best[0] - 1e-12:
             best = (loss, jitter, *terms)
     return best[1:]
 
 
-def leave_one_system_out(scored, by_backend: bool = True) -> pd.DataFrame:
+def leave_one_system_out(scored, by_backend: bool = True, **grids) -> pd.DataFrame:
     """Every expressed run re-timed with serving terms fitted WITHOUT its system (per backend when `by_backend`):
     the scores to expect on a device with no serving measurements. `scored`: one scored frame, or {arrival jitter:
     scored frame} (the same runs scored per jitter; the jitter is then chosen per fold too, fit_serving_terms)."""
@@ -287,8 +320,8 @@ def leave_one_system_out(scored, by_backend: bool = True) -> pd.DataFrame:
             train = ~held & ((ok["backend"] == backend) if by_backend else True)
             if not train.any():
                 train = ~held
-            jitter, iteration, request, overlap = fit_serving_terms(alternatives, train)
-            chosen = with_overheads(alternatives[jitter][test], iteration, request, overlap)
+            jitter, *terms = fit_serving_terms(alternatives, train, **grids)
+            chosen = with_overheads(alternatives[jitter][test], *terms)
             parts.append(chosen.assign(arrival_jitter=jitter) if jitter is not None else chosen)
     return pd.concat(parts) if parts else ok.iloc[:0]
 

@@ -1,0 +1,71 @@
+"""The two host terms of a serving engine beside its fixed iteration and request overheads (engine/serving):
+host time per decoding request per iteration, and the share of the running iteration a later request waits before
+the scheduler takes it; checked against hand arithmetic on the simulated iterations, and their re-timing in the
+validation (engine/serving/validation.py with_overheads) against serve() itself."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import engine
+from engine.serving import serve
+from engine.serving.validation import with_overheads
+from engine.serving.validation_windows import window_terms
+
+FIELDS = dict(concurrency=2, input_length=256, output_length=32, requests_per_client=4, backend="vllm",
+              arrival_jitter=0, benchmark_requests=None, iteration_overhead_s=0.0, request_overhead_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def setting():
+    from engine.models import load_model
+    return engine.load_hardware("H100-SXM"), load_model("meta-llama/Llama-3.1-8B")
+
+
+def run(setting, **fields):
+    return serve(*setting, **{**FIELDS, **fields})
+
+
+def test_per_request_overhead_adds_its_time_to_every_decoding_request_of_every_iteration(setting):
+    base = run(setting, iteration_overhead_per_request_s=0.0, arrival_wait_share=0.0)
+    more = run(setting, iteration_overhead_per_request_s=1e-4, arrival_wait_share=0.0)
+    added = more.iterations["time_s"] - base.iterations["time_s"]
+    decoding = base.iterations["decode_tokens"]          # one token per decoding request (no speculation)
+    assert added.to_numpy() == pytest.approx(1e-4 * decoding.to_numpy())
+    # 2 clients in lock step: both decode in every iteration between a request's first and last token
+    assert more.tpot_s - base.tpot_s == pytest.approx(2e-4, rel=1e-6)
+
+
+def test_a_later_request_waits_the_given_share_of_the_iteration_it_arrived_in(setting):
+    base = run(setting, arrival_wait_share=0.0, iteration_overhead_per_request_s=0.0)
+    half = run(setting, arrival_wait_share=0.5, iteration_overhead_per_request_s=0.0)
+    times = base.iterations["time_s"].to_numpy()
+    r = base.requests
+    later = (r["sequence"] > 0).to_numpy()
+    expected = np.where(later, 0.5 * times[np.maximum(r["arrival_iteration"].to_numpy() - 1, 0)], 0.0)
+    assert (half.requests["ttft_s"] - r["ttft_s"]).to_numpy() == pytest.approx(expected)
+    assert (half.requests["e2e_s"] - r["e2e_s"]).to_numpy() == pytest.approx(expected)
+    assert half.tpot_s == pytest.approx(base.tpot_s)
+    # the clients' first requests found the server idle: no wait; later ones waited for a decode step
+    assert expected[~later].max() == 0.0 and expected[later].min() > 0.0
+
+
+def test_validation_retiming_matches_serve(setting):
+    # with_overheads moves TTFT and TPOT by the windows' sums (validation_windows.py): for these terms exactly
+    base = run(setting, iteration_overhead_per_request_s=0.0, arrival_wait_share=0.0)
+    terms = window_terms(base)
+    row = pd.DataFrame([{**terms, "ttft_s": base.ttft_s, "tpot_s": base.tpot_s, "iteration_overhead_s": 0.0,
+                         "request_overhead_s": 0.0, "first_token_iterations": 1.0,
+                         "iteration_overhead_per_request_s": 0.0, "arrival_wait_share": 0.0}])
+    retimed = with_overheads(row, 0.0, 0.0, per_request_s=3e-5, wait_share=0.75).iloc[0]
+    both = run(setting, iteration_overhead_per_request_s=3e-5, arrival_wait_share=0.75)
+    assert retimed["tpot_s"] == pytest.approx(both.tpot_s, rel=1e-9)
+    # TTFT: exact but for the wait on the per-request time of the iteration waited for (3e-5 x 2 x 0.75)
+    assert retimed["ttft_s"] == pytest.approx(both.ttft_s, abs=0.75 * 2 * 3e-5 + 1e-12)
+    assert abs(retimed["ttft_s"] - base.ttft_s) > 1e-4
+
+
+def test_ideal_methods_add_no_host_terms(setting):
+    result = serve(*setting, **{**FIELDS, "iteration_overhead_s": None, "request_overhead_s": None},
+                   method="roofline")
+    assert result.options.iteration_overhead_per_request_s == 0.0 and result.options.arrival_wait_share == 0.0
