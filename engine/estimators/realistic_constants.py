@@ -58,10 +58,11 @@ RESIDUAL_CLASS = KernelClass(        # residual-add rows (faster than GEMM opera
 # log(predicted / measured)) on AIConfigurator's trtllm context and generation attention tables of
 # A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (2,000 rows each), leave-one-device-out scored.
 ATTENTION_OVERHEADS = AttentionOverheads(
-    prefill_tile_cycles=91.0,           # core cycles per (query tile, key tile) iteration of a flash CTA
-    prefill_cta_cycles=8500.0,          # core cycles per prefill CTA (head x query tile)
+    prefill_tile_cycles=7.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 91)
+    prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
+    prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
     decode_cta_cycles=2550.0,           # core cycles per decode (sequence, KV head)
-    decode_bandwidth_efficiency=1.37)   # the decode KV stream's rate relative to a GEMM operand stream's
+    decode_bandwidth_efficiency=1.40)   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.37)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +111,8 @@ class RealisticConstants:
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
-    attention_prefill_latency_s: float | None = 14.3e-6
-    attention_decode_latency_s: float | None = 11.4e-6
+    attention_prefill_latency_s: float | None = 14.6e-6
+    attention_decode_latency_s: float | None = 11.3e-6
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
