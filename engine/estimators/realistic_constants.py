@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from engine.estimators.fused_attention import AttentionOverheads
 from engine.hardware.device import Hardware
 
@@ -105,7 +107,12 @@ class RealisticConstants:
     # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
     # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
     moe_matrix_efficiency: float = 1.0
-    moe_bandwidth_efficiency: float = 0.85
+    moe_bandwidth_efficiency: float = 0.90
+    # The MoE_combine row (the weighted sum of each token's k expert outputs, 2 vector FLOPs per (token, expert) pair
+    # x hidden value) also carries the token permutation the decomposition does not list (scatter to the experts'
+    # rows, gather back): core cycles per listed vector FLOP, spread over the cores (SIMT devices; 0: a plain
+    # residual-class stream). Fitted with moe_bandwidth_efficiency (engine/calibration/silicon/moe_fit.py).
+    moe_combine_flop_cycles: float = 0.45
 
     # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
@@ -145,3 +152,14 @@ class DeviceRates:
             row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
         )
+
+
+def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
+    """Per element-wise row of `rows` (a mask over the realistic method's KernelRows): the MoE token permutation
+    charged to the MoE_combine rows, their vector FLOPs x moe_combine_flop_cycles / (cores x clock), a stream of
+    scattered rows (0 elsewhere, and on devices without SIMT cores)."""
+    cycles, rates = table.constants.moe_combine_flop_cycles, table.rates
+    if not cycles or not rates.row_waves:
+        return np.zeros(int(np.count_nonzero(rows)))
+    combine = table.row_groups.map("name", lambda name: "MoE_combine" in str(name))[rows]
+    return np.where(combine, table.out["vector_flops"][rows] * cycles / (rates.cores * rates.clock_hz), 0.0)
