@@ -2,9 +2,9 @@
 
 H100-SXM (typed here from NVIDIA's datasheet, not read from the code): NVLink 4, 18 links of
 25 GB/s per direction = 450 GB/s per device per direction, 8 GPUs per node; one 400 Gb/s NIC per
-GPU = 50 GB/s per direction; clock 1.83 GHz, L2 50 MiB. No published latencies: the fitted 1.019 us per
-NVLink hop and a_kind (both per 1 GHz clock and no cache, scaled by (1 / 1.83) x (1 + 0.868 x 50 / 100) = 0.7836
-on H100) and the assumed 5 us per network hop, not scaled (docs/parallelism.md).
+GPU = 50 GB/s per direction; clock 1.83 GHz, 132 SMs, L2 50 MiB. No published latencies: the fitted 0.931 us per
+NVLink hop and a_kind (both per 1 GHz clock, 100 cores and no cache, scaled by (1 / 1.83) x (100 / 132) x
+(1 + 1.910 x 50 / 100) = 0.80932 on H100) and the assumed 5 us per network hop, not scaled (docs/parallelism.md).
 
 The model (docs/parallelism.md, "Collectives"): latency = scale x (a + hops x hop) + network hops; transfer = link_bytes /
 (B x e (1 - c/n)); time = latency + transfer + r sqrt(latency x transfer), with the fitted constants
@@ -23,12 +23,12 @@ from engine.estimators.collectives import InterconnectError, collective_time, gr
 
 NVLINK = 18 * 25e9          # B/s per direction per device
 NIC = 50e9                  # B/s per direction per device
-SCALE = (1 / 1.83) * (1 + 0.868 * 50 / 100)           # H100: 1.83 GHz, 50 MiB L2 -> 0.78361
-NVLINK_HOP, NIC_HOP = 1.019e-6 * SCALE, 5e-6
+SCALE = (1 / 1.83) * (100 / 132) * (1 + 1.910 * 50 / 100)     # H100: 1.83 GHz, 132 SMs, 50 MiB L2 -> 0.80932
+NVLINK_HOP, NIC_HOP = 0.931e-6 * SCALE, 5e-6
 P2P_HOP = 0.953e-6          # point-to-point sends (pipeline stages): the hop fitted before the device scale
-A_ALL_REDUCE, A_ALL_GATHER, A_ALL_TO_ALL = (a * SCALE for a in (7.08e-6, 7.21e-6, 8.65e-6))
-E_ALL_REDUCE, E_ALL_GATHER, E_ALL_TO_ALL = 1.0, 0.894, 0.879
-C, R = 0.682, 1.278
+A_ALL_REDUCE, A_ALL_GATHER, A_ALL_TO_ALL = (a * SCALE for a in (6.43e-6, 6.58e-6, 7.90e-6))
+E_ALL_REDUCE, E_ALL_GATHER, E_ALL_TO_ALL = 1.0, 0.894, 0.880
+C, R = 0.680, 1.282
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +42,10 @@ def by_hand(latency, link_bytes, bandwidth):
 
 def test_ring_all_reduce_inside_one_node(h100):
     message, n = 64e6, 8
-    latency = A_ALL_REDUCE + 2 * (n - 1) * NVLINK_HOP                  # 0.78361 x (7.08 + 14 x 1.019) = 16.727 us
-    bandwidth = NVLINK * E_ALL_REDUCE * (1 - C / n)                            # 450 x 0.91475 = 411.64 GB/s
+    latency = A_ALL_REDUCE + 2 * (n - 1) * NVLINK_HOP                  # 0.80932 x (6.43 + 14 x 0.931) = 15.753 us
+    bandwidth = NVLINK * E_ALL_REDUCE * (1 - C / n)                            # 450 x 0.915 = 411.75 GB/s
     expected = by_hand(latency, 2 * (n - 1) / n * message, bandwidth)
-    assert expected == pytest.approx(16.727e-6 + 272.084e-6 + 1.278 * math.sqrt(16.727e-6 * 272.084e-6), rel=1e-4)
+    assert expected == pytest.approx(15.753e-6 + 272.010e-6 + 1.282 * math.sqrt(15.753e-6 * 272.010e-6), rel=1e-4)
     assert collective_time("all_reduce", message, n, h100) == pytest.approx(expected, rel=1e-12)
 
 
@@ -54,12 +54,12 @@ def test_small_all_reduce_across_two_nodes_is_hierarchical(h100):
     between the nodes each device all-reduces its eighth over its NIC (2 hops of 5 us, all of the NIC's
     bandwidth: e = 1.0 and no small-group loss on the NIC)."""
     message, n = 4 * 7168 * 2, 16
-    latency = A_ALL_REDUCE + 14 * NVLINK_HOP + 2 * NIC_HOP                     # 26.727 us
+    latency = A_ALL_REDUCE + 14 * NVLINK_HOP + 2 * NIC_HOP                     # 25.753 us
     inside = 2 * 7 / 8 * message / (NVLINK * (1 - C / 8))                     # 0.2438 us
     between = 2 * 1 / 2 * (message / 8) / (NIC * E_ALL_REDUCE)                 # ring of 2 nodes: 0.1434 us
     transfer = inside + between
     expected = latency + transfer + R * math.sqrt(latency * transfer)
-    assert expected == pytest.approx(31.22e-6, rel=1e-3)                      # was 2 x 15 x 5 us = 150 us + bytes
+    assert expected == pytest.approx(30.19e-6, rel=1e-3)                      # was 2 x 15 x 5 us = 150 us + bytes
     assert collective_time("all_reduce", message, n, h100) == pytest.approx(expected, rel=1e-12)
     link = group_link(h100, n)
     assert link.spans_nodes and link.bandwidth_bytes_per_s == NIC
@@ -69,7 +69,7 @@ def test_large_all_reduce_across_nodes_is_limited_by_the_network(h100):
     message, n = 64e6, 16
     latency = A_ALL_REDUCE + 14 * NVLINK_HOP + 2 * NIC_HOP
     transfer = 2 * 7 / 8 * message / (NVLINK * (1 - C / 8)) + (message / 8) / (NIC * E_ALL_REDUCE)
-    assert transfer == pytest.approx(272.084e-6 + 160e-6, rel=1e-4)             # the NIC carries an eighth
+    assert transfer == pytest.approx(272.010e-6 + 160e-6, rel=1e-4)             # the NIC carries an eighth
     expected = latency + transfer + R * math.sqrt(latency * transfer)
     assert collective_time("all_reduce", message, n, h100) == pytest.approx(expected, rel=1e-12)
 
@@ -80,7 +80,7 @@ def test_tree_and_other_collectives(h100):
     assert collective_time("all_reduce", message, n, h100, "tree") == pytest.approx(
         by_hand(A_ALL_REDUCE + 2 * 3 * NVLINK_HOP, 2 * message, NVLINK * E_ALL_REDUCE * loss))   # log2(8) = 3
     gather = by_hand(A_ALL_GATHER + 7 * NVLINK_HOP, 7 / 8 * message, NVLINK * E_ALL_GATHER * loss)
-    assert gather == pytest.approx(48.95e-6, rel=1e-3)
+    assert gather == pytest.approx(47.82e-6, rel=1e-3)
     assert collective_time("all_gather", message, n, h100) == pytest.approx(gather)
     assert collective_time("all_gather", message, n, h100, "tree") == pytest.approx(
         by_hand(A_ALL_GATHER + 3 * NVLINK_HOP, 7 / 8 * message, NVLINK * E_ALL_GATHER * loss))
@@ -105,9 +105,9 @@ def test_all_reduce_rows_of_a_tp_decode_step_are_timed_by_the_formula(h100, llam
     row = result.kernels.set_index("name").loc["AllReduce_attn"]
     message = batch * hidden * bf16
     assert row["link_bytes"] == 2 * 7 / 8 * message
-    nccl = by_hand(A_ALL_REDUCE + 14 * NVLINK_HOP, 2 * 7 / 8 * message, NVLINK * (1 - C / 8))      # 23.4 us
+    nccl = by_hand(A_ALL_REDUCE + 14 * NVLINK_HOP, 2 * 7 / 8 * message, NVLINK * (1 - C / 8))      # 22.2 us
     custom = 5.34e-6 + 7 * message / (NVLINK * 0.471)     # one-shot custom all-reduce: 5.34 + 8.66 us
-    assert custom == pytest.approx(14.00e-6, rel=1e-3) and nccl == pytest.approx(23.36e-6, rel=1e-3)
+    assert custom == pytest.approx(14.00e-6, rel=1e-3) and nccl == pytest.approx(22.24e-6, rel=1e-3)
     assert row["time_s"] == pytest.approx(min(nccl, custom), rel=1e-12)
     assert row["bound"] == "communication" and row["type"] == "Collective" and row["unit"] == "link"
 

@@ -101,7 +101,8 @@ def test_default_fields_follow_method_and_layout():
 def test_named_fields_are_kept_even_when_they_cannot_matter():
     table = sensitivity(LLAMA70, DECODE70, H100, fields=["llc_capacity", "link_latency", "memory_bandwidth"])
     llc = row(table, "llc_capacity", "tpot_s")
-    assert llc["swing"] == 0 and llc["error"] == ""                          # the roofline has no caches
+    # the roofline has no caches: only the collectives' fitted latency scale reads the L2 (docs/parallelism.md)
+    assert 0 < llc["swing"] < 0.02 * llc["base"] and llc["error"] == ""
     blank = row(table, "link_latency", "tpot_s")
     assert "blank" in blank["error"] and math.isnan(blank["swing"])
 

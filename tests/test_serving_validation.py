@@ -119,11 +119,13 @@ def test_refit_host_side_times_move_ttft_and_tpot_as_stated(scored):
 
 def in_bounds(summary) -> bool:
     """The shipped serving terms' accuracy on the subset: TPOT median and bias, TTFT median and bias (values
-    when written: 0.093, +0.009, 0.603, +0.520; a 15% change moves TTFT bias to +0.412 / +0.588, TPOT bias to
-    +0.026 / -0.008). The request overheads fitted on all 3,107 runs (vLLM 75 ms, TensorRT-LLM 120 ms) are long for
-    this subset's runs: its held-out TTFT median, with the terms refitted per fold, is 0.308."""
-    return (summary["tpot_median"] <= 0.10 and -0.005 <= summary["tpot_bias"] <= 0.02
-            and summary["ttft_median"] <= 0.65 and 0.45 <= summary["ttft_bias"] <= 0.56)
+    when written: 0.093, +0.009, 0.603, +0.520; after the 2026-11-26 kernel refit (h/kernacc: prefill attention CTA
+    cycles, MoE combine cycles and stream efficiency, collectives' latency over the cores) 0.089, -0.003, 0.642,
+    +0.587: prefills are slower, decode steps a little faster; the serving terms were not refitted). The request
+    overheads fitted on all 3,107 runs (vLLM 75 ms, TensorRT-LLM 120 ms) are long for this subset's runs: its
+    held-out TTFT median, with the terms refitted per fold, is 0.297 (0.308 before the kernel refit)."""
+    return (summary["tpot_median"] <= 0.10 and -0.012 <= summary["tpot_bias"] <= 0.008
+            and summary["ttft_median"] <= 0.68 and 0.55 <= summary["ttft_bias"] <= 0.62)
 
 
 @pytest.mark.parametrize("factor", [0.85, 1.15])

@@ -21,9 +21,10 @@ messages), c (small groups reach less of it: fewer channels) and r (the cross te
 into chunks pays the latency of the pipeline fill) are fitted to NCCL's measured tables
 (engine/calibration/silicon/collectives_fit.py, docs/parallelism.md); they are the same for every device: only
 the workbook's fields differ. The fitted latencies (a_kind, and the hop where link_latency is blank) are
-cycles at the device clock and grow with its last-level cache: x (1 GHz / clock) x (1 + s x LLC MiB / 100)
-(s fitted: Hopper's NCCL floor is ~35% under A100's and Blackwell's, which the clock (A100 1.41 GHz) and
-the L2 (Blackwell's 126 MB over two dies) tell apart).
+cycles of the whole device (clock x cores) and grow with its last-level cache:
+x (1 GHz / clock) x (100 / cores) x (1 + s x LLC MiB / 100) (s fitted: Hopper's NCCL floor is ~35% under A100's
+and Blackwell's, which the aggregate core cycles (A100: 108 SMs at 1.41 GHz) and the L2 (Blackwell's 126 MB over
+two dies) tell apart; with the clock alone A100 left out was 17% off, with the cores too 6%).
 
 Inside one node (n <= devices_per_node) a group uses the scale-up links (link_bandwidth x
 num_links, link_latency per hop). A group spanning N = ceil(n / d) nodes of d devices is
@@ -65,18 +66,22 @@ class CollectiveConstants:
     custom_latency_s: float = 5.32e-6                       # a_custom: one-shot custom all-reduce floor
     custom_fraction: float = 0.458                          # e_custom: share of NVLink its peer reads reach
     # the fitted latencies (a_kind, and the hop where link_latency is blank) scale with the device:
-    # x (1 GHz / clock) ** latency_clock_exponent x (1 + latency_llc_share x last-level cache MiB / 100)
-    # (a_kind and hop are then per 1 GHz clock and no cache; exponent 0, share 0: alike on every device)
+    # x (1 GHz / clock) ** latency_clock_exponent x (100 / cores) ** latency_cores_exponent
+    # x (1 + latency_llc_share x last-level cache MiB / 100)
+    # (a_kind and hop are then per 1 GHz clock, 100 cores and no cache; exponents 0, share 0: alike on every device)
     latency_clock_exponent: float = 0.0
     latency_llc_share: float = 0.0
+    latency_cores_exponent: float = 0.0
 
     def latency_scale(self, fields) -> np.ndarray:
-        """The device factor on the latency, from the fields' clock_hz and llc_mib (NaN: factor 1)."""
+        """The device factor on the latency, from the fields' clock_hz, cores and llc_mib (NaN: factor 1)."""
         clock = np.asarray(fields.clock_hz, dtype=float)
+        cores = np.asarray(fields.cores, dtype=float)
         llc = np.nan_to_num(np.asarray(fields.llc_mib, dtype=float))
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"):
             by_clock = np.where(np.isnan(clock), 1.0, (1e9 / clock) ** self.latency_clock_exponent)
-        return by_clock * (1.0 + self.latency_llc_share * llc / 100.0)
+            by_cores = np.where(np.isnan(cores) | (cores <= 0), 1.0, (100.0 / cores) ** self.latency_cores_exponent)
+        return by_clock * by_cores * (1.0 + self.latency_llc_share * llc / 100.0)
 
     def base(self, kind: str) -> float:
         return self.base_latency_s[FITTED_KINDS.index(kind)]
@@ -89,10 +94,10 @@ class CollectiveConstants:
 FITTED_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # Fitted to aiconfigurator-core 0.12.0's NCCL tables (7 devices, 2-8 GPUs, 512 B - 512 MB;
 # engine/calibration/silicon/collectives_fit.py, benchmarks/collectives_accuracy.py; docs/parallelism.md)
-FITTED = CollectiveConstants(base_latency_s=(7.08e-6, 7.21e-6, 6.94e-6, 8.65e-6), hop_latency_s=1.019e-6,
-                             bandwidth_fraction=(1.0, 0.894, 0.870, 0.879), small_group_loss=0.682,
-                             pipeline_cross=1.278, custom_latency_s=5.34e-6, custom_fraction=0.471,
-                             latency_clock_exponent=1.0, latency_llc_share=0.868)
+FITTED = CollectiveConstants(base_latency_s=(6.43e-6, 6.58e-6, 6.34e-6, 7.90e-6), hop_latency_s=0.931e-6,
+                             bandwidth_fraction=(1.0, 0.894, 0.871, 0.880), small_group_loss=0.680,
+                             pipeline_cross=1.282, custom_latency_s=5.34e-6, custom_fraction=0.471,
+                             latency_clock_exponent=1.0, latency_llc_share=1.910, latency_cores_exponent=1.0)
 # one NVLink hop incl. NCCL step overhead for point-to-point sends (pipeline stages, KV transfer): the hop fitted
 # before the device scale above (collectives scale FITTED.hop_latency_s by the device instead)
 DEFAULT_LINK_LATENCY_S = 0.953e-6
@@ -157,8 +162,9 @@ class LinkFields:
     per_node: object
     net_bandwidth: object = np.nan
     net_latency: object = np.nan
-    clock_hz: object = np.nan           # the device clock (Hz) and last-level cache (MiB) scale the latency
+    clock_hz: object = np.nan           # the device clock (Hz), last-level cache (MiB) and cores scale the latency
     llc_mib: object = np.nan
+    cores: object = np.nan
 
 
 def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") -> LinkFields:
@@ -171,7 +177,7 @@ def link_fields(hardware: Hardware, group_size: int, why: str = "a collective") 
         net_bandwidth, net_latency = out.bandwidth_bytes_per_s, out.hop_latency_s
     llc = np.nan if hardware.llc_capacity_bytes is None else hardware.llc_capacity_bytes / 2 ** 20
     return LinkFields(up.bandwidth_bytes_per_s, latency, hardware.devices_per_node, net_bandwidth, net_latency,
-                      hardware.clock_hz, llc)
+                      hardware.clock_hz, llc, hardware.num_cores or np.nan)
 
 
 def _flat(kind, message, n, bandwidth, hop, constants, algorithm="ring"):

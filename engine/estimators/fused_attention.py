@@ -36,6 +36,9 @@ BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first wh
 FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows); 64 from head_dim 256
 FLASH_BLOCK_K = 64         # ... and key columns
 MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
+# query heads per KV head a tensor-core decode kernel takes (TensorRT-LLM's XQA); beyond it the measured decode
+# kernels run 3-20x slower on every device (aiconfigurator's tables, groups of 48-128): the vector units compute
+DECODE_MATRIX_GROUP_MAX = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ class AttentionOverheads:
     decode_cta_cycles     core cycles per (sequence, KV head) of a decode kernel: its split-KV partial results
                           and their reduction
     decode_bandwidth_efficiency   the KV stream's rate relative to a GEMM's achievable bandwidth (paged blocks)
+    prefill_cta_rows_exponent     a prefill CTA's cycles scale as (its query rows / its tile's rows) ** exponent:
+                          a short prompt's CTA (fewer than FLASH_BLOCK_Q query rows) loads, rescales and stores
+                          fewer rows (0: every CTA costs prefill_cta_cycles)
     Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
     """
 
@@ -56,6 +62,7 @@ class AttentionOverheads:
     prefill_cta_cycles: float = 0.0
     decode_cta_cycles: float = 0.0
     decode_bandwidth_efficiency: float = 1.0
+    prefill_cta_rows_exponent: float = 0.0
 
 
 def _ceil_to(x, multiple):
@@ -224,14 +231,20 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     compute_waves = np.where(kind_is_decode, padded_decode / peak, waves_prefill)
     memory_waves = memory_peak
     compute = np.maximum(compute_waves / rates.matrix_fraction, vector_s)
+    # decode with more query heads per KV head than the tensor-core decode kernel takes: the generic kernel
+    # computes each head's dot products on the vector units (2 FLOPs per MAC); MLA's latent kernels (head dim
+    # above 256) are built for many heads and keep the matrix units
+    generic = kind_is_decode & (m > DECODE_MATRIX_GROUP_MAX) & (k <= 256)
+    compute = np.where(generic, np.maximum(compute, 2.0 * matrix_macs / rates.vector_flops_per_s), compute)
     stream = rates.memory_fraction * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     memory = np.maximum(memory_waves, nbytes / (rates.bandwidth * np.minimum(stream, 1.0)))
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode)
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
+    cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
     fixed_s = core_cycles_s * np.where(
         kind_is_decode, batch * overheads.decode_cta_cycles,
-        tile_iterations * overheads.prefill_tile_cycles + heads * blocks * overheads.prefill_cta_cycles)
+        tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles)
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
     t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])

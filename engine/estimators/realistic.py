@@ -44,7 +44,7 @@ from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, F
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
-    DeviceRates, KernelClass, RealisticConstants)
+    DeviceRates, KernelClass, RealisticConstants, moe_combine_s)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups, least_per_id, unique_inverse
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -293,7 +293,7 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
     row_s = row_waves * (nbytes / tokens) / row_rate
     fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
-    stream_s = nbytes / (rates.bandwidth * fraction)
+    stream_s = np.maximum(nbytes / (rates.bandwidth * fraction), moe_combine_s(table, rows))
     t2 = np.maximum(chain.t2[rows], row_s)
     chain.t2[rows] = t2
     chain.t3[rows] = np.maximum(t2, np.maximum(chain.compute[rows], stream_s))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from engine.estimators.fused_attention import AttentionOverheads
 from engine.hardware.device import Hardware
 
@@ -58,10 +60,11 @@ RESIDUAL_CLASS = KernelClass(        # residual-add rows (faster than GEMM opera
 # log(predicted / measured)) on AIConfigurator's trtllm context and generation attention tables of
 # A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (2,000 rows each), leave-one-device-out scored.
 ATTENTION_OVERHEADS = AttentionOverheads(
-    prefill_tile_cycles=91.0,           # core cycles per (query tile, key tile) iteration of a flash CTA
-    prefill_cta_cycles=8500.0,          # core cycles per prefill CTA (head x query tile)
+    prefill_tile_cycles=7.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 91)
+    prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
+    prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
     decode_cta_cycles=2550.0,           # core cycles per decode (sequence, KV head)
-    decode_bandwidth_efficiency=1.37)   # the decode KV stream's rate relative to a GEMM operand stream's
+    decode_bandwidth_efficiency=1.40)   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.37)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +107,19 @@ class RealisticConstants:
     # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
     # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
     moe_matrix_efficiency: float = 1.0
-    moe_bandwidth_efficiency: float = 0.85
+    moe_bandwidth_efficiency: float = 0.90
+    # The MoE_combine row (the weighted sum of each token's k expert outputs, 2 vector FLOPs per (token, expert) pair
+    # x hidden value) also carries the token permutation the decomposition does not list (scatter to the experts'
+    # rows, gather back): core cycles per listed vector FLOP, spread over the cores (SIMT devices; 0: a plain
+    # residual-class stream). Fitted with moe_bandwidth_efficiency (engine/calibration/silicon/moe_fit.py).
+    moe_combine_flop_cycles: float = 0.45
 
     # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
-    attention_prefill_latency_s: float | None = 14.3e-6
-    attention_decode_latency_s: float | None = 11.4e-6
+    attention_prefill_latency_s: float | None = 14.6e-6
+    attention_decode_latency_s: float | None = 11.3e-6
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
@@ -144,3 +152,14 @@ class DeviceRates:
             row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
         )
+
+
+def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
+    """Per element-wise row of `rows` (a mask over the realistic method's KernelRows): the MoE token permutation
+    charged to the MoE_combine rows, their vector FLOPs x moe_combine_flop_cycles / (cores x clock), a stream of
+    scattered rows (0 elsewhere, and on devices without SIMT cores)."""
+    cycles, rates = table.constants.moe_combine_flop_cycles, table.rates
+    if not cycles or not rates.row_waves:
+        return np.zeros(int(np.count_nonzero(rows)))
+    combine = table.row_groups.map("name", lambda name: "MoE_combine" in str(name))[rows]
+    return np.where(combine, table.out["vector_flops"][rows] * cycles / (rates.cores * rates.clock_hz), 0.0)

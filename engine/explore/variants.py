@@ -16,7 +16,8 @@ from engine.hardware.device import Hardware
 MATRIX_RATE_ATTRIBUTES = frozenset(name for name in Hardware.model_fields if name.startswith("matrix_macs_per_cycle"))
 PEAK_ATTRIBUTES = MATRIX_RATE_ATTRIBUTES | {"num_cores", "clock_hz", "vector_flops_per_cycle_per_core"}
 LINK_ATTRIBUTES = frozenset({"link_bandwidth_bytes_per_s", "num_links", "devices_per_node", "link_latency_s",
-                             "inter_node_bandwidth_bytes_per_s", "inter_node_latency_s"})
+                             "inter_node_bandwidth_bytes_per_s", "inter_node_latency_s",
+                             "clock_hz", "num_cores", "llc_capacity_bytes"})   # the fitted latencies' device scale
 ENERGY_ATTRIBUTES = MATRIX_RATE_ATTRIBUTES | {name for name in Hardware.model_fields if "energy" in name} | \
     {"static_power_w"}
 

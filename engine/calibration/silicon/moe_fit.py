@@ -2,11 +2,12 @@
 
 engine/calibration/silicon/score.py times one MoE measurement as the routed experts engine/decomposition/moe.py builds
 (grouped GEMMs Expert_up [, Expert_gate], Expert_down over the active experts, the activation, the combine).
-Two software constants, the same on every device (RealisticConstants), scale the grouped GEMMs against a plain
-GEMM of the same format on the device's workbook rates:
+Software constants, the same on every device (RealisticConstants), scale the grouped GEMMs against a plain
+GEMM of the same format on the device's workbook rates, and charge the token permutation to the combine row:
 
     matrix rate     peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype] x moe_matrix_efficiency
     weight stream   bandwidth x min(1, achievable_memory_bandwidth_fraction x moe_bandwidth_efficiency)
+    combine         at least its vector FLOPs x moe_combine_flop_cycles / (cores x clock)
 
 Each device's predictions are evaluated once per point of the grid (MATRIX_GRID x BANDWIDTH_GRID); a fit picks the grid point that
 minimises median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows
@@ -29,6 +30,9 @@ FIT_DTYPES = ("bf16", "fp8", "fp8_g128")        # weights = activations; the 4-b
 # > 64 tokens per expert, where the model is 30-40% too fast: that miss is not the matrix rate); kept at 1
 MATRIX_GRID = (1.0,)
 BANDWIDTH_GRID = np.round(np.arange(0.55, 1.0001, 0.05), 2)
+# core cycles per vector FLOP of the combine row (token permutation and combine: the large per-expert batches of
+# narrow experts were 30-65% too fast, the missing time ~1 core cycle per (pair x hidden value) on H100 and B200)
+COMBINE_GRID = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per expert: tokens x topk / experts
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
 
@@ -45,13 +49,14 @@ def fit_rows(devices: dict, root=None, rows_per_device: int = 1000, seed: int = 
                         tokens_bucket=pd.cut(per_expert, TOKEN_BUCKETS, labels=TOKEN_LABELS))
 
 
-def constants_with(matrix: float, bandwidth: float, base=DEFAULT_CONSTANTS):
-    return replace(base, moe_matrix_efficiency=float(matrix), moe_bandwidth_efficiency=float(bandwidth))
+def constants_with(matrix: float, bandwidth: float, combine_cycles: float = 0.0, base=DEFAULT_CONSTANTS):
+    return replace(base, moe_matrix_efficiency=float(matrix), moe_bandwidth_efficiency=float(bandwidth),
+                   moe_combine_flop_cycles=float(combine_cycles))
 
 
 def grid_predictions(rows: pd.DataFrame, devices: dict, grid=None) -> dict:
-    """{device: {(matrix, bandwidth): predicted seconds per row of the device (rows' order)}}."""
-    grid = grid or [(m, b) for m in MATRIX_GRID for b in BANDWIDTH_GRID]
+    """{device: {(matrix, bandwidth, combine cycles): predicted seconds per row of the device (rows' order)}}."""
+    grid = grid or [(m, b, c) for m in MATRIX_GRID for b in BANDWIDTH_GRID for c in COMBINE_GRID]
     out = {}
     for device, part in rows.groupby("device", sort=True):
         part = part.reset_index(drop=True)
@@ -74,11 +79,12 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, predictions: dict | 
     predictions = predictions or grid_predictions(rows, devices)
     parts, fitted = [], {}
     measured = {d: part["time_s"].to_numpy(dtype=float) for d, part in rows.groupby("device", sort=True)}
-    shipped = (DEFAULT_CONSTANTS.moe_matrix_efficiency, DEFAULT_CONSTANTS.moe_bandwidth_efficiency)
+    shipped = (DEFAULT_CONSTANTS.moe_matrix_efficiency, DEFAULT_CONSTANTS.moe_bandwidth_efficiency,
+               DEFAULT_CONSTANTS.moe_combine_flop_cycles)
     for device, part in rows.groupby("device", sort=True):
         part = part.reset_index(drop=True)
         fitted[device] = best_point(predictions, measured, [d for d in measured if d != device])
-        for label, point in (("before", (1.0, 1.0)), ("lodo", fitted[device]), ("shipped", shipped)):
+        for label, point in (("before", (1.0, 1.0, 0.0)), ("lodo", fitted[device]), ("shipped", shipped)):
             seconds = predictions[device].get(point)
             if seconds is None:
                 seconds = predicted_seconds(part, "moe", devices[device], "realistic", constants_with(*point))
