@@ -99,6 +99,15 @@ class RealisticConstants:
     gemm_latency_cycles: dict = field(default_factory=dict)
     gemm_power_j_per_flop: dict = field(default_factory=dict)
     gemm_split_k_cycles: dict = field(default_factory=dict)
+    # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
+    # model's layer stack, weights from HBM) or "warm" (AIConfigurator's collector: weight copies back to back in
+    # one CUDA graph; only for scoring on its tables). gemm_isolated_latency_s: per dtype, the model condition's
+    # latency beyond the clock form's back-to-back latency (a GEMM alone after other kernels: cold L2, its ramp
+    # not overlapped). gemm_quantize_latency_s: per dtype, the warm tables' activation-quantize kernel's fixed time
+    # (set per framework by engine/calibration/silicon/conditions.py; empty: none).
+    gemm_condition: str = "model"
+    gemm_isolated_latency_s: dict = field(default_factory=dict)
+    gemm_quantize_latency_s: dict = field(default_factory=dict)
     # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
     # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
     # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
