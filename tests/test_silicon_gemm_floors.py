@@ -33,8 +33,8 @@ def folds():
     rows = fit.fit_rows(devices, frameworks=("trtllm",), rows_per_group=600)
     groups = fit.device_gemms(rows[rows["dtype"] == "bf16"], devices)
     out = {}
-    for (device, _), held_out in groups.items():
-        training = [g for (d, _), g in groups.items() if d != device]
+    for (device, _, _), held_out in groups.items():
+        training = [g for (d, _, _), g in groups.items() if d != device]
         out[device] = (held_out, fit.fit_dtype_clock(training), fit.fit_dtype(training))
     return out
 

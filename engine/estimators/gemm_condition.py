@@ -7,10 +7,9 @@ Two conditions (RealisticConstants.gemm_condition, GEMM_CONDITIONS):
   latency = gemm_latency_cycles / clock + gemm_isolated_latency_s (the clock-and-power form; else the device's
   kernel_latency + gemm_format_latency_s).
 - "warm": the method of NVIDIA AIConfigurator's collector (collect_gemm.py): min(WARM_COPIES_LIMIT,
-  ceil(L2 / weight bytes)) weight copies called back to back in one CUDA graph, mean per call. Where the copies
-  and the activation fit the last-level cache (llc_capacity), every operand is read at llc_bandwidth instead of the
-  HBM bandwidth (a device without llc_bandwidth: at the HBM bandwidth); the kernels run without gaps, so only
-  gemm_latency_cycles / clock is exposed. Per-tensor and block-scaled fp8 tables also time the framework's
+  ceil(L2 / weight bytes)) weight copies called back to back in one CUDA graph, mean per call. The kernels run
+  without gaps, so only gemm_latency_cycles / clock is exposed. (Where the copies and the activation fit the
+  last-level cache, llc_capacity, their operands could be read at llc_bandwidth: WARM_LLC_READS, off, see there.) Per-tensor and block-scaled fp8 tables also time the framework's
   activation-quantize kernel (bf16 -> e4m3) in each call: gemm_quantize_latency_s[dtype] + m x k x (2 + 1) bytes
   at the achievable bandwidth.
 
@@ -27,6 +26,10 @@ from engine.hardware.dtypes import compute_dtype
 GEMM_CONDITIONS = ("model", "warm")
 WARM_COPIES_LIMIT = 5                 # aiconfigurator's collector: at most 5 weight copies per CUDA graph
 QUANTIZE_BYTES_PER_VALUE = 2.0 + 1.0  # the quantize kernel reads a bf16 activation and writes its e4m3 copy
+# Read the resident operands of the warm condition at llc_bandwidth? Off: tried and not kept. On the tables it costs
+# bf16 leave-one-device-out accuracy (9.3% -> 9.8% median), and our H100 timed both ways shows no L2 effect: the
+# flushed - warm difference is the same ~3.5 us whether the weight copies fit the L2 or not (docs/accuracy.md).
+WARM_LLC_READS = False
 
 
 def per_row(out, rows, table: dict, default: float = np.nan) -> np.ndarray:
@@ -56,12 +59,13 @@ def clock_and_power(out, rows, per_core_macs, rates, constants, efficiency):
     return efficiency, cycles, split / rates.clock_hz
 
 
-def warm_byte_scale(weight_bytes, activation_bytes, hardware) -> np.ndarray:
+def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
     """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
-    fit the LLC (its operands are then read at the LLC bandwidth), else 1."""
+    fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default
+    WARM_LLC_READS)."""
     weight_bytes = np.asarray(weight_bytes, dtype=float)
     capacity, llc = hardware.llc_capacity_bytes, hardware.llc_bandwidth_bytes_per_s
-    if not capacity or not llc:
+    if not (WARM_LLC_READS if llc_reads is None else llc_reads) or not capacity or not llc:
         return np.ones_like(weight_bytes)
     with np.errstate(divide="ignore"):
         copies = np.minimum(WARM_COPIES_LIMIT, np.ceil(capacity / np.maximum(weight_bytes, 1.0)))
