@@ -108,7 +108,7 @@ class RealisticConstants:
     # (set per framework by engine/calibration/silicon/conditions.py; empty: none).
     gemm_condition: str = "model"
     # bf16: 4.4 us, the median of (L2 flushed, one call) - (back to back in a CUDA graph) over the 374 bf16 GEMMs of
-    # our H100 timed both ways (calibration/measured/methods/, engine/calibration/silicon/conditions.py)
+    # our H100 timed both ways (calibration/measured/methods/, engine/calibration/silicon/timing_methods.py)
     gemm_isolated_latency_s: dict = field(default_factory=lambda: {"bf16": 4.4e-6})
     gemm_quantize_latency_s: dict = field(default_factory=dict)
     # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and

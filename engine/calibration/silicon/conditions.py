@@ -28,14 +28,3 @@ def table_constants(framework: str, base=None):
     return replace(base or DEFAULT_CONSTANTS, gemm_condition="warm",
                    gemm_quantize_latency_s=dict(TABLE_QUANTIZE_LATENCY_S.get(framework, {})))
 
-
-def measured_isolated_latency_s(path) -> dict:
-    """{dtype: median of flushed - graph_copies seconds} over the GEMMs of a file written by
-    calibration/measure_gemm_methods.py (each shape timed both ways on one GPU): what an isolated GEMM (L2 flushed,
-    one call, as in our ground-truth files and a model's layer stack) spends beyond the tables' back-to-back time.
-    RealisticConstants.gemm_isolated_latency_s ships it."""
-    import pandas as pd
-    frame = pd.read_csv(path, comment="#")
-    wide = frame.pivot_table(index=["m", "n", "k", "dtype"], columns="method", values="ms").reset_index()
-    difference = (wide["flushed"] - wide["graph_copies"]) * 1e-3
-    return {str(dtype): float(values.median()) for dtype, values in difference.groupby(wide["dtype"])}

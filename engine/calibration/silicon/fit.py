@@ -44,6 +44,9 @@ CLOCK_DTYPES = ("bf16",)     # fitted in the clock-and-power form (RealisticCons
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
+# fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
+# so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
+SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
 QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
@@ -148,16 +151,19 @@ def fit_dtype_clock(groups: list, rounds: int = 3) -> tuple[float, float, float,
     return fit_dtype_clock_quantize(groups, rounds)[:4]
 
 
-def fit_dtype_clock_quantize(groups: list, rounds: int = 3) -> tuple[float, float, float, float, dict]:
-    """fit_dtype_clock's four constants and {framework: activation-quantize latency s} (empty: none quantized)."""
+def fit_dtype_clock_quantize(groups: list, rounds: int = 3,
+                             latency_cycles: float | None = None) -> tuple[float, float, float, float, dict]:
+    """fit_dtype_clock's four constants and {framework: activation-quantize latency s} (empty: none quantized);
+    `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted."""
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
     def work(efficiency, joules, split):
         return np.concatenate([g.clock_work(efficiency, joules, split) for g in groups])
     def extra(quantize):
         return np.concatenate([np.broadcast_to(g.quantize_s(quantize), g.measured.shape) for g in groups])
-    efficiency, cycles, joules, split = 1.0, 5000.0, 0.0, 0.0
+    efficiency, cycles, joules, split = 1.0, 5000.0 if latency_cycles is None else latency_cycles, 0.0, 0.0
     quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
+    cycles_grid = LATENCY_CYCLES_GRID if latency_cycles is None else [latency_cycles]
     for _ in range(rounds):
         fixed = cycles / clocks + extra(quantize)
         efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split) + fixed, measured)))
@@ -166,7 +172,7 @@ def fit_dtype_clock_quantize(groups: list, rounds: int = 3) -> tuple[float, floa
         split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x) + fixed,
                                                                         measured)))
         done = work(efficiency, joules, split)
-        cycles = float(min(LATENCY_CYCLES_GRID, key=lambda c: objective(done + c / clocks + extra(quantize),
+        cycles = float(min(cycles_grid, key=lambda c: objective(done + c / clocks + extra(quantize),
                                                                           measured)))
         for framework in quantize:
             quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: objective(
@@ -191,8 +197,8 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
     quantize latencies from conditions.TABLE_QUANTIZE_LATENCY_S), all under the tables' timing `condition`."""
     from engine.calibration.silicon.conditions import quantize_latency_of
     groups = device_gemms(rows, devices, condition)
-    lines = []
-    for device, dtype in sorted({(d, t) for d, t, _ in groups}):
+    lines, bf16_cycles = [], {}
+    for device, dtype in sorted({(d, t) for d, t, _ in groups}):     # per device bf16 first, then fp8, fp8_g128
         held_out = [g for (d, t, _), g in groups.items() if (d, t) == (device, dtype)]
         training = [g for (d, t, _), g in groups.items() if t == dtype and d != device]
         if not training:
@@ -202,7 +208,10 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                    DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock,
                    quantize_latency_of(dtype))
         if dtype in CLOCK_DTYPES:
-            efficiency, cycles, joules, split, quantize = fit_dtype_clock_quantize(training)
+            shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
+            efficiency, cycles, joules, split, quantize = fit_dtype_clock_quantize(training, latency_cycles=shared)
+            if dtype == "bf16":
+                bf16_cycles[device] = cycles
             extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split), quantize)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
@@ -244,8 +253,11 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
     fitted = {}
     for dtype in FIT_DTYPES:
         mine = [g for (_, t, _), g in groups.items() if t == dtype]
-        if mine:
-            fitted[dtype] = fit_dtype_clock_quantize(mine) if dtype in CLOCK_DTYPES else fit_dtype(mine)
+        if mine and dtype in CLOCK_DTYPES:
+            shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
+            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared)
+        elif mine:
+            fitted[dtype] = fit_dtype(mine)
     return fitted
 
 
