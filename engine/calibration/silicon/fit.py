@@ -40,7 +40,7 @@ EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
 EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
 
 
-CLOCK_DTYPES = ("bf16",)     # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
+CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
