@@ -19,7 +19,8 @@ SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 # shipped before it, fitted on the tables without the quantize kernel), then nothing fitted
 ADDITIVE = replace(DEFAULT_CONSTANTS, gemm_matrix_efficiency={"fp8": 0.69, "fp8_g128": 0.78},
                    gemm_format_latency_s={"fp8": 2.25e-6, "fp8_g128": 0.0}, gemm_latency_cycles={},
-                   gemm_power_j_per_flop={}, gemm_split_k_cycles={}, gemm_isolated_latency_s={})
+                   gemm_power_j_per_flop={}, gemm_split_k_cycles={}, gemm_isolated_latency_s={},
+                   gemm_quantize_latency_s={})
 UNCALIBRATED = replace(ADDITIVE, gemm_matrix_efficiency={}, gemm_format_latency_s={})
 
 

@@ -9,9 +9,11 @@ Two conditions (RealisticConstants.gemm_condition, GEMM_CONDITIONS):
 - "warm": the method of NVIDIA AIConfigurator's collector (collect_gemm.py): min(WARM_COPIES_LIMIT,
   ceil(L2 / weight bytes)) weight copies called back to back in one CUDA graph, mean per call. The kernels run
   without gaps, so only gemm_latency_cycles / clock is exposed. (Where the copies and the activation fit the
-  last-level cache, llc_capacity, their operands could be read at llc_bandwidth: WARM_LLC_READS, off, see there.) Per-tensor and block-scaled fp8 tables also time the framework's
-  activation-quantize kernel (bf16 -> e4m3) in each call: gemm_quantize_latency_s[dtype] + m x k x (2 + 1) bytes
-  at the achievable bandwidth.
+  last-level cache, llc_capacity, their operands could be read at llc_bandwidth: WARM_LLC_READS, off, see there.)
+
+In both conditions a GEMM on fp8 activations also pays the activation-quantize kernel (bf16 -> e4m3) before it:
+gemm_quantize_latency_s[dtype] + m x k x (2 + 1) bytes at the achievable bandwidth (on the tables each framework's
+own latency, engine/calibration/silicon/conditions.py; for a bare GEMM on pre-quantized inputs, none).
 
 Workbook fields only (clock, llc_capacity, llc_bandwidth, memory bandwidth, tdp_w, static_power_w).
 """
@@ -76,10 +78,11 @@ def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | 
 def condition_latency(out, rows, latency, cycles, rates, constants) -> np.ndarray:
     """The GEMM rows' device latency under the constants' condition: `latency` (kernel_latency + format latency,
     or the clock form's cycles / clock where `cycles` is finite) + the isolated latency (model condition, clock
-    form) or the activation-quantize kernel (warm condition)."""
-    if constants.gemm_condition == "model":
-        isolated = per_row(out, rows, constants.gemm_isolated_latency_s, 0.0)
-        return latency + np.where(np.isfinite(cycles), isolated, 0.0) if cycles is not None else latency
+    form) + the activation-quantize kernel of fp8 activations (both conditions; gemm_quantize_latency_s empty:
+    none, as for a bare GEMM on pre-quantized inputs)."""
+    if constants.gemm_condition == "model" and cycles is not None:
+        latency = latency + np.where(np.isfinite(cycles), per_row(out, rows, constants.gemm_isolated_latency_s, 0.0),
+                                     0.0)
     fixed = per_row(out, rows, constants.gemm_quantize_latency_s)
     if not np.isfinite(fixed).any():
         return latency
