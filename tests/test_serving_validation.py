@@ -99,7 +99,9 @@ def test_cross_validated_floors(scored):
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
-    floor = 0.10      # TPOT median with the shipped constants (0.086 when written; 0.116 with the change below)
+    # TPOT median with the shipped constants (0.086 when written; 0.106 since h/gemm's GEMM forms, fp8 with its
+    # activation-quantize kernel: docs/accuracy.md; the serving terms were not refitted)
+    floor = 0.11
     assert validation.summary(validation.errors(scored)).iloc[0]["tpot_median"] <= floor
     # the achievable memory-bandwidth fraction (fitted per device on measured kernels) 15% lower: decode steps,
     # which stream weights and KV cache, slow down by 1/0.85 and the floor no longer holds
@@ -119,13 +121,14 @@ def test_refit_host_side_times_move_ttft_and_tpot_as_stated(scored):
 
 def in_bounds(summary) -> bool:
     """The shipped serving terms' accuracy on the subset: TPOT median and bias, TTFT median and bias (values
-    when written: 0.093, +0.009, 0.603, +0.520; after the 2026-11-26 kernel refit (h/kernacc: prefill attention CTA
-    cycles, MoE combine cycles and stream efficiency, collectives' latency over the cores) 0.089, -0.003, 0.642,
-    +0.587: prefills are slower, decode steps a little faster; the serving terms were not refitted). The request
-    overheads fitted on all 3,107 runs (vLLM 75 ms, TensorRT-LLM 120 ms) are long for this subset's runs: its
-    held-out TTFT median, with the terms refitted per fold, is 0.297 (0.308 before the kernel refit)."""
-    return (summary["tpot_median"] <= 0.10 and -0.012 <= summary["tpot_bias"] <= 0.008
-            and summary["ttft_median"] <= 0.68 and 0.55 <= summary["ttft_bias"] <= 0.62)
+    when written: 0.093, +0.009, 0.603, +0.520; a 15% change moves TTFT bias to +0.412 / +0.588, TPOT bias to
+    +0.026 / -0.008). The request overheads fitted on all 3,107 runs (vLLM 75 ms, TensorRT-LLM 120 ms) are long for
+    this subset's runs: its held-out TTFT median, with the terms refitted per fold, is 0.308."""
+    # with h/kernacc's kernel refit and h/gemm's GEMM forms: 0.095, +0.011, 0.610, +0.509; 15% off moves TPOT bias
+    # to +0.029 / -0.002 (graph latency overlap) and TTFT bias to +0.457 / +0.607 (request overhead). The serving
+    # terms were fitted on the old GEMM latency and are due a refit.
+    return (summary["tpot_median"] <= 0.11 and 0.004 <= summary["tpot_bias"] <= 0.02
+            and summary["ttft_median"] <= 0.65 and 0.47 <= summary["ttft_bias"] <= 0.55)
 
 
 @pytest.mark.parametrize("factor", [0.85, 1.15])
