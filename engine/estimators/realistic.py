@@ -107,7 +107,8 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     """The roofline columns plus the realistic time, its ideal, the gap breakdown and the tiling."""
     if launch not in LAUNCH_MODES:
         raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {launch!r}")
-    out = estimate_roofline(table, hardware)
+    row_groups = RowGroups(table)        # string columns once per kernel, shared with the roofline
+    out = estimate_roofline(table, hardware, row_groups=row_groups)
     rates = DeviceRates.of(hardware)
     rows = len(out["time_s"])
     ideal = out["time_s"].astype(float)
@@ -118,7 +119,6 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
         out[column] = np.full(rows, np.nan)
 
-    row_groups = RowGroups(out)
     op = row_groups.strings("op")
     kernel_rows = KernelRows(
         out=out, row_groups=row_groups, hardware=hardware, rates=rates,

@@ -30,13 +30,15 @@ def roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak, vector_peak,
     return np.maximum(matrix_flops / matrix_peak, vector_flops / vector_peak), nbytes / bandwidth
 
 
-def estimate_roofline(table, hardware: Hardware, scenario=None) -> dict[str, np.ndarray]:
-    """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity."""
+def estimate_roofline(table, hardware: Hardware, scenario=None,
+                      row_groups: RowGroups | None = None) -> dict[str, np.ndarray]:
+    """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity. `row_groups`: the
+    table's RowGroups where the caller has them (the realistic method shares its own)."""
     out = as_columns(table)
     # read-only views (no copy: the table's number columns are floats already)
     matrix_flops, vector_flops, flops, nbytes = (np.asarray(out[c], dtype=float)
                                                  for c in ("matrix_flops", "vector_flops", "flops", "bytes"))
-    groups = RowGroups(out)                 # dtype lookups once per kernel, not once per decode-step row
+    groups = row_groups or RowGroups(out)   # dtype lookups once per kernel, not once per decode-step row
     matrix_peak, rate_dtype = (values[groups.inverse]
                                for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))
     compute_time, memory_time = roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak,
