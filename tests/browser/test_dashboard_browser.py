@@ -82,8 +82,14 @@ def test_the_chart_picker_draws_the_chart_chosen_and_puts_it_in_the_link(page, s
 
 
 def open_shared_link(browser, page, server_url: str, expected_charts: int, must_contain: tuple[str, ...]):
-    """The link in the sidebar's "Share this view" box, opened in a fresh browser context (its page)."""
-    link = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
+    """The link in the sidebar's "Share this view" box (opened first: it is made only while open), opened in a
+    fresh browser context (its page)."""
+    code = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code')
+    if code.count() == 0:
+        page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary', has_text="Share this view").click()
+        code.first.wait_for(timeout=TIMEOUT_MS)
+        wait_idle(page)
+    link = code.first.inner_text().strip()
     assert all(text in link for text in must_contain), link
     fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     open_view(fresh, link.replace("http://localhost:8501", server_url), expected_charts)

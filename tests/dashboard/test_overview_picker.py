@@ -78,3 +78,13 @@ def test_the_deck_holds_every_chart_while_one_is_shown(monkeypatch):
     assert not app.exception and len(app.get("plotly_chart")) == 1
     slides = decks[-1]() if callable(decks[-1]) else decks[-1]
     assert [title for title, _ in slides] == [TITLES[name] for name in overview.CHARTS]
+
+
+def test_the_share_box_is_made_only_when_opened_and_then_holds_the_link():
+    """Its code box pulls 1.5 MB of script into the browser: closed by default, the link made when opened."""
+    app = run_app(batch="8", chart="memory")
+    assert len(app.sidebar.code) == 0 and "Share this view" in [e.label for e in app.sidebar.expander]
+    app.session_state["open_share"] = True
+    app.run()
+    link = app.sidebar.code[0].value
+    assert "batch=8" in link and "chart=memory" in link
