@@ -239,6 +239,8 @@ def chart_area(ctx: PageContext, primary: dict, results: dict, energy_open: bool
     itself; the sidebar's inputs rerun the whole page (and with it this part, with the new context)."""
     state = session.from_widgets(session.view())          # the picker's and stacking controls' values of this run
     session.set_view(state)
+    if energy_open and (state.stack_by, state.percent) != (ctx.state.stack_by, ctx.state.percent):
+        st.rerun()                      # the open energy section's kernel bars follow the stacking too: the whole page
     ctx = replace(ctx, state=state)
     chart_picker()
     names = CHARTS if state.overview_chart == "all" else (state.overview_chart,)

@@ -126,3 +126,18 @@ def test_bad_url_parameter_shows_a_warning_not_a_crash(page, server_url):
     assert "batch" in warnings and "Z9000" in warnings and "zoom" in warnings
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.console_errors == []
+
+
+def test_stacking_set_on_the_kernel_chart_reaches_the_open_energy_section(page, server_url):
+    """Stack by reruns only the chart's fragment; with the energy section open the whole page follows it."""
+    open_view(page, f"{server_url}/?chart=kernels", 1)
+    page.locator('[data-testid="stExpander"] summary', has_text="Energy and power").click()
+    page.wait_for_function(charts_drawn(3), timeout=TIMEOUT_MS)
+    wait_idle(page)
+    page.get_by_role("radio", name="kernel group", exact=True).click()
+    page.wait_for_function("window.location.search.includes('stack=family')", timeout=TIMEOUT_MS)
+    wait_idle(page)
+    names = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot')).map(
+        plot => plot.data.map(trace => trace.name).sort().join('|'))""")
+    assert names[0] == names[1]          # the kernel chart and the energy-by-kernel chart: the same kernel groups
+    assert page.console_errors == []

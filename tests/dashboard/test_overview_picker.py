@@ -88,3 +88,4 @@ def test_the_share_box_is_made_only_when_opened_and_then_holds_the_link():
     app.run()
     link = app.sidebar.code[0].value
     assert "batch=8" in link and "chart=memory" in link
+
