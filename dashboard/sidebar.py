@@ -233,10 +233,12 @@ def draw(devices: dict, model) -> None:
         st.subheader("Devices and parallelism")
         parallelism_controls()
         engine_options(model)
-        st.subheader("Share this view")
+        share = st.expander("Share this view", key="open_share", on_change="rerun", icon=":material/link:")
+        if not share.open:      # made only while open: the link box's code (1.5 MB of script) loads on demand
+            return
         link, note = session.share_link(session.view())
         if note:
-            st.warning(note, icon=":material/link_off:")
-        st.code(link, language=None, wrap_lines=True)
-        st.caption("Copy the link above (button at its right); it opens this exact view"
-                   + (", uploaded devices and config.json included." if "dev." in link or "cfg=" in link else "."))
+            share.warning(note, icon=":material/link_off:")
+        share.code(link, language=None, wrap_lines=True)
+        share.caption("Copy the link above (button at its right); it opens this exact view"
+                      + (", uploaded devices and config.json included." if "dev." in link or "cfg=" in link else "."))

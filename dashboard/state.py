@@ -7,7 +7,8 @@ falls back for that field only.
 URL keys: page, hw (comma-separated devices, the first is the primary), model, models (comma-separated
 model ids the Compare models page shows side by side; a bad id is dropped with a warning, the others kept),
 phase, batch, in, out, ctx, chunk, wdt, adt, kvdt, method, tp, pp, dp, ep, ovl (overlap communication),
-cpf (chunked prefill), stack, pct, sweep; coll (collective algorithm ring|tree), mb (prefill micro-batches),
+cpf (chunked prefill), stack, pct, sweep, chart (the overview's chart: roofline, gap, kernels, bounds, memory or
+all; absent: roofline); coll (collective algorithm ring|tree), mb (prefill micro-batches),
 skew (MoE routing skew), mla (MLA decode form absorbed|naive), left out at their defaults; plus
 `dev.<DEVICE>=<blob>` and `cfg=<blob>`: an uploaded workbook device and config.json carried in the link
 (dashboard/carry.py), and
@@ -57,6 +58,7 @@ SERVING_WORKLOADS = ("custom", "chat", "rag", "code", "reasoning")      # engine
 SPECULATIVE_KINDS = ("none", "draft", "mtp")
 DEFAULT_DRAFT_MODEL = "meta-llama/Llama-3.1-8B"
 STACK_BY = ("name", "family")
+OVERVIEW_CHARTS = ("roofline", "gap", "kernels", "bounds", "memory", "all")   # the overview draws one (or all)
 SWEEP_FIELDS = ("batch", "input_length", "tp")
 DEFAULT_DEVICE = "H100-SXM"
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
@@ -104,6 +106,7 @@ class ViewState:
     stack_by: str = "name"
     percent: bool = False
     sweep_field: str = "batch"
+    overview_chart: str = "roofline"                                  # the chart the overview draws
     explore_view: str = "line"
     explore_x: str = "batch"
     explore_x_values: str = ""                                        # "" = automatic range
@@ -394,6 +397,7 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
     "stack": ("stack_by", _choice(STACK_BY), str),
     "pct": ("percent", _flag, lambda v: "1" if v else "0"),
     "sweep": ("sweep_field", _choice(SWEEP_FIELDS), str),
+    "chart": ("overview_chart", _choice(OVERVIEW_CHARTS), str),
     "ex.view": ("explore_view", _choice(EXPLORE_VIEWS), str),
     "ex.x": ("explore_x", _field(allow_none=False), str),
     "ex.xv": ("explore_x_values", _values_spec, str),
@@ -424,7 +428,7 @@ SCALAR_PARAMETERS: dict[str, tuple[str, Callable, Callable[[Any], str]]] = {
 EXPLORE_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("ex."))
 SERVING_KEYS = tuple(key for key in SCALAR_PARAMETERS if key.startswith("sv."))
 PAGE_KEYS = {"explore": EXPLORE_KEYS, "serving": SERVING_KEYS}   # written on their page, elsewhere only when changed
-OMITTED_AT_DEFAULT = ("coll", "mb", "skew", "mla", "models", "sv.wl", "sv.sd", "sv.dm", "sv.k", "sv.a", "sv.ds",
+OMITTED_AT_DEFAULT = ("chart", "coll", "mb", "skew", "mla", "models", "sv.wl", "sv.sd", "sv.dm", "sv.k", "sv.a", "sv.ds",
                       "sv.n", "sv.dis")                               # left out of links while at their default
 OMITTED_WHEN_EMPTY = EXPLORE_KEYS + ("sv.pd", "sv.dd")               # "" means automatic: left out of links
 URL_KEY_OF = {attribute: key for key, (attribute, _, _) in SCALAR_PARAMETERS.items()}   # ViewState field -> URL key

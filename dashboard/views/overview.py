@@ -1,18 +1,20 @@
-"""Overview: headline metrics and every chart for the primary device (others overlaid on the roofline)."""
+"""Overview: headline metrics and the charts for the primary device (others overlaid on the roofline), one chart at a
+time (the picker's choice, `chart=` in the link) or all of them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data
+from dashboard import charts, data, session
 from dashboard.charts.gaps import ideal_vs_realistic_figure
 from dashboard.charts.tables import kernel_table_view
 from dashboard.context import PageContext, kernels_frame, memory_frame, phases_frame
 from dashboard.figure_cache import shared_figures, view_key
-from dashboard.state import STACK_BY
+from dashboard.state import OVERVIEW_CHARTS, STACK_BY
 from dashboard.units import count, duration, energy, memory_card
 from dashboard.widgets import chart, deck_button, table_downloads
 from engine import REALISTIC_METHODS
@@ -126,7 +128,8 @@ def energy_headline(result) -> None:
                    "the chip would throttle, so the times above are optimistic.")
     st.caption(f"Per device and request: {energy(summary['energy_per_device_j'])}. Dynamic energy (MACs, FLOPs and "
                "bytes at the workbook's per-operation energies) plus static power x time; tokens are output "
-               "tokens (prefill only: input tokens). The kernel bars follow the Stack by and Percent controls above.")
+               "tokens (prefill only: input tokens). The kernel bars follow the Stack by and Percent controls of the "
+               "Kernel time chart.")
     for note in notes:
         st.info(sentence(note))
 
@@ -143,29 +146,50 @@ def gap_method_for(method: str) -> str:
     return method if method in REALISTIC_METHODS else "realistic"
 
 
-def figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
-    """The page's charts above the lazy sections: roofline (overlaying `roofline_results`), the ideal-vs-realistic
-    comparison (the selected method when it is a realistic one, realistic-graph included, else realistic; its title
-    says which), kernel time bars, bound shares and memory for `results`. Built once per view
-    (dashboard.figure_cache), with the scenario line as each figure's subtitle."""
-    key = view_key(ctx, chart="overview", results=list(results), roofline=list(roofline_results),
-                   stack_by=ctx.state.stack_by, percent=ctx.state.percent)
-    return shared_figures(key, ctx.summary(), lambda: build_figures(ctx, results, roofline_results))
+CHART_LABELS = {"roofline": "Roofline", "gap": "Ideal vs realistic", "kernels": "Kernel time",
+                "bounds": "Compute vs memory bound", "memory": "Memory fit", "all": "All charts"}
+CHARTS = tuple(name for name in OVERVIEW_CHARTS if name != "all")     # the page's charts, in the deck's order
 
 
-def build_figures(ctx: PageContext, results: dict, roofline_results: dict) -> list[tuple[str, object]]:
-    kernels = kernels_frame(results)
-    links = ctx.scenario.device_count > 1
-    ceilings = pd.concat([data.ceilings(ctx.devices[name], links) for name in roofline_results], ignore_index=True)
-    gap_method = gap_method_for(ctx.state.method)
-    realistic = results if gap_method == ctx.state.method else ctx.estimates(method=gap_method, names=set(results))
-    return [
-        ("Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))),
-        (f"Ideal roofline vs {gap_method}", ideal_vs_realistic_figure(kernels_frame(realistic), gap_method)),
-        ("Kernel time by phase", charts.kernel_time_bars(kernels, stack_by=ctx.state.stack_by, percent=ctx.state.percent)),
-        ("Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))),
-        ("Memory fit", charts.memory_fit_figure(memory_frame(results))),
-    ]
+def figures(ctx: PageContext, results: dict, roofline_results: dict,
+            names: tuple[str, ...] = CHARTS) -> list[tuple[str, object]]:
+    """The page's charts `names` (default all of them, as the deck holds them): roofline (overlaying
+    `roofline_results`), the ideal-vs-realistic comparison (the selected method when it is a realistic one,
+    realistic-graph included, else realistic; its title says which), kernel time bars, bound shares and memory for
+    `results`. Each is built once per view (dashboard.figure_cache) and only when asked for, with the scenario line
+    as its subtitle."""
+    return [one_figure(ctx, name, results, roofline_results) for name in names]
+
+
+def one_figure(ctx: PageContext, name: str, results: dict, roofline_results: dict) -> tuple[str, object]:
+    """(title, figure) of the chart `name`, cached under what it depends on (the stacking only for kernel bars)."""
+    settings: dict = {"results": list(results)}
+    if name == "roofline":
+        settings["roofline"] = list(roofline_results)
+    if name == "kernels":
+        settings.update(stack_by=ctx.state.stack_by, percent=ctx.state.percent)
+    key = view_key(ctx, chart=f"overview-{name}", **settings)
+    return shared_figures(key, ctx.summary(), lambda: [build_figure(ctx, name, results, roofline_results)])[0]
+
+
+def build_figure(ctx: PageContext, name: str, results: dict, roofline_results: dict) -> tuple[str, object]:
+    if name == "roofline":
+        links = ctx.scenario.device_count > 1
+        ceilings = pd.concat([data.ceilings(ctx.devices[device], links) for device in roofline_results],
+                             ignore_index=True)
+        return "Roofline", charts.roofline_figure(ceilings, kernels_frame(roofline_results))
+    if name == "gap":
+        gap_method = gap_method_for(ctx.state.method)
+        realistic = results if gap_method == ctx.state.method else ctx.estimates(method=gap_method, names=set(results))
+        return f"Ideal roofline vs {gap_method}", ideal_vs_realistic_figure(kernels_frame(realistic), gap_method)
+    if name == "kernels":
+        return "Kernel time by phase", charts.kernel_time_bars(kernels_frame(results), stack_by=ctx.state.stack_by,
+                                                               percent=ctx.state.percent)
+    if name == "bounds":
+        return "Compute- vs memory-bound time", charts.bound_share_figure(phases_frame(results))
+    if name == "memory":
+        return "Memory fit", charts.memory_fit_figure(memory_frame(results))
+    raise ValueError(f"overview chart {name!r}: expected one of {', '.join(CHARTS)}")
 
 
 def energy_figures(ctx: PageContext, results: dict) -> list[tuple[str, object]]:
@@ -191,12 +215,42 @@ def show_charts(figs: list, summary: str, key: str, deck: list | Callable[[], li
     draw_charts(figs, summary, key)
 
 
-def draw_charts(figs: list, summary: str, key: str, first: int = 0) -> None:
+def draw_charts(figs: list, summary: str, key: str, first: int = 0, names: tuple[str, ...] | None = None) -> None:
+    """Each chart under its title; its element key is `key`-name (`names`, stable whichever charts are shown) or
+    `key`-index (counted from `first`)."""
     for index, (title, figure) in enumerate(figs, start=first):
         st.subheader(title)
         if title == "Kernel time by phase":
             stack_controls()
-        chart(figure, title, key=f"{key}-{index}", scenario=summary)
+        chart(figure, title, key=f"{key}-{names[index - first] if names else index}", scenario=summary)
+
+
+def chart_picker() -> None:
+    st.segmented_control(
+        "Chart", OVERVIEW_CHARTS, key="w_ov_chart", format_func=CHART_LABELS.get, required=True,
+        help="The overview draws one chart at a time (All charts: every one, slower to draw). The choice is part "
+             "of the link (chart=); the deck holds every chart whichever is shown.")
+
+
+@st.fragment
+def chart_area(ctx: PageContext, primary: dict, results: dict, energy_open: bool) -> None:
+    """The chart picker, the deck button and the chosen chart (or all of them): only the chart on screen is built
+    and sent. A fragment: the picker and the stacking controls rerun this part alone, and it writes the link
+    itself; the sidebar's inputs rerun the whole page (and with it this part, with the new context)."""
+    state = session.from_widgets(session.view())          # the picker's and stacking controls' values of this run
+    session.set_view(state)
+    if energy_open and (state.stack_by, state.percent) != (ctx.state.stack_by, ctx.state.percent):
+        st.rerun()                      # the open energy section's kernel bars follow the stacking too: the whole page
+    ctx = replace(ctx, state=state)
+    chart_picker()
+    names = CHARTS if state.overview_chart == "all" else (state.overview_chart,)
+
+    def deck() -> list:                 # every chart (and the energy charts while that section is open), on click
+        every = figures(ctx, primary, results)
+        return every + energy_figures(ctx, primary) if energy_open else every
+    deck_button(deck, ctx.summary(), key="overview")
+    draw_charts(figures(ctx, primary, results, names), ctx.summary(), "overview", names=names)
+    session.write_url(session.from_widgets(state))
 
 
 def lazy_section(label: str, key: str):
@@ -206,7 +260,7 @@ def lazy_section(label: str, key: str):
     return box, bool(box.open)
 
 
-def energy_section(ctx: PageContext, result, primary: dict, first: int) -> None:
+def energy_section(ctx: PageContext, result, primary: dict) -> None:
     """Energy and power (opened on demand): the headline, the engine's energy notes, the energy charts."""
     box, opened = lazy_section("Energy and power: energy per token, tokens per joule, power against TDP",
                                OPEN_ENERGY)
@@ -215,7 +269,7 @@ def energy_section(ctx: PageContext, result, primary: dict, first: int) -> None:
     with box:
         st.subheader("Energy and power")
         energy_headline(result)
-        draw_charts(energy_figures(ctx, primary), ctx.summary(), "overview", first=first)
+        draw_charts(energy_figures(ctx, primary), ctx.summary(), "overview-energy")
 
 
 def kernel_section(ctx: PageContext, primary: dict) -> None:
@@ -250,9 +304,7 @@ def render(ctx: PageContext) -> None:
     result = primary[ctx.state.devices[0]]
     headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
              other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
-    figs = figures(ctx, primary, results)
-    energy_open = bool(st.session_state.get(OPEN_ENERGY))    # the deck holds the charts on the page
-    show_charts(figs, ctx.summary(), key="overview",
-                deck=(lambda: figs + energy_figures(ctx, primary)) if energy_open else figs)
-    energy_section(ctx, result, primary, first=len(figs))
+    energy_open = bool(st.session_state.get(OPEN_ENERGY))
+    chart_area(ctx, primary, results, energy_open)
+    energy_section(ctx, result, primary)
     kernel_section(ctx, primary)

@@ -36,7 +36,7 @@ def upload(page, index: int, name: str, mime: str, content: bytes):
 
 
 def test_link_with_an_uploaded_device_and_config_reproduces_the_numbers(browser, page, server_url):
-    open_view(page, f"{server_url}/?in=512", 5)                       # GPT-2 holds 1024 positions
+    open_view(page, f"{server_url}/?in=512", 1)                       # GPT-2 holds 1024 positions
     upload(page, 0, "mine.xlsx", XLSX, workbook_with_a_slower_h100())
     page.get_by_text("Upload config.json").click()
     wait_idle(page)
@@ -46,13 +46,13 @@ def test_link_with_an_uploaded_device_and_config_reproduces_the_numbers(browser,
     wait_idle(page)
     shown = metrics(page)
     assert shown["TPOT"] and shown["Memory"]
-    fresh = open_shared_link(browser, page, server_url, 5, ("dev.H100-SXM=", "cfg=", "model=uploaded%2Fgpt2.json"))
+    fresh = open_shared_link(browser, page, server_url, 1, ("dev.H100-SXM=", "cfg=", "model=uploaded%2Fgpt2.json"))
     alerts = " ".join(fresh.locator('[data-testid="stAlert"]').all_inner_texts())
     assert "URL parameter" not in alerts
     assert metrics(fresh) == shown
     model = fresh.locator('[data-testid="stSidebar"] input[aria-label^="Model"]').input_value()
     assert model == "uploaded/gpt2.json"
     catalog = fresh.context.new_page()                                # the same model on the datasheet's H100
-    open_view(catalog, f"{server_url}/?in=512&model=openai-community/gpt2", 5)
+    open_view(catalog, f"{server_url}/?in=512&model=openai-community/gpt2", 1)
     assert metrics(catalog)["TPOT"] != shown["TPOT"]
     fresh.context.close()

@@ -62,7 +62,7 @@ EDITED = "H100-SXM (edited: memory bandwidth 6,700 GB/s)"
 
 
 def test_scenario_line_with_tp_and_edits_in_the_header_the_deck_and_file_names(page, server_url):
-    open_view(page, f"{server_url}/?tp=4&edit.H100-SXM=memory_bandwidth:6700", 5)
+    open_view(page, f"{server_url}/?tp=4&edit.H100-SXM=memory_bandwidth:6700", 1)
     header = page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]').first.inner_text()
     assert EDITED in header and "TP 4" in header
     with page.expect_download(timeout=TIMEOUT_MS) as png_download:

@@ -30,7 +30,7 @@ def test_closed_sections_compute_and_show_nothing_until_opened():
     titles = {s.value for s in app.subheader}
     assert not ENERGY_CHARTS & titles and "Kernels" not in titles
     assert "Energy per token" not in {m.label for m in app.metric} and len(app.dataframe) == 0
-    assert [e.label.split(":")[0] for e in app.expander][-2:] == ["Energy and power", "Kernels"]
+    assert [e.label.split(":")[0] for e in app.main.expander][-2:] == ["Energy and power", "Kernels"]
     app.session_state[OPEN_KERNELS] = True
     app.run()
     assert "Kernels" in {s.value for s in app.subheader} and len(app.dataframe) == 1
@@ -41,7 +41,7 @@ def test_closed_sections_compute_and_show_nothing_until_opened():
 
 
 def test_default_overview_shows_energy_metrics_and_charts(devices, llama8b):
-    app = run_app(method="roofline")        # checked against the engine's roofline estimate
+    app = run_app(method="roofline", chart="memory")        # checked against the engine's roofline estimate
     assert not app.exception and not app.error
     metrics = {m.label: m.value for m in app.metric}
     # defaults: Llama-3.1-8B on H100-SXM, one request of 1024 in / 256 out; method roofline from the URL

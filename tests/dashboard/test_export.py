@@ -235,3 +235,29 @@ def test_deck_button_builds_lazy_slides_only_when_the_deck_is_made(monkeypatch):
     assert widgets._deck_bytes(slides, "line") == b"pptx" and made == [["Roofline", "Energy by kernel"]]
     assert built == [1]
     assert widgets._deck_bytes([("Memory fit", go.Figure())], "line") == b"pptx" and made[-1] == ["Memory fit"]
+
+
+def pruned(value):
+    """JSON without empty objects (plotly draws `title: {}` and no title alike)."""
+    if isinstance(value, dict):
+        kept = {key: pruned(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item != {}}
+    return [pruned(item) for item in value] if isinstance(value, list) else value
+
+
+def test_a_slide_copy_drops_the_title_and_subtitle_like_a_validated_figure_update(roofline, memory_chart):
+    """The deck's copy of a chart (a plain dict, not a validated go.Figure) has the JSON of plotly's own update."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from dashboard.widgets import scenario_subtitle
+
+    titled = scenario_subtitle(go.Figure(memory_chart), "model on H100-SXM · request, batch 1")
+    for figure in (roofline, titled, go.Figure()):
+        expected = go.Figure(figure)
+        expected.update_layout(title_text=None, title_subtitle_text=None, margin_t=30)
+        copy = export._without_title(figure)
+        assert pruned(json.loads(go.Figure(copy).to_json())) == pruned(json.loads(expected.to_json()))
+        assert "text" not in copy["layout"].get("title", {}) and copy["layout"]["margin"]["t"] == 30
+    assert titled.layout.title.subtitle.text and titled.layout.margin.t != 30        # the shown figure is untouched

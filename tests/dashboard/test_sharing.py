@@ -33,6 +33,7 @@ def metrics(app) -> dict:
 
 def uploaded_view():
     app = run_app(**{"in": "512"})                  # GPT-2 holds 1024 positions
+    app.session_state["open_share"] = True          # the share box (made only while open) shows the link
     app.file_uploader(key="w_specs_file").set_value(("mine.xlsx", edited_workbook(chip_workbook), XLSX)).run()
     app.multiselect(key="w_devices").set_value(["MY-CHIP"]).run()
     app.radio(key="w_model_source").set_value("Upload config.json").run()

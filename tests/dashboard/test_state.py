@@ -20,12 +20,13 @@ def test_full_view_round_trips():
                       phase="decode", batch=64, input_length=4096, output_length=512, context_length=8000,
                       chunk_size=512, weight_dtype="fp8", activation_dtype="bf16", kv_dtype="fp8",
                       method="seed", stack_by="family", percent=True, sweep_field="input_length",
-                      clones=(("H100-NEXT", "H100-SXM"),),
+                      overview_chart="kernels", clones=(("H100-NEXT", "H100-SXM"),),
                       edits=(("H100-NEXT", (("memory_bandwidth", "5025"), ("num_cores", "144"))),))
     query = to_query(state)
     assert query["hw"] == "H100-SXM,MI300X,H100-NEXT"
     assert query["edit.H100-NEXT"] == "memory_bandwidth:5025;num_cores:144"
     assert query["clone.H100-NEXT"] == "H100-SXM"
+    assert query["chart"] == "kernels"
     parsed, warnings = parse_query(query)
     assert parsed == state and warnings == []
 
@@ -33,7 +34,7 @@ def test_full_view_round_trips():
 @pytest.mark.parametrize("key, value, attribute", [
     ("batch", "lots", "batch"), ("batch", "0", "batch"), ("in", "-3", "input_length"),
     ("phase", "training", "phase"), ("wdt", "fp7", "weight_dtype"), ("method", "magic", "method"),
-    ("page", "nowhere", "page"), ("pct", "yes", "percent"),
+    ("page", "nowhere", "page"), ("pct", "yes", "percent"), ("chart", "pie", "overview_chart"),
 ])
 def test_bad_parameter_falls_back_for_that_field_only(key, value, attribute):
     parsed, warnings = parse_query({key: value, "batch" if key != "batch" else "out": "7", "model": "Qwen/Qwen2.5-7B"})

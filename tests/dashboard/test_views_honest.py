@@ -32,8 +32,9 @@ EDITED = "H100-SXM (edited: memory bandwidth 6,700 GB/s)"
 
 
 def test_scenario_line_names_parallelism_and_edits_in_header_chart_subtitles_and_file_names():
-    app = run_app(tp="4", **{"edit.H100-SXM": "memory_bandwidth:6700"})
+    app = run_app(tp="4", chart="all", **{"edit.H100-SXM": "memory_bandwidth:6700"})
     assert not app.exception
+    assert len(figures(app)) == 5
     header = app.main.caption[0].value
     assert EDITED in header and "TP 4" in header
     for figure in figures(app):
@@ -116,7 +117,7 @@ def test_ideal_vs_realistic_chart_uses_realistic_graph_when_it_is_selected(llama
     import engine
     from engine.hardware.specs import load_specs
 
-    app = run_app(method="realistic-graph", phase="decode")
+    app = run_app(method="realistic-graph", phase="decode", chart="gap")
     assert not app.exception
     gap = next(f for f in figures(app) if f["layout"]["title"]["text"].startswith("Ideal roofline vs"))
     assert gap["layout"]["title"]["text"].startswith("Ideal roofline vs realistic-graph")
