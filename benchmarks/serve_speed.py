@@ -28,7 +28,7 @@ POINTS = (  # (label, model, serve fields)
      dict(concurrency=32, tp=4, weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8")),
     ("Llama-3.1-70B tp4 fp8, 128 clients, 8192/1024", "meta-llama/Llama-3.1-70B",
      dict(concurrency=128, tp=4, weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8", input_length=8192)),
-    ("Llama-3.1-8B, 128 clients, vLLM profile (clients drift 0-4 iterations)", "meta-llama/Llama-3.1-8B",
+    ("Llama-3.1-8B, 128 clients, vLLM profile (clients drift 0-8 iterations)", "meta-llama/Llama-3.1-8B",
      dict(concurrency=128, backend="vllm")),
     ("Llama-3.1-8B, 64 clients, staggered steady state", "meta-llama/Llama-3.1-8B",
      dict(concurrency=64, stagger_start=True, warmup_requests=1)),

@@ -22,6 +22,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
+from engine.serving.validation_windows import conflicting_measurements  # noqa: E402
 from engine.calibration.silicon.package import installed_version, resolve_root  # noqa: E402
 from engine.calibration.silicon.results import write_results  # noqa: E402
 from engine.calibration.silicon.serving import read_serving_runs  # noqa: E402
@@ -106,6 +107,10 @@ def main(argv=None) -> int:
     show("for comparison, leave-one-system-out without the per-request iteration overhead and the arrival wait",
          validation.summary(without))
     show("  by system", validation.summary(without, ["system"]))
+    conflicting = conflicting_measurements(held_out)
+    show(f"leave-one-system-out without the {int(conflicting.sum())} runs whose configuration was measured again with a "
+         "TPOT over 1.5x apart (not the headline; validation_windows.conflicting_measurements)",
+         validation.summary(held_out[~conflicting]))
     headline = validation.summary(held_out).iloc[0]
     if args.write:
         rows = pd.concat([validation.result_rows(held_out, "leave-one-system-out"),

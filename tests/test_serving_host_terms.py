@@ -69,3 +69,12 @@ def test_ideal_methods_add_no_host_terms(setting):
     result = serve(*setting, **{**FIELDS, "iteration_overhead_s": None, "request_overhead_s": None},
                    method="roofline")
     assert result.options.iteration_overhead_per_request_s == 0.0 and result.options.arrival_wait_share == 0.0
+
+
+def test_conflicting_measurements_marks_both_runs_of_a_configuration_measured_2x_apart():
+    from engine.serving.validation_windows import conflicting_measurements
+    runs = pd.DataFrame({"system": ["b200_sxm"] * 4, "backend": "trtllm", "model_path": "deepseek-ai/DeepSeek-R1",
+                         "quant": "fp8", "tp": 8, "max_batch": 4, "concurrency": [4, 4, 8, 8], "input_length": 1024,
+                         "output_length": 1024, "measured_tpot_s": [0.0043, 0.0103, 0.0068, 0.0075]})
+    assert list(conflicting_measurements(runs)) == [True, True, False, False]     # 2.4x apart; 1.1x apart
+    assert list(conflicting_measurements(runs, spread=1.05)) == [True, True, True, True]

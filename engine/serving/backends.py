@@ -19,6 +19,12 @@ Three fitted host-side terms, each a software property, not a device's:
   (all-reduce + residual + norm, SwiGLU into the GEMM, RoPE into attention) and overlap each kernel's ramp-up
   with its predecessor's tail (programmatic dependent launch), so a decode step pays fewer latency floors than
   the per-kernel table counts. The device's own latency stays a workbook field; only the share is fitted.
+- `iteration_overhead_per_request_s`: host time each decoding request adds to an iteration (the engine's Python
+  loop samples, detokenizes and streams every request's token between forward passes), so the host time of an
+  iteration is iteration_overhead_s + n x this for n decoding requests;
+- `arrival_wait_share`: a later request reaches the scheduler while an iteration runs and waits for its end; its
+  TTFT gains this share of that iteration (the iteration-level schedule starts it at the next boundary). The
+  clients' first requests find the server idle.
 
 They are fitted on the measured serving runs of aiconfigurator-core 0.12.0 (`systems/silicon_sample.csv`,
 the aggregated runs the workbook and catalog can express) by `benchmarks/serving_accuracy.py`, with the
@@ -50,20 +56,24 @@ class BackendProfile:
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
 BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     # values printed by benchmarks/serving_accuracy.py ("serving terms fitted on all runs"), 3,107 runs, 2026-11-26
-    # (arrival jitter from 0, 2, 4, 8; the host-side terms on the same grid as before)
+    # (arrival jitter from 0, 2, 4, 8; iteration overhead on a 0.2 ms grid, per-decoding-request overhead 0-40 us,
+    # arrival wait share 0-1 in quarters)
     # generic keeps the 2,354-run fit and the lock step (the benchmark now prints 1.0 ms, 95 ms, 0.55, jitter 4 for
     # it): the serving search's screen and its tests are built on it; refitting it is left to the search's owner
     BackendProfile("generic", 0.0001, 0.070, "fitted over the vLLM, SGLang and TensorRT-LLM runs together",
                    graph_latency_overlap=0.30, arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS),
-    BackendProfile("vllm", 0.0002, 0.075, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
-                   "to the engine core", graph_latency_overlap=0.25, arrival_jitter=4,
-                   benchmark_requests=BENCHMARK_REQUESTS),
-    BackendProfile("sglang", 0.0008, 0.140, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
+    BackendProfile("vllm", 0.0, 0.050, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
+                   "to the engine core", graph_latency_overlap=0.25, arrival_jitter=8,
+                   benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
+                   arrival_wait_share=1.0),
+    BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
                    "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
-                   arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS),
-    BackendProfile("trtllm", 0.0006, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
+                   arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
+                   arrival_wait_share=0.5),
+    BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
-                   arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS),
+                   arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
+                   arrival_wait_share=0.0),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 

@@ -57,3 +57,19 @@ def window_terms(result) -> dict[str, float]:
         tpot_weight += float(weight[has_tpot].sum())
     return {name: value / (tpot_weight if name.startswith("tpot") else ttft_weight) if value else 0.0
             for name, value in sums.items()}
+
+
+CONFIGURATION = ("system", "backend", "model_path", "quant", "tp", "max_batch", "concurrency", "input_length",
+                 "output_length")
+
+
+def conflicting_measurements(scored, spread: float = 1.5):
+    """Boolean mask of the scored runs whose configuration (CONFIGURATION: the same system, engine, model, precision,
+    tp, batch, concurrency and lengths) was measured more than once with TPOTs over `spread` x apart: no single
+    prediction can be within (spread - 1) / 2 of both, so they bound any model's error rather than measure it
+    (DeepSeek-R1 on B200 with TensorRT-LLM 1.2.0rc6.post2 vs post3, likely MTP on in one series, unrecorded)."""
+    keys = [column for column in CONFIGURATION if column in scored]
+    filled = scored[keys].astype(str)
+    tpot = scored["measured_tpot_s"].astype(float)
+    groups = tpot.groupby([filled[column] for column in keys])
+    return (groups.transform("max") / groups.transform("min") > spread).to_numpy()
