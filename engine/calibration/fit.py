@@ -63,11 +63,9 @@ def objective(predicted: np.ndarray, measured: np.ndarray) -> float:
 class GemmModel:
     """The realistic GEMM time of many rows as a fast function of (matrix, memory, latency)."""
 
-    def __init__(self, table: dict, hardware: Hardware, byte_scale=1.0):
-        """`byte_scale`: per row, bytes counted x this (the warm condition's LLC reads, gemm_condition.py)."""
+    def __init__(self, table: dict, hardware: Hardware):
         rates = DeviceRates.of(hardware)
-        m, n, k = (table[c].astype(float)[:, None] for c in ("m", "n", "k"))
-        nbytes = (table["bytes"].astype(float) * byte_scale)[:, None]
+        m, n, k, nbytes = (table[c].astype(float)[:, None] for c in ("m", "n", "k", "bytes"))
         dtype = str(table["dtype"][0])
         per_core = hardware.matrix_macs_per_s(dtype) / hardware.num_cores
         self.terms = candidate_terms(m, n, k, 1.0, nbytes, per_core, hardware, bytes_per_value(dtype),
