@@ -151,7 +151,7 @@ def test_estimate_gemm_accepts_every_method(devices):
         engine.estimate_gemm(hw, 32, 8192, 4096, method="magic")
 
 
-def test_seed_000_measured_191_us_within_11_percent(devices):
+def test_seed_000_measured_191_us_within_10_percent(devices):
     """Seed 000: torch.compile'd MLP on A100 40GB PCIe measured at 191 us (roofline 129.8 us). Predicted 203.1 us
     (+6.3%) before the clock-and-power GEMM form (h/gemm, 2026-11-26: GEMM latency in cycles / clock, fitted on the
     aiconfigurator tables leave-one-device-out), 210.7 us (+10.3%) with it; the board's power cap does not bind here
