@@ -238,12 +238,13 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     compute = np.where(generic, np.maximum(compute, 2.0 * matrix_macs / rates.vector_flops_per_s), compute)
     stream = rates.memory_fraction * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     memory = np.maximum(memory_waves, nbytes / (rates.bandwidth * np.minimum(stream, 1.0)))
-    # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode)
+    # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
+    # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
     cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
     fixed_s = core_cycles_s * np.where(
-        kind_is_decode, batch * overheads.decode_cta_cycles,
+        kind_is_decode, batch * np.where(generic, m, 1.0) * overheads.decode_cta_cycles,
         tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles)
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])

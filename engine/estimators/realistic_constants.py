@@ -63,8 +63,8 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     prefill_tile_cycles=7.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 91)
     prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
     prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
-    decode_cta_cycles=2550.0,           # core cycles per decode (sequence, KV head)
-    decode_bandwidth_efficiency=1.40)   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.37)
+    decode_cta_cycles=2590.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
+    decode_bandwidth_efficiency=1.08)   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.40)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ class RealisticConstants:
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
     attention_prefill_latency_s: float | None = 14.6e-6
-    attention_decode_latency_s: float | None = 11.3e-6
+    attention_decode_latency_s: float | None = 10.9e-6
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
