@@ -94,13 +94,14 @@ def test_cross_validated_floors(scored):
     # before; 0.110 before the MoE grouped-GEMM weight-stream efficiency 0.85 slowed the subset's MoE decode steps)
     assert held_out["tpot_median"] <= 0.10
     # 0.279 with them (0.308 before: the start-up burst weighed as C / 1000, clients drifting apart; 0.557 before
-    # that; docs/serving.md)
-    assert held_out["ttft_median"] <= 0.30
+    # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
+    # are not yet refitted on the new kernels)
+    assert held_out["ttft_median"] <= 0.32
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
-    floor = 0.115     # TPOT median with the shipped constants (0.112 when written; 0.111 after merging h/kernacc's and
-    # h/gemm's kernel refits, 0.143 with the change below)
+    floor = 0.115     # TPOT median with the shipped constants (0.112 when written; 0.105 after merging h/kernacc's and
+    # h/decode's kernel refits, 0.138 with the change below)
     assert validation.summary(validation.errors(scored)).iloc[0]["tpot_median"] <= floor
     # the achievable memory-bandwidth fraction (fitted per device on measured kernels) 15% lower: decode steps,
     # which stream weights and KV cache, slow down by 1/0.85 and the floor no longer holds
@@ -124,12 +125,12 @@ def in_bounds(summary) -> bool:
     overlap) and +0.0174 / +0.0233 (per-decoding-request overhead), TTFT bias to +0.408 / +0.501 (request overhead)
     and +0.417 / +0.471 (arrival wait share)). The request overheads fitted on all 3,107 runs (SGLang 195 ms,
     TensorRT-LLM 120 ms) are long for this subset's runs: its held-out TTFT median, refitted per fold, is 0.279."""
-    # After merging h/kernacc's and h/gemm's kernel refits (the serving terms not yet refitted on them): 0.111,
-    # +0.045, 0.534, +0.468; 15% off moves TPOT to 0.121 / 0.088 (bias +0.060 / +0.031, graph latency overlap),
-    # 0.105 / 0.118 (bias +0.038 / +0.052, per-decoding-request overhead), TTFT to 0.469 / 0.581 (bias +0.436 /
-    # +0.516, request overhead) and 0.489 / 0.590 (bias +0.439 / +0.487, arrival wait share).
-    return (summary["tpot_median"] <= 0.115 and 0.040 <= summary["tpot_bias"] <= 0.050
-            and summary["ttft_median"] <= 0.55 and 0.45 <= summary["ttft_bias"] <= 0.48)
+    # After merging h/kernacc's and h/decode's kernel refits (the serving terms not refitted on them): 0.105,
+    # +0.018, 0.550, +0.443; 15% off moves TPOT to 0.120 / 0.091 (bias +0.037 / -0.004, graph latency overlap),
+    # 0.091 / 0.109 (bias +0.0156 / +0.0225, per-decoding-request overhead), TTFT to 0.459 / 0.566 (bias +0.432 /
+    # +0.529, request overhead) and 0.514 / 0.567 (bias +0.426 / +0.483, arrival wait share).
+    return (summary["tpot_median"] <= 0.107 and 0.016 <= summary["tpot_bias"] <= 0.020
+            and summary["ttft_median"] <= 0.56 and 0.435 <= summary["ttft_bias"] <= 0.45)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",
