@@ -190,6 +190,27 @@ class FusedRates:
     memory_fraction: float
 
 
+def _prefill_tiles(q, k, n, window):
+    """(query tile rows, query tiles, padded (query, key) pairs, keys of the last tile) of causal flash prefill:
+    the key span of each query tile rounded up to whole key tiles; a sliding window's query tiles skip the key
+    tiles outside their band of window + FLASH_BLOCK_Q - 1 keys."""
+    BQ = np.where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
+    prior = n - q
+    blocks = np.ceil(q / BQ)
+    last = _ceil_to(prior + q, FLASH_BLOCK_K)
+    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
+    padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
+    if window is not None and np.isfinite(window).any():
+        band = _ceil_to(np.nan_to_num(window, nan=0.0) + BQ - 1, FLASH_BLOCK_K)
+        below = np.clip(np.floor((band - first) / BQ), 0.0, blocks - 1)    # tiles narrower than the band
+        banded = BQ * (below * first + BQ * below * (below + 1) / 2.0
+                                  + (blocks - 1 - below) * band + np.minimum(last, band))
+        windowed = np.isfinite(window)
+        padded_pairs = np.where(windowed, banded, padded_pairs)
+        last = np.where(windowed, np.minimum(last, band), last)
+    return BQ, blocks, padded_pairs, last
+
+
 def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
     with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
@@ -208,20 +229,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # prefill: causal flash tiles
     q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if score_macs is None else score_macs, window)
     heads = batch * m / q
-    BQ = np.where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
-    prior = n - q
-    blocks = np.ceil(q / BQ)
-    last = _ceil_to(prior + q, FLASH_BLOCK_K)
-    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
-    padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
-    if window is not None and np.isfinite(window).any():
-        band = _ceil_to(np.nan_to_num(window, nan=0.0) + BQ - 1, FLASH_BLOCK_K)
-        below = np.clip(np.floor((band - first) / BQ), 0.0, blocks - 1)    # tiles narrower than the band
-        banded = BQ * (below * first + BQ * below * (below + 1) / 2.0
-                                  + (blocks - 1 - below) * band + np.minimum(last, band))
-        windowed = np.isfinite(window)
-        padded_pairs = np.where(windowed, banded, padded_pairs)
-        last = np.where(windowed, np.minimum(last, band), last)
+    BQ, blocks, padded_pairs, last = _prefill_tiles(q, k, n, window)
     padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
     largest_cta = 2.0 * BQ * k * last
     waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core
