@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from engine.decomposition.pass_kernels import BytesPerValue
 from engine.hardware.dtypes import bytes_per_value, compute_dtype
 
 from engine.decomposition.auto.fusion import Kernel, Traffic, fuse, traffic
@@ -90,13 +91,6 @@ ATTENTION_PLACE = Row("(attention)", "", "", "", "")   # marks where the attenti
 
 
 @dataclass(frozen=True)
-class Bytes:
-    weight: float
-    activation: float
-    kv: float
-
-
-@dataclass(frozen=True)
 class Dtypes:
     weight: str
     activation: str
@@ -110,8 +104,9 @@ class Dtypes:
     def attention(self) -> str:
         return compute_dtype(self.activation, self.kv)
 
-    def bytes(self) -> Bytes:
-        return Bytes(*(bytes_per_value(d) for d in (self.weight, self.activation, self.kv)))
+    def bytes(self) -> BytesPerValue:
+        return BytesPerValue(activation=bytes_per_value(self.activation), weight=bytes_per_value(self.weight),
+                             kv=bytes_per_value(self.kv))
 
 
 def kernel_rows(trace, dtypes: Dtypes, matrix_type: str, base_prefix: str = "model") -> tuple[list, list]:
@@ -165,14 +160,14 @@ def _base_name(kernel: Kernel, display: str) -> str:
     return f"{display}:{kernel.site.helper or _op_summary(kernel)}"
 
 
-def _kv_store_row(item: KVStoreRecord, display: str, dtypes: Dtypes, value: Bytes) -> Row:
+def _kv_store_row(item: KVStoreRecord, display: str, dtypes: Dtypes, value: BytesPerValue) -> Row:
     elements = item.key_elements + item.value_elements
     return Row(f"{display}.KVCache_Store", "Async_KVCache", "kv_store", "memory", dtypes.kv,
                m=item.tokens, k=item.head_dim, n=2 * item.kv_heads,
                activation_bytes=elements * value.activation, kv_bytes=elements * value.kv)
 
 
-def _kernel_row(kernel: Kernel, moved: Traffic, name: str, tokens, dtypes: Dtypes, value: Bytes,
+def _kernel_row(kernel: Kernel, moved: Traffic, name: str, tokens, dtypes: Dtypes, value: BytesPerValue,
                 matrix_type: str) -> Row:
     """The row of a fused kernel: a GEMM (and its epilogue), a table lookup or a run of element-wise ops."""
     work = dict(vector_flops=float(sum(op.vector_flops for op in kernel.ops)),
