@@ -63,6 +63,8 @@ class AttentionOverheads:
     decode_cta_cycles: float = 0.0
     decode_bandwidth_efficiency: float = 1.0
     prefill_cta_rows_exponent: float = 0.0
+    decode_wide_kv_cta_cycles: float = 0.0
+    decode_pair_bytes_per_core_cycle: float = 0.0
 
 
 def _ceil_to(x, multiple):
@@ -175,6 +177,7 @@ class FusedShapes:
     nbytes: np.ndarray
     score_macs: np.ndarray | None = None
     window: np.ndarray | None = None
+    kv_value_bytes: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +191,16 @@ class FusedRates:
     bandwidth: float
     matrix_fraction: float
     memory_fraction: float
+    matrix_fp4: bool = False      # the matrix units take 4-bit floats (fifth-generation tensor cores)
+
+
+def cached_value_bytes(total, out: dict, batch, n, k):
+    """Per fused group: bytes per cached K/V value, its KV read (`total("kv_bytes")`, summed over the group's rows)
+    over 2 (K and V) x batch (sequences x KV heads) x n (context) x k (head dim); None without a kv_bytes column."""
+    if "kv_bytes" not in out:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return total("kv_bytes") / (2.0 * batch * n * k)
 
 
 def _prefill_tiles(q, k, n, window):
@@ -249,10 +262,18 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
+    if overheads.decode_pair_bytes_per_core_cycle > 0:
+        pair_s = nbytes / (batch * overheads.decode_pair_bytes_per_core_cycle) * core_cycles_s
+        memory = np.where(kind_is_decode, np.maximum(memory, pair_s), memory)
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
     cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
+    decode_cta = np.full(np.shape(m), overheads.decode_cta_cycles)
+    if not rates.matrix_fp4 and shapes.kv_value_bytes is not None:
+        kv_value_bytes = np.nan_to_num(shapes.kv_value_bytes)
+        wide = (m > 1) & ~generic & (kv_value_bytes >= 1.5)
+        decode_cta = decode_cta + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
     fixed_s = core_cycles_s * np.where(
-        kind_is_decode, batch * np.where(generic, m, 1.0) * overheads.decode_cta_cycles,
+        kind_is_decode, batch * np.where(generic, m, 1.0) * decode_cta,
         tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles)
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])

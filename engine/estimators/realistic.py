@@ -40,11 +40,11 @@ import numpy as np
 
 from engine.hardware.dtypes import bytes_per_value, compute_dtype
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
-                                               fused_times, is_scores_row)
+                                               cached_value_bytes, fused_times, is_scores_row)
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
-    DeviceRates, KernelClass, RealisticConstants, moe_combine_s)
+    DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, moe_combine_s)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups, least_per_id, unique_inverse
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -332,7 +332,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
         macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction)
+        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4)
     decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
@@ -340,7 +340,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=total("macs"),
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
-                         window=window)
+                         window=window, kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
                        ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups))
 
@@ -351,7 +351,7 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
     times = fused_times(inputs.shapes, inputs.rates, overheads)
-    prefill, decode = constants.attention_prefill_latency_s, constants.attention_decode_latency_s
+    prefill, decode = constants.attention_prefill_latency_s, decode_attention_latency_s(constants, rates)
     latency = np.where(inputs.decode, rates.kernel_latency_s if decode is None else decode,
                        rates.kernel_latency_s if prefill is None else prefill)
     offset = np.maximum(inputs.ideal_sum - times["t0"], 0.0)

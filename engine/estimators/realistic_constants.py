@@ -65,6 +65,10 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
     decode_cta_cycles=2590.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
     decode_bandwidth_efficiency=1.08)   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.40)
+# The kernel-generation decode form (decode_wide_kv_cta_cycles, decode_pair_bytes_per_core_cycle and
+# RealisticConstants.attention_decode_latency_cycles) is fitted leave-one-device-out by attention_fit.py but not
+# shipped (0 / None): on the seven devices' tables it fits 5,400 cycles, 4.9 B per core cycle and 16,300 cycles,
+# and our own H100 / H200 decode ground truth (SDPA, not TensorRT-LLM's XQA) then misses by 16-18% (docs/accuracy.md).
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,9 @@ class RealisticConstants:
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
     attention_prefill_latency_s: float | None = 14.6e-6
     attention_decode_latency_s: float | None = 10.9e-6
+    # on older tensor cores (no fp4 in the workbook) the decode floor as core cycles at the clock instead (A100's
+    # and Hopper's tables: ~10.9 us at 1.41 GHz, ~8.6 us at 1.83 GHz, both ~15,500 cycles; None: the seconds above)
+    attention_decode_latency_cycles: float | None = None
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
@@ -139,6 +146,7 @@ class DeviceRates:
     launch_overhead_s: float
     row_waves: bool = True     # row-wise kernels run one CTA per token in waves over the cores (SIMT devices)
     dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
+    matrix_fp4: bool = False   # the matrix units take 4-bit floats (a fifth-generation tensor core: its decode kernels)
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -151,7 +159,16 @@ class DeviceRates:
             launch_overhead_s=hw.launch_overhead_s or 0.0,
             row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
+            matrix_fp4=hw.matrix_macs_per_cycle_per_core_fp4 is not None,
         )
+
+
+def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates) -> float | None:
+    """The decode attention kernel's fixed time: attention_decode_latency_cycles at the clock on a device without fp4
+    matrix units where it is set, else attention_decode_latency_s (None: the device's kernel_latency)."""
+    if constants.attention_decode_latency_cycles is not None and not rates.matrix_fp4:
+        return constants.attention_decode_latency_cycles / rates.clock_hz
+    return constants.attention_decode_latency_s
 
 
 def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
