@@ -39,6 +39,9 @@ MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 # query heads per KV head a tensor-core decode kernel takes (TensorRT-LLM's XQA); beyond it the measured decode
 # kernels run 3-20x slower on every device (aiconfigurator's tables, groups of 48-128): the vector units compute
 DECODE_MATRIX_GROUP_MAX = 32
+# a decode context beyond this many tokens is split over several CTAs per (sequence, KV head) (flash-decoding); on
+# older tensor cores the split pays a reduction (AttentionOverheads.decode_split_cycles; 256 fits better than 512, 1024)
+DECODE_SPLIT_TOKENS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,8 @@ class AttentionOverheads:
     prefill_cta_rows_exponent     a prefill CTA's cycles scale as (its query rows / its tile's rows) ** exponent:
                           a short prompt's CTA (fewer than FLASH_BLOCK_Q query rows) loads, rescales and stores
                           fewer rows (0: every CTA costs prefill_cta_cycles)
+    decode_wide_kv_cta_cycles, decode_pair_bytes_per_core_cycle, decode_split_cycles, decode_generic_mac_cycles:
+                          the decode kernel-generation form (_decode_terms; 0: not charged)
     Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
     """
 
@@ -65,6 +70,8 @@ class AttentionOverheads:
     prefill_cta_rows_exponent: float = 0.0
     decode_wide_kv_cta_cycles: float = 0.0
     decode_pair_bytes_per_core_cycle: float = 0.0
+    decode_split_cycles: float = 0.0
+    decode_generic_mac_cycles: float = 0.0
 
 
 def _ceil_to(x, multiple):
@@ -224,6 +231,32 @@ def _prefill_tiles(q, k, n, window):
     return BQ, blocks, padded_pairs, last
 
 
+def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, generic) -> dict:
+    """A decode kernel's terms beyond its bytes (arrays over groups; 0 where an overhead is 0):
+    generic_s   the generic kernel (generic: more than DECODE_MATRIX_GROUP_MAX query heads per KV head) computes each
+                head's dot products on the vector units: 2 FLOPs per MAC at their peak, and at least
+                decode_generic_mac_cycles core cycles per MAC (the tables: ~0.07 on A100, Hopper and Blackwell alike)
+    pair_s      each (sequence, KV head) streams its share at most at decode_pair_bytes_per_core_cycle x cores x clock
+    cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
+                over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels)
+    split_s     on such a device, a context beyond DECODE_SPLIT_TOKENS splits over CTAs and pays a reduction:
+                decode_split_cycles at the clock"""
+    m, n, batch = shapes.m, shapes.n, shapes.batch
+    core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
+    generic_s = 2.0 * shapes.matrix_macs / rates.vector_flops_per_s
+    generic_s = np.maximum(generic_s, shapes.matrix_macs * overheads.decode_generic_mac_cycles * core_cycles_s)
+    pair_rate = overheads.decode_pair_bytes_per_core_cycle / core_cycles_s
+    pair_s = shapes.nbytes / (batch * pair_rate) if pair_rate > 0 else np.zeros(np.shape(m))
+    cta_cycles = np.full(np.shape(m), overheads.decode_cta_cycles)
+    split_s = np.zeros(np.shape(m))
+    if not rates.matrix_fp4:
+        if shapes.kv_value_bytes is not None:
+            wide = (m > 1) & ~generic & (np.nan_to_num(shapes.kv_value_bytes) >= 1.5)
+            cta_cycles = cta_cycles + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
+        split_s = np.where(n > DECODE_SPLIT_TOKENS, overheads.decode_split_cycles / rates.clock_hz, 0.0)
+    return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s}
+
+
 def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
     with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
@@ -256,25 +289,19 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # computes each head's dot products on the vector units (2 FLOPs per MAC); MLA's latent kernels (head dim
     # above 256) are built for many heads and keep the matrix units
     generic = kind_is_decode & (m > DECODE_MATRIX_GROUP_MAX) & (k <= 256)
-    compute = np.where(generic, np.maximum(compute, 2.0 * matrix_macs / rates.vector_flops_per_s), compute)
+    decode = _decode_terms(shapes, rates, overheads, generic)
+    compute = np.where(generic, np.maximum(compute, decode["generic_s"]), compute)
     stream = rates.memory_fraction * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     memory = np.maximum(memory_waves, nbytes / (rates.bandwidth * np.minimum(stream, 1.0)))
+    memory = np.where(kind_is_decode, np.maximum(memory, decode["pair_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
-    if overheads.decode_pair_bytes_per_core_cycle > 0:
-        pair_s = nbytes / (batch * overheads.decode_pair_bytes_per_core_cycle) * core_cycles_s
-        memory = np.where(kind_is_decode, np.maximum(memory, pair_s), memory)
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
     cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
-    decode_cta = np.full(np.shape(m), overheads.decode_cta_cycles)
-    if not rates.matrix_fp4 and shapes.kv_value_bytes is not None:
-        kv_value_bytes = np.nan_to_num(shapes.kv_value_bytes)
-        wide = (m > 1) & ~generic & (kv_value_bytes >= 1.5)
-        decode_cta = decode_cta + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-    fixed_s = core_cycles_s * np.where(
-        kind_is_decode, batch * np.where(generic, m, 1.0) * decode_cta,
-        tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles)
+    fixed_s = np.where(
+        kind_is_decode, core_cycles_s * batch * np.where(generic, m, 1.0) * decode["cta_cycles"] + decode["split_s"],
+        core_cycles_s * (tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles))
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
     t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])

@@ -44,10 +44,12 @@ PARAMETERS = {
                          ("attention_decode_latency_s", 0.0, 50e-6, 6e-6),
                          ("decode_wide_kv_cta_cycles", 0.0, 50000.0, 1000.0),
                          ("attention_decode_latency_cycles", 0.0, 100000.0, 15000.0),
-                         ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 4.0)),
+                         ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 4.0),
+                         ("decode_split_cycles", 0.0, 100000.0, 5000.0),
+                         ("decode_generic_mac_cycles", 0.0, 1.0, 0.03)),
 }
 SCALE = {"attention_prefill_latency_s": 1e-6, "attention_decode_latency_s": 1e-6,
-         "attention_decode_latency_cycles": 1e3}   # fit in microseconds
+         "attention_decode_latency_cycles": 1e3, "decode_split_cycles": 1e3}   # fit in microseconds
 
 
 def constants_with(values: dict, base=DEFAULT_CONSTANTS):
