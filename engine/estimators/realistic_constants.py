@@ -64,9 +64,12 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
     prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
     decode_cta_cycles=2590.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
-    decode_bandwidth_efficiency=1.08)   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.40)
-# The kernel-generation decode form (decode_wide_kv_cta_cycles, decode_pair_bytes_per_core_cycle and
-# RealisticConstants.attention_decode_latency_cycles) is fitted leave-one-device-out by attention_fit.py but not
+    decode_bandwidth_efficiency=1.08,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.40)
+    # the generic decode kernel (more than 32 query heads per KV head): core cycles per MAC (was the vector units'
+    # peak, 2 FLOPs per MAC: 10x too fast at long contexts); every leave-one-device-out fold 0.070-0.072
+    decode_generic_mac_cycles=0.071)
+# The rest of the kernel-generation decode form (decode_wide_kv_cta_cycles, decode_pair_bytes_per_core_cycle,
+# decode_split_cycles and RealisticConstants.attention_decode_latency_cycles) is fitted leave-one-device-out by attention_fit.py but not
 # shipped (0 / None): on the seven devices' tables it fits 5,400 cycles, 4.9 B per core cycle and 16,300 cycles,
 # and our own H100 / H200 decode ground truth (SDPA, not TensorRT-LLM's XQA) then misses by 16-18% (docs/accuracy.md).
 
