@@ -242,18 +242,19 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     split_s     on such a device, a context beyond DECODE_SPLIT_TOKENS splits over CTAs and pays a reduction:
                 decode_split_cycles at the clock"""
     m, n, batch = shapes.m, shapes.n, shapes.batch
+    latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s
     core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
     generic_s = 2.0 * shapes.matrix_macs / rates.vector_flops_per_s
     generic_s = np.maximum(generic_s, shapes.matrix_macs * overheads.decode_generic_mac_cycles * core_cycles_s)
     pair_rate = overheads.decode_pair_bytes_per_core_cycle / core_cycles_s
-    pair_s = shapes.nbytes / (batch * pair_rate) if pair_rate > 0 else np.zeros(np.shape(m))
+    pair_s = np.where(latent, 0.0, shapes.nbytes / (batch * pair_rate)) if pair_rate > 0 else np.zeros(np.shape(m))
     cta_cycles = np.full(np.shape(m), overheads.decode_cta_cycles)
     split_s = np.zeros(np.shape(m))
     if not rates.matrix_fp4:
         if shapes.kv_value_bytes is not None:
-            wide = (m > 1) & ~generic & (np.nan_to_num(shapes.kv_value_bytes) >= 1.5)
+            wide = (m > 1) & ~generic & ~latent & (np.nan_to_num(shapes.kv_value_bytes) >= 1.5)
             cta_cycles = cta_cycles + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-        split_s = np.where(n > DECODE_SPLIT_TOKENS, overheads.decode_split_cycles / rates.clock_hz, 0.0)
+        split_s = np.where((n > DECODE_SPLIT_TOKENS) & ~latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
     return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s}
 
 

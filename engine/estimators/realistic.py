@@ -351,7 +351,7 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
     times = fused_times(inputs.shapes, inputs.rates, overheads)
-    prefill, decode = constants.attention_prefill_latency_s, decode_attention_latency_s(constants, rates)
+    prefill, decode = constants.attention_prefill_latency_s, decode_attention_latency_s(constants, rates, inputs.shapes.k)
     latency = np.where(inputs.decode, rates.kernel_latency_s if decode is None else decode,
                        rates.kernel_latency_s if prefill is None else prefill)
     offset = np.maximum(inputs.ideal_sum - times["t0"], 0.0)

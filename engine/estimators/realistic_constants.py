@@ -69,9 +69,11 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     # peak, 2 FLOPs per MAC: 10x too fast at long contexts); every leave-one-device-out fold 0.070-0.072
     decode_generic_mac_cycles=0.071)
 # The rest of the kernel-generation decode form (decode_wide_kv_cta_cycles, decode_pair_bytes_per_core_cycle,
-# decode_split_cycles and RealisticConstants.attention_decode_latency_cycles) is fitted leave-one-device-out by attention_fit.py but not
-# shipped (0 / None): on the seven devices' tables it fits 5,400 cycles, 4.9 B per core cycle and 16,300 cycles,
-# and our own H100 / H200 decode ground truth (SDPA, not TensorRT-LLM's XQA) then misses by 16-18% (docs/accuracy.md).
+# decode_split_cycles, RealisticConstants.attention_decode_latency_cycles) is fitted leave-one-device-out by
+# attention_fit.py but not shipped (0 / None). On all seven devices it fits 5,760 cycles, 5.5 B per core cycle,
+# 9,900 cycles and 14,900 cycles (stream efficiency 1.20, CTA cycles 2,300, latency 11.1 us), and then our own
+# H100 / H200 decode ground truth (SDPA, not TensorRT-LLM's XQA) misses by 11.7% / 10.4% median (now 10.0% / 7.6%;
+# docs/accuracy.md, "Decode attention, fourth step").
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +168,15 @@ class DeviceRates:
         )
 
 
-def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates) -> float | None:
-    """The decode attention kernel's fixed time: attention_decode_latency_cycles at the clock on a device without fp4
-    matrix units where it is set, else attention_decode_latency_s (None: the device's kernel_latency)."""
-    if constants.attention_decode_latency_cycles is not None and not rates.matrix_fp4:
-        return constants.attention_decode_latency_cycles / rates.clock_hz
-    return constants.attention_decode_latency_s
+def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates, head_dim):
+    """The decode attention kernels' fixed time (per group of head dims `head_dim`): attention_decode_latency_cycles
+    at the clock on a device without fp4 matrix units where it is set (head dims up to 256: not MLA's latent
+    kernels), else attention_decode_latency_s (None: the device's kernel_latency)."""
+    seconds = constants.attention_decode_latency_s
+    if constants.attention_decode_latency_cycles is None or rates.matrix_fp4:
+        return seconds
+    seconds = rates.kernel_latency_s if seconds is None else seconds
+    return np.where(np.asarray(head_dim) <= 256, constants.attention_decode_latency_cycles / rates.clock_hz, seconds)
 
 
 def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
