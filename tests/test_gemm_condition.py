@@ -137,3 +137,21 @@ def test_a_15_percent_change_of_a_bf16_gemm_constant_breaks_a_methods_floor(devi
     values = getattr(DEFAULT_CONSTANTS, constant)
     changed = replace(DEFAULT_CONSTANTS, **{constant: {**values, "bf16": values["bf16"] * factor}})
     assert methods_violations(devices, changed) != []
+
+
+def test_the_power_cap_bounds_the_chips_aggregate_rate_not_each_cores(devices):
+    """B200: (1000 - 150) W / 0.57 pJ per FLOP = 1,491 TFLOP/s, under its bf16 peak x achievable fraction. A GEMM
+    of a few tiles keeps a few cores busy and draws little power: not capped. A large one runs at the cap. A chip with
+    more cores at the same board power is never slower (h/gemm's per-core cap slowed the few-tile GEMM there)."""
+    b200 = devices["B200"]
+    uncapped = replace(DEFAULT_CONSTANTS, gemm_power_j_per_flop={})
+    few = one_gemm(256, 512, 65536, "bf16", 2.0)      # 256 x 512 outputs: a handful of tiles, even split over k
+    assert kernel_s(few, b200, DEFAULT_CONSTANTS) == kernel_s(few, b200, uncapped)
+    big = one_gemm(16384, 16384, 16384, "bf16", 2.0)
+    # the cap binds: the default kernel latency (B200 has none in the workbook) + FLOPs x J per FLOP / W
+    at_cap = 2 * 16384.0 ** 3 * 0.57e-12 / 850.0
+    assert kernel_s(big, b200, DEFAULT_CONSTANTS) == pytest.approx(6.375e-6 + at_cap, rel=1e-9)
+    assert kernel_s(big, b200, DEFAULT_CONSTANTS) > kernel_s(big, b200, uncapped) * 1.02
+    wider = b200.with_changes(num_cores=2 * b200.num_cores)
+    for table in (few, big, one_gemm(4096, 4096, 8192, "bf16", 2.0)):
+        assert kernel_s(table, wider, DEFAULT_CONSTANTS) <= kernel_s(table, b200, DEFAULT_CONSTANTS)
