@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -135,7 +136,9 @@ def ground_truth(paths, devices) -> None:
         metadata = calibration.read_metadata(path)
         print(f"{path}: " + "; ".join(f"{key} {metadata.get(key, '?')}" for key in
                                        ("gpu", "driver", "cuda", "torch", "date", "timing")))
-        tidy = calibration.predict(calibration.load_measurements(path), devices, calibration.GROUND_TRUTH_METHODS)
+        # bare GEMMs (fp8 on pre-quantized inputs): no activation-quantize kernel (engine/estimators/gemm_condition.py)
+        bare = replace(DEFAULT_CONSTANTS, gemm_quantize_latency_s={})
+        tidy = calibration.predict(calibration.load_measurements(path), devices, calibration.GROUND_TRUTH_METHODS, bare)
         show(f"{path.name}: every method per device and kind",
              calibration.summary(tidy, by=("method", "device", "kind")))
 

@@ -7,8 +7,10 @@ prints per device x family x precision (dtypes; collectives: op and implementati
 p90 of |predicted / measured - 1|, and bias (median signed error; negative = predicts too fast). Then the
 same per family x precision and per family over all devices.
 
-Last, the realistic GEMM constants per dtype (engine/calibration/silicon/fit.py) leave-one-device-out: for each device,
-fitted on the others and scored on it, against the uncalibrated model and the shipped (all-device) values.
+GEMMs are scored under the tables' timing condition ("warm": weight copies back to back in one CUDA graph, fp8 with the
+framework's activation-quantize kernel; engine/calibration/silicon/conditions.py), not the "model" condition
+`estimate` uses. Last, the realistic GEMM constants per dtype (engine/calibration/silicon/fit.py) leave-one-device-out:
+for each device, fitted on the others and scored on it, against the uncalibrated model and the shipped values.
 
 Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
 Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
@@ -88,14 +90,16 @@ def print_leave_one_device_out(root, devices: dict) -> None:
     print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
           f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
     out = table[["device", "dtype", "count", "efficiency", "extra_latency_us", "latency_cycles",
-                 "joules_per_tflop", "split_k_cycles"]].copy()
+                 "joules_per_tflop", "split_k_cycles", "quantize_us"]].copy()
     for label in ("before", "lodo", "shipped"):
         out[label] = [f"{100 * a:.1f}% / {100 * b:.1f}%, {100 * c:+.1f}%" for a, b, c in
                       zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
     print(out.to_string(index=False))
-    print("before: efficiency 1, no extra latency; lodo: the constants shown, fitted without the device (bf16: the "
-          f"clock-and-power form {fit.CLOCK_DTYPES}, latency cycles / clock and a power cap in pJ per FLOP; others: "
-          "efficiency / extra latency); shipped: RealisticConstants (fitted on all devices; bf16 not shipped)")
+    print("All under the tables' timing condition (warm: weight copies back to back, engine/estimators/gemm_condition.py; "
+          "fp8 tables with each framework's activation-quantize kernel, quantize_us). before: efficiency 1, no extra "
+          "latency, no quantize kernel; lodo: the constants shown, fitted without the device (clock-and-power form "
+          f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles; others: efficiency / "
+          "extra latency); shipped: RealisticConstants and conditions.TABLE_QUANTIZE_LATENCY_S (fitted on all devices)")
 
 
 if __name__ == "__main__":

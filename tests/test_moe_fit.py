@@ -48,8 +48,8 @@ def test_a_lower_stream_efficiency_never_makes_moe_faster(devices):
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_moe_floor_breaks_when_the_stream_efficiency_moves_15_percent(devices):
     """250 measurements each of H100-SXM and B200 (fixed sample): the shipped constants are within the floor
-    (measured 12.9%) and 15% more or less weight-stream efficiency breaks it (15.8% / 15.1%); uncalibrated is worse
-    (17.9%). The matrix efficiency is not fitted (the tables do not determine it, engine/calibration/silicon/moe_fit.py)."""
+    (measured 15.2%; 15.5% before h/gemm's GEMM refit) and 15% more or less weight-stream efficiency breaks it
+    (19.5% / 16.8%); uncalibrated is worse. The matrix efficiency is not fitted (the tables do not determine it, engine/calibration/silicon/moe_fit.py)."""
     chosen = {name: devices[name] for name in ("H100-SXM", "B200")}
     rows = moe_fit.fit_rows(chosen, None, 250)
     floor = 0.14
@@ -66,8 +66,9 @@ def test_moe_floor_breaks_when_the_stream_efficiency_moves_15_percent(devices):
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_large_expert_batches_pay_the_combine_cycles(devices):
     """The same sample's 125 measurements with more than 64 (token, expert) pairs per expert: without the combine
-    row's core cycles (the token permutation) they are 34% too fast at the median; with the shipped 0.45 cycles per
-    vector FLOP 20.2% (bias -13.1%), and 15% fewer or more cycles move the bias out of its band (-15.9% / -9.7%)."""
+    row's core cycles (the token permutation) they are 25.9% off (bias -24.5%) at the median; with the shipped 0.45
+    cycles per vector FLOP 18.8% (bias -4.8%), and 15% fewer or more cycles move the bias out of its band (-8.3% /
+    -0.9%). (Before h/gemm's GEMM forms: 34% without, 20.2% / -13.1% with.)"""
     chosen = {name: devices[name] for name in ("H100-SXM", "B200")}
     rows = moe_fit.fit_rows(chosen, None, 250)
     rows = rows[rows["tokens_per_expert"] > 64]
@@ -77,9 +78,9 @@ def test_large_expert_batches_pay_the_combine_cycles(devices):
         return _errors(rows, devices, replace(DEFAULT_CONSTANTS, moe_combine_flop_cycles=cycles))
 
     def within(error):
-        return np.median(np.abs(error)) <= 0.21 and -0.145 <= np.median(error) <= -0.115
+        return np.median(np.abs(error)) <= 0.195 and -0.07 <= np.median(error) <= -0.025
     shipped = DEFAULT_CONSTANTS.moe_combine_flop_cycles
     assert within(errors(shipped))
-    assert np.median(np.abs(errors(0.0))) > 0.30
+    assert np.median(np.abs(errors(0.0))) > 0.24
     for factor in (0.85, 1.15):
         assert not within(errors(shipped * factor)), factor

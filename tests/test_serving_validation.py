@@ -95,8 +95,8 @@ def test_cross_validated_floors(scored):
     assert held_out["tpot_median"] <= 0.10
     # 0.279 with them (0.308 before: the start-up burst weighed as C / 1000, clients drifting apart; 0.557 before
     # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
-    # are not yet refitted on the new kernels)
-    assert held_out["ttft_median"] <= 0.32
+    # are not yet refitted on the new kernels); 0.234 after h/gemm2's GEMM model condition (TPOT 0.076)
+    assert held_out["ttft_median"] <= 0.25
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
@@ -129,8 +129,14 @@ def in_bounds(summary) -> bool:
     # +0.018, 0.550, +0.443; 15% off moves TPOT to 0.120 / 0.091 (bias +0.037 / -0.004, graph latency overlap),
     # 0.091 / 0.109 (bias +0.0156 / +0.0225, per-decoding-request overhead), TTFT to 0.459 / 0.566 (bias +0.432 /
     # +0.529, request overhead) and 0.514 / 0.567 (bias +0.426 / +0.483, arrival wait share).
-    return (summary["tpot_median"] <= 0.107 and 0.016 <= summary["tpot_bias"] <= 0.020
-            and summary["ttft_median"] <= 0.56 and 0.435 <= summary["ttft_bias"] <= 0.45)
+    # After h/gemm2's GEMM model condition (fp8 GEMMs in the clock-and-power efficiency with the activation-quantize
+    # kernel, the chip-level power cap; bf16 as before), re-measured because GEMM constants changed: 0.1076, +0.0342,
+    # 0.531, +0.464 (held-out TPOT 0.090 -> 0.076, TTFT 0.314 -> 0.234); 15% off moves TPOT to 0.120 / 0.086 (bias
+    # +0.050 / +0.016, graph latency overlap), 0.100 / 0.112 (bias +0.029 / +0.037, per-decoding-request overhead),
+    # TTFT to 0.463 / 0.576 (bias +0.447 / +0.523, request overhead) and 0.484 / 0.582 (bias +0.434 / +0.483,
+    # arrival wait share).
+    return (summary["tpot_median"] <= 0.109 and 0.032 <= summary["tpot_bias"] <= 0.036
+            and summary["ttft_median"] <= 0.54 and 0.455 <= summary["ttft_bias"] <= 0.47)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

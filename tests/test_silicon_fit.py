@@ -15,7 +15,13 @@ from engine.calibration.silicon import fit, tables
 from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
-UNCALIBRATED = replace(DEFAULT_CONSTANTS, gemm_matrix_efficiency={}, gemm_format_latency_s={})
+# the additive form only (the shipped clock-and-power form and isolated latency removed; fp8's additive constants as
+# shipped before it, fitted on the tables without the quantize kernel), then nothing fitted
+ADDITIVE = replace(DEFAULT_CONSTANTS, gemm_matrix_efficiency={"fp8": 0.69, "fp8_g128": 0.78},
+                   gemm_format_latency_s={"fp8": 2.25e-6, "fp8_g128": 0.0}, gemm_latency_cycles={},
+                   gemm_power_j_per_flop={}, gemm_split_k_cycles={}, gemm_model_matrix_efficiency={},
+                   gemm_quantize_latency_s={})
+UNCALIBRATED = replace(ADDITIVE, gemm_matrix_efficiency={}, gemm_format_latency_s={})
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +39,9 @@ def one_gemm(m, n, k, dtype, value_bytes):
 def test_fp8_compute_bound_gemm_runs_at_the_fitted_fraction_of_the_device_rate(h100):
     table = one_gemm(8192, 8192, 8192, "fp8", 1.0)          # 64 x 32 tiles of 128 x 256: whole waves
     before = estimate_realistic(table, h100, constants=UNCALIBRATED)
-    after = estimate_realistic(table, h100)
-    efficiency = DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"]
-    extra = DEFAULT_CONSTANTS.gemm_format_latency_s["fp8"]
+    after = estimate_realistic(table, h100, constants=ADDITIVE)
+    efficiency = ADDITIVE.gemm_matrix_efficiency["fp8"]
+    extra = ADDITIVE.gemm_format_latency_s["fp8"]
     assert before["bound"][0] == after["bound"][0] == "compute"
     work_before = before["kernel_time_s"][0] - h100.kernel_latency_s
     work_after = after["kernel_time_s"][0] - h100.kernel_latency_s - extra
@@ -48,11 +54,11 @@ def test_fp8_compute_bound_gemm_runs_at_the_fitted_fraction_of_the_device_rate(h
 def test_extra_latency_is_added_once_and_bf16_is_unchanged(h100):
     tiny = one_gemm(16, 128, 128, "fp8", 1.0)
     before = estimate_realistic(tiny, h100, constants=UNCALIBRATED)["kernel_time_s"][0]
-    after = estimate_realistic(tiny, h100)["kernel_time_s"][0]
+    after = estimate_realistic(tiny, h100, constants=ADDITIVE)["kernel_time_s"][0]
     # a memory-bound tiny GEMM: the difference is the extra latency (the efficiency barely matters)
-    assert after - before == pytest.approx(DEFAULT_CONSTANTS.gemm_format_latency_s["fp8"], rel=0.01)
-    bf16 = one_gemm(4096, 4096, 4096, "bf16", 2.0)
-    np.testing.assert_array_equal(estimate_realistic(bf16, h100)["kernel_time_s"],
+    assert after - before == pytest.approx(ADDITIVE.gemm_format_latency_s["fp8"], rel=0.01)
+    bf16 = one_gemm(4096, 4096, 4096, "bf16", 2.0)       # fp8's entries do not reach bf16
+    np.testing.assert_array_equal(estimate_realistic(bf16, h100, constants=ADDITIVE)["kernel_time_s"],
                                   estimate_realistic(bf16, h100, constants=UNCALIBRATED)["kernel_time_s"])
     # the public one-GEMM call uses the shipped constants too
     assert estimate_gemm(h100, 8192, 8192, 8192, "fp8", "realistic")["kernel_time_s"] > \
@@ -64,9 +70,9 @@ def test_a_dtype_uses_its_own_entry_else_its_formats(h100, dtype, value_bytes):
     """fp8_g128 (block-scaled) has its own efficiency; fp8_e4m3 has none and falls back to fp8's."""
     table = one_gemm(8192, 8192, 8192, dtype, value_bytes)
     before = estimate_realistic(table, h100, constants=UNCALIBRATED)["kernel_time_s"][0]
-    after = estimate_realistic(table, h100)["kernel_time_s"][0]
-    table_entry = DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"])
-    extra = DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, DEFAULT_CONSTANTS.gemm_format_latency_s["fp8"])
+    after = estimate_realistic(table, h100, constants=ADDITIVE)["kernel_time_s"][0]
+    table_entry = ADDITIVE.gemm_matrix_efficiency.get(dtype, ADDITIVE.gemm_matrix_efficiency["fp8"])
+    extra = ADDITIVE.gemm_format_latency_s.get(dtype, ADDITIVE.gemm_format_latency_s["fp8"])
     latency = h100.kernel_latency_s
     assert after - latency - extra == pytest.approx((before - latency) / table_entry, rel=1e-3)
 
@@ -77,7 +83,7 @@ def test_fit_recovers_known_constants_from_synthetic_times():
     rows = rows[rows["dtype"] == "fp8"].reset_index(drop=True)
     groups = []
     for device, part in rows.groupby("device"):
-        group = fit.DeviceGemms(part, devices[device])
+        group = fit.DeviceGemms(part, devices[device], condition="model")     # no quantize kernel
         group.measured = group.predicted(0.80, 1.5e-6)          # times from known constants
         groups.append(group)
     efficiency, extra = fit.fit_dtype(groups)
@@ -99,7 +105,9 @@ def test_leave_one_device_out_scores_each_device_with_the_others_fit():
                                                                                      table["dtype"]))].to_numpy()).all()
 
 
-CLOCK = replace(DEFAULT_CONSTANTS, gemm_latency_cycles={"bf16": 6000.0}, gemm_power_j_per_flop={"bf16": 0.56e-12})
+# the clock-and-power form as the tables are timed (warm condition: latency cycles / clock, split-K cycles)
+CLOCK = replace(ADDITIVE, gemm_condition="warm", gemm_latency_cycles={"bf16": 6000.0},
+                gemm_power_j_per_flop={"bf16": 0.56e-12})
 SPLIT = replace(CLOCK, gemm_split_k_cycles={"bf16": 4000.0})
 
 
@@ -107,7 +115,7 @@ def test_clock_form_latency_is_cycles_at_the_clock_and_the_power_cap_binds_on_la
     devices = load_specs()
     h100, b200 = devices["H100-SXM"], devices["B200"]
     tiny = one_gemm(1, 128, 128, "bf16", 2.0)                 # a GEMV: no tiles, the latency dominates
-    plain = estimate_realistic(tiny, h100)["kernel_time_s"][0]
+    plain = estimate_realistic(tiny, h100, constants=ADDITIVE)["kernel_time_s"][0]
     clock = estimate_realistic(tiny, h100, constants=CLOCK)["kernel_time_s"][0]
     assert plain - clock == pytest.approx(h100.kernel_latency_s - 6000.0 / 1.83e9, rel=1e-9)
     big = one_gemm(8192, 8192, 8192, "bf16", 2.0)
@@ -117,7 +125,7 @@ def test_clock_form_latency_is_cycles_at_the_clock_and_the_power_cap_binds_on_la
     assert work == pytest.approx(2 * 8192.0 ** 3 / (850.0 / 0.56e-12), rel=0.02)     # whole waves: within 2%
     # H100: 595 W / 0.56 pJ = 1063 TFLOP/s, above 0.70 x 989: no cap, only the latency changes
     uncapped = estimate_realistic(big, h100, constants=CLOCK)["kernel_time_s"][0] - 6000.0 / 1.83e9
-    assert uncapped == pytest.approx(estimate_realistic(big, h100)["kernel_time_s"][0] - h100.kernel_latency_s,
+    assert uncapped == pytest.approx(estimate_realistic(big, h100, constants=ADDITIVE)["kernel_time_s"][0] - h100.kernel_latency_s,
                                      rel=1e-12)
 
 
@@ -166,11 +174,11 @@ def test_clock_fit_recovers_known_constants_from_synthetic_times():
 
 
 def test_clock_constants_with_puts_the_fitted_form_into_realistic():
-    constants = fit.clock_constants_with({"bf16": (1.0, 6000.0, 0.56e-12, 0.0)})
+    constants = fit.clock_constants_with({"bf16": (1.0, 6000.0, 0.56e-12, 0.0)}, base=ADDITIVE)
     assert constants.gemm_latency_cycles == CLOCK.gemm_latency_cycles
     assert constants.gemm_power_j_per_flop == CLOCK.gemm_power_j_per_flop
-    assert constants.gemm_matrix_efficiency["fp8"] == DEFAULT_CONSTANTS.gemm_matrix_efficiency["fp8"]
+    assert constants.gemm_matrix_efficiency["fp8"] == ADDITIVE.gemm_matrix_efficiency["fp8"]
     big = one_gemm(8192, 8192, 8192, "bf16", 2.0)
     b200 = load_specs()["B200"]
-    assert estimate_realistic(big, b200, constants=constants)["kernel_time_s"][0] == \
+    assert estimate_realistic(big, b200, constants=replace(constants, gemm_condition="warm"))["kernel_time_s"][0] == \
         estimate_realistic(big, b200, constants=CLOCK)["kernel_time_s"][0]

@@ -63,9 +63,11 @@ def objective(predicted: np.ndarray, measured: np.ndarray) -> float:
 class GemmModel:
     """The realistic GEMM time of many rows as a fast function of (matrix, memory, latency)."""
 
-    def __init__(self, table: dict, hardware: Hardware):
+    def __init__(self, table: dict, hardware: Hardware, byte_scale=1.0):
+        """`byte_scale`: per row, bytes counted x this (the warm condition's LLC reads, gemm_condition.py)."""
         rates = DeviceRates.of(hardware)
-        m, n, k, nbytes = (table[c].astype(float)[:, None] for c in ("m", "n", "k", "bytes"))
+        m, n, k = (table[c].astype(float)[:, None] for c in ("m", "n", "k"))
+        nbytes = (table["bytes"].astype(float) * byte_scale)[:, None]
         dtype = str(table["dtype"][0])
         per_core = hardware.matrix_macs_per_s(dtype) / hardware.num_cores
         self.terms = candidate_terms(m, n, k, 1.0, nbytes, per_core, hardware, bytes_per_value(dtype),
@@ -75,8 +77,13 @@ class GemmModel:
         self.stream_peak_s = nbytes[:, 0] / rates.bandwidth
         self.ideal_s = np.maximum(table["matrix_flops"] / hardware.matrix_flops_per_s(dtype), self.stream_peak_s)
 
-    def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0) -> np.ndarray:
-        candidates = np.maximum(self.terms["wave_peak_s"] / matrix, self.terms["peak_memory_s"] / memory)
+    def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0,
+             power_macs_per_s: float = np.inf) -> np.ndarray:
+        """`power_macs_per_s`: the chip's power-limited matrix rate (tiling.candidate_times; inf: none)."""
+        compute = self.terms["wave_peak_s"] / matrix
+        if np.isfinite(power_macs_per_s):
+            compute = np.maximum(compute, self.terms["work_macs"] / power_macs_per_s)
+        candidates = np.maximum(compute, self.terms["peak_memory_s"] / memory)
         if split_k_latency_s:       # a split-K candidate's reduction pass (tiling.candidate_times)
             candidates = candidates + np.where(self.terms["split_k"] > 1, split_k_latency_s, 0.0)
         tiled = np.min(candidates, axis=1)

@@ -45,6 +45,8 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, moe_combine_s)
+from engine.estimators.gemm_condition import (
+    check_condition, clock_and_power, condition_efficiency, condition_latency, warm_byte_scale)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups, least_per_id, unique_inverse
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -174,24 +176,25 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
 
 
 def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
-                           split_k_latency_s=None):
-    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency) (usually one or two),
-    merged back per row."""
+                           split_k_latency_s=None, power_macs_per_s=None):
+    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited
+    MAC/s) (usually one or two), merged back per row."""
     rates = table.rates
     parts = {}
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
     split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
-    stacked = np.stack([efficiency, memory_efficiency, split], axis=1)
+    power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
+    stacked = np.stack([efficiency, memory_efficiency, split, power], axis=1)
     if len(stacked) and (stacked == stacked[0]).all():           # the usual case: one class of GEMM
         pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
     else:
         pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
-    for number, (value, memory_value, split_value) in enumerate(pairs):
+    for number, (value, memory_value, split_value, power_value) in enumerate(pairs):
         mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
-                               float(split_value))
+                               float(split_value), float(power_value))
         parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
                                              shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:
@@ -203,25 +206,6 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
             column[mine] = getattr(tiling, name)
         merged[name] = column
     return Tiling(**merged)
-
-
-def _clock_and_power(out, rows, shapes: GemmShapes, rates: DeviceRates, constants, efficiency):
-    """(matrix efficiency capped by the board's power, latency cycles or NaN, split-K seconds) per GEMM row
-    (gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles of RealisticConstants: the dtype's own entry,
-    else its compute format's)."""
-    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
-    def lookup(table: dict, dtype: str) -> float:
-        return table.get(dtype, table.get(compute_dtype(dtype), np.nan))
-    inverse = inverse.reshape(-1)
-    cycles = np.array([lookup(constants.gemm_latency_cycles, d) for d in dtypes], dtype=float)[inverse]
-    joules = np.array([lookup(constants.gemm_power_j_per_flop, d) for d in dtypes], dtype=float)[inverse]
-    if rates.dynamic_power_w and np.isfinite(joules).any():
-        peak_flops = 2.0 * shapes.per_core_macs * rates.cores
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cap = rates.dynamic_power_w / joules / (peak_flops * rates.matrix_fraction)
-        efficiency = np.where(np.isfinite(cap), np.minimum(efficiency, cap), efficiency)
-    split = np.array([lookup(constants.gemm_split_k_cycles, d) for d in dtypes], dtype=float)[inverse]
-    return efficiency, cycles, np.nan_to_num(split, nan=0.0) / rates.clock_hz
 
 
 def is_expert_gemm(names) -> np.ndarray:
@@ -237,20 +221,24 @@ def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     out, rates, constants = table.out, table.rates, table.constants
     m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
     nbytes = out["bytes"][rows].astype(float)
+    check_condition(constants.gemm_condition)
+    if constants.gemm_condition == "warm":    # operands from the LLC where the copies fit (gemm_condition.py)
+        nbytes = nbytes * warm_byte_scale(out["weight_bytes"][rows], out["activation_bytes"][rows], table.hardware)
+        chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
     efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
+    efficiency = condition_efficiency(out, rows, efficiency, constants)
     memory_efficiency = np.ones_like(efficiency)
     if constants.moe_matrix_efficiency != 1.0 or constants.moe_bandwidth_efficiency != 1.0:
         grouped = is_expert_gemm(np.asarray(out["name"])[rows])
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
     shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
-    cycles = split_s = None
+    cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
-        efficiency, cycles, split_s = _clock_and_power(out, rows, shapes, rates, constants, efficiency)
-    tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s)
-    chain.latency[rows] = np.maximum(chain.latency[rows] + extra_latency, 0.0)
-    if cycles is not None:
-        chain.latency[rows] = np.where(np.isfinite(cycles), cycles / rates.clock_hz, chain.latency[rows])
+        cycles, split_s, power = clock_and_power(out, rows, rates, constants)
+    tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s, power)
+    chain.latency[rows] = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles,
+                                            rates, constants)
     ideal = chain.t1[rows]
     t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
     t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))

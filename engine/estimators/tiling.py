@@ -73,6 +73,10 @@ class GemmRates:
     memory_fraction: float               # achievable fraction of it for GEMM operand streams
     latency_s: float                     # device time beyond the work
     split_k_latency_s: float = 0.0       # a split-K candidate's extra device time (its partial sums' reduction pass)
+    # the chip's power-limited matrix rate (MAC/s over all its cores together: the board's dynamic power / energy
+    # per MAC; inf: not capped). It bounds the aggregate rate of the cores a GEMM keeps busy, never one core's rate,
+    # so a GEMM of few tiles is not slowed by cores it leaves idle and more cores are never slower.
+    power_macs_per_s: float = np.inf
 
 
 @dataclass
@@ -137,8 +141,9 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
     """Rows x candidates arrays of the parameter-free parts of each candidate's time.
 
     Inputs are column vectors (rows x 1). Returns tile_m, tile_n, split_k, tiles, waves,
-    padded_s (padded tiles at peak over all cores), wave_peak_s (whole waves at peak) and
-    peak_memory_s (bytes plus split-K partial sums at peak bandwidth).
+    padded_s (padded tiles at peak over all cores), wave_peak_s (whole waves at peak), work_macs (the MACs
+    the tiles execute, padding included: what the chip's power budget is spent on) and peak_memory_s (bytes plus
+    split-K partial sums at peak bandwidth).
     """
     tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
     cores = hardware.num_cores
@@ -150,15 +155,20 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
     return {
         "tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "tiles": tiles, "waves": waves,
         "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
+        "work_macs": tiles * tile_m * tile_n * k_slice,
         "peak_memory_s": (nbytes + partial_sums) / bandwidth,
     }
 
 
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
-                    split_k_latency_s: float = 0.0):
+                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf):
     """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
-    rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction)."""
+    rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction).
+    Compute is at least the executed MACs at the chip's power-limited rate `power_macs_per_s` (a chip-level
+    bound: it does not depend on the core count, so more cores never make a candidate slower)."""
     compute = terms["wave_peak_s"] / matrix_fraction
+    if np.isfinite(power_macs_per_s):
+        compute = np.maximum(compute, terms["work_macs"] / power_macs_per_s)
     memory = terms["peak_memory_s"] / memory_fraction
     time = latency_s + np.maximum(compute, memory)
     if split_k_latency_s:
@@ -170,7 +180,7 @@ def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value
     m, n, k, batch, nbytes, per_core = (keys[:, i:i + 1] for i in range(6))
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
-                                            rates.split_k_latency_s)
+                                            rates.split_k_latency_s, rates.power_macs_per_s)
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
     chosen = (np.arange(len(best)), best)

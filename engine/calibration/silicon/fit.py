@@ -12,7 +12,9 @@ the latency and caps the matrix rate by the board's power, again from workbook f
 
     device latency  = gemm_latency_cycles[dtype] / clock_hz (+ gemm_split_k_cycles[dtype] / clock_hz if split-K)
     matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
-                          (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype])
+                          (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype] over the cores kept busy)
+
+(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power).
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
@@ -29,6 +31,8 @@ import numpy as np
 import pandas as pd
 
 from engine.calibration.fit import GemmModel, objective
+from engine.estimators.gemm_condition import QUANTIZE_BYTES_PER_VALUE, warm_byte_scale
+from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 
@@ -38,10 +42,14 @@ EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
 EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
 
 
-CLOCK_DTYPES = ("bf16",)     # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
+CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
+# fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
+# so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
+SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
+QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
 
@@ -64,112 +72,196 @@ def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: in
 
 
 class DeviceGemms:
-    """One device's rows of one dtype: the fast GEMM model, the measured times and the device's constants."""
+    """One device's rows of one dtype (and one framework, where the rows say): the fast GEMM model under the
+    timing `condition` (gemm_condition.py: "warm" for the tables), the measured times and the device's constants."""
 
-    def __init__(self, rows: pd.DataFrame, hardware):
+    def __init__(self, rows: pd.DataFrame, hardware, condition: str = "warm"):
         columns, index = gemm_kernels(rows.reset_index(drop=True))
-        self.model = GemmModel({key: values[np.argsort(index)] for key, values in columns.items()}, hardware)
+        table = {key: values[np.argsort(index)] for key, values in columns.items()}
+        warm = condition == "warm"
+        scale = warm_byte_scale(table["weight_bytes"], table["activation_bytes"], hardware) if warm else 1.0
+        self.model = GemmModel(table, hardware, byte_scale=scale)
         self.measured = rows["time_s"].to_numpy(dtype=float)
         self.rates = DeviceRates.of(hardware)
-        self.peak_flops = hardware.matrix_flops_per_s(str(columns["dtype"][0]))
+        self.dtype = str(table["dtype"][0])
+        self.peak_flops = hardware.matrix_flops_per_s(self.dtype)
+        self.framework = str(rows["framework"].iloc[0]) if "framework" in rows else ""
+        # the warm fp8 tables' activation-quantize kernel: its stream at the achievable bandwidth (+ a fitted latency)
+        quantized = warm and compute_dtype(self.dtype) == "fp8"
+        self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
+                                  / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
 
-    def predicted(self, efficiency: float, extra_latency_s: float) -> np.ndarray:
+    def quantize_s(self, quantize_latency: dict | None) -> np.ndarray | float:
+        """The activation-quantize kernel's time per row ({framework: latency s}; 0 where not quantized)."""
+        if self.quantize_stream_s is None or not quantize_latency or self.framework not in quantize_latency:
+            return 0.0
+        return quantize_latency[self.framework] + self.quantize_stream_s
+
+    def predicted(self, efficiency: float, extra_latency_s: float, quantize_latency: dict | None = None) -> np.ndarray:
         rates = self.rates
         return self.model.time(rates.matrix_fraction * efficiency, rates.memory_fraction,
-                               max(rates.kernel_latency_s + extra_latency_s, 0.0))
+                               max(rates.kernel_latency_s + extra_latency_s, 0.0)) + self.quantize_s(quantize_latency)
 
     def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0) -> np.ndarray:
         """The clock-and-power form's time without its latency."""
-        matrix = self.rates.matrix_fraction * efficiency
+        power = np.inf      # the chip's power-limited MAC/s, a bound on its aggregate rate (tiling.candidate_times)
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
-            matrix = min(matrix, self.rates.dynamic_power_w / joules_per_flop / self.peak_flops)
-        return self.model.work(matrix, self.rates.memory_fraction, split_k_cycles / self.rates.clock_hz)
+            power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
+        return self.model.work(self.rates.matrix_fraction * efficiency, self.rates.memory_fraction,
+                               split_k_cycles / self.rates.clock_hz, power)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
-                        split_k_cycles: float = 0.0) -> np.ndarray:
-        return self.clock_work(efficiency, joules_per_flop, split_k_cycles) + latency_cycles / self.rates.clock_hz
+                        split_k_cycles: float = 0.0, quantize_latency: dict | None = None) -> np.ndarray:
+        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles) + latency_cycles / self.rates.clock_hz
+                + self.quantize_s(quantize_latency))
 
 
-def device_gemms(rows: pd.DataFrame, devices: dict) -> dict:
-    """{(device, dtype): DeviceGemms}."""
-    return {key: DeviceGemms(part, devices[key[0]]) for key, part in rows.groupby(["device", "dtype"])}
+def device_gemms(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
+    """{(device, dtype, framework): DeviceGemms} (framework "" where the rows have none)."""
+    rows = rows if "framework" in rows else rows.assign(framework="")
+    return {key: DeviceGemms(part, devices[key[0]], condition)
+            for key, part in rows.groupby(["device", "dtype", "framework"])}
 
 
-def pooled_objective(groups: list, efficiency: float, extra_latency_s: float) -> float:
-    predicted = np.concatenate([g.predicted(efficiency, extra_latency_s) for g in groups])
+def pooled_objective(groups: list, efficiency: float, extra_latency_s: float, quantize: dict | None = None) -> float:
+    predicted = np.concatenate([g.predicted(efficiency, extra_latency_s, quantize) for g in groups])
     measured = np.concatenate([g.measured for g in groups])
     return objective(predicted, measured)
 
 
+def _quantized_frameworks(groups: list) -> list[str]:
+    return sorted({g.framework for g in groups if g.quantize_stream_s is not None})
+
+
 def fit_dtype(groups: list, rounds: int = 3) -> tuple[float, float]:
-    """(gemm_matrix_efficiency, gemm_format_latency_s) minimising the pooled objective."""
-    efficiency, extra = 1.0, 0.0
+    """(gemm_matrix_efficiency, gemm_format_latency_s) minimising the pooled objective (warm fp8 groups: with
+    each framework's activation-quantize latency fitted alongside, fit_quantize_latency)."""
+    efficiency, extra, quantize = 1.0, 0.0, {f: 0.0 for f in _quantized_frameworks(groups)}
     for _ in range(rounds):
-        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: pooled_objective(groups, e, extra)))
-        extra = float(min(EXTRA_LATENCY_GRID, key=lambda x: pooled_objective(groups, efficiency, x)))
+        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: pooled_objective(groups, e, extra, quantize)))
+        extra = float(min(EXTRA_LATENCY_GRID, key=lambda x: pooled_objective(groups, efficiency, x, quantize)))
+        for framework in quantize:
+            quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: pooled_objective(
+                groups, efficiency, extra, {**quantize, framework: q})))
     return efficiency, extra
 
 
 def fit_dtype_clock(groups: list, rounds: int = 3) -> tuple[float, float, float, float]:
     """(gemm_matrix_efficiency, gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles) of the
     clock-and-power form minimising the pooled objective (coordinate descent over EFFICIENCY_GRID,
-    JOULES_PER_FLOP_GRID, SPLIT_K_CYCLES_GRID and LATENCY_CYCLES_GRID)."""
+    JOULES_PER_FLOP_GRID, SPLIT_K_CYCLES_GRID and LATENCY_CYCLES_GRID); warm fp8 groups: each framework's
+    activation-quantize latency (QUANTIZE_LATENCY_GRID) is fitted alongside (fit_dtype_clock_quantize)."""
+    return fit_dtype_clock_quantize(groups, rounds)[:4]
+
+
+def fit_dtype_clock_quantize(groups: list, rounds: int = 3,
+                             latency_cycles: float | None = None) -> tuple[float, float, float, float, dict]:
+    """fit_dtype_clock's four constants and {framework: activation-quantize latency s} (empty: none quantized);
+    `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted."""
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
     def work(efficiency, joules, split):
         return np.concatenate([g.clock_work(efficiency, joules, split) for g in groups])
-    efficiency, cycles, joules, split = 1.0, 5000.0, 0.0, 0.0
+    def extra(quantize):
+        return np.concatenate([np.broadcast_to(g.quantize_s(quantize), g.measured.shape) for g in groups])
+    efficiency, cycles, joules, split = 1.0, 5000.0 if latency_cycles is None else latency_cycles, 0.0, 0.0
+    quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
+    cycles_grid = LATENCY_CYCLES_GRID if latency_cycles is None else [latency_cycles]
     for _ in range(rounds):
-        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split) + cycles / clocks,
-                                                                         measured)))
-        joules = float(min(JOULES_PER_FLOP_GRID, key=lambda j: objective(work(efficiency, j, split) + cycles / clocks,
+        fixed = cycles / clocks + extra(quantize)
+        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split) + fixed, measured)))
+        joules = float(min(JOULES_PER_FLOP_GRID, key=lambda j: objective(work(efficiency, j, split) + fixed,
                                                                           measured)))
-        split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x) + cycles / clocks,
+        split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x) + fixed,
                                                                         measured)))
-        fixed = work(efficiency, joules, split)
-        cycles = float(min(LATENCY_CYCLES_GRID, key=lambda c: objective(fixed + c / clocks, measured)))
-    return efficiency, cycles, joules, split
+        done = work(efficiency, joules, split)
+        cycles = float(min(cycles_grid, key=lambda c: objective(done + c / clocks + extra(quantize),
+                                                                          measured)))
+        for framework in quantize:
+            quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: objective(
+                done + cycles / clocks + extra({**quantize, framework: q}), measured)))
+    return efficiency, cycles, joules, split, quantize
 
 
-def errors(group: DeviceGemms, efficiency: float, extra_latency_s: float, clock: tuple | None = None) -> dict:
-    predicted = group.predicted_clock(*clock) if clock else group.predicted(efficiency, extra_latency_s)
-    error = predicted / group.measured - 1.0
+def errors(groups: list, efficiency: float, extra_latency_s: float, clock: tuple | None = None,
+           quantize: dict | None = None) -> dict:
+    """|error| median / p90 and bias over `groups` (DeviceGemms) pooled."""
+    predicted = np.concatenate([g.predicted_clock(*clock, quantize_latency=quantize) if clock
+                                else g.predicted(efficiency, extra_latency_s, quantize) for g in groups])
+    error = predicted / np.concatenate([g.measured for g in groups]) - 1.0
     return {"count": error.size, "median_abs_error": float(np.median(np.abs(error))),
             "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))}
 
 
-def leave_one_device_out(rows: pd.DataFrame, devices: dict) -> pd.DataFrame:
+def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> pd.DataFrame:
     """Per device x dtype: errors uncalibrated (efficiency 1, no extra latency: `before`), with the constants
-    fitted on the OTHER devices (`lodo`; their values in efficiency / extra_latency_us) and with the shipped
-    DEFAULT_CONSTANTS (`shipped`: fitted on every device, in-sample)."""
-    groups = device_gemms(rows, devices)
-    lines = []
-    for (device, dtype), held_out in groups.items():
-        training = [g for (d, t), g in groups.items() if t == dtype and d != device]
+    fitted on the OTHER devices (`lodo`; their values in efficiency / extra_latency_us ...; the fp8 tables'
+    activation-quantize latencies in quantize_us) and with the shipped DEFAULT_CONSTANTS (`shipped`: their
+    quantize latencies from conditions.TABLE_QUANTIZE_LATENCY_S), all under the tables' timing `condition`."""
+    from engine.calibration.silicon.conditions import quantize_latency_of
+    groups = device_gemms(rows, devices, condition)
+    lines, bf16_cycles = [], {}
+    for device, dtype in sorted({(d, t) for d, t, _ in groups}):     # per device bf16 first, then fp8, fp8_g128
+        held_out = [g for (d, t, _), g in groups.items() if (d, t) == (device, dtype)]
+        training = [g for (d, t, _), g in groups.items() if t == dtype and d != device]
         if not training:
             continue
+        shipped_clock = _shipped_clock(dtype)
         shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
-                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0))
+                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock,
+                   quantize_latency_of(dtype))
         if dtype in CLOCK_DTYPES:
-            efficiency, cycles, joules, split = clock = fit_dtype_clock(training)
-            extra, lodo = float("nan"), (efficiency, 0.0, clock)
+            shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
+            efficiency, cycles, joules, split, quantize = fit_dtype_clock_quantize(training, latency_cycles=shared)
+            if dtype == "bf16":
+                bf16_cycles[device] = cycles
+            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split), quantize)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
-            lodo = (efficiency, extra)
-        line = {"device": device, "dtype": dtype, "count": held_out.measured.size, "efficiency": efficiency,
-                "extra_latency_us": extra * 1e6, "latency_cycles": cycles, "joules_per_tflop": joules * 1e12,
-                "split_k_cycles": split}
-        for label, values in (("before", (1.0, 0.0)), ("lodo", lodo), ("shipped", shipped)):
+            quantize = fit_quantize_latency(training, efficiency, extra)
+            lodo = (efficiency, extra, None, quantize)
+        line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
+                "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
+                "joules_per_tflop": joules * 1e12, "split_k_cycles": split,
+                "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" for f, v in quantize.items())}
+        for label, values in (("before", (1.0, 0.0, None, None)), ("lodo", lodo), ("shipped", shipped)):
             line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
         lines.append(line)
     return pd.DataFrame(lines)
 
 
-def fit_all(rows: pd.DataFrame, devices: dict) -> dict:
-    """{dtype: (efficiency, extra latency)} fitted on every device (the values to ship)."""
-    groups = device_gemms(rows, devices)
-    return {dtype: fit_dtype([g for (_, t), g in groups.items() if t == dtype]) for dtype in FIT_DTYPES
-            if any(t == dtype for _, t in groups)}
+def fit_quantize_latency(groups: list, efficiency: float, extra_latency_s: float) -> dict:
+    """{framework: activation-quantize latency} of warm fp8 groups for the additive form's fitted constants."""
+    quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
+    for _ in range(2):
+        for framework in quantize:
+            quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: pooled_objective(
+                groups, efficiency, extra_latency_s, {**quantize, framework: q})))
+    return quantize
+
+
+def _shipped_clock(dtype: str) -> tuple | None:
+    """The shipped clock-and-power constants of `dtype` (None: the additive form is shipped)."""
+    c = DEFAULT_CONSTANTS
+    if dtype not in c.gemm_latency_cycles:
+        return None
+    return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
+            c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0))
+
+
+def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
+    """{dtype: fitted constants} on every device (the values to ship): CLOCK_DTYPES (efficiency, latency cycles,
+    joules per FLOP, split-K cycles, {framework: quantize s}), others (efficiency, extra latency)."""
+    groups = device_gemms(rows, devices, condition)
+    fitted = {}
+    for dtype in FIT_DTYPES:
+        mine = [g for (_, t, _), g in groups.items() if t == dtype]
+        if mine and dtype in CLOCK_DTYPES:
+            shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
+            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared)
+        elif mine:
+            fitted[dtype] = fit_dtype(mine)
+    return fitted
 
 
 def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):

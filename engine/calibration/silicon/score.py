@@ -23,6 +23,7 @@ measurements of one device in ONE table timed by the method in one call:
                         (gated unless the kernel_source says nongated; no router GEMM, no all-to-all)
   collective            engine.estimators.collectives: factor x message bytes / link bandwidth + hops x hop latency,
                         the same for every method (ring algorithm; the group's link from the workbook)
+GEMMs are timed under the tables' condition ("warm": weight copies back to back, conditions.table_constants).
 Measured times are device-side per call, so realistic is scored on `kernel_time_s` (no host launch), the
 other methods on `time_s`, as engine.calibration.measurements does for the Vidur kernels. Rows of a device the workbook
 lacks are dropped (`devices_missing` says which).
@@ -41,6 +42,7 @@ from engine.hardware.dtypes import bytes_per_value, compute_dtype
 from engine.decomposition.moe import expected_active_experts
 from engine.kernels.fields import gemm_fields, mlp_activation_fields
 from engine.kernels.table import KernelTableBuilder
+from engine.calibration.silicon.conditions import table_constants
 
 FAMILIES = ("gemm", "prefill_attention", "decode_attention", "prefill_mla", "decode_mla", "moe", "collective")
 DEFAULT_METHODS = ("roofline", "realistic")
@@ -197,8 +199,10 @@ def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, c
     """The method's predicted seconds per measurement of one device (frame index is reset)."""
     if family == "collective":
         return collective_seconds(frame, hardware)
-    if family == "gemm":
+    if family == "gemm":     # timed as the tables were: warm (engine/calibration/silicon/conditions.py)
         columns, index = gemm_kernels(frame)
+        if method.startswith("realistic") and frame["framework"].nunique() <= 1:
+            constants = table_constants(str(frame["framework"].iloc[0]) if len(frame) else "", constants)
     elif family == "moe":
         columns, index = moe_kernels(frame)
     elif family in ("prefill_attention", "decode_attention"):
@@ -222,7 +226,9 @@ def score_family(frame: pd.DataFrame, family: str, methods=DEFAULT_METHODS, devi
         devices = load_specs()
     parts = []
     known = frame[frame["device"].isin(list(devices))]
-    for device, rows in known.groupby("device", sort=False):
+    keys = ["device", "framework"] if "framework" in known else ["device"]    # GEMM conditions are per framework
+    for key, rows in known.groupby(keys, sort=False, dropna=False):
+        device = key[0]
         rows = rows.reset_index(drop=True)
         for method in methods:
             predicted = predicted_seconds(rows, family, devices[device], method, constants)

@@ -1,0 +1,33 @@
+"""The timing condition of AIConfigurator's measured GEMM tables, as RealisticConstants (gemm_condition.py).
+
+Its collector (collect_gemm.py) times min(5, ceil(L2 / weight bytes)) weight copies back to back in one CUDA graph:
+the "warm" condition. Its fp8 tables also time the framework's activation-quantize kernel in every call; its fixed
+time differs by framework (TensorRT-LLM's floor is ~12.5 us where vLLM's and SGLang's are ~5-6 us and bf16's
+~2-3 us on the same GPU), so it is a property of the table, fitted per framework and dtype
+(engine/calibration/silicon/fit.py, fit_dtype_clock_quantize), not of the device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
+
+# {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
+# clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
+TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.25e-6, "fp8_g128": 3.25e-6},
+                                  "vllm": {"fp8": 3.75e-6},
+                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6}}
+
+
+def quantize_latency_of(dtype: str) -> dict:
+    """{framework: s} of one dtype's tables."""
+    return {framework: values[dtype] for framework, values in TABLE_QUANTIZE_LATENCY_S.items() if dtype in values}
+
+
+def table_constants(framework: str, base=None):
+    """`base` (default: the shipped constants) under the tables' condition: warm, with `framework`'s
+    activation-quantize latencies."""
+    return replace(base or DEFAULT_CONSTANTS, gemm_condition="warm",
+                   gemm_quantize_latency_s=dict(TABLE_QUANTIZE_LATENCY_S.get(framework, {})))
+

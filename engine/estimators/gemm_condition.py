@@ -1,0 +1,106 @@
+"""The realistic GEMM's clock-and-power form and the operating condition its time is for.
+
+Two conditions (RealisticConstants.gemm_condition, GEMM_CONDITIONS):
+
+- "model" (the default, what `estimate` uses): a GEMM inside a model's layer stack. Its weights differ from the
+  previous layer's, so they stream from HBM, and its fixed device time is not hidden behind a neighbour:
+  latency = the device's kernel_latency (an isolated kernel), matrix efficiency gemm_model_matrix_efficiency
+  where it has the dtype (our own GPUs' flushed GEMMs), else the tables', no split-K cycles (chosen on the
+  serving runs and our GPUs' steps, docs/accuracy.md); the power cap and the fp8 quantize kernel as in "warm".
+- "warm": the method of NVIDIA AIConfigurator's collector (collect_gemm.py): min(WARM_COPIES_LIMIT,
+  ceil(L2 / weight bytes)) weight copies called back to back in one CUDA graph, mean per call. The kernels run
+  without gaps, so only gemm_latency_cycles / clock is exposed. (Where the copies and the activation fit the
+  last-level cache, llc_capacity, their operands could be read at llc_bandwidth: WARM_LLC_READS, off, see there.)
+
+In both conditions a GEMM on fp8 activations also pays the activation-quantize kernel (bf16 -> e4m3) before it:
+gemm_quantize_latency_s[dtype] + m x k x (2 + 1) bytes at the achievable bandwidth (on the tables each framework's
+own latency, engine/calibration/silicon/conditions.py; for a bare GEMM on pre-quantized inputs, none).
+
+Workbook fields only (clock, llc_capacity, llc_bandwidth, memory bandwidth, tdp_w, static_power_w).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.estimators.row_groups import unique_inverse
+from engine.hardware.dtypes import compute_dtype
+
+GEMM_CONDITIONS = ("model", "warm")
+WARM_COPIES_LIMIT = 5                 # aiconfigurator's collector: at most 5 weight copies per CUDA graph
+QUANTIZE_BYTES_PER_VALUE = 2.0 + 1.0  # the quantize kernel reads a bf16 activation and writes its e4m3 copy
+# Read the resident operands of the warm condition at llc_bandwidth? Off: tried and not kept. On the tables it costs
+# bf16 leave-one-device-out accuracy (9.3% -> 9.8% median), and our H100 timed both ways shows no L2 effect: the
+# flushed - warm difference is the same ~3.5 us whether the weight copies fit the L2 or not (docs/accuracy.md).
+WARM_LLC_READS = False
+
+
+def per_row(out, rows, table: dict, default: float = np.nan) -> np.ndarray:
+    """Per GEMM row: `table`'s entry for the row's dtype, else for its compute format, else `default`."""
+    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
+    values = np.array([table.get(d, table.get(compute_dtype(d), default)) for d in dtypes], dtype=float)
+    return values[inverse.reshape(-1)]
+
+
+def check_condition(condition: str) -> None:
+    if condition not in GEMM_CONDITIONS:
+        raise ValueError(f"RealisticConstants.gemm_condition must be one of {', '.join(GEMM_CONDITIONS)}, "
+                         f"got {condition!r}")
+
+
+def clock_and_power(out, rows, rates, constants):
+    """(latency cycles or NaN, split-K seconds, the chip's power-limited matrix MAC/s or inf) per GEMM row
+    (gemm_latency_cycles, gemm_split_k_cycles, gemm_power_j_per_flop of RealisticConstants). The power cap is the
+    board's dynamic power (tdp_w - static_power_w) / J per FLOP: a bound on the chip's aggregate matrix rate over
+    the cores a GEMM keeps busy (tiling.candidate_times), not on each core's rate. Split-K cycles only in the warm
+    condition: in the model condition a split-K GEMM is timed as the additive form times it (kernel_latency covers
+    it), because the serving runs say so (held-out TPOT 7.6% without them, 11.2% with; docs/accuracy.md)."""
+    cycles = per_row(out, rows, constants.gemm_latency_cycles)
+    joules = per_row(out, rows, constants.gemm_power_j_per_flop)
+    power = np.full(len(cycles), np.inf)
+    if rates.dynamic_power_w:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            power = np.where(np.isfinite(joules) & (joules > 0), rates.dynamic_power_w / (2.0 * joules), np.inf)
+    split = per_row(out, rows, constants.gemm_split_k_cycles, 0.0) if constants.gemm_condition == "warm" else 0.0
+    return cycles, np.zeros(len(cycles)) + split / rates.clock_hz, power
+
+
+def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
+    """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
+    fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default
+    WARM_LLC_READS)."""
+    weight_bytes = np.asarray(weight_bytes, dtype=float)
+    capacity, llc = hardware.llc_capacity_bytes, hardware.llc_bandwidth_bytes_per_s
+    if not (WARM_LLC_READS if llc_reads is None else llc_reads) or not capacity or not llc:
+        return np.ones_like(weight_bytes)
+    with np.errstate(divide="ignore"):
+        copies = np.minimum(WARM_COPIES_LIMIT, np.ceil(capacity / np.maximum(weight_bytes, 1.0)))
+    resident = copies * weight_bytes + np.asarray(activation_bytes, dtype=float) <= capacity
+    return np.where(resident, hardware.memory_bandwidth_bytes_per_s / llc, 1.0)
+
+
+def condition_efficiency(out, rows, efficiency, constants) -> np.ndarray:
+    """The GEMM rows' matrix efficiency under the constants' condition: in the model condition
+    gemm_model_matrix_efficiency[dtype] where it has the dtype (else the tables' gemm_matrix_efficiency)."""
+    if constants.gemm_condition != "model" or not constants.gemm_model_matrix_efficiency:
+        return efficiency
+    model = per_row(out, rows, constants.gemm_model_matrix_efficiency)
+    return np.where(np.isfinite(model), model, efficiency)
+
+
+def condition_latency(out, rows, latency, cycles, rates, constants) -> np.ndarray:
+    """The GEMM rows' device latency under the constants' condition. `latency`: kernel_latency + the format's
+    latency (the additive form). Where the clock form has `cycles` (finite): warm, cycles / clock (back to back, the
+    ramp hidden); model, the device's kernel_latency (an isolated kernel: on our H100 it equals cycles / clock + the
+    isolated latency measured as flushed - graph_copies, 7.25 us vs 2.8 + 4.4 us). Both conditions add the
+    activation-quantize kernel of fp8 activations (gemm_quantize_latency_s empty: none, as for a bare GEMM on
+    pre-quantized inputs)."""
+    if cycles is not None:
+        clock_form = cycles / rates.clock_hz if constants.gemm_condition == "warm" else rates.kernel_latency_s
+        latency = np.where(np.isfinite(cycles), clock_form, latency)
+    fixed = per_row(out, rows, constants.gemm_quantize_latency_s)
+    if not np.isfinite(fixed).any():
+        return latency
+    m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))
+    stream = m * k * batch * QUANTIZE_BYTES_PER_VALUE / (rates.bandwidth * rates.memory_fraction)
+    return latency + np.where(np.isfinite(fixed), fixed + stream, 0.0)
