@@ -6,6 +6,10 @@ while the user waits for the chart. `preload_plotly` sends, as the page's first 
 imports the same chunk right away, so the browser does that work while the server is still running the script
 (the module is fetched and evaluated once; Streamlit's own import of it later finds it ready). Its element is
 hidden, so the page looks the same with or without it.
+
+The same element stills the shimmer of Streamlit's loading placeholders (stSkeleton: grey boxes while an element's
+code loads): animated, they make the browser paint a new frame continuously for the seconds before the first chart,
+CPU taken from the page's own work on a two-core machine (docs/responsiveness.md). They stay as still grey boxes.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import streamlit as st
 
 # the chunk's URL is taken from the page's own main script (so a base URL path works), the file name from the
 # installed Streamlit; an import that fails is ignored (Streamlit's own import reports it when a chart needs it)
-SCRIPT = """<style>.stElementContainer:has(#plotly-preload){display:none}</style><span id="plotly-preload"></span>
+SCRIPT = """<style>.stElementContainer:has(#plotly-preload){display:none}
+[data-testid="stSkeleton"],[data-testid="stSkeleton"] *{animation:none!important}</style><span id="plotly-preload"></span>
 <script>(() => {
   if (window.__plotlyPreload) return;
   const main = document.querySelector('script[type="module"][src*="/static/js/index."]');

@@ -41,6 +41,7 @@ def test_the_page_sends_the_preload_first_and_hidden():
     assert "import(" in body and repr(chunk_streamlit_imports()) in body
     assert ":has(#plotly-preload){display:none}" in body.replace(" ", "") and 'id="plotly-preload"' in body
     assert len(app.get("html")) == 1
+    assert '[data-testid="stSkeleton"]' in body and "animation:none" in body   # still placeholders: no repaints
 
 
 def test_no_chunk_found_sends_nothing(monkeypatch, tmp_path):
