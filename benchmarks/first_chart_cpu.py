@@ -59,7 +59,8 @@ def chromium_cpu(root: psutil.Process) -> collections.Counter:
 def chromium_root() -> psutil.Process:
     """The Chromium browser process Playwright launched from this process."""
     for child in psutil.Process().children(recursive=True):
-        if "chrom" in child.name().lower() and "--type=" not in " ".join(child.cmdline()):
+        name = child.name().lower()
+        if "chrom" in name and "crashpad" not in name and "--type=" not in " ".join(child.cmdline()):
             return child
     raise RuntimeError("no Chromium browser process under this one")
 
