@@ -51,3 +51,28 @@ def test_no_chunk_found_sends_nothing(monkeypatch, tmp_path):
         assert preload.plotly_chunk() is None
     finally:
         preload.plotly_chunk.cache_clear()
+
+
+def test_the_launcher_warms_the_default_view_then_runs_the_app_with_the_options(monkeypatch):
+    """dashboard.serve: the default view's estimates are in the engine's cache (which every session of the server
+    shares) before Streamlit starts, and `streamlit run dashboard/app.py` gets the options as given."""
+    import sys
+
+    import engine
+    from dashboard import serve
+    from dashboard.state import ViewState
+    from engine.results import estimate_cache
+    from engine.workload.scenario import Scenario
+    from streamlit.web import cli
+
+    estimate_cache.clear()
+    started = {}
+    monkeypatch.setattr(cli, "main", lambda: started.setdefault("argv", list(sys.argv)) and 0)
+    monkeypatch.setattr(sys, "argv", ["serve"])
+    assert serve.main(["--server.port", "8600"]) == 0
+    assert started["argv"] == ["streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.port", "8600"]
+    view = ViewState()
+    hits = estimate_cache._kept.cache_info().hits
+    engine.estimate(engine.load_hardware(view.devices[0]), engine.load_model(view.model),
+                    Scenario(**view.scenario_fields), method=view.method)
+    assert estimate_cache._kept.cache_info().hits == hits + 1      # the session's first estimate: already made
