@@ -16,6 +16,10 @@ import streamlit as st
 if __package__ in (None, ""):  # `streamlit run dashboard/app.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from dashboard.preload import preload_plotly  # noqa: E402
+
+preload_plotly()    # first, before the imports below (a new server's first run spends seconds on them)
+
 from dashboard import carry, data, session, sidebar  # noqa: E402
 from dashboard.context import PageContext  # noqa: E402
 from dashboard.views import accuracy, compare, compare_models, explore, hardware, overview, serving, sweeps  # noqa: E402

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/streamlit run dashboard/app.py "$@"
+# warmed before it answers (dashboard/serve.py: imports and the default view's estimate), then `streamlit run`
+exec .venv/bin/python -m dashboard.serve "$@"

@@ -60,11 +60,12 @@ async def wait_idle_async(page, timeout_ms: int = TIMEOUT_MS) -> None:
     await page.wait_for_function(IDLE, polling=POLL_MS, timeout=timeout_ms)
 
 
-def start_dashboard(port: int, log=subprocess.DEVNULL, timeout_s: float = 60.0) -> subprocess.Popen:
-    """`streamlit run dashboard/app.py` on 127.0.0.1:`port` (offline), returned once its health check answers."""
+def start_dashboard(port: int, log=subprocess.DEVNULL, timeout_s: float = 120.0) -> subprocess.Popen:
+    """The dashboard on 127.0.0.1:`port` (offline), started as scripts/dashboard.sh starts it (`python -m
+    dashboard.serve`: warmed, then `streamlit run dashboard/app.py`), returned once its health check answers."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.headless", "true",
+        [sys.executable, "-m", "dashboard.serve", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT if log is not subprocess.DEVNULL else log)
     deadline = time.monotonic() + timeout_s

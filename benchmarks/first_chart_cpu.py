@@ -1,0 +1,160 @@
+"""What the first chart of the default view costs in CPU: Chromium's and the server's, from navigation to the first
+Plotly chart drawn (issue 14's first target, measured as work rather than wall time, so that a loaded machine
+inflates it less).
+
+For each of --repeats fresh browser contexts (no HTTP or code cache, as a first visit) on one server (its first
+session first, a cold server, unless --warm-server), it prints:
+- wall: navigation until the first chart's SVG (what browser_speed.py times);
+- the page's main-thread task time (DevTools `Performance.getMetrics`: TaskDuration, of it ScriptDuration,
+  LayoutDuration, RecalcStyleDuration; wall time inside tasks, so a descheduled thread still counts);
+- chromium: CPU seconds of every Chromium process over the same span (/proc), and by kind (renderer: all its
+  threads, compositing and raster included; gpu-process; utility: network; browser);
+- server: CPU seconds of the Streamlit process over the same span (the first script run, sending);
+- with --profile: a sampled CPU profile of the renderer (DevTools `Profiler`), self time by script file and by
+  function, summed over the repeats.
+Load average printed before and after: on a shared machine CPU seconds are steadier than wall times, not immune
+(caches, frequency).
+Run: PYTHONPATH=. .venv/bin/python benchmarks/first_chart_cpu.py [--repeats 5] [--profile] [--path '/?chart=all']
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import psutil  # noqa: E402
+
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_port, start_dashboard, wait_idle  # noqa: E402
+
+TIMEOUT_MS = 180_000
+METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    """User + system CPU seconds of `process`."""
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def chromium_cpu(root: psutil.Process) -> collections.Counter:
+    """CPU seconds of each kind of Chromium process under `root` (browser, renderer, gpu-process, utility, ...)."""
+    seconds = collections.Counter()
+    for each in [root] + root.children(recursive=True):
+        try:
+            kind = next((arg.split("=", 1)[1] for arg in each.cmdline() if arg.startswith("--type=")), "browser")
+            seconds[kind] += cpu_seconds(each)
+        except psutil.NoSuchProcess:
+            pass
+    return seconds
+
+
+def chromium_root() -> psutil.Process:
+    """The Chromium browser process Playwright launched from this process."""
+    for child in psutil.Process().children(recursive=True):
+        name = child.name().lower()
+        if "chrom" in name and "crashpad" not in name and "--type=" not in " ".join(child.cmdline()):
+            return child
+    raise RuntimeError("no Chromium browser process under this one")
+
+
+def one_visit(browser, url: str, server: psutil.Process | None, profile: bool, by_file: collections.Counter,
+              by_function: collections.Counter) -> dict:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    if profile:
+        cdp.send("Profiler.enable")
+        cdp.send("Profiler.setSamplingInterval", {"interval": 500})
+        cdp.send("Profiler.start")
+    root = chromium_root()
+    before = cdp.send("Performance.getMetrics")["metrics"]
+    chromium0, server0 = chromium_cpu(root), cpu_seconds(server) if server else 0.0
+    started = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
+    wall = time.perf_counter() - started
+    chromium1, server1 = chromium_cpu(root), cpu_seconds(server) if server else 0.0
+    after = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    before = {m["name"]: m["value"] for m in before}
+    chromium1.subtract(chromium0)
+    record = {"wall": wall, "chromium": sum(chromium1.values()), "server": server1 - server0}
+    record.update({f"chromium {kind}": seconds for kind, seconds in chromium1.items()})
+    record.update({name: after.get(name, 0.0) - before.get(name, 0.0) for name in METRICS})
+    if profile:
+        add_profile(cdp.send("Profiler.stop")["profile"], by_file, by_function)
+    wait_idle(page, TIMEOUT_MS)
+    context.close()
+    return record
+
+
+def add_profile(profile: dict, by_file: collections.Counter, by_function: collections.Counter) -> None:
+    """Self time (seconds) of each sampled node, summed by script file and by function name."""
+    nodes = {node["id"]: node for node in profile["nodes"]}
+    deltas = profile.get("timeDeltas", [])
+    for sample, delta in zip(profile.get("samples", []), deltas[1:] + [0]):
+        frame = nodes[sample]["callFrame"]
+        source = frame.get("url", "").rsplit("/", 1)[-1] or f"({frame.get('functionName') or 'native'})"
+        by_file[source] += delta / 1e6
+        by_function[f"{frame.get('functionName') or '(anonymous)'} [{source}]"] += delta / 1e6
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--path", default="/", help="the view to open (default: the default view)")
+    parser.add_argument("--url", help="a dashboard already running (its server CPU is then not measured)")
+    parser.add_argument("--warm-server", action="store_true", help="one visit before the timed ones")
+    parser.add_argument("--profile", action="store_true", help="sample the renderer's CPU profile")
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    process = None
+    url = args.url
+    if url is None:
+        port = free_port()
+        process = start_dashboard(port)
+        url = f"http://127.0.0.1:{port}"
+    server = psutil.Process(process.pid) if process else None
+    by_file, by_function = collections.Counter(), collections.Counter()
+    records = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            if args.warm_server:
+                one_visit(browser, url.rstrip("/") + args.path, None, False, by_file, by_function)
+            for _ in range(args.repeats):
+                records.append(one_visit(browser, url.rstrip("/") + args.path, server, args.profile, by_file,
+                                         by_function))
+            browser.close()
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=20)
+    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    kinds = sorted({name for r in records for name in r if name.startswith("chromium ")})
+    for name in ("wall", "chromium", *kinds, *METRICS, "server"):
+        values = [r.get(name, 0.0) for r in records]
+        print(f"{name:<20} median {statistics.median(values):6.2f} s  first {values[0]:6.2f}  "
+              f"min {min(values):6.2f}  max {max(values):6.2f}")
+    if args.profile:
+        total = sum(by_file.values())
+        print(f"renderer profile, {total / len(records):.2f} s sampled per visit; self time by file:")
+        for source, seconds in by_file.most_common(12):
+            print(f"  {seconds / len(records):6.3f} s  {100 * seconds / total:4.1f}%  {source}")
+        print("by function:")
+        for name, seconds in by_function.most_common(20):
+            print(f"  {seconds / len(records):6.3f} s  {100 * seconds / total:4.1f}%  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

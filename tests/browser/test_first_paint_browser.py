@@ -1,0 +1,29 @@
+"""Before the first chart (issue 14): the page's first element imports Plotly's chunk early (once: Streamlit's own
+import of it finds the same module), its element takes no room, and the loading placeholders do not animate."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.waits import TIMEOUT_MS, charts_drawn, wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def test_plotly_is_imported_once_early_and_the_preload_takes_no_room(page, server_url):
+    chunks = []
+    page.on("request", lambda request: "/PlotlyChart." in request.url and chunks.append(request.url))
+    page.goto(server_url)
+    page.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)
+    wait_idle(page)
+    module = page.evaluate("window.__plotlyPreload.then(m => m === null ? null : Object.keys(m))")
+    assert module is not None and "default" in module          # the import succeeded: the chart component
+    assert len(chunks) == 1                                      # fetched once, for both imports
+    box = page.locator("#plotly-preload").evaluate(
+        "e => { const c = e.closest('.stElementContainer'); return [getComputedStyle(c).display, c.offsetHeight]; }")
+    assert box == ["none", 0]
+    # a loading placeholder, as Streamlit draws one, is still (no animation repainting the page)
+    still = page.evaluate("""() => { const s = document.createElement('div'); s.setAttribute('data-testid', 'stSkeleton');
+        document.body.appendChild(s); const name = getComputedStyle(s).animationName; s.remove(); return name; }""")
+    assert still == "none"
+    assert page.console_errors == []
