@@ -24,7 +24,9 @@ def warm() -> float:
     started = time.perf_counter()
     # st.cache_data checks its options against a storage that exists only once the server runs, and says so for
     # every cached function it decorates before then; the caches themselves are made in the server, on first use
-    quiet = logging.getLogger("streamlit.runtime.caching.cache_data_api")
+    # (imported first: Streamlit's get_logger sets the level when it makes the logger, on the module's import)
+    from streamlit.runtime.caching import cache_data_api
+    quiet = logging.getLogger(cache_data_api.__name__)
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
