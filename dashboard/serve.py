@@ -42,12 +42,11 @@ def _warm(started: float) -> float:
     from dashboard.state import ViewState
     from dashboard.views import (accuracy, compare, compare_models, explore, hardware, overview,  # noqa: F401
                                  serving, sweeps)
-    from engine.workload.scenario import Scenario
 
     view = ViewState()
     hardware_spec = engine.load_hardware(view.devices[0])
     model = engine.load_model(view.model)
-    scenario = Scenario(**view.scenario_fields)
+    scenario = engine.Scenario(**view.scenario_fields)
     results = {}
     for method in dict.fromkeys((view.method, "roofline", "realistic")):      # the headline and the one beside it
         results[method] = engine.estimate(hardware_spec, model, scenario, method=method)
