@@ -19,9 +19,11 @@ class RowGroups:
             # the builder's order: groups 0, 1, 2, ... each one contiguous run (np.unique's answer, without sorting)
             self.first = np.concatenate(([0], starts)).astype(np.intp)
             self.inverse = groups.astype(np.intp)
+            self.one_row_each = len(self.first) == rows       # a prefill or one decode step: one row per group
         else:
             _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
             self.inverse = inverse.reshape(-1)
+            self.one_row_each = False
         self._columns = columns
         self._strings: dict[str, np.ndarray] = {}
 
