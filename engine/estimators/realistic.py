@@ -48,7 +48,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
-from engine.estimators.row_groups import RowGroups, least_per_id
+from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, least_per_id
 from engine.hardware.device import Hardware
 
 GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
@@ -122,15 +122,7 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     if not rows.any():
         return
     out, rates = table.out, table.rates
-    classes = table.constants.kernel_classes
-    efficiency, fixed, least = np.ones(rows.sum()), np.zeros(rows.sum()), np.zeros(rows.sum())
-    row_rate = np.full(rows.sum(), np.inf)          # bytes per second of one row's CTA (inf: not row-wise)
-    for name, kernel_class in classes.items():
-        mine = kind[rows] == name
-        efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
-        least[mine] = kernel_class.floor_s
-        if kernel_class.row_bytes_per_cycle and rates.row_waves:
-            row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
+    efficiency, fixed, least, row_rate = _class_values(table, kind[rows])
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
@@ -143,6 +135,29 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     chain.memory[rows] = np.maximum(stream_s, row_s)
     chain.latency[rows] = fixed
     chain.floor[rows] = least
+
+
+def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per element-wise row of kernel class `kinds`: bandwidth efficiency, fixed latency, floor, and the bytes per
+    second of one row's CTA (inf: not row-wise); kinds without a class stream at full efficiency, no fixed time."""
+    rates, classes = table.rates, table.constants.kernel_classes
+    if len(kinds) > SMALL_UNIQUE:       # many rows (a chunked schedule's iterations): one mask per class
+        efficiency, fixed, least, row_rate = np.ones(len(kinds)), np.zeros(len(kinds)), np.zeros(len(kinds)), \
+            np.full(len(kinds), np.inf)
+        for name, kernel_class in classes.items():
+            mine = kinds == name
+            efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
+            least[mine] = kernel_class.floor_s
+            if kernel_class.row_bytes_per_cycle and rates.row_waves:
+                row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
+        return efficiency, fixed, least, row_rate
+    found = [classes.get(kind) for kind in kinds.tolist()]
+    efficiency = np.array([1.0 if c is None else c.bandwidth_efficiency for c in found], dtype=float)
+    fixed = np.array([0.0 if c is None else c.latency_s for c in found], dtype=float)
+    least = np.array([0.0 if c is None else c.floor_s for c in found], dtype=float)
+    row_rate = np.array([c.row_bytes_per_cycle * rates.clock_hz if c is not None and c.row_bytes_per_cycle
+                         and rates.row_waves else np.inf for c in found], dtype=float)
+    return efficiency, fixed, least, row_rate
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,9 +42,13 @@ class RowGroups:
 
     def map(self, key: str, function) -> np.ndarray:
         """function(value) per group, broadcast to the rows (e.g. bytes per value of each dtype)."""
-        values = np.asarray(self._columns[key])[self.first]
+        values = np.asarray(self._columns[key])[self.first].tolist()
         once: dict = {}                       # function called once per distinct value (a handful of dtypes)
-        return np.array([once[v] if v in once else once.setdefault(v, function(v)) for v in values])[self.inverse]
+        for value in values:
+            if value not in once:
+                once[value] = function(value)
+        mapped = np.array([once[value] for value in values])
+        return mapped if self.one_row_each else mapped[self.inverse]
 
 
 SMALL_UNIQUE = 64     # up to this many values a Python sort beats np.unique's set-up
