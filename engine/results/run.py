@@ -16,8 +16,8 @@ from engine.kernels.table import KernelTableBuilder
 from engine.results.memory import memory_footprint
 from engine.workload.parallel import parallel_layout
 from engine.results.report import Estimate, latency_metrics
-from engine.results.columns import (experts_touched, fallback_notes, phase_total_rows,
-                                   presentation_columns)
+from engine.results.columns import (experts_touched, fallback_notes, lazy_presentation_columns,
+                                   phase_total_rows)
 from engine.results.estimate_cache import kept_estimate, timed_steps
 from engine.workload.scenario import Scenario
 
@@ -72,8 +72,7 @@ def _estimate(hardware: Hardware, model, scenario: Scenario, method: str) -> Est
     timed = timed_steps(chosen, hardware, model, scenario, table_scenario)
     schedule = _chunked_schedule_tables(timed.steps, scenario) if scenario.chunked_prefill else None
     kernels = timed.kernels                      # numpy columns; result.kernels builds the DataFrame when asked
-    for name, values in presentation_columns(kernels).items():
-        kernels.add(name, values)
+    lazy_presentation_columns(kernels)           # read by the DataFrame only: computed when it is built
     energy_notes = add_energy(kernels, hardware)
     phases = phase_total_rows(kernels, dict(timed.bound_times))
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
