@@ -331,8 +331,12 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
                                          for name in ("link_bytes", "communication_time_s", "hidden_time_s"))
     time = numbers("time_s") * count
     macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
-    bound = np.asarray(kernels["bound"]).astype(str)
-    present = set(bound.tolist()) | {label for _, label in (by_bound or {})}
+    bound = np.asarray(kernels["bound"])
+    present = set(bound.tolist())
+    if bound.dtype != object or not all(label.__class__ is str for label in present):
+        bound = bound.astype(str)               # labels as str (an object array of str objects compares alike)
+        present = set(bound.tolist())
+    present |= {label for _, label in (by_bound or {})}
     labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
     per_row = {"time_s": time, "macs": macs * count, "flops": flops * count, "bytes": traffic * count,
                "kernel_launches": launches}
