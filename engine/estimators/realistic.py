@@ -44,7 +44,7 @@ from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, F
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
-    DeviceRates, KernelClass, RealisticConstants, moe_combine_s)
+    DeviceRates, KernelClass, RealisticConstants, device_rates, moe_combine_s)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
@@ -64,12 +64,12 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {launch!r}")
     row_groups = RowGroups(table)        # string columns once per kernel, shared with the roofline
     out = estimate_roofline(table, hardware, row_groups=row_groups)
-    rates = DeviceRates.of(hardware)
+    rates = device_rates(hardware)
     rows = len(out["time_s"])
     ideal = out["time_s"].astype(float)
     chain = TimeChain(ideal=ideal, t1=ideal.copy(), t2=ideal.copy(), t3=ideal.copy(),
-                      compute=out["compute_time_s"].astype(float).copy(),
-                      memory=out["memory_time_s"].astype(float).copy(),
+                      compute=out["compute_time_s"].astype(float),     # astype copies
+                      memory=out["memory_time_s"].astype(float),
                       latency=np.full(rows, rates.kernel_latency_s), floor=np.zeros(rows))
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
         out[column] = np.full(rows, np.nan)
@@ -194,9 +194,10 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
-    score_macs = np.where(score_macs > 0, score_macs, total("macs") / 2.0)   # a group without a Q*gK row
+    matrix_macs = total("macs")
+    score_macs = np.where(score_macs > 0, score_macs, matrix_macs / 2.0)   # a group without a Q*gK row
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
-    shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=total("macs"),
+    shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
                          window=window)
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,

@@ -8,6 +8,7 @@ engine/estimators/realistic.py re-exports these names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -152,6 +153,12 @@ class DeviceRates:
             row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
         )
+
+
+@lru_cache(maxsize=64)
+def device_rates(hardware: Hardware) -> DeviceRates:
+    """DeviceRates.of(hardware), once per device (Hardware is frozen)."""
+    return DeviceRates.of(hardware)
 
 
 def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
