@@ -52,12 +52,14 @@ class AttentionRows:
 
     def count(self, part: AttentionPart, layers: float):
         count = layers if part.per_row_count else layers * self.kernels.steps
+        if part.sequences.__class__ is float:                     # a OneRowPart
+            return count if part.sequences > 0 else 0.0
         return np.where(part.sequences > 0, count, 0.0)          # a chunked iteration without this part
 
     def add_mha(self, part: AttentionPart, layers: float, suffix: str, q_heads: int, kv_heads: int,
                 head_dim: int) -> None:
         """MHA/GQA/MQA: K/V heads of `head_dim` cached per token; new K/V come from the projection."""
-        if np.any(part.cache_tokens > 0):
+        if (part.cache_tokens > 0 if part.cache_tokens.__class__ is float else np.any(part.cache_tokens > 0)):
             self.kv_read(part, layers, suffix, kv_heads * 2 * head_dim, head_dim, 2 * kv_heads)
         activation = self.kernels.value_bytes.activation
         q_bytes = part.query_tokens * q_heads * head_dim * activation
@@ -67,8 +69,7 @@ class AttentionRows:
 
     def kv_read(self, part: AttentionPart, layers: float, suffix: str, values_per_token, k, n) -> None:
         """The cached K/V (or latent) of the part's context streamed from the KV cache."""
-        sequences = np.maximum(part.sequences, 1.0)
-        context = np.maximum(part.context, 1.0)
+        sequences, context = _at_least_one(part.sequences), _at_least_one(part.context)
         self.kernels.add(name=f"{part.prefix}KVCache_Read{suffix}", type="KVCache", op="kv_read", unit="memory",
                          dtype=self.kernels.attention_dtype, m=context, k=k, n=n, batch=sequences, context=context,
                          attention_window=_window_value(part), count=self.count(part, layers),
@@ -78,8 +79,7 @@ class AttentionRows:
              score_activation_bytes, value_activation_bytes) -> None:
         """Q*gK (m = query tokens per sequence x group, k = qk_dim, n = context, batch = sequences x
         kv_heads), Softmax, Q*gK*gV (k = v_dim)."""
-        sequences = np.maximum(part.sequences, 1.0)
-        context = np.maximum(part.context, 1.0)
+        sequences, context = _at_least_one(part.sequences), _at_least_one(part.context)
         group = q_heads / kv_heads
         count = self.count(part, layers)
         shape = dict(m=part.query_tokens / sequences * group, k=qk_dim, n=context, batch=sequences * kv_heads,
@@ -101,6 +101,41 @@ class AttentionRows:
         kernels.add(name=f"{name}Q*gK*gV{suffix}", type=part.matrix_type, op="attention", unit="matrix",
                     dtype=kernels.attention_dtype, count=count, macs=scores * v_dim,
                     activation_bytes=value_activation_bytes, **{**shape, "k": v_dim})
+
+
+@dataclass(frozen=True, slots=True)
+class OneRowPart:
+    """An AttentionPart of one row with its totals as Python floats (a prefill or one decode step): AttentionRows does
+    the same arithmetic on them as on one-value arrays, without numpy's cost per operation."""
+
+    prefix: str
+    matrix_type: str
+    sequences: float
+    query_tokens: float
+    context: float
+    pairs: float
+    cache_tokens: float
+    fresh_tokens: float
+    per_row_count: bool
+    window: int | None
+
+
+ONE_ROW_FIELDS = ("sequences", "query_tokens", "context", "pairs", "cache_tokens", "fresh_tokens")
+
+
+def one_row(part: AttentionPart) -> AttentionPart | OneRowPart:
+    """`part` as a OneRowPart when each of its totals is one float value, else `part`."""
+    totals = [getattr(part, name) for name in ONE_ROW_FIELDS]
+    if not all(isinstance(values, np.ndarray) and values.shape == (1,) and values.dtype == np.float64
+               for values in totals):
+        return part
+    return OneRowPart(part.prefix, part.matrix_type, *(values.item() for values in totals),
+                      per_row_count=part.per_row_count, window=part.window)
+
+
+def _at_least_one(values):
+    """np.maximum(values, 1.0), in Python for a float."""
+    return max(values, 1.0) if values.__class__ is float else np.maximum(values, 1.0)
 
 
 def _window_value(part: AttentionPart) -> float:

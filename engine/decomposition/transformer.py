@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from engine.decomposition.attention import AttentionRows, LayerKind, attention_layer_kinds
+from engine.decomposition.attention import AttentionRows, LayerKind, attention_layer_kinds, one_row
 from engine.decomposition.mla import add_mla_attention
 from engine.decomposition.moe import add_moe_block
 from engine.decomposition.pass_kernels import PassKernels
@@ -153,7 +153,8 @@ def _add_mha_attention(attention: AttentionRows, model: ModelConfig, layout: Par
                 activation_bytes=kv_elements * activation, kv_bytes=kv_elements * kernels.value_bytes.kv)
     for kind in kinds:
         for part in kernels.forward_pass.attention:
-            attention.add_mha(part.windowed(kind.window), kind.layers, kind.suffix, q_heads, kv_heads, head_dim)
+            attention.add_mha(one_row(part.windowed(kind.window)), kind.layers, kind.suffix, q_heads, kv_heads,
+                              head_dim)
 
 
 def _add_mlp_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario, layout: ParallelLayout,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kernels.attention_window import causal_pairs
-from engine.estimators.row_groups import RowGroups, dense_ranks, unique_inverse
+from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
@@ -84,6 +84,8 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     Rows of one attention share phase, name prefix and position within their decode-step block.
     """
     row_groups = row_groups or RowGroups(columns)
+    if row_groups.one_row_each and len(row_groups.first) <= SMALL_UNIQUE:
+        return _small_attention_groups(row_groups)
     ops = row_groups.group_strings("op").tolist()                         # per group: string work once each
     attention = np.fromiter((op in ATTENTION_OPS for op in ops), dtype=bool, count=len(ops))
     rows = np.flatnonzero(attention[row_groups.inverse])
@@ -107,6 +109,18 @@ def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.n
     ids = dense_ranks(keys)
     result[rows] = ids
     return result
+
+
+def _small_attention_groups(row_groups: RowGroups) -> np.ndarray:
+    """attention_groups of a short table of one row per group (a prefill or one decode step), in Python: each
+    row is alone in its block (position 0), so an attention's id is the rank of its (phase, name prefix) among
+    those of the attention rows, the order numpy's codes and dense ranks give."""
+    ops = row_groups.group_strings("op").tolist()
+    names = row_groups.group_strings("name").tolist()
+    phases = row_groups.group_strings("phase").tolist()
+    keys = [(phase, _prefix(name)) if op in ATTENTION_OPS else None for op, name, phase in zip(ops, names, phases)]
+    rank = {key: index for index, key in enumerate(sorted({key for key in keys if key is not None}))}
+    return np.array([-1 if key is None else rank[key] for key in keys], dtype=np.int64)
 
 
 def _position_in_block(block: np.ndarray) -> np.ndarray:
@@ -265,25 +279,24 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     A sliding window's query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
     overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the
     decode stream's bandwidth efficiency, added in t3 (see AttentionOverheads)."""
-    kind_is_decode, m, k, n, batch = shapes.decode, shapes.m, shapes.k, shapes.n, shapes.batch
+    kind_is_decode, m, k, batch = shapes.decode, shapes.m, shapes.k, shapes.batch
     matrix_macs, vector_flops, nbytes = shapes.matrix_macs, shapes.vector_flops, shapes.nbytes
-    score_macs, window = shapes.score_macs, shapes.window
     overheads = overheads or AttentionOverheads()
     per_core, cores = rates.macs_per_s_per_core, rates.cores
     peak = per_core * cores
     vector_s = vector_flops / rates.vector_flops_per_s
     memory_peak = nbytes / rates.bandwidth
-    # prefill: causal flash tiles
-    q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if score_macs is None else score_macs, window)
-    heads = batch * m / q
-    BQ, blocks, padded_pairs, last = _prefill_tiles(q, k, n, window)
-    padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
-    largest_cta = 2.0 * BQ * k * last
-    waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core
+    any_decode, any_prefill = bool(np.any(kind_is_decode)), not np.all(kind_is_decode)
+    prefill = _prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
-    padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m
-    padded = np.where(kind_is_decode, padded_decode, padded_prefill)
-    compute_waves = np.where(kind_is_decode, padded_decode / peak, waves_prefill)
+    padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None
+    if not any_prefill:
+        padded, compute_waves = padded_decode, padded_decode / peak
+    elif not any_decode:
+        padded, compute_waves = prefill["padded"], prefill["waves"]
+    else:
+        padded = np.where(kind_is_decode, padded_decode, prefill["padded"])
+        compute_waves = np.where(kind_is_decode, padded_decode / peak, prefill["waves"])
     memory_waves = memory_peak
     compute = np.maximum(compute_waves / rates.matrix_fraction, vector_s)
     # decode with more query heads per KV head than the tensor-core decode kernel takes: the generic kernel
@@ -298,13 +311,34 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
-    tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
-    cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
-    fixed_s = np.where(
-        kind_is_decode, core_cycles_s * batch * np.where(generic, m, 1.0) * decode["cta_cycles"] + decode["split_s"],
-        core_cycles_s * (tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles))
+    if any_decode:
+        decode_s = core_cycles_s * batch * np.where(generic, m, 1.0) * decode["cta_cycles"] + decode["split_s"]
+    if not any_prefill:
+        fixed_s = decode_s
+    elif not any_decode:
+        fixed_s = core_cycles_s * prefill["cycles"]
+    else:
+        fixed_s = np.where(kind_is_decode, decode_s, core_cycles_s * prefill["cycles"])
     t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
     t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])
     t3 = np.maximum.reduce([compute, memory, t2]) + fixed_s
     return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory}
+
+
+def _prefill_work(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads) -> dict:
+    """Causal flash prefill of each group (fused_times' prefill branch): padded MACs, the time of its waves (the
+    largest CTA bounds it from below) and its fixed cycles per key tile and per query-tile CTA."""
+    m, k, n, batch, matrix_macs = shapes.m, shapes.k, shapes.n, shapes.batch, shapes.matrix_macs
+    per_core, cores = rates.macs_per_s_per_core, rates.cores
+    q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if shapes.score_macs is None else shapes.score_macs,
+                     shapes.window)
+    heads = batch * m / q
+    BQ, blocks, padded_pairs, last = _prefill_tiles(q, k, n, shapes.window)
+    padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
+    largest_cta = 2.0 * BQ * k * last
+    waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core
+    tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
+    cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
+    cycles = tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles
+    return {"padded": padded_prefill, "waves": waves_prefill, "cycles": cycles}

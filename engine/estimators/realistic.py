@@ -38,66 +38,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from engine.hardware.dtypes import bytes_per_value, compute_dtype
+from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fused_times, is_scores_row)
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
-    DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, moe_combine_s)
-from engine.estimators.gemm_condition import (
-    check_condition, clock_and_power, condition_efficiency, condition_latency, warm_byte_scale)
+    DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s)
 from engine.estimators.roofline import estimate_roofline
-from engine.estimators.row_groups import RowGroups, least_per_id, unique_inverse
-from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
+from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
+                                               is_expert_gemm)
+from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, least_per_id
 from engine.hardware.device import Hardware
 
 GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
-
-
-@dataclass(frozen=True, slots=True)
-class KernelRows:
-    """The kernel table being timed and what every timing step reads (per-row arrays span the whole table)."""
-
-    out: dict                       # the roofline's columns (the table), completed in place
-    row_groups: RowGroups
-    hardware: Hardware
-    rates: DeviceRates
-    per_core_macs: np.ndarray       # peak matrix MAC/s of one core for the row's dtype
-    value_bytes: np.ndarray         # bytes per value of the row's dtype
-    constants: RealisticConstants
-    host_launch_s: float            # the host's launch per kernel (eager mode; 0 under graph capture)
-
-
-@dataclass(frozen=True, slots=True)
-class TimeChain:
-    """Per-row arrays the timing steps fill in place (the record is frozen, its arrays are not).
-
-    ideal, t1, t2, t3: the chain of the module docstring (roofline, + tiles, + waves, + efficiency);
-    compute, memory: the achievable compute and memory parts; latency, floor: the kernel's fixed device time and
-    the least time of an element-wise kernel."""
-
-    ideal: np.ndarray
-    t1: np.ndarray
-    t2: np.ndarray
-    t3: np.ndarray
-    compute: np.ndarray
-    memory: np.ndarray
-    latency: np.ndarray
-    floor: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class GemmShapes:
-    """The GEMM rows being tiled: shape, bytes, per-core MAC rate and bytes per value (arrays over those rows)."""
-
-    m: np.ndarray
-    n: np.ndarray
-    k: np.ndarray
-    batch: np.ndarray
-    nbytes: np.ndarray
-    per_core_macs: np.ndarray
-    value_bytes: np.ndarray
 
 
 _BOUND_LABELS = np.array(["memory", "compute", "overhead"], dtype=object)
@@ -110,12 +64,12 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {launch!r}")
     row_groups = RowGroups(table)        # string columns once per kernel, shared with the roofline
     out = estimate_roofline(table, hardware, row_groups=row_groups)
-    rates = DeviceRates.of(hardware)
+    rates = device_rates(hardware)
     rows = len(out["time_s"])
     ideal = out["time_s"].astype(float)
     chain = TimeChain(ideal=ideal, t1=ideal.copy(), t2=ideal.copy(), t3=ideal.copy(),
-                      compute=out["compute_time_s"].astype(float).copy(),
-                      memory=out["memory_time_s"].astype(float).copy(),
+                      compute=out["compute_time_s"].astype(float),     # astype copies
+                      memory=out["memory_time_s"].astype(float),
                       latency=np.full(rows, rates.kernel_latency_s), floor=np.zeros(rows))
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
         out[column] = np.full(rows, np.nan)
@@ -128,7 +82,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
     fused = attention_groups(out, row_groups)
     is_gemm = (op == "gemm") & (fused < 0)
-    _time_gemms(kernel_rows, is_gemm, chain)
+    time_gemms(kernel_rows, is_gemm, chain)
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
     _time_elementwise(kernel_rows, (~is_gemm) & (fused < 0), kind, chain)
 
@@ -163,119 +117,12 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
     return launches
 
 
-def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray]:
-    """Per GEMM row: the matrix efficiency of its compute format and the extra latency (see RealisticConstants)."""
-    if not (constants.gemm_matrix_efficiency or constants.gemm_format_latency_s):
-        return np.ones(rows.sum()), np.zeros(rows.sum())
-    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
-    def lookup(table: dict, dtype: str, default: float) -> float:     # the dtype's own entry, else its format's
-        return table.get(dtype, table.get(compute_dtype(dtype), default))
-    efficiency = np.array([lookup(constants.gemm_matrix_efficiency, d, 1.0) for d in dtypes], dtype=float)
-    extra = np.array([lookup(constants.gemm_format_latency_s, d, 0.0) for d in dtypes], dtype=float)
-    return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
-
-
-def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
-                           split_k_latency_s=None, power_macs_per_s=None):
-    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited
-    MAC/s) (usually one or two), merged back per row."""
-    rates = table.rates
-    parts = {}
-    memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
-    split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
-    power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
-    stacked = np.stack([efficiency, memory_efficiency, split, power], axis=1)
-    if len(stacked) and (stacked == stacked[0]).all():           # the usual case: one class of GEMM
-        pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
-    else:
-        pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-    for number, (value, memory_value, split_value, power_value) in enumerate(pairs):
-        mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
-        gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
-                               rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
-                               float(split_value), float(power_value))
-        parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
-                                             shapes.nbytes[mine], table.hardware, gemm_rates))
-    if len(parts) == 1:
-        return next(iter(parts.values()))[1]
-    merged = {}
-    for name in Tiling.__dataclass_fields__:
-        column = np.empty(shapes.m.size)
-        for mine, tiling in parts.values():
-            column[mine] = getattr(tiling, name)
-        merged[name] = column
-    return Tiling(**merged)
-
-
-def is_expert_gemm(names) -> np.ndarray:
-    """MoE grouped-GEMM rows (engine/decomposition/moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
-    return np.array(["Expert_" in name for name in np.asarray(names).astype(str).ravel().tolist()],
-                    dtype=bool).reshape(np.shape(names))
-
-
-def _time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
-    """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
-    if not rows.any():
-        return
-    out, rates, constants = table.out, table.rates, table.constants
-    m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
-    nbytes = out["bytes"][rows].astype(float)
-    check_condition(constants.gemm_condition)
-    if constants.gemm_condition == "warm":    # operands from the LLC where the copies fit (gemm_condition.py)
-        nbytes = nbytes * warm_byte_scale(out["weight_bytes"][rows], out["activation_bytes"][rows], table.hardware)
-        chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
-    efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
-    efficiency = condition_efficiency(out, rows, efficiency, constants)
-    memory_efficiency = np.ones_like(efficiency)
-    if constants.moe_matrix_efficiency != 1.0 or constants.moe_bandwidth_efficiency != 1.0:
-        grouped = is_expert_gemm(np.asarray(out["name"])[rows])
-        efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
-        memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
-    shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
-    cycles = split_s = power = None
-    if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
-        cycles, split_s, power = clock_and_power(out, rows, rates, constants)
-    tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s, power)
-    chain.latency[rows] = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles,
-                                            rates, constants)
-    ideal = chain.t1[rows]
-    t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
-    t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))
-    t3 = np.maximum(t2, np.maximum(tiling.compute_s, tiling.memory_s))
-    part_compute, part_memory = tiling.compute_s, tiling.memory_s
-    tiles = {c: getattr(tiling, c) for c in ("tile_m", "tile_n", "split_k", "tiles", "waves")}
-    # GEMV: one row per GEMM streams the weights on the vector units, no tiles
-    gemv = m * batch <= constants.gemv_max_rows
-    if gemv.any():
-        vector_s = out["matrix_flops"][rows].astype(float) / rates.vector_flops_per_s
-        stream_s = nbytes / (rates.bandwidth * rates.memory_fraction)
-        t1, t2 = np.where(gemv, ideal, t1), np.where(gemv, ideal, t2)
-        t3 = np.where(gemv, np.maximum(ideal, np.maximum(vector_s, stream_s)), t3)
-        part_compute, part_memory = np.where(gemv, vector_s, part_compute), np.where(gemv, stream_s, part_memory)
-        tiles = {c: np.where(gemv, np.nan, v) for c, v in tiles.items()}
-    if split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
-        chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, split_s, 0.0)
-    chain.t1[rows], chain.t2[rows], chain.t3[rows] = t1, t2, t3
-    chain.compute[rows], chain.memory[rows] = part_compute, part_memory
-    for column, values in tiles.items():
-        out[column][rows] = values
-
-
 def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain) -> None:
     """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
     if not rows.any():
         return
     out, rates = table.out, table.rates
-    classes = table.constants.kernel_classes
-    efficiency, fixed, least = np.ones(rows.sum()), np.zeros(rows.sum()), np.zeros(rows.sum())
-    row_rate = np.full(rows.sum(), np.inf)          # bytes per second of one row's CTA (inf: not row-wise)
-    for name, kernel_class in classes.items():
-        mine = kind[rows] == name
-        efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
-        least[mine] = kernel_class.floor_s
-        if kernel_class.row_bytes_per_cycle and rates.row_waves:
-            row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
+    efficiency, fixed, least, row_rate = _class_values(table, kind[rows])
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
@@ -288,6 +135,29 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     chain.memory[rows] = np.maximum(stream_s, row_s)
     chain.latency[rows] = fixed
     chain.floor[rows] = least
+
+
+def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per element-wise row of kernel class `kinds`: bandwidth efficiency, fixed latency, floor, and the bytes per
+    second of one row's CTA (inf: not row-wise); kinds without a class stream at full efficiency, no fixed time."""
+    rates, classes = table.rates, table.constants.kernel_classes
+    if len(kinds) > SMALL_UNIQUE:       # many rows (a chunked schedule's iterations): one mask per class
+        efficiency, fixed, least, row_rate = np.ones(len(kinds)), np.zeros(len(kinds)), np.zeros(len(kinds)), \
+            np.full(len(kinds), np.inf)
+        for name, kernel_class in classes.items():
+            mine = kinds == name
+            efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
+            least[mine] = kernel_class.floor_s
+            if kernel_class.row_bytes_per_cycle and rates.row_waves:
+                row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
+        return efficiency, fixed, least, row_rate
+    found = [classes.get(kind) for kind in kinds.tolist()]
+    efficiency = np.array([1.0 if c is None else c.bandwidth_efficiency for c in found], dtype=float)
+    fixed = np.array([0.0 if c is None else c.latency_s for c in found], dtype=float)
+    least = np.array([0.0 if c is None else c.floor_s for c in found], dtype=float)
+    row_rate = np.array([c.row_bytes_per_cycle * rates.clock_hz if c is not None and c.row_bytes_per_cycle
+                         and rates.row_waves else np.inf for c in found], dtype=float)
+    return efficiency, fixed, least, row_rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,9 +194,10 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
-    score_macs = np.where(score_macs > 0, score_macs, total("macs") / 2.0)   # a group without a Q*gK row
+    matrix_macs = total("macs")
+    score_macs = np.where(score_macs > 0, score_macs, matrix_macs / 2.0)   # a group without a Q*gK row
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
-    shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=total("macs"),
+    shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
                          window=window, kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,

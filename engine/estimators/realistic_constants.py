@@ -8,6 +8,7 @@ engine/estimators/realistic.py re-exports these names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -194,6 +195,12 @@ def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates
         return seconds
     seconds = rates.kernel_latency_s if seconds is None else seconds
     return np.where(np.asarray(head_dim) <= 256, constants.attention_decode_latency_cycles / rates.clock_hz, seconds)
+
+
+@lru_cache(maxsize=64)
+def device_rates(hardware: Hardware) -> DeviceRates:
+    """DeviceRates.of(hardware), once per device (Hardware is frozen)."""
+    return DeviceRates.of(hardware)
 
 
 def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:

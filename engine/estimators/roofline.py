@@ -7,6 +7,8 @@ A kernel with both (a fused MLP) takes the longer of the two, as the units run c
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from engine.estimators.row_groups import RowGroups, unique_inverse
@@ -20,9 +22,16 @@ _MEMORY_COMPUTE = np.array(["memory", "compute"], dtype=object)
 def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
     """Per row: peak matrix FLOP/s for its dtype, and the dtype the matrix units run it in."""
     unique, inverse = unique_inverse(dtypes.astype(str))
-    peaks = np.array([hardware.matrix_flops_per_s(d) for d in unique])
-    rate_dtypes = np.array([hardware.matrix_rate_dtype(d) for d in unique], dtype=object)
+    rates = [_matrix_rate(hardware, d) for d in unique.tolist()]
+    peaks = np.array([peak for peak, _ in rates])
+    rate_dtypes = np.array([rate_dtype for _, rate_dtype in rates], dtype=object)
     return peaks[inverse], rate_dtypes[inverse]
+
+
+@lru_cache(maxsize=256)
+def _matrix_rate(hardware: Hardware, dtype: str) -> tuple[float, str]:
+    """(peak matrix FLOP/s, the format the matrix units run it in) of `dtype` on `hardware` (frozen: once each)."""
+    return hardware.matrix_flops_per_s(dtype), hardware.matrix_rate_dtype(dtype)
 
 
 def roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak, vector_peak, bandwidth):

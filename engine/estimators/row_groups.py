@@ -19,9 +19,11 @@ class RowGroups:
             # the builder's order: groups 0, 1, 2, ... each one contiguous run (np.unique's answer, without sorting)
             self.first = np.concatenate(([0], starts)).astype(np.intp)
             self.inverse = groups.astype(np.intp)
+            self.one_row_each = len(self.first) == rows       # a prefill or one decode step: one row per group
         else:
             _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
             self.inverse = inverse.reshape(-1)
+            self.one_row_each = False
         self._columns = columns
         self._strings: dict[str, np.ndarray] = {}
 
@@ -40,9 +42,13 @@ class RowGroups:
 
     def map(self, key: str, function) -> np.ndarray:
         """function(value) per group, broadcast to the rows (e.g. bytes per value of each dtype)."""
-        values = np.asarray(self._columns[key])[self.first]
+        values = np.asarray(self._columns[key])[self.first].tolist()
         once: dict = {}                       # function called once per distinct value (a handful of dtypes)
-        return np.array([once[v] if v in once else once.setdefault(v, function(v)) for v in values])[self.inverse]
+        for value in values:
+            if value not in once:
+                once[value] = function(value)
+        mapped = np.array([once[value] for value in values])
+        return mapped if self.one_row_each else mapped[self.inverse]
 
 
 SMALL_UNIQUE = 64     # up to this many values a Python sort beats np.unique's set-up

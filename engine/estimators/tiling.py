@@ -105,6 +105,10 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
     if m.size == 0:
         empty = np.zeros(0)
         return Tiling(*([empty] * 11))
+    if len(m) <= SMALL_TABLE_ROWS and (value_bytes == value_bytes[0]).all():
+        # a short table of one dtype width (a prefill or decode step): every row its own candidates, in order
+        return _choose(*(np.reshape(v, (-1, 1)) for v in (m, n, k, batch, nbytes, per_core)), hardware, rates,
+                       float(value_bytes[0]))
     keys = np.stack([m, n, k, batch, nbytes, per_core, value_bytes], axis=1)
     if len(keys) <= SMALL_TABLE_ROWS:     # each row's choice is its own: dedup only pays off on large tables
         unique, inverse = keys, np.arange(len(keys))
@@ -177,7 +181,11 @@ def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float,
 
 
 def _choose_unique(keys: np.ndarray, hardware: Hardware, rates: GemmRates, value_bytes: float) -> Tiling:
-    m, n, k, batch, nbytes, per_core = (keys[:, i:i + 1] for i in range(6))
+    return _choose(*(keys[:, i:i + 1] for i in range(6)), hardware, rates, value_bytes)
+
+
+def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRates, value_bytes: float) -> Tiling:
+    """The fastest candidate of each row (column vectors: rows x 1)."""
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
                                             rates.split_k_latency_s, rates.power_macs_per_s)

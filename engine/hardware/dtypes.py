@@ -125,6 +125,7 @@ def compute_format(dtype: str) -> str:
     return number_format(dtype).compute_format
 
 
+@lru_cache(maxsize=1024)
 def compute_dtype(*dtypes: str) -> str:
     """The format a kernel multiplies in: the widest of its operands' compute formats.
 

@@ -84,6 +84,7 @@ def activation_flops(hidden_act: str) -> float:
 
 
 _PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
+_PLAIN_TYPES = frozenset(_PLAIN_NUMBERS)
 _ROW_KEYS = frozenset(("name", "type", "op", "unit", "dtype") + NUMBER_COLUMNS) - {"matrix_flops"}
 
 
@@ -119,6 +120,9 @@ class KernelTableBuilder:
                                       columns["dtype"]))
 
     def _append(self, numbers: list, strings: tuple) -> int:
+        if _PLAIN_TYPES.issuperset(map(type, numbers)):     # plain numbers only (a prefill or decode step's kernel)
+            self._rows.append((1, numbers, {}, strings))
+            return len(self._rows) - 1
         rows, wide = 1, {}
         sized = False
         for index, value in enumerate(numbers):

@@ -38,7 +38,8 @@ class KernelColumns:
 
     def __getitem__(self, name) -> np.ndarray:
         if name in self.added:
-            return np.asarray(self.added[name])
+            value = self.added[name]
+            return np.asarray(value.value() if value.__class__ is LazyColumn else value)
         if name not in self._arrays:
             values = np.asarray(self.source[name])
             self._arrays[name] = values if self.keep is None else values[self.keep]
@@ -50,6 +51,13 @@ class KernelColumns:
     def add(self, name: str, values) -> None:
         self.added[name] = values
 
+    def add_lazy(self, compute: Callable[[], dict]) -> None:
+        """Append the columns compute() returns ({name: values}, keys in the order of its `names` attribute),
+        computed when first read (presentation columns only the DataFrame reads)."""
+        shared = SharedColumns(compute)
+        for name in shared.names:
+            self.added[name] = LazyColumn(shared, name)
+
     def freeze(self) -> None:
         """Make every array read-only (the estimate cache shares them), also those of deferred columns once
         computed."""
@@ -60,6 +68,8 @@ class KernelColumns:
         for values in (*arrays, *self.added.values(), self.keep):
             if isinstance(values, np.ndarray):
                 values.setflags(write=False)
+            elif values.__class__ is LazyColumn:
+                values.shared.freeze()
 
     def frame(self):
         """The kernel DataFrame in one construction: the columns, order and dtypes the pandas path gave."""
@@ -68,8 +78,43 @@ class KernelColumns:
             data = dict(self.source)
         else:
             data = {name: np.asarray(values)[self.keep] for name, values in self.source.items()}
-        data.update(self.added)
+        data.update({name: value.value() if value.__class__ is LazyColumn else value
+                     for name, value in self.added.items()})
         return pd.DataFrame(data)
+
+
+class SharedColumns:
+    """Columns computed together on first read and kept (read-only once `freeze` was called: the estimate cache
+    shares them between copies of an estimate)."""
+
+    def __init__(self, compute: Callable[[], dict]) -> None:
+        self.names = getattr(compute, "names")
+        self._compute, self._values, self._read_only = compute, None, False
+
+    def values(self) -> dict:
+        if self._values is None:
+            self._values = self._compute()
+            if self._read_only:
+                self.freeze()
+        return self._values
+
+    def freeze(self) -> None:
+        self._read_only = True
+        for values in (self._values or {}).values():
+            if isinstance(values, np.ndarray):
+                values.setflags(write=False)
+
+
+class LazyColumn:
+    """One column of SharedColumns (a KernelColumns.added value until read)."""
+
+    __slots__ = ("shared", "name")
+
+    def __init__(self, shared: SharedColumns, name: str) -> None:
+        self.shared, self.name = shared, name
+
+    def value(self):
+        return self.shared.values()[self.name]
 
 
 def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = None) -> KernelColumns:
@@ -214,6 +259,26 @@ def _family(name: str) -> str:
     return kernel_family(name)
 
 
+PRESENTATION_COLUMNS = ("family", "total_time_s", "time_share")
+
+
+class _Presentation:
+    """presentation_columns of a kernel table, when called (a class, not a closure: an estimate stays picklable)."""
+
+    names = PRESENTATION_COLUMNS
+
+    def __init__(self, kernels) -> None:
+        self.kernels = kernels
+
+    def __call__(self) -> dict:
+        return presentation_columns(self.kernels)
+
+
+def lazy_presentation_columns(kernels: KernelColumns) -> None:
+    """Append the presentation columns to `kernels`, computed when first read (the DataFrame reads them)."""
+    kernels.add_lazy(_Presentation(kernels))
+
+
 def presentation_columns(kernels) -> dict:
     """family (for grouped charts), total_time_s = count x time_s, and time_share within the phase."""
     names = kernels["name"]
@@ -266,8 +331,12 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
                                          for name in ("link_bytes", "communication_time_s", "hidden_time_s"))
     time = numbers("time_s") * count
     macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
-    bound = np.asarray(kernels["bound"]).astype(str)
-    present = set(bound.tolist()) | {label for _, label in (by_bound or {})}
+    bound = np.asarray(kernels["bound"])
+    present = set(bound.tolist())
+    if bound.dtype != object or not all(label.__class__ is str for label in present):
+        bound = bound.astype(str)               # labels as str (an object array of str objects compares alike)
+        present = set(bound.tolist())
+    present |= {label for _, label in (by_bound or {})}
     labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
     per_row = {"time_s": time, "macs": macs * count, "flops": flops * count, "bytes": traffic * count,
                "kernel_launches": launches}

@@ -73,6 +73,9 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
         "static_energy_j": np.asarray(kernels["time_s"], dtype=float) * hardware.static_power_w,
     }
     for level, value in (("llc", hardware.llc_energy_j_per_byte), ("sram", hardware.sram_energy_j_per_byte)):
+        if f"{level}_bytes" not in kernels:    # no traffic at the level: zeros (0 x a finite energy is +0)
+            out[f"{level}_energy_j"] = np.zeros(len(macs))
+            continue
         traffic = _column(kernels, f"{level}_bytes")
         if value is None and (traffic > 0).any():
             notes.append(f"energy: {hardware.name} has no {level}_energy_per_byte; {level} traffic is left out")
@@ -124,8 +127,14 @@ def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
             rows = phase == name
             n, selected = count[rows], {c: values[rows] for c, values in columns.items()}
         phases[str(name)] = {c: float(np.dot(n, values)) for c, values in selected.items()}
-    device_energy = float(np.dot(count, columns["energy_j"]))
-    device_time = float(np.dot(count, columns["time_s"]))
+    contiguous = len(names) == 1 and all(values.flags.c_contiguous for values in (count, *columns.values()))
+    if contiguous:      # one phase, every array contiguous: its sums are the same dot products of the same arrays
+        device = phases[str(names[0])]
+        components = {c: device[c] for c in ENERGY_COLUMNS[:-1]}
+    else:
+        device = {c: float(np.dot(count, columns[c])) for c in ("energy_j", "time_s")}
+        components = {c: float(np.dot(count, columns[c])) for c in ENERGY_COLUMNS[:-1]}
+    device_energy, device_time = device["energy_j"], device["time_s"]
     devices = scenario.device_count
     s = scenario
     tokens = energy_tokens(s.phase, s.batch, s.input_length, s.output_length, s.dp)
@@ -142,7 +151,7 @@ def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
         "average_power_w": power,
         "tdp_w": tdp,
         "exceeds_tdp": bool(power is not None and tdp is not None and power > tdp),
-        "components_j": {c: float(np.dot(count, columns[c])) for c in ENERGY_COLUMNS[:-1]},
+        "components_j": components,
     }
 
 

@@ -11,7 +11,6 @@ under it (benchmarks/engine_speed.py --cold).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Optional
@@ -76,12 +75,22 @@ def fresh_copy(kept: Estimate) -> Estimate:
     """An Estimate of its own: containers copied, read-only arrays and immutable values shared."""
     columns = KernelColumns(kept.kernel_columns.source, kept.kernel_columns.keep)
     columns.added = _copied(kept.kernel_columns.added)
-    frames = {name: None if getattr(kept, name) is None else getattr(kept, name).copy()
-              for name in ("requests", "iterations")}
-    return dataclasses.replace(
-        kept, kernel_columns=columns, phase_rows=_copied(kept.phase_rows), memory=dataclasses.replace(kept.memory),
+    copy = _shallow(kept)           # every field as kept (numbers, strings, the frozen scenario), then the containers
+    copy.__dict__.update(
+        kernel_columns=columns, phase_rows=_copied(kept.phase_rows), memory=_shallow(kept.memory),
         notes=list(kept.notes), experts_touched=dict(kept.experts_touched), energy=_copied(kept.energy),
-        validation=_copied(kept.validation), **frames)
+        validation=_copied(kept.validation), _kernels=None, _phases=None,
+        **{name: None if getattr(kept, name) is None else getattr(kept, name).copy()
+           for name in ("requests", "iterations")})
+    return copy
+
+
+def _shallow(value):
+    """A new instance of a plain dataclass with the same field values (dataclasses.replace without the __init__
+    call: the kept values were validated when the estimate was made)."""
+    copy = object.__new__(value.__class__)
+    copy.__dict__.update(value.__dict__)
+    return copy
 
 
 def _copied(value):

@@ -16,8 +16,8 @@ from engine.kernels.table import KernelTableBuilder
 from engine.results.memory import memory_footprint
 from engine.workload.parallel import parallel_layout
 from engine.results.report import Estimate, latency_metrics
-from engine.results.columns import (experts_touched, fallback_notes, phase_total_rows,
-                                   presentation_columns)
+from engine.results.columns import (experts_touched, fallback_notes, lazy_presentation_columns,
+                                   phase_total_rows)
 from engine.results.estimate_cache import kept_estimate, timed_steps
 from engine.workload.scenario import Scenario
 
@@ -72,8 +72,7 @@ def _estimate(hardware: Hardware, model, scenario: Scenario, method: str) -> Est
     timed = timed_steps(chosen, hardware, model, scenario, table_scenario)
     schedule = _chunked_schedule_tables(timed.steps, scenario) if scenario.chunked_prefill else None
     kernels = timed.kernels                      # numpy columns; result.kernels builds the DataFrame when asked
-    for name, values in presentation_columns(kernels).items():
-        kernels.add(name, values)
+    lazy_presentation_columns(kernels)           # read by the DataFrame only: computed when it is built
     energy_notes = add_energy(kernels, hardware)
     phases = phase_total_rows(kernels, dict(timed.bound_times))
     result = Estimate(hardware.name, model.name, chosen.name, scenario, kernels, phases,
@@ -133,10 +132,14 @@ def _fill_metrics(result: Estimate, s: Scenario) -> None:
         times = {phase: row["time_s"] for phase, row in result.phase_rows.items()}
         prefill = float(times["prefill"]) if "prefill" in times else float("nan")
         decode = float(times["decode"]) if "decode" in times else 0.0
-        metrics = latency_metrics(s.phase, prefill, decode, s.batch, s.input_length, s.output_length, s.dp,
-                                  s.device_count)
+        try:
+            metrics = _scalar_latency_metrics(s.phase, prefill, decode, s.batch * s.dp, s.input_length,
+                                              s.output_length, s.device_count)
+        except ZeroDivisionError:       # numpy's inf / nan where a time is 0
+            metrics = latency_metrics(s.phase, prefill, decode, s.batch, s.input_length, s.output_length, s.dp,
+                                      s.device_count)
         for name, value in metrics.items():
-            setattr(result, name, None if np.isnan(value) else float(value))
+            setattr(result, name, None if value != value else float(value))
         return
     requests = result.requests     # a simulated chunked-prefill schedule: latencies per request
     result.ttft_s = float(requests["ttft_s"].mean())
@@ -145,6 +148,26 @@ def _fill_metrics(result: Estimate, s: Scenario) -> None:
     result.prefill_tokens_per_s = s.dp * s.batch * s.input_length / float(requests["ttft_s"].max())
     result.tokens_per_s = s.dp * s.batch * s.output_length / result.e2e_s
     result.tokens_per_s_per_device = result.tokens_per_s / s.device_count
+
+
+def _scalar_latency_metrics(phase: str, prefill_s: float, decode_s: float, tokens: int, input_length: int,
+                            output_length: int, devices: int) -> dict:
+    """report.latency_metrics of one scenario in Python floats (the same operations in the same order; `tokens`
+    = batch x dp); raises ZeroDivisionError where numpy would give inf or NaN."""
+    nan = float("nan")
+    ttft = tpot = e2e = rate = nan
+    if phase == "prefill":
+        ttft = prefill_s
+    elif phase == "decode":
+        tpot, rate = decode_s, tokens / decode_s
+    elif phase == "request":
+        steps = output_length - 1.0
+        ttft, e2e = prefill_s, prefill_s + decode_s
+        tpot = decode_s / steps if steps > 0 else nan
+        rate = tokens * output_length / e2e
+    prefill_rate = tokens * input_length / ttft if phase in ("prefill", "request") else nan
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s": rate,
+            "tokens_per_s_per_device": rate / devices, "prefill_tokens_per_s": prefill_rate}
 
 
 def _chunked_schedule_tables(per_step: dict, s: Scenario) -> tuple[pd.DataFrame, pd.DataFrame]:

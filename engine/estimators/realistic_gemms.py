@@ -1,0 +1,177 @@
+"""The realistic method's records (KernelRows, TimeChain) and its GEMM timing: discrete tiles with tile and wave
+quantization, split-K and achievable rates (engine/estimators/tiling.py), GEMVs streamed on the vector units
+(engine/estimators/realistic.py describes the chain of times)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.estimators.gemm_condition import (
+    check_condition, clock_and_power, condition_efficiency, condition_latency, warm_byte_scale)
+from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
+from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
+from engine.hardware.device import Hardware
+from engine.hardware.dtypes import compute_dtype
+
+@dataclass(frozen=True, slots=True)
+class KernelRows:
+    """The kernel table being timed and what every timing step reads (per-row arrays span the whole table)."""
+
+    out: dict                       # the roofline's columns (the table), completed in place
+    row_groups: RowGroups
+    hardware: Hardware
+    rates: DeviceRates
+    per_core_macs: np.ndarray       # peak matrix MAC/s of one core for the row's dtype
+    value_bytes: np.ndarray         # bytes per value of the row's dtype
+    constants: RealisticConstants
+    host_launch_s: float            # the host's launch per kernel (eager mode; 0 under graph capture)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeChain:
+    """Per-row arrays the timing steps fill in place (the record is frozen, its arrays are not).
+
+    ideal, t1, t2, t3: the chain of the module docstring (roofline, + tiles, + waves, + efficiency);
+    compute, memory: the achievable compute and memory parts; latency, floor: the kernel's fixed device time and
+    the least time of an element-wise kernel."""
+
+    ideal: np.ndarray
+    t1: np.ndarray
+    t2: np.ndarray
+    t3: np.ndarray
+    compute: np.ndarray
+    memory: np.ndarray
+    latency: np.ndarray
+    floor: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class GemmShapes:
+    """The GEMM rows being tiled: shape, bytes, per-core MAC rate and bytes per value (arrays over those rows)."""
+
+    m: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
+    batch: np.ndarray
+    nbytes: np.ndarray
+    per_core_macs: np.ndarray
+    value_bytes: np.ndarray
+
+
+def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray]:
+    """Per GEMM row: the matrix efficiency of its compute format and the extra latency (see RealisticConstants)."""
+    if not (constants.gemm_matrix_efficiency or constants.gemm_format_latency_s):
+        return np.ones(rows.sum()), np.zeros(rows.sum())
+    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
+    def lookup(table: dict, dtype: str, default: float) -> float:     # the dtype's own entry, else its format's
+        return table.get(dtype, table.get(compute_dtype(dtype), default))
+    efficiency = np.array([lookup(constants.gemm_matrix_efficiency, d, 1.0) for d in dtypes], dtype=float)
+    extra = np.array([lookup(constants.gemm_format_latency_s, d, 0.0) for d in dtypes], dtype=float)
+    return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
+
+
+def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
+                           split_k_latency_s=None, power_macs_per_s=None):
+    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited
+    MAC/s) (usually one or two), merged back per row."""
+    rates = table.rates
+    parts = {}
+    memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
+    split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
+    power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
+    stacked = np.stack([efficiency, memory_efficiency, split, power], axis=1)
+    if len(stacked) and (stacked == stacked[0]).all():           # the usual case: one class of GEMM
+        pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
+    else:
+        pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    for number, (value, memory_value, split_value, power_value) in enumerate(pairs):
+        mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
+        gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
+                               rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
+                               float(split_value), float(power_value))
+        parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
+                                             shapes.nbytes[mine], table.hardware, gemm_rates))
+    if len(parts) == 1:
+        return next(iter(parts.values()))[1]
+    merged = {}
+    for name in Tiling.__dataclass_fields__:
+        column = np.empty(shapes.m.size)
+        for mine, tiling in parts.values():
+            column[mine] = getattr(tiling, name)
+        merged[name] = column
+    return Tiling(**merged)
+
+
+def is_expert_gemm(names) -> np.ndarray:
+    """MoE grouped-GEMM rows (engine/decomposition/moe.py: Expert_up, Expert_gate, Expert_down, any d/p prefix)."""
+    return np.array(["Expert_" in name for name in np.asarray(names).astype(str).ravel().tolist()],
+                    dtype=bool).reshape(np.shape(names))
+
+
+def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
+    """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
+    if not rows.any():
+        return
+    out, rates, constants = table.out, table.rates, table.constants
+    m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
+    nbytes = out["bytes"][rows].astype(float)
+    check_condition(constants.gemm_condition)
+    if constants.gemm_condition == "warm":    # operands from the LLC where the copies fit (gemm_condition.py)
+        nbytes = nbytes * warm_byte_scale(out["weight_bytes"][rows], out["activation_bytes"][rows], table.hardware)
+        chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
+    efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
+    efficiency = condition_efficiency(out, rows, efficiency, constants)
+    memory_efficiency = np.ones_like(efficiency)
+    if constants.moe_matrix_efficiency != 1.0 or constants.moe_bandwidth_efficiency != 1.0:
+        grouped = is_expert_gemm(np.asarray(out["name"])[rows])
+        efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
+        memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
+    shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
+    cycles = split_s = power = None
+    if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
+        cycles, split_s, power = clock_and_power(out, rows, rates, constants)
+    chain.latency[rows] = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles,
+                                            rates, constants)
+    # GEMV: one row per GEMM streams the weights on the vector units, no tiles
+    gemv = m * batch <= constants.gemv_max_rows
+    ideal = chain.t1[rows]
+    if gemv.all():       # a decode step's weight GEMMs: no tiling to choose
+        t1 = t2 = ideal
+        t3, part_compute, part_memory = _gemv_times(out, rows, nbytes, ideal, rates)
+        tiles = dict.fromkeys(("tile_m", "tile_n", "split_k", "tiles", "waves"), np.full(len(ideal), np.nan))
+    else:
+        tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s, power)
+        t1, t2, t3, part_compute, part_memory, tiles = _tiled_times(out, rows, tiling, gemv, nbytes, ideal, rates)
+        if split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
+            chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, split_s, 0.0)
+    chain.t1[rows], chain.t2[rows], chain.t3[rows] = t1, t2, t3
+    chain.compute[rows], chain.memory[rows] = part_compute, part_memory
+    for column, values in tiles.items():
+        out[column][rows] = values
+
+
+def _gemv_times(out, rows, nbytes, ideal, rates: DeviceRates):
+    """(t3, compute, memory) of GEMVs: the weights stream at the achievable bandwidth, the MACs on the vector units."""
+    vector_s = out["matrix_flops"][rows].astype(float) / rates.vector_flops_per_s
+    stream_s = nbytes / (rates.bandwidth * rates.memory_fraction)
+    return np.maximum(ideal, np.maximum(vector_s, stream_s)), vector_s, stream_s
+
+
+def _tiled_times(out, rows, tiling: Tiling, gemv, nbytes, ideal, rates: DeviceRates):
+    """(t1, t2, t3, compute, memory, tile columns) of tiled GEMMs, GEMV rows (`gemv`) streamed instead."""
+    t1 = np.maximum(ideal, np.maximum(tiling.padded_compute_s, nbytes / rates.bandwidth))
+    t2 = np.maximum(t1, np.maximum(tiling.wave_compute_s, tiling.peak_memory_s))
+    t3 = np.maximum(t2, np.maximum(tiling.compute_s, tiling.memory_s))
+    part_compute, part_memory = tiling.compute_s, tiling.memory_s
+    tiles = {c: getattr(tiling, c) for c in ("tile_m", "tile_n", "split_k", "tiles", "waves")}
+    if gemv.any():
+        gemv_t3, vector_s, stream_s = _gemv_times(out, rows, nbytes, ideal, rates)
+        t1, t2 = np.where(gemv, ideal, t1), np.where(gemv, ideal, t2)
+        t3 = np.where(gemv, gemv_t3, t3)
+        part_compute, part_memory = np.where(gemv, vector_s, part_compute), np.where(gemv, stream_s, part_memory)
+        tiles = {c: np.where(gemv, np.nan, v) for c, v in tiles.items()}
+    return t1, t2, t3, part_compute, part_memory, tiles
