@@ -26,10 +26,12 @@ def _median_error(groups: dict, values: dict) -> float:
     return float(np.median(np.abs(error)))
 
 
-@pytest.mark.parametrize("family, before, after", [("prefill_attention", 0.45, 0.13), ("decode_attention", 0.30, 0.16)])
+@pytest.mark.parametrize("family, before, after", [("prefill_attention", 0.45, 0.13), ("decode_attention", 0.30, 0.13)])
 def test_shipped_attention_matches_the_measured_subset(devices, family, before, after):
     """The shipped subset's 25 H100-SXM and 25 B200 measurements per family (trtllm 1.3.0rc20): the model before
-    the fit was 59% (prefill) / 42% (decode) too fast at the median; the shipped constants are ~12% / ~15% off."""
+    the fit was 59% (prefill) / 42% (decode) too fast at the median; the shipped constants are ~12% / ~15% off.
+    Decode with the kernel-generation form shipped: 33.5% before (uncalibrated: none of its terms either), 11.6%
+    shipped (floor 0.16 -> 0.13)."""
     groups = attention_fit.device_groups(attention_fit.fit_rows(family, devices, SUBSET), devices, family)
     assert sorted(groups) == ["B200", "H100-SXM"]
     assert _median_error(groups, attention_fit.uncalibrated(family)) > before

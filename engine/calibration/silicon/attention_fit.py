@@ -69,13 +69,16 @@ def shipped_values(family: str, constants=DEFAULT_CONSTANTS) -> dict:
 
 
 def uncalibrated(family: str) -> dict:
-    """The constants before this fit: efficiency 0.85 (prefill) / 1 (decode), no fixed work, no extra latency."""
+    """The constants before this fit: efficiency 0.85 (prefill) / 1 (decode), no fixed work, no extra latency (decode:
+    none of the kernel-generation terms; the generic kernel's MAC cycles are kept)."""
     family = PHASE_OF[family]
     return {"attention_matrix_efficiency": 0.85, "prefill_tile_cycles": 0.0, "prefill_cta_cycles": 0.0,
             "prefill_cta_rows_exponent": 0.0,
             "attention_prefill_latency_s": None, "decode_bandwidth_efficiency": 1.0, "decode_cta_cycles": 0.0,
             "attention_decode_latency_s": None} if family == "prefill_attention" else \
-        {"decode_bandwidth_efficiency": 1.0, "decode_cta_cycles": 0.0, "attention_decode_latency_s": None}
+        {"decode_bandwidth_efficiency": 1.0, "decode_cta_cycles": 0.0, "attention_decode_latency_s": None,
+         "decode_wide_kv_cta_cycles": 0.0, "decode_pair_bytes_per_core_cycle": 0.0, "decode_split_cycles": 0.0,
+         "attention_decode_latency_cycles": None}
 
 
 def fit_rows(family: str, devices: dict, root=None, rows_per_device: int = 4000, seed: int = 0) -> pd.DataFrame:
