@@ -328,13 +328,16 @@ def leave_one_system_out(scored, by_backend: bool = True, **grids) -> pd.DataFra
 
 def shipped(alternatives: dict) -> pd.DataFrame:
     """The runs scored per arrival jitter ({jitter: frame}) -> each run as its backend ships it (the backend's
-    arrival jitter, engine/serving/backends.py; the generic profile's for a backend without one)."""
+    arrival jitter and host-side terms, engine/serving/backends.py, re-timed with with_overheads, so a cached --out
+    scores a refitted profile; the generic profile's for a backend without one)."""
     ok = {jitter: frame[frame["reason"] == ""] for jitter, frame in alternatives.items()}
     first = next(iter(ok.values()))
     parts = []
     for backend, group in first.groupby("backend"):
-        jitter = BACKENDS.get(backend, BACKENDS["generic"]).arrival_jitter
-        parts.append(ok[jitter].loc[group.index])
+        profile = BACKENDS.get(backend, BACKENDS["generic"])
+        parts.append(with_overheads(ok[profile.arrival_jitter].loc[group.index], profile.iteration_overhead_s,
+                                    profile.request_overhead_s, profile.graph_latency_overlap,
+                                    profile.iteration_overhead_per_request_s, profile.arrival_wait_share))
     return pd.concat(parts).sort_index()
 
 
