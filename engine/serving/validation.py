@@ -251,6 +251,16 @@ TERMS = ("iteration_overhead_s", "request_overhead_s", "graph_latency_overlap", 
          "arrival_wait_share")
 
 
+TAIL_WEIGHT = {"tpot": 0.0, "ttft": 0.0}
+
+
+def fit_loss(deviations: np.ndarray, metric: str) -> np.ndarray:
+    """Per grid row (axis 0): median of |log(pred / meas)| over the runs (axis 1), plus TAIL_WEIGHT[metric] x its p90."""
+    loss = np.median(deviations, axis=1)
+    weight = TAIL_WEIGHT[metric]
+    return loss + weight * np.quantile(deviations, 0.9, axis=1) if weight else loss
+
+
 def _column(frame, name):
     return frame[name].to_numpy(dtype=float) if name in frame else np.zeros(len(frame))
 
@@ -274,13 +284,13 @@ def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_gri
         for per_request in per_request_grid:
             predicted = (tpot + iteration - it0 + (per_request - per0) * tpot_batch)[None, :] - \
                 (OVERLAP_GRID[:, None] - overlap0) * floor
-            tpot_losses = np.median(np.abs(np.log(np.maximum(predicted, 1e-9)) - log_tpot), axis=1)
+            tpot_losses = fit_loss(np.abs(np.log(np.maximum(predicted, 1e-9)) - log_tpot), "tpot")
             k = int(np.argmin(tpot_losses))
             for share in wait_share_grid:
                 base = ttft + (iteration - it0) * first - rq0 + (per_request - per0) * ttft_batch + \
                     (share - share0) * residual
-                ttft_losses = np.median(np.abs(np.log(np.maximum(base[None, :] + REQUEST_GRID_S[:, None], 1e-9))
-                                               - log_ttft), axis=1)
+                ttft_losses = fit_loss(np.abs(np.log(np.maximum(base[None, :] + REQUEST_GRID_S[:, None], 1e-9))
+                                            - log_ttft), "ttft")
                 m = int(np.argmin(ttft_losses))
                 if tpot_losses[k] + ttft_losses[m] < best[0]:
                     best = (tpot_losses[k] + ttft_losses[m], float(iteration), float(REQUEST_GRID_S[m]),
