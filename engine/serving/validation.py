@@ -256,9 +256,11 @@ TAIL_WEIGHT = {"tpot": 0.0, "ttft": 0.0}
 
 def fit_loss(deviations: np.ndarray, metric: str) -> np.ndarray:
     """Per grid row (axis 0): median of |log(pred / meas)| over the runs (axis 1), plus TAIL_WEIGHT[metric] x its p90."""
-    loss = np.median(deviations, axis=1)
     weight = TAIL_WEIGHT[metric]
-    return loss + weight * np.quantile(deviations, 0.9, axis=1) if weight else loss
+    if not weight:
+        return np.median(deviations, axis=1)
+    median, p90 = np.quantile(deviations, [0.5, 0.9], axis=1)
+    return median + weight * p90
 
 
 def _column(frame, name):
