@@ -52,9 +52,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write the scored runs as CSV")
     parser.add_argument("--scored", help="read the scored runs from a CSV an earlier --out wrote (same package and "
                         "engine: the simulations are not run again; every fit and score below is)")
+    parser.add_argument("--tail-weights", default=None, metavar="TPOT,TTFT",
+                        help="weights of the p90 beside the median in the serving-term fits' loss (default: "
+                        "engine/serving/validation.py TAIL_WEIGHT; 0,0 fits on the median alone, as before 2026-11-26)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
+    if args.tail_weights:
+        tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
+        validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)
     root = resolve_root()
     runs = read_serving_runs(root)
     agg = runs[runs["mode"] == "agg"]
@@ -70,6 +76,7 @@ def main(argv=None) -> int:
         alternatives = {jitter: validation.score_runs(agg, devices, root, method=args.method, arrival_jitter=jitter)
                         for jitter in JITTERS}
     elapsed = (time.perf_counter() - started) / len(JITTERS)
+    print(f"serving-term fits minimise median + w x p90 of |log error|, w: {validation.TAIL_WEIGHT}")
     scored = alternatives[JITTERS[0]]
     expressed = scored[scored["reason"] == ""]
     print(f"{len(expressed)} runs expressed, {len(scored) - len(expressed)} not, in {elapsed:.1f} s "

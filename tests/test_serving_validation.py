@@ -95,8 +95,9 @@ def test_cross_validated_floors(scored):
     assert held_out["tpot_median"] <= 0.10
     # 0.279 with them (0.308 before: the start-up burst weighed as C / 1000, clients drifting apart; 0.557 before
     # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
-    # are not yet refitted on the new kernels)
-    assert held_out["ttft_median"] <= 0.32
+    # are not yet refitted on the new kernels); 0.262 since the fits weigh the p90 beside the median (TAIL_WEIGHT
+    # 0.25 TPOT, 0.5 TTFT; 0.314 on the median alone, TPOT median 0.090 either way)
+    assert held_out["ttft_median"] <= 0.28
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
