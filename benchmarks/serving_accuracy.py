@@ -52,9 +52,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write the scored runs as CSV")
     parser.add_argument("--scored", help="read the scored runs from a CSV an earlier --out wrote (same package and "
                         "engine: the simulations are not run again; every fit and score below is)")
+    parser.add_argument("--tail-weights", default=None, metavar="TPOT,TTFT",
+                        help="weights of the p90 beside the median in the serving-term fits' loss (default: "
+                        "engine/serving/validation.py TAIL_WEIGHT; 0,0 fits on the median alone, as before 2026-11-26)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
+    if args.tail_weights:
+        tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
+        validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)
     root = resolve_root()
     runs = read_serving_runs(root)
     agg = runs[runs["mode"] == "agg"]
@@ -70,6 +76,7 @@ def main(argv=None) -> int:
         alternatives = {jitter: validation.score_runs(agg, devices, root, method=args.method, arrival_jitter=jitter)
                         for jitter in JITTERS}
     elapsed = (time.perf_counter() - started) / len(JITTERS)
+    print(f"serving-term fits minimise median + w x p90 of |log error|, w: {validation.TAIL_WEIGHT}")
     scored = alternatives[JITTERS[0]]
     expressed = scored[scored["reason"] == ""]
     print(f"{len(expressed)} runs expressed, {len(scored) - len(expressed)} not, in {elapsed:.1f} s "
@@ -111,6 +118,10 @@ def main(argv=None) -> int:
     show(f"leave-one-system-out without the {int(conflicting.sum())} runs whose configuration was measured again with a "
          "TPOT over 1.5x apart (not the headline; validation_windows.conflicting_measurements)",
          validation.summary(held_out[~conflicting]))
+    above = held_out["concurrency"].astype(float) > held_out["max_batch"].astype(float)
+    show(f"leave-one-system-out, the {int(above.sum())} runs whose concurrency exceeds their batch size (which is the "
+         "offered load is not settled; docs/serving.md) and the rest", validation.summary(held_out.assign(
+             concurrency_above_batch=above), ["concurrency_above_batch"]))
     headline = validation.summary(held_out).iloc[0]
     if args.write:
         rows = pd.concat([validation.result_rows(held_out, "leave-one-system-out"),

@@ -78,3 +78,32 @@ def test_conflicting_measurements_marks_both_runs_of_a_configuration_measured_2x
                          "output_length": 1024, "measured_tpot_s": [0.0043, 0.0103, 0.0068, 0.0075]})
     assert list(conflicting_measurements(runs)) == [True, True, False, False]     # 2.4x apart; 1.1x apart
     assert list(conflicting_measurements(runs, spread=1.05)) == [True, True, True, True]
+
+
+def synthetic_scored(measured_ttft):
+    """Scored runs whose simulated TTFT is 0.1 s without request overhead and whose TPOT is exact."""
+    n = len(measured_ttft)
+    zeros = np.zeros(n)
+    return pd.DataFrame({"reason": "", "ttft_s": np.full(n, 0.1), "tpot_s": np.full(n, 0.01),
+                         "measured_ttft_s": measured_ttft, "measured_tpot_s": np.full(n, 0.01),
+                         "iteration_overhead_s": zeros, "request_overhead_s": zeros, "graph_latency_overlap": zeros,
+                         "iteration_overhead_per_request_s": zeros, "arrival_wait_share": zeros,
+                         "decode_kernel_latency_s": zeros, "first_token_iterations": np.ones(n), "tpot_batch": zeros,
+                         "ttft_batch": zeros, "arrival_residual_s": zeros})
+
+
+def test_a_tail_weight_pulls_the_fitted_request_overhead_toward_the_slow_runs(monkeypatch):
+    from engine.serving import validation
+    # 80 runs measure 0.15 s (request overhead 50 ms), 20 measure 0.40 s (300 ms): the median alone fits 50 ms;
+    # with the p90 weighed in, the loss median + w x p90 of |log error| is lower at a longer overhead
+    frame = synthetic_scored(np.r_[np.full(80, 0.15), np.full(20, 0.40)])
+    monkeypatch.setattr(validation, "TAIL_WEIGHT", {"tpot": 0.0, "ttft": 0.0})
+    assert validation.fit_overheads(frame)[1] == pytest.approx(0.05)
+    # hand arithmetic for 0.05 <= r: the fast runs err by e_f = log((0.1 + r) / 0.15), the slow ones by
+    # e_s = |log(0.4 / (0.1 + r))|; up to r = 0.145 (0.1 + r = sqrt(0.15 x 0.4), where e_f = e_s) the median is e_f and the
+    # p90 e_s, so the loss is (1 - w) log(0.1 + r) + const: rising for w = 0.5 (50 ms stays), falling for w = 2; beyond
+    # it the fast runs' error is also the p90, and the loss (1 + w) e_f rises: w = 2 fits 145 ms
+    monkeypatch.setattr(validation, "TAIL_WEIGHT", {"tpot": 0.0, "ttft": 0.5})
+    assert validation.fit_overheads(frame)[1] == pytest.approx(0.05)
+    monkeypatch.setattr(validation, "TAIL_WEIGHT", {"tpot": 0.0, "ttft": 2.0})
+    assert validation.fit_overheads(frame)[1] == pytest.approx(0.145)

@@ -98,8 +98,10 @@ def test_cross_validated_floors(scored):
     assert held_out["tpot_median"] <= 0.105
     # 0.279 with them (0.308 before: the start-up burst weighed as C / 1000, clients drifting apart; 0.557 before
     # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
-    # are not yet refitted on the new kernels); 0.234 after h/gemm2's GEMM model condition (TPOT 0.076)
-    assert held_out["ttft_median"] <= 0.25
+    # are not yet refitted on the new kernels); 0.234 after h/gemm2's GEMM model condition (TPOT 0.076); with the fits
+    # weighing the p90 beside the median (TAIL_WEIGHT 0.25 TPOT, 0.5 TTFT; h/serve2: 0.262 on the kernels before
+    # h/gemm2 and the decode attention form) 0.252 with all three merged (TPOT 0.1025 either way)
+    assert held_out["ttft_median"] <= 0.27
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
