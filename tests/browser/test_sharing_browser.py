@@ -38,6 +38,9 @@ def upload(page, index: int, name: str, mime: str, content: bytes):
 def test_link_with_an_uploaded_device_and_config_reproduces_the_numbers(browser, page, server_url):
     open_view(page, f"{server_url}/?in=512", 1)                       # GPT-2 holds 1024 positions
     upload(page, 0, "mine.xlsx", XLSX, workbook_with_a_slower_h100())
+    # the run that reads the workbook has finished (once, in CI, the link lacked the device: the next step's rerun
+    # came before the upload was read)
+    page.locator('[data-testid="stSidebar"]').get_by_text("Using mine.xlsx").wait_for(timeout=TIMEOUT_MS)
     page.get_by_text("Upload config.json").click()
     wait_idle(page)
     config = json.dumps(load_catalog_config("openai-community/gpt2")).encode()
