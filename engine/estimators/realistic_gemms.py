@@ -9,12 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.estimators.gemm_condition import (
-    check_condition, clock_and_power, condition_efficiency, condition_latency, warm_byte_scale)
+    check_condition, clock_and_power, condition_efficiency, condition_latency, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
-from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
-from engine.hardware.dtypes import compute_dtype
 
 @dataclass(frozen=True, slots=True)
 class KernelRows:
@@ -65,12 +64,8 @@ def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray
     """Per GEMM row: the matrix efficiency of its compute format and the extra latency (see RealisticConstants)."""
     if not (constants.gemm_matrix_efficiency or constants.gemm_format_latency_s):
         return np.ones(rows.sum()), np.zeros(rows.sum())
-    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
-    def lookup(table: dict, dtype: str, default: float) -> float:     # the dtype's own entry, else its format's
-        return table.get(dtype, table.get(compute_dtype(dtype), default))
-    efficiency = np.array([lookup(constants.gemm_matrix_efficiency, d, 1.0) for d in dtypes], dtype=float)
-    extra = np.array([lookup(constants.gemm_format_latency_s, d, 0.0) for d in dtypes], dtype=float)
-    return efficiency[inverse.reshape(-1)], extra[inverse.reshape(-1)]
+    return (per_row(out, rows, constants.gemm_matrix_efficiency, 1.0),
+            per_row(out, rows, constants.gemm_format_latency_s, 0.0))
 
 
 def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,

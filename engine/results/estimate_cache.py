@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Optional
 
-import numpy as np
 
 from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
