@@ -35,11 +35,23 @@ QUANTIZE_BYTES_PER_VALUE = 2.0 + 1.0  # the quantize kernel reads a bf16 activat
 WARM_LLC_READS = False
 
 
-def per_row(out, rows, table: dict, default: float = np.nan) -> np.ndarray:
-    """Per GEMM row: `table`'s entry for the row's dtype, else for its compute format, else `default`."""
-    dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
-    values = np.array([table.get(d, table.get(compute_dtype(d), default)) for d in dtypes], dtype=float)
-    return values[inverse.reshape(-1)]
+class RowDtypes:
+    """The distinct dtypes of some rows and each row's position among them, found once for the several per-dtype
+    lookups of one timing (`per_row`)."""
+
+    __slots__ = ("distinct", "inverse")
+
+    def __init__(self, out, rows) -> None:
+        dtypes, inverse = unique_inverse(np.asarray(out["dtype"])[rows].astype(str))
+        self.distinct, self.inverse = dtypes.tolist(), inverse.reshape(-1)
+
+
+def per_row(out, rows, table: dict, default: float = np.nan, dtypes: RowDtypes | None = None) -> np.ndarray:
+    """Per GEMM row: `table`'s entry for the row's dtype, else for its compute format, else `default`.
+    `dtypes`: RowDtypes(out, rows) where the caller has it already."""
+    dtypes = dtypes or RowDtypes(out, rows)
+    values = np.array([table.get(d, table.get(compute_dtype(d), default)) for d in dtypes.distinct], dtype=float)
+    return values[dtypes.inverse]
 
 
 def check_condition(condition: str) -> None:
@@ -48,20 +60,22 @@ def check_condition(condition: str) -> None:
                          f"got {condition!r}")
 
 
-def clock_and_power(out, rows, rates, constants):
+def clock_and_power(out, rows, rates, constants, dtypes: RowDtypes | None = None):
     """(latency cycles or NaN, split-K seconds, the chip's power-limited matrix MAC/s or inf) per GEMM row
     (gemm_latency_cycles, gemm_split_k_cycles, gemm_power_j_per_flop of RealisticConstants). The power cap is the
     board's dynamic power (tdp_w - static_power_w) / J per FLOP: a bound on the chip's aggregate matrix rate over
     the cores a GEMM keeps busy (tiling.candidate_times), not on each core's rate. Split-K cycles only in the warm
     condition: in the model condition a split-K GEMM is timed as the additive form times it (kernel_latency covers
     it), because the serving runs say so (held-out TPOT 7.6% without them, 11.2% with; docs/accuracy.md)."""
-    cycles = per_row(out, rows, constants.gemm_latency_cycles)
-    joules = per_row(out, rows, constants.gemm_power_j_per_flop)
+    dtypes = dtypes or RowDtypes(out, rows)
+    cycles = per_row(out, rows, constants.gemm_latency_cycles, dtypes=dtypes)
+    joules = per_row(out, rows, constants.gemm_power_j_per_flop, dtypes=dtypes)
     power = np.full(len(cycles), np.inf)
     if rates.dynamic_power_w:
         with np.errstate(divide="ignore", invalid="ignore"):
             power = np.where(np.isfinite(joules) & (joules > 0), rates.dynamic_power_w / (2.0 * joules), np.inf)
-    split = per_row(out, rows, constants.gemm_split_k_cycles, 0.0) if constants.gemm_condition == "warm" else 0.0
+    split = (per_row(out, rows, constants.gemm_split_k_cycles, 0.0, dtypes) if constants.gemm_condition == "warm"
+             else 0.0)
     return cycles, np.zeros(len(cycles)) + split / rates.clock_hz, power
 
 
@@ -79,16 +93,16 @@ def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | 
     return np.where(resident, hardware.memory_bandwidth_bytes_per_s / llc, 1.0)
 
 
-def condition_efficiency(out, rows, efficiency, constants) -> np.ndarray:
+def condition_efficiency(out, rows, efficiency, constants, dtypes: RowDtypes | None = None) -> np.ndarray:
     """The GEMM rows' matrix efficiency under the constants' condition: in the model condition
     gemm_model_matrix_efficiency[dtype] where it has the dtype (else the tables' gemm_matrix_efficiency)."""
     if constants.gemm_condition != "model" or not constants.gemm_model_matrix_efficiency:
         return efficiency
-    model = per_row(out, rows, constants.gemm_model_matrix_efficiency)
+    model = per_row(out, rows, constants.gemm_model_matrix_efficiency, dtypes=dtypes)
     return np.where(np.isfinite(model), model, efficiency)
 
 
-def condition_latency(out, rows, latency, cycles, rates, constants) -> np.ndarray:
+def condition_latency(out, rows, latency, cycles, rates, constants, dtypes: RowDtypes | None = None) -> np.ndarray:
     """The GEMM rows' device latency under the constants' condition. `latency`: kernel_latency + the format's
     latency (the additive form). Where the clock form has `cycles` (finite): warm, cycles / clock (back to back, the
     ramp hidden); model, the device's kernel_latency (an isolated kernel: on our H100 it equals cycles / clock + the
@@ -98,7 +112,7 @@ def condition_latency(out, rows, latency, cycles, rates, constants) -> np.ndarra
     if cycles is not None:
         clock_form = cycles / rates.clock_hz if constants.gemm_condition == "warm" else rates.kernel_latency_s
         latency = np.where(np.isfinite(cycles), clock_form, latency)
-    fixed = per_row(out, rows, constants.gemm_quantize_latency_s)
+    fixed = per_row(out, rows, constants.gemm_quantize_latency_s, dtypes=dtypes)
     if not np.isfinite(fixed).any():
         return latency
     m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))

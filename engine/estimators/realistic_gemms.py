@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.estimators.gemm_condition import (
-    check_condition, clock_and_power, condition_efficiency, condition_latency, per_row, warm_byte_scale)
+    RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -60,12 +60,12 @@ class GemmShapes:
     value_bytes: np.ndarray
 
 
-def _gemm_format_constants(out, rows, constants) -> tuple[np.ndarray, np.ndarray]:
+def _gemm_format_constants(out, rows, constants, dtypes: RowDtypes) -> tuple[np.ndarray, np.ndarray]:
     """Per GEMM row: the matrix efficiency of its compute format and the extra latency (see RealisticConstants)."""
     if not (constants.gemm_matrix_efficiency or constants.gemm_format_latency_s):
         return np.ones(rows.sum()), np.zeros(rows.sum())
-    return (per_row(out, rows, constants.gemm_matrix_efficiency, 1.0),
-            per_row(out, rows, constants.gemm_format_latency_s, 0.0))
+    return (per_row(out, rows, constants.gemm_matrix_efficiency, 1.0, dtypes),
+            per_row(out, rows, constants.gemm_format_latency_s, 0.0, dtypes))
 
 
 def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
@@ -118,19 +118,21 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     if constants.gemm_condition == "warm":    # operands from the LLC where the copies fit (gemm_condition.py)
         nbytes = nbytes * warm_byte_scale(out["weight_bytes"][rows], out["activation_bytes"][rows], table.hardware)
         chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
-    efficiency, extra_latency = _gemm_format_constants(out, rows, constants)
-    efficiency = condition_efficiency(out, rows, efficiency, constants)
+    dtypes = RowDtypes(out, rows)      # the per-dtype constants below look the rows' dtypes up once
+    efficiency, extra_latency = _gemm_format_constants(out, rows, constants, dtypes)
+    efficiency = condition_efficiency(out, rows, efficiency, constants, dtypes)
     memory_efficiency = np.ones_like(efficiency)
     if constants.moe_matrix_efficiency != 1.0 or constants.moe_bandwidth_efficiency != 1.0:
-        grouped = is_expert_gemm(np.asarray(out["name"])[rows])
+        groups = table.row_groups        # names tested once per kernel, not once per decode-step row
+        grouped = is_expert_gemm(groups.group_strings("name"))[groups.inverse[rows]]
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
     shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
     cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
-        cycles, split_s, power = clock_and_power(out, rows, rates, constants)
+        cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
     chain.latency[rows] = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles,
-                                            rates, constants)
+                                            rates, constants, dtypes)
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows
     ideal = chain.t1[rows]
