@@ -266,7 +266,7 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     split_s = np.zeros(np.shape(m))
     if not rates.matrix_fp4:
         if shapes.kv_value_bytes is not None:
-            wide = (m > 1) & ~generic & ~latent & (np.nan_to_num(shapes.kv_value_bytes) >= 1.5)
+            wide = (m > 1) & ~generic & ~latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False, as nan_to_num's 0
             cta_cycles = cta_cycles + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
         split_s = np.where((n > DECODE_SPLIT_TOKENS) & ~latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
     return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s}
@@ -286,7 +286,8 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     peak = per_core * cores
     vector_s = vector_flops / rates.vector_flops_per_s
     memory_peak = nbytes / rates.bandwidth
-    any_decode, any_prefill = bool(np.any(kind_is_decode)), not np.all(kind_is_decode)
+    kind_is_decode = np.asarray(kind_is_decode)
+    any_decode, any_prefill = bool(kind_is_decode.any()), not kind_is_decode.all()
     prefill = _prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None

@@ -216,5 +216,9 @@ def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
     cycles, rates = table.constants.moe_combine_flop_cycles, table.rates
     if not cycles or not rates.row_waves:
         return np.zeros(int(np.count_nonzero(rows)))
-    combine = table.row_groups.map("name", lambda name: "MoE_combine" in str(name))[rows]
+    groups = table.row_groups
+    combine_group = np.array(["MoE_combine" in name for name in groups.group_strings("name").tolist()], dtype=bool)
+    if not combine_group.any():     # a dense model: np.where's 0.0 on every row
+        return np.zeros(int(np.count_nonzero(rows)))
+    combine = combine_group[groups.inverse][rows]
     return np.where(combine, table.out["vector_flops"][rows] * cycles / (rates.cores * rates.clock_hz), 0.0)

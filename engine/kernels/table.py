@@ -92,9 +92,12 @@ class KernelTableBuilder:
     """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
 
     def __init__(self) -> None:
-        # per `add`: (rows, the first value of each NUMBER_COLUMNS entry, {column index: array of > 1 values},
-        # the STRING_COLUMNS values)
-        self._rows: list[tuple[int, list, dict, tuple]] = []
+        # per `add`, in flat lists (one conversion to numpy each in build_columns): its row count, the first value of
+        # each NUMBER_COLUMNS entry, the STRING_COLUMNS values, and {(add index, column index): array of > 1 values}
+        self._lengths: list[int] = []
+        self._numbers: list = []
+        self._strings: list = []
+        self._wide: dict[tuple[int, int], np.ndarray] = {}
 
     def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
             m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
@@ -120,46 +123,45 @@ class KernelTableBuilder:
                                       columns["dtype"]))
 
     def _append(self, numbers: list, strings: tuple) -> int:
-        if _PLAIN_TYPES.issuperset(map(type, numbers)):     # plain numbers only (a prefill or decode step's kernel)
-            self._rows.append((1, numbers, {}, strings))
-            return len(self._rows) - 1
-        rows, wide = 1, {}
-        sized = False
-        for index, value in enumerate(numbers):
-            if value.__class__ in _PLAIN_NUMBERS:    # the common case: nothing to unpack (`type` is a column here)
-                continue
-            if isinstance(value, np.ndarray):
-                size = value.size
-                if value.ndim:
-                    if not sized or size > rows:
-                        rows = size
-                    sized = True
-                if size > 1:
-                    wide[index] = value
-                numbers[index] = value.item(0)
-        self._rows.append((rows, numbers, wide, strings))
-        return len(self._rows) - 1
+        index = len(self._lengths)
+        rows = 1
+        if not _PLAIN_TYPES.issuperset(map(type, numbers)):     # arrays (a request's decode steps) to unpack
+            sized = False
+            for column, value in enumerate(numbers):
+                if value.__class__ in _PLAIN_NUMBERS:    # the common case: nothing to unpack
+                    continue
+                if isinstance(value, np.ndarray):
+                    size = value.size
+                    if value.ndim:
+                        if not sized or size > rows:
+                            rows = size
+                        sized = True
+                    if size > 1:
+                        self._wide[index, column] = value
+                    numbers[column] = value.item(0)
+        self._lengths.append(rows)
+        self._numbers.extend(numbers)
+        self._strings.extend(strings)
+        return index
 
     def build_columns(self) -> dict[str, np.ndarray]:
         """The table as a dict of numpy arrays (the engine's fast internal form)."""
-        lengths = np.array([entry[0] for entry in self._rows], dtype=np.int64)
+        adds = len(self._lengths)
+        lengths = np.array(self._lengths, dtype=np.int64)
         ends = np.cumsum(lengths)
-        single = not len(lengths) or ends[-1] == len(lengths)     # one row per kernel (a prefill or decode step)
+        single = not adds or ends[-1] == adds     # one row per kernel (a prefill or decode step)
         # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
-        firsts = np.array([entry[1] for entry in self._rows], dtype=float).reshape(len(self._rows),
-                                                                                   len(NUMBER_COLUMNS))
+        firsts = np.array(self._numbers, dtype=float).reshape(adds, len(NUMBER_COLUMNS))
         numbers = np.ascontiguousarray(firsts.T)        # one contiguous row per column
         if not single:
             numbers = np.repeat(numbers, lengths, axis=1)
-        for i, (_, _, wide, _) in enumerate(self._rows):
-            for index, values in wide.items():
-                numbers[index, ends[i] - lengths[i]:ends[i]] = values
+        for (i, column), values in self._wide.items():
+            numbers[column, ends[i] - lengths[i]:ends[i]] = values
         data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
-        strings = np.array([entry[3] for entry in self._rows], dtype=object).reshape(len(self._rows),
-                                                                                    len(STRING_COLUMNS))
+        strings = np.array(self._strings, dtype=object).reshape(adds, len(STRING_COLUMNS))
         strings = np.ascontiguousarray(strings.T) if single else np.repeat(strings.T, lengths, axis=1)
         data.update(zip(STRING_COLUMNS, strings))
-        data["group"] = np.arange(len(self._rows)) if single else np.repeat(np.arange(len(self._rows)), lengths)
+        data["group"] = np.arange(adds) if single else np.repeat(np.arange(adds), lengths)
         data["flops"] = data["matrix_flops"] + data["vector_flops"]
         data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
         return {c: data[c] for c in KERNEL_COLUMNS}

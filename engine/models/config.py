@@ -16,7 +16,7 @@ raises ModelConfigError naming the field.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
@@ -50,6 +50,9 @@ class ModelConfig(BaseModel):
     """A decoder-only transformer. Sizes are element counts; bytes come from a dtype."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
+    # a hand model, not a traced one (engine.decomposition.auto.AutoModel says True); a class attribute, so that
+    # getattr(model, "automatic", False) does not go through pydantic's missing-attribute path on every estimate
+    automatic: ClassVar[bool] = False
 
     name: str  # repo id or path it came from
     model_type: str  # Hugging Face model_type

@@ -83,7 +83,20 @@ def _replicated(name: str) -> bool:
 
 
 def layer_weights_per_device(model, layout: ParallelLayout) -> float:
-    """Weights (elements) of all layers on one tensor-parallel rank, summed over the pipeline stages."""
+    """Weights (elements) of all layers on one tensor-parallel rank, summed over the pipeline stages (kept per
+    (model, layout): both are frozen, and every estimate of the model asks)."""
+    try:
+        return _kept_layer_weights(model, layout)
+    except TypeError:        # an unhashable model: computed every time
+        return _layer_weights(model, layout)
+
+
+@lru_cache(maxsize=64)
+def _kept_layer_weights(model, layout: ParallelLayout) -> float:
+    return _layer_weights(model, layout)
+
+
+def _layer_weights(model, layout: ParallelLayout) -> float:
     kv_share = layout.kv_heads / model.num_key_value_heads
     experts = max(getattr(model, "num_experts", 0), 1)
     total = 0.0
