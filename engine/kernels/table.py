@@ -20,6 +20,8 @@ counts are per device (docs/parallelism.md).
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 import pandas as pd
 
@@ -85,7 +87,16 @@ def activation_flops(hidden_act: str) -> float:
 
 _PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
 _PLAIN_TYPES = frozenset(_PLAIN_NUMBERS)
-_ROW_KEYS = frozenset(("name", "type", "op", "unit", "dtype") + NUMBER_COLUMNS) - {"matrix_flops"}
+# add_row: every column's default (the keyword defaults of `add`; the strings have none and are required) and the
+# getters of the NUMBER_COLUMNS values before and after matrix_flops (computed from macs) and of the strings
+_ROW_DEFAULTS = {"m": 0, "k": 0, "n": 0, "batch": 1, "context": np.nan, "attention_window": np.nan, "count": 1,
+                 "macs": 0, "vector_flops": 0, "weight_bytes": 0, "activation_bytes": 0, "kv_bytes": 0, "link_bytes": 0,
+                 "group_size": 1, "overlap_group": -1, "name": None, "type": None, "op": None, "unit": None,
+                 "dtype": None}
+_MATRIX_FLOPS_AT = NUMBER_COLUMNS.index("matrix_flops")
+_NUMBERS_BEFORE_MATRIX_FLOPS = itemgetter(*NUMBER_COLUMNS[:_MATRIX_FLOPS_AT])
+_NUMBERS_AFTER_MATRIX_FLOPS = itemgetter(*NUMBER_COLUMNS[_MATRIX_FLOPS_AT + 1:])
+_ROW_STRINGS = itemgetter(*STRING_COLUMNS[1:])
 
 
 class KernelTableBuilder:
@@ -110,17 +121,17 @@ class KernelTableBuilder:
 
     def add_row(self, phase: str, columns: dict) -> int:
         """`add(phase=phase, **columns)` from a dict (the decomposition's fast path: no keyword re-binding)."""
-        if not _ROW_KEYS.issuperset(columns):
-            raise TypeError(f"add_row: unknown kernel columns {sorted(set(columns) - _ROW_KEYS)}")
-        get = columns.get
-        macs = get("macs", 0)
-        numbers = [get("m", 0), get("k", 0), get("n", 0), get("batch", 1), get("context", np.nan),
-                   get("attention_window", np.nan), get("count", 1), macs,
+        merged = {**_ROW_DEFAULTS, **columns}
+        if len(merged) != len(_ROW_DEFAULTS):
+            raise TypeError(f"add_row: unknown kernel columns {sorted(set(columns) - set(_ROW_DEFAULTS))}")
+        macs = merged["macs"]
+        numbers = [*_NUMBERS_BEFORE_MATRIX_FLOPS(merged),
                    2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs),
-                   get("vector_flops", 0), get("weight_bytes", 0), get("activation_bytes", 0), get("kv_bytes", 0),
-                   get("link_bytes", 0), get("group_size", 1), get("overlap_group", -1)]   # NUMBER_COLUMNS
-        return self._append(numbers, (phase, columns["name"], columns["type"], columns["op"], columns["unit"],
-                                      columns["dtype"]))
+                   *_NUMBERS_AFTER_MATRIX_FLOPS(merged)]    # NUMBER_COLUMNS
+        strings = _ROW_STRINGS(merged)
+        if None in strings:
+            raise KeyError(f"add_row: {STRING_COLUMNS[1 + strings.index(None)]!r} is required")
+        return self._append(numbers, (phase, *strings))
 
     def _append(self, numbers: list, strings: tuple) -> int:
         index = len(self._lengths)
