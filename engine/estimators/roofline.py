@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.estimators.row_groups import RowGroups, unique_inverse
+from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, unique_inverse
 from engine.hardware.device import Hardware
 from engine.kernels.table import as_columns
 
@@ -21,6 +21,13 @@ _MEMORY_COMPUTE = np.array(["memory", "compute"], dtype=object)
 
 def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
     """Per row: peak matrix FLOP/s for its dtype, and the dtype the matrix units run it in."""
+    if len(dtypes) <= SMALL_UNIQUE:          # one estimate's kernels: a dict of the few dtypes, no sort
+        once: dict = {}
+        for dtype in dtypes.tolist():
+            if dtype not in once:
+                once[dtype] = _matrix_rate(hardware, str(dtype))
+        rates = [once[dtype] for dtype in dtypes.tolist()]
+        return np.array([peak for peak, _ in rates]), np.array([rate_dtype for _, rate_dtype in rates], dtype=object)
     unique, inverse = unique_inverse(dtypes.astype(str))
     rates = [_matrix_rate(hardware, d) for d in unique.tolist()]
     peaks = np.array([peak for peak, _ in rates])
@@ -39,6 +46,14 @@ def roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak, vector_peak,
     return np.maximum(matrix_flops / matrix_peak, vector_flops / vector_peak), nbytes / bandwidth
 
 
+def intensity(flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """FLOP per byte, inf where a kernel moves no bytes: np.where(nbytes > 0, flops / nbytes, inf) without dividing
+    where it does not keep the quotient (no floating-point warnings to silence, no errstate)."""
+    values = np.empty(np.shape(nbytes))
+    values.fill(np.inf)
+    return np.divide(flops, nbytes, out=values, where=nbytes > 0)
+
+
 def estimate_roofline(table, hardware: Hardware, scenario=None,
                       row_groups: RowGroups | None = None) -> dict[str, np.ndarray]:
     """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity. `row_groups`: the
@@ -52,8 +67,7 @@ def estimate_roofline(table, hardware: Hardware, scenario=None,
                                for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))
     compute_time, memory_time = roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak,
                                                hardware.vector_flops_per_s, hardware.memory_bandwidth_bytes_per_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["intensity"] = np.where(nbytes > 0, flops / nbytes, np.inf)
+    out["intensity"] = intensity(flops, nbytes)
     out["matrix_rate_dtype"] = np.where(matrix_flops > 0, rate_dtype, "")
     out["compute_time_s"] = compute_time
     out["memory_time_s"] = memory_time

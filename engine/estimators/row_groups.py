@@ -14,6 +14,11 @@ class RowGroups:
     def __init__(self, columns: dict):
         rows = len(columns["op"])
         groups = np.asarray(columns["group"]) if "group" in columns else np.arange(rows)
+        if rows and groups[-1] == rows - 1 and (groups == np.arange(rows)).all():
+            # one row per group in the builder's order (a prefill or a decode step): the branch below's answer
+            self.first, self.inverse, self.one_row_each = np.arange(rows, dtype=np.intp), groups.astype(np.intp), True
+            self._columns, self._strings = columns, {}
+            return
         starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1 if rows else np.zeros(0, dtype=np.intp)
         if rows and groups[0] == 0 and (groups[starts] == np.arange(1, len(starts) + 1)).all():
             # the builder's order: groups 0, 1, 2, ... each one contiguous run (np.unique's answer, without sorting)

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from engine.estimators import STEP_MEAN_COLUMNS
+from engine.estimators.roofline import intensity
 from engine.kernels.table import group_runs, kernel_family
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
@@ -158,8 +159,7 @@ def _step_mean(values, count, first, inverse, divisor) -> Callable[[], np.ndarra
 
 
 def _intensity(flops, nbytes) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(nbytes > 0, flops / nbytes, np.inf)
+    return intensity(np.asarray(flops, dtype=float), np.asarray(nbytes, dtype=float))
 
 
 _DEFERRED = object()     # a DeferredColumns value not computed yet
