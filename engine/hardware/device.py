@@ -14,6 +14,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.hardware.dtypes import MATRIX_DTYPES, MATRIX_FALLBACK, check_dtype
+from engine.common.frozen_hash import hash_once
 
 PositiveRate = Optional[float]
 
@@ -22,6 +23,9 @@ class Hardware(BaseModel):
     """A device. Optional fields are None when the datasheet does not publish them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __hash__(self) -> int:      # pydantic's hash of the field values, once per object (engine/common/frozen_hash.py)
+        return hash_once(self)
 
     name: str = Field(min_length=1)
     vendor: str = Field(min_length=1)

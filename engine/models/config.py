@@ -28,6 +28,7 @@ from engine.models.families import ARCHITECTURE_TO_MODEL_TYPE, MOE_AND_MLA_FIELD
     parse_hf_config
 from engine.models.layer_pattern import describe_layer_pattern
 from engine.models.validation import SIZE_LIMITS, check_config_fields
+from engine.common.frozen_hash import hash_once
 
 __all__ = ["ARCHITECTURE_TO_MODEL_TYPE", "MOE_AND_MLA_FIELDS", "SUPPORTED_MODEL_TYPES", "ModelConfig",
            "ModelConfigError"]
@@ -53,6 +54,9 @@ class ModelConfig(BaseModel):
     # a hand model, not a traced one (engine.decomposition.auto.AutoModel says True); a class attribute, so that
     # getattr(model, "automatic", False) does not go through pydantic's missing-attribute path on every estimate
     automatic: ClassVar[bool] = False
+
+    def __hash__(self) -> int:      # pydantic's hash of the field values, once per object (engine/common/frozen_hash.py)
+        return hash_once(self)
 
     name: str  # repo id or path it came from
     model_type: str  # Hugging Face model_type
