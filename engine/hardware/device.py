@@ -9,6 +9,7 @@ derived, never typed. The workbook (`specs.py`) converts from datasheet units at
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -132,12 +133,8 @@ class Hardware(BaseModel):
 
     def matrix_rate_dtype(self, dtype: str) -> str:
         """The format the matrix units run `dtype` work in (itself or its fallback), or "vector"
-        when no matrix format fits (fp32 GEMMs on a T4 run on the CUDA cores)."""
-        rated = self.matrix_dtypes
-        for candidate in MATRIX_FALLBACK[check_dtype(dtype)]:
-            if candidate in rated:
-                return candidate
-        return "vector"
+        when no matrix format fits (fp32 GEMMs on a T4 run on the CUDA cores). Kept per (device, dtype)."""
+        return _matrix_rate_dtype(self, dtype)
 
     def matrix_macs_per_s(self, dtype: str) -> float:
         rate_dtype = self.matrix_rate_dtype(dtype)
@@ -297,3 +294,14 @@ def _energy_fields() -> list[WorkbookField]:
 WORKBOOK_FIELDS = WORKBOOK_FIELDS + tuple(_energy_fields())
 
 WORKBOOK_FIELD_BY_KEY: dict[str, WorkbookField] = {f.key: f for f in WORKBOOK_FIELDS}
+
+
+@lru_cache(maxsize=1024)
+def _matrix_rate_dtype(hardware: Hardware, dtype: str) -> str:
+    """Hardware.matrix_rate_dtype, once per (device, dtype): a frozen Hardware answers alike every time."""
+    rated = hardware.matrix_dtypes
+    for candidate in MATRIX_FALLBACK[check_dtype(dtype)]:
+        if candidate in rated:
+            return candidate
+    return "vector"
+

@@ -192,6 +192,9 @@ def group_runs(groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """np.unique(groups, return_index=True, return_inverse=True) of a `group` column (inverse flat), without
     sorting when the groups are 0, 1, 2, ... each one contiguous run (the builder's order)."""
     groups = np.asarray(groups)
+    rows = len(groups)
+    if rows and groups[-1] == rows - 1 and (groups == np.arange(rows)).all():   # one row per group (one step)
+        return np.arange(rows).astype(groups.dtype), np.arange(rows, dtype=np.intp), groups.astype(np.intp)
     if len(groups) and groups[0] == 0:
         starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
         if (groups[starts] == np.arange(1, len(starts) + 1)).all():

@@ -199,7 +199,8 @@ class DeferredColumns(Mapping):
 
 def bound_codes(columns: dict) -> tuple[list, np.ndarray]:
     """(the distinct `bound` labels as str, sorted; each row's position among them)."""
-    bound = np.asarray(columns["bound"]).astype(object)
+    bound = np.asarray(columns["bound"])
+    bound = bound if bound.dtype == object else bound.astype(object)     # label_codes_of only reads it
     labels = set(bound.tolist())
     if not all(isinstance(label, str) for label in labels):
         bound = bound.astype(str).astype(object)
