@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.common.arrays import all_true, any_true
 from engine.kernels.attention_window import causal_pairs
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
@@ -165,7 +166,7 @@ def query_tokens(m, k, n, batch, macs, window=None):
         return q
     window = np.broadcast_to(np.asarray(window, dtype=float), np.shape(q))
     windowed = np.isfinite(window) & (n > window)
-    if not windowed.any():
+    if not any_true(windowed):
         return q
     w, span, mean = window[windowed], n[windowed], np.nan_to_num(keys_per_query[windowed], nan=1.0)
     saturated = mean >= w - 1e-9
@@ -234,7 +235,7 @@ def _prefill_tiles(q, k, n, window):
     last = _ceil_to(prior + q, FLASH_BLOCK_K)
     first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
     padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
-    if window is not None and np.isfinite(window).any():
+    if window is not None and any_true(np.isfinite(window)):
         band = _ceil_to(np.nan_to_num(window, nan=0.0) + BQ - 1, FLASH_BLOCK_K)
         below = np.clip(np.floor((band - first) / BQ), 0.0, blocks - 1)    # tiles narrower than the band
         banded = BQ * (below * first + BQ * below * (below + 1) / 2.0
@@ -287,7 +288,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     vector_s = vector_flops / rates.vector_flops_per_s
     memory_peak = nbytes / rates.bandwidth
     kind_is_decode = np.asarray(kind_is_decode)
-    any_decode, any_prefill = bool(kind_is_decode.any()), not kind_is_decode.all()
+    any_decode, any_prefill = any_true(kind_is_decode), not all_true(kind_is_decode)
     prefill = _prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None

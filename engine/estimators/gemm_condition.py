@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.estimators.row_groups import unique_inverse
 from engine.hardware.dtypes import compute_dtype
 
@@ -113,7 +114,7 @@ def condition_latency(out, rows, latency, cycles, rates, constants, dtypes: RowD
         clock_form = cycles / rates.clock_hz if constants.gemm_condition == "warm" else rates.kernel_latency_s
         latency = np.where(np.isfinite(cycles), clock_form, latency)
     fixed = per_row(out, rows, constants.gemm_quantize_latency_s, dtypes=dtypes)
-    if not np.isfinite(fixed).any():
+    if not any_true(np.isfinite(fixed)):
         return latency
     m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))
     stream = m * k * batch * QUANTIZE_BYTES_PER_VALUE / (rates.bandwidth * rates.memory_fraction)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fused_times, is_scores_row)
@@ -88,7 +89,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
 
     kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
     time = np.maximum(kernel_time, kernel_rows.host_launch_s)
-    if (fused >= 0).any():
+    if any_true(fused >= 0):
         time, kernel_time = _time_fused(kernel_rows, fused, chain, time, kernel_time)
     compute, memory = chain.compute, chain.memory
     out["ideal_time_s"] = ideal
@@ -119,7 +120,7 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
 
 def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain) -> None:
     """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
-    if not rows.any():
+    if not any_true(rows):
         return
     out, rates = table.out, table.rates
     efficiency, fixed, least, row_rate = _class_values(table, kind[rows])

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.estimators.fused_attention import AttentionOverheads
 from engine.hardware.device import Hardware
 
@@ -218,7 +219,7 @@ def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
         return np.zeros(int(np.count_nonzero(rows)))
     groups = table.row_groups
     combine_group = np.array(["MoE_combine" in name for name in groups.group_strings("name").tolist()], dtype=bool)
-    if not combine_group.any():     # a dense model: np.where's 0.0 on every row
+    if not any_true(combine_group):     # a dense model: np.where's 0.0 on every row
         return np.zeros(int(np.count_nonzero(rows)))
     combine = combine_group[groups.inverse][rows]
     return np.where(combine, table.out["vector_flops"][rows] * cycles / (rates.cores * rates.clock_hz), 0.0)

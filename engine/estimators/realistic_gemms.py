@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
@@ -78,7 +79,7 @@ def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, me
     split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
     power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
     stacked = np.stack([efficiency, memory_efficiency, split, power], axis=1)
-    if len(stacked) and (stacked == stacked[0]).all():           # the usual case: one class of GEMM
+    if len(stacked) and all_true(stacked == stacked[0]):           # the usual case: one class of GEMM
         pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
     else:
         pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
@@ -109,7 +110,7 @@ def is_expert_gemm(names) -> np.ndarray:
 
 def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
-    if not rows.any():
+    if not any_true(rows):
         return
     out, rates, constants = table.out, table.rates, table.constants
     m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
@@ -136,7 +137,7 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows
     ideal = chain.t1[rows]
-    if gemv.all():       # a decode step's weight GEMMs: no tiling to choose
+    if all_true(gemv):       # a decode step's weight GEMMs: no tiling to choose
         t1 = t2 = ideal
         t3, part_compute, part_memory = _gemv_times(out, rows, nbytes, ideal, rates)
         tiles = dict.fromkeys(("tile_m", "tile_n", "split_k", "tiles", "waves"), np.full(len(ideal), np.nan))
@@ -165,7 +166,7 @@ def _tiled_times(out, rows, tiling: Tiling, gemv, nbytes, ideal, rates: DeviceRa
     t3 = np.maximum(t2, np.maximum(tiling.compute_s, tiling.memory_s))
     part_compute, part_memory = tiling.compute_s, tiling.memory_s
     tiles = {c: getattr(tiling, c) for c in ("tile_m", "tile_n", "split_k", "tiles", "waves")}
-    if gemv.any():
+    if any_true(gemv):
         gemv_t3, vector_s, stream_s = _gemv_times(out, rows, nbytes, ideal, rates)
         t1, t2 = np.where(gemv, ideal, t1), np.where(gemv, ideal, t2)
         t3 = np.where(gemv, gemv_t3, t3)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.common.arrays import all_true
 
 class RowGroups:
     def __init__(self, columns: dict):
         rows = len(columns["op"])
         groups = np.asarray(columns["group"]) if "group" in columns else np.arange(rows)
-        if rows and groups[-1] == rows - 1 and (groups == np.arange(rows)).all():
+        if rows and groups[-1] == rows - 1 and all_true(groups == np.arange(rows)):
             # one row per group in the builder's order (a prefill or a decode step): the branch below's answer
             self.first, self.inverse, self.one_row_each = np.arange(rows, dtype=np.intp), groups.astype(np.intp), True
             self._columns, self._strings = columns, {}
             return
         starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1 if rows else np.zeros(0, dtype=np.intp)
-        if rows and groups[0] == 0 and (groups[starts] == np.arange(1, len(starts) + 1)).all():
+        if rows and groups[0] == 0 and all_true(groups[starts] == np.arange(1, len(starts) + 1)):
             # the builder's order: groups 0, 1, 2, ... each one contiguous run (np.unique's answer, without sorting)
             self.first = np.concatenate(([0], starts)).astype(np.intp)
             self.inverse = groups.astype(np.intp)

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.common.arrays import all_true
 from engine.hardware.device import Hardware
 
 # CUTLASS's SM80 tensor-op threadblock shapes (python/cutlass_library/generator.py,
@@ -105,7 +106,7 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
     if m.size == 0:
         empty = np.zeros(0)
         return Tiling(*([empty] * 11))
-    if len(m) <= SMALL_TABLE_ROWS and (value_bytes == value_bytes[0]).all():
+    if len(m) <= SMALL_TABLE_ROWS and all_true(value_bytes == value_bytes[0]):
         # a short table of one dtype width (a prefill or decode step): every row its own candidates, in order
         return _choose(*(np.reshape(v, (-1, 1)) for v in (m, n, k, batch, nbytes, per_core)), hardware, rates,
                        float(value_bytes[0]))
@@ -133,7 +134,7 @@ def _rows_of(values: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def _by_value_bytes(values: np.ndarray):
-    if (values == values[0]).all():          # one dtype width (the usual table): no sort
+    if all_true(values == values[0]):          # one dtype width (the usual table): no sort
         yield float(values[0]), np.arange(len(values))
         return
     for vb in np.unique(values):

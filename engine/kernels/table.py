@@ -25,6 +25,8 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
+from engine.common.arrays import all_true
+
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
     "m", "k", "n", "batch", "context", "attention_window", "count", "macs", "matrix_flops", "vector_flops",
@@ -193,11 +195,11 @@ def group_runs(groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sorting when the groups are 0, 1, 2, ... each one contiguous run (the builder's order)."""
     groups = np.asarray(groups)
     rows = len(groups)
-    if rows and groups[-1] == rows - 1 and (groups == np.arange(rows)).all():   # one row per group (one step)
+    if rows and groups[-1] == rows - 1 and all_true(groups == np.arange(rows)):   # one row per group (one step)
         return np.arange(rows).astype(groups.dtype), np.arange(rows, dtype=np.intp), groups.astype(np.intp)
     if len(groups) and groups[0] == 0:
         starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
-        if (groups[starts] == np.arange(1, len(starts) + 1)).all():
+        if all_true(groups[starts] == np.arange(1, len(starts) + 1)):
             first = np.concatenate(([0], starts)).astype(np.intp)
             return np.arange(len(first)).astype(groups.dtype), first, groups.astype(np.intp)
     codes, first, inverse = np.unique(groups, return_index=True, return_inverse=True)

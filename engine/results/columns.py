@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from engine.common.arrays import all_true, any_true
 from engine.estimators import STEP_MEAN_COLUMNS
 from engine.estimators.roofline import intensity
 from engine.kernels.table import group_runs, kernel_family
@@ -130,7 +131,7 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     codes, first, inverse = group_runs(groups)
     if len(codes) == len(groups):
         count = np.asarray(columns["count"])
-        return KernelColumns(columns, count > 0 if (count <= 0).any() else None)
+        return KernelColumns(columns, count > 0 if any_true(count <= 0) else None)
     count = columns["count"].astype(float)
     total_count = np.bincount(inverse, weights=count)
     divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
@@ -147,7 +148,7 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     out["intensity"] = _DEFERRED
     combined = DeferredColumns(out, deferred)
     deferred["intensity"] = lambda: _intensity(combined["flops"], combined["bytes"])
-    return KernelColumns(combined, total_count > 0 if (total_count <= 0).any() else None)
+    return KernelColumns(combined, total_count > 0 if any_true(total_count <= 0) else None)
 
 
 def _step_mean(values, count, first, inverse, divisor) -> Callable[[], np.ndarray]:
@@ -229,7 +230,7 @@ def finite(values) -> np.ndarray:
     """`values` as floats with NaN as 0 and infinities as the largest floats (numpy.nan_to_num), without
     copying when every value is finite already (the common case; callers do not write to the result)."""
     values = np.asarray(values, dtype=float)
-    return values if np.isfinite(values).all() else np.nan_to_num(values)
+    return values if all_true(np.isfinite(values)) else np.nan_to_num(values)
 
 
 def group_sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
@@ -369,7 +370,7 @@ def experts_touched(kernels) -> dict[str, float]:
     """Per phase: routed experts whose weights one device reads per MoE layer per step (the mean over the
     phase's steps), from the expert GEMMs' `batch` (engine/decomposition/moe.py). Empty for dense models."""
     rows = np.asarray(kernels["name"]) == "Expert_up"
-    if not rows.any():
+    if not any_true(rows):
         return {}
     phase = np.asarray(kernels["phase"])[rows]
     count_all = np.asarray(kernels["count"], dtype=float)[rows]

@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.hardware.device import Hardware
 from engine.results.columns import KernelColumns, finite
 
@@ -44,7 +45,7 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     missing = []
     macs = _column(kernels, "macs") * (np.asarray(kernels["unit"]) == "matrix" if "unit" in kernels else 1.0)
     per_mac = np.zeros(len(macs))
-    if (macs > 0).any():
+    if any_true(macs > 0):
         dtypes = np.asarray(kernels["dtype"])
         for dtype in dict.fromkeys(dtypes[macs > 0].tolist()):
             rate = hardware.matrix_rate_dtype(dtype)
@@ -56,9 +57,9 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     vector_flops = _column(kernels, "vector_flops")
     link_bytes = _column(kernels, "link_bytes")
     hbm = _column(kernels, "hbm_bytes") if "hbm_bytes" in kernels else _column(kernels, "bytes")
-    needed = [("vector_energy_per_flop", hardware.vector_energy_j_per_flop, (vector_flops > 0).any()),
+    needed = [("vector_energy_per_flop", hardware.vector_energy_j_per_flop, any_true(vector_flops > 0)),
               ("memory_energy_per_byte", hardware.memory_energy_j_per_byte, True),
-              ("link_energy_per_bit", hardware.link_energy_j_per_bit, (link_bytes > 0).any()),
+              ("link_energy_per_bit", hardware.link_energy_j_per_bit, any_true(link_bytes > 0)),
               ("static_power", hardware.static_power_w, True)]
     missing += [key for key, value, used in needed if used and value is None]
     if missing:
@@ -77,7 +78,7 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
             out[f"{level}_energy_j"] = np.zeros(len(macs))
             continue
         traffic = _column(kernels, f"{level}_bytes")
-        if value is None and (traffic > 0).any():
+        if value is None and any_true(traffic > 0):
             notes.append(f"energy: {hardware.name} has no {level}_energy_per_byte; {level} traffic is left out")
         out[f"{level}_energy_j"] = traffic * (value or 0.0)
     out["energy_j"] = sum(out[c] for c in ENERGY_COLUMNS[:-1])

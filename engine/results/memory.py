@@ -27,6 +27,7 @@ from typing import Optional
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.hardware.dtypes import bytes_per_value
 from engine.workload.parallel import ParallelismError, ParallelLayout, parallel_layout
 
@@ -183,7 +184,7 @@ def peak_activation_bytes(model, scenario) -> float:
         peak = peak.model_copy(update={"dp": 1, "devices": None})
     columns = decompose_columns(model, peak)
     compute = np.asarray(columns["op"]) != "collective"
-    return float(columns["activation_bytes"][compute].max()) if compute.any() else 0.0
+    return float(columns["activation_bytes"][compute].max()) if any_true(compute) else 0.0
 
 
 # ---- the footprint -----------------------------------------------------------------------------
