@@ -121,18 +121,18 @@ def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
     phase = np.asarray(kernels["phase"])
     phases = {}
     names = list(dict.fromkeys(phase.tolist()))
-    for name in names:
-        if len(names) == 1:     # every row: contiguous arrays as the selections below are, without the copies
-            n, selected = np.ascontiguousarray(count), {c: np.ascontiguousarray(v) for c, v in columns.items()}
-        else:
-            rows = phase == name
-            n, selected = count[rows], {c: values[rows] for c, values in columns.items()}
-        phases[str(name)] = {c: float(np.dot(n, values)) for c, values in selected.items()}
-    contiguous = len(names) == 1 and all(values.flags.c_contiguous for values in (count, *columns.values()))
-    if contiguous:      # one phase, every array contiguous: its sums are the same dot products of the same arrays
-        device = phases[str(names[0])]
+    if len(names) == 1 and all(values.flags.c_contiguous for values in (count, *columns.values())):
+        # one phase, every array contiguous: the phase's sums are the device's, one dot product each
+        device = phases[str(names[0])] = {c: float(np.dot(count, values)) for c, values in columns.items()}
         components = {c: device[c] for c in ENERGY_COLUMNS[:-1]}
     else:
+        for name in names:
+            if len(names) == 1:     # every row: contiguous arrays as the selections below are
+                n, selected = np.ascontiguousarray(count), {c: np.ascontiguousarray(v) for c, v in columns.items()}
+            else:
+                rows = phase == name
+                n, selected = count[rows], {c: values[rows] for c, values in columns.items()}
+            phases[str(name)] = {c: float(np.dot(n, values)) for c, values in selected.items()}
         device = {c: float(np.dot(count, columns[c])) for c in ("energy_j", "time_s")}
         components = {c: float(np.dot(count, columns[c])) for c in ENERGY_COLUMNS[:-1]}
     device_energy, device_time = device["energy_j"], device["time_s"]

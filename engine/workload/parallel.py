@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,8 +49,21 @@ class ParallelLayout:
 
 
 def parallel_layout(model, scenario) -> ParallelLayout:
-    """Per-device sizes for `scenario`'s tp/pp/dp/ep on `model`, or ParallelismError naming the problem."""
-    tp, pp, dp, ep = scenario.tp, scenario.pp, scenario.dp, scenario.ep
+    """Per-device sizes for `scenario`'s tp/pp/dp/ep on `model`, or ParallelismError naming the problem (kept per
+    (model, tp, pp, dp, ep, prefill micro-batches): the model is frozen and the layout reads nothing else)."""
+    key = (model, scenario.tp, scenario.pp, scenario.dp, scenario.ep, scenario.prefill_micro_batches)
+    try:
+        return _kept_layout(*key)
+    except TypeError:          # an unhashable model: computed every time
+        return _layout(*key)
+
+
+@lru_cache(maxsize=256)
+def _kept_layout(model, tp: int, pp: int, dp: int, ep: int, prefill_micro_batches: int) -> ParallelLayout:
+    return _layout(model, tp, pp, dp, ep, prefill_micro_batches)
+
+
+def _layout(model, tp: int, pp: int, dp: int, ep: int, prefill_micro_batches: int) -> ParallelLayout:
     qh, kvh, inner = model.num_attention_heads, model.num_key_value_heads, model.intermediate_size
     name = model.name
     if qh % tp:
@@ -68,7 +82,7 @@ def parallel_layout(model, scenario) -> ParallelLayout:
         raise ParallelismError(f"ep={ep} needs a mixture-of-experts model; {name} is dense")
     kv_heads = max(1, kvh // tp)
     return ParallelLayout(
-        tp=tp, pp=pp, dp=dp, ep=ep, prefill_micro_batches=scenario.prefill_micro_batches,
+        tp=tp, pp=pp, dp=dp, ep=ep, prefill_micro_batches=prefill_micro_batches,
         q_heads=qh // tp, kv_heads=kv_heads, intermediate=inner // tp, vocab=math.ceil(model.vocab_size / tp),
         layers=model.num_layers / pp, max_layers=math.ceil(model.num_layers / pp),
         kv_head_copies=tp // kvh if kvh < tp else 1,
