@@ -221,8 +221,7 @@ def cached_value_bytes(total, out: dict, batch, n, k):
     over 2 (K and V) x batch (sequences x KV heads) x n (context) x k (head dim); None without a kv_bytes column."""
     if "kv_bytes" not in out:
         return None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return total("kv_bytes") / (2.0 * batch * n * k)
+    return total("kv_bytes") / (2.0 * batch * n * k)       # batch, n and k are at least 1 (fused_group_inputs)
 
 
 def _prefill_tiles(q, k, n, window):

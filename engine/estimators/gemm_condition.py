@@ -71,10 +71,10 @@ def clock_and_power(out, rows, rates, constants, dtypes: RowDtypes | None = None
     dtypes = dtypes or RowDtypes(out, rows)
     cycles = per_row(out, rows, constants.gemm_latency_cycles, dtypes=dtypes)
     joules = per_row(out, rows, constants.gemm_power_j_per_flop, dtypes=dtypes)
-    power = np.full(len(cycles), np.inf)
-    if rates.dynamic_power_w:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            power = np.where(np.isfinite(joules) & (joules > 0), rates.dynamic_power_w / (2.0 * joules), np.inf)
+    power = np.empty(len(cycles))
+    power.fill(np.inf)
+    if rates.dynamic_power_w:      # where the dtype has a finite, positive energy per FLOP (no division elsewhere)
+        power = np.divide(rates.dynamic_power_w, 2.0 * joules, out=power, where=np.isfinite(joules) & (joules > 0))
     split = (per_row(out, rows, constants.gemm_split_k_cycles, 0.0, dtypes) if constants.gemm_condition == "warm"
              else 0.0)
     return cycles, np.zeros(len(cycles)) + split / rates.clock_hz, power

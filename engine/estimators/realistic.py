@@ -231,8 +231,9 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
     group_time = np.maximum(group_kernel, table.host_launch_s)
     gaps = np.stack([times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
                      group_time - times["t3"] - offset])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(ideal_sum[group] > 0, ideal[rows] / ideal_sum[group], 1.0 / np.bincount(group)[group])
+    # each row's share of its group: its ideal time over the group's (an equal share where the group's is 0)
+    group_ideal = ideal_sum[group]
+    share = np.divide(ideal[rows], group_ideal, out=1.0 / np.bincount(group)[group], where=group_ideal > 0)
     row_gaps = gaps[:, group] * share
     chain.t1[rows] = ideal[rows] + row_gaps[0]
     chain.t2[rows] = chain.t1[rows] + row_gaps[1]

@@ -95,6 +95,7 @@ _ROW_DEFAULTS = {"m": 0, "k": 0, "n": 0, "batch": 1, "context": np.nan, "attenti
                  "macs": 0, "vector_flops": 0, "weight_bytes": 0, "activation_bytes": 0, "kv_bytes": 0, "link_bytes": 0,
                  "group_size": 1, "overlap_group": -1, "name": None, "type": None, "op": None, "unit": None,
                  "dtype": None}
+_ROW_FIELDS = len(_ROW_DEFAULTS)
 _MATRIX_FLOPS_AT = NUMBER_COLUMNS.index("matrix_flops")
 _NUMBERS_BEFORE_MATRIX_FLOPS = itemgetter(*NUMBER_COLUMNS[:_MATRIX_FLOPS_AT])
 _NUMBERS_AFTER_MATRIX_FLOPS = itemgetter(*NUMBER_COLUMNS[_MATRIX_FLOPS_AT + 1:])
@@ -124,7 +125,7 @@ class KernelTableBuilder:
     def add_row(self, phase: str, columns: dict) -> int:
         """`add(phase=phase, **columns)` from a dict (the decomposition's fast path: no keyword re-binding)."""
         merged = {**_ROW_DEFAULTS, **columns}
-        if len(merged) != len(_ROW_DEFAULTS):
+        if len(merged) != _ROW_FIELDS:
             raise TypeError(f"add_row: unknown kernel columns {sorted(set(columns) - set(_ROW_DEFAULTS))}")
         macs = merged["macs"]
         numbers = [*_NUMBERS_BEFORE_MATRIX_FLOPS(merged),
