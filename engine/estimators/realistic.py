@@ -68,12 +68,14 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     rates = device_rates(hardware)
     rows = len(out["time_s"])
     ideal = out["time_s"].astype(float)
+    latency, no_tiles = np.empty(rows), np.empty(rows)     # filled (np.full's wrapper costs more on a short table)
+    latency.fill(rates.kernel_latency_s)
+    no_tiles.fill(np.nan)
     chain = TimeChain(ideal=ideal, t1=ideal.copy(), t2=ideal.copy(), t3=ideal.copy(),
                       compute=out["compute_time_s"].astype(float),     # astype copies
-                      memory=out["memory_time_s"].astype(float),
-                      latency=np.full(rows, rates.kernel_latency_s), floor=np.zeros(rows))
+                      memory=out["memory_time_s"].astype(float), latency=latency, floor=np.zeros(rows))
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
-        out[column] = np.full(rows, np.nan)
+        out[column] = no_tiles.copy()
 
     op = row_groups.strings("op")
     kernel_rows = KernelRows(

@@ -45,9 +45,10 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     missing = []
     macs = _column(kernels, "macs") * (np.asarray(kernels["unit"]) == "matrix" if "unit" in kernels else 1.0)
     per_mac = np.zeros(len(macs))
-    if any_true(macs > 0):
+    positive = macs > 0
+    if any_true(positive):
         dtypes = np.asarray(kernels["dtype"])
-        for dtype in dict.fromkeys(dtypes[macs > 0].tolist()):
+        for dtype in dict.fromkeys(dtypes[positive].tolist()):
             rate = hardware.matrix_rate_dtype(dtype)
             value = _mac_energy(hardware, rate)
             if value is None:
