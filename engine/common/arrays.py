@@ -1,19 +1,24 @@
 """Truth tests of small numpy arrays without a ufunc reduction's set-up cost (fast path, issue 15).
 
 `mask.any()` and `mask.all()` run numpy's reduction machinery, a few microseconds each, which on a one-step kernel
-table of ~20 rows costs more than the test itself; np.count_nonzero answers the same question directly (NaN counts
-as true, as it does for any() and all())."""
+table of ~20 rows costs more than the test itself; counting the nonzero values answers the same question directly
+(NaN counts as true, as it does for any() and all())."""
 
 from __future__ import annotations
 
 import numpy as np
 
+try:        # the C function under np.count_nonzero's Python wrapper (axis=None goes straight to it)
+    from numpy._core.multiarray import count_nonzero as _count_nonzero
+except ImportError:         # numpy < 2
+    _count_nonzero = np.count_nonzero
+
 
 def any_true(values) -> bool:
     """np.any(values)."""
-    return np.count_nonzero(values) > 0
+    return _count_nonzero(values) > 0
 
 
 def all_true(values) -> bool:
     """np.all(values)."""
-    return np.count_nonzero(values) == np.size(values)
+    return _count_nonzero(values) == (values.size if values.__class__ is np.ndarray else np.size(values))
