@@ -6,7 +6,8 @@ so an unchanged view (a rerun going back to an earlier value, a second visitor o
 The figures are shared objects: they are finished (the scenario subtitle added) before they are cached and are
 read-only afterwards; nothing downstream changes a figure it is given (exports copy it). Being read-only, a
 shared figure's plotly dict (what st.plotly_chart serialises on every rerun: a deep copy of the figure, arrays
-as base64, a few ms a chart) is made once too: `for_streamlit`.
+as base64, a few ms a chart) is made once too: `for_streamlit`. What the browser is sent is that dict in the form
+Plotly redraws once per rerun instead of twice (`dashboard.browser_spec`: the template written in, a data revision).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
 from dashboard import data
+from dashboard.browser_spec import browser_dict
 from dashboard.widgets import scenario_subtitle
 
 
@@ -46,19 +48,23 @@ def shared_figures(key: str, summary: str, build: Callable[[], list[tuple[str, o
 
 
 class _Serialised(BaseFigure):
-    """What st.plotly_chart is given for a shared figure: a figure whose to_dict() (the one thing Streamlit asks of a
-    plotly figure) returns the shared figure's dict, made on its first drawing. Never built with __init__."""
+    """What st.plotly_chart is given for a figure: a figure whose to_dict() (the one thing Streamlit asks of a
+    plotly figure) returns the figure's browser dict (a shared figure's made on its first drawing). Never built
+    with __init__."""
 
     def to_dict(self):
         return {**self._dict, "data": [dict(trace) for trace in self._dict["data"]]}   # Streamlit pops trace uids
 
 
 def for_streamlit(figure):
-    """`figure` for st.plotly_chart: a shared (read-only) figure as its dict made once; any other figure as it is."""
+    """`figure` for st.plotly_chart, as its browser dict (`browser_spec.browser_dict`): a shared (read-only) figure's
+    made once, any other figure's on every call (the figure itself is not changed)."""
     if not hasattr(figure, "_shared_dict"):
-        return figure
-    if figure._shared_dict is None:
-        figure._shared_dict = figure.to_dict()
+        spec = browser_dict(figure.to_dict())
+    else:
+        if figure._shared_dict is None:
+            figure._shared_dict = browser_dict(figure.to_dict())
+        spec = figure._shared_dict
     serialised = object.__new__(_Serialised)
-    object.__setattr__(serialised, "_dict", figure._shared_dict)
+    object.__setattr__(serialised, "_dict", spec)
     return serialised

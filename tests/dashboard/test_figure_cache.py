@@ -1,6 +1,6 @@
 """dashboard/figure_cache.py: a shared figure is built once per view and serialised for st.plotly_chart once; what
-Streamlit is given is the figure's own dict (so the chart sent is the same), and a figure that is not shared (built
-every rerun, maybe changed) is given as it is."""
+Streamlit is given is the figure's browser dict (dashboard/browser_spec.py: the same chart, template written in),
+and a figure that is not shared (built every rerun, maybe changed) is serialised on every call, itself unchanged."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import plotly.io as pio
 import plotly.tools
 from streamlit.testing.v1 import AppTest
 
+from dashboard.browser_spec import browser_dict
 from dashboard.figure_cache import for_streamlit, shared_figures
 from tests.conftest import REPO
 
@@ -29,17 +30,22 @@ def test_a_shared_figure_is_serialised_once_to_the_same_spec_streamlit_would_sen
     (title, shared), = shared_figures(key, "scenario line", build)
     assert shared_figures(key, "scenario line", build)[0][1] is shared and built == [1]   # built once
     given = for_streamlit(shared)
-    # st.plotly_chart turns what it is given into a dict, then JSON: the same spec as from the figure itself
+    # st.plotly_chart turns what it is given into a dict, then JSON: the figure's browser dict
     spec = pio.to_json(plotly.tools.return_figure_from_figure_or_data(given, validate_figure=True), validate=False)
-    assert json.loads(spec) == json.loads(pio.to_json(shared.to_dict(), validate=False))
+    assert json.loads(spec) == json.loads(pio.to_json(browser_dict(shared.to_dict()), validate=False))
+    assert "template" in shared.to_dict()["layout"]                                    # the figure is unchanged
     assert json.loads(spec)["layout"]["title"]["subtitle"]["text"] == "scenario line"
     assert for_streamlit(shared).to_dict() is not for_streamlit(shared).to_dict()     # each caller its own top level
     assert shared._shared_dict is for_streamlit(shared)._dict                          # made once
 
 
-def test_a_figure_that_is_not_shared_goes_to_streamlit_as_it_is():
+def test_a_figure_that_is_not_shared_is_serialised_on_every_call_and_left_as_it_is():
     fresh = figure([3.0, 1.0, 2.0])
-    assert for_streamlit(fresh) is fresh
+    before = fresh.to_dict()
+    assert for_streamlit(fresh).to_dict() == browser_dict(before)
+    fresh.data[0].y = [9.0, 9.0, 9.0]                        # changed later: the next call sends the change
+    assert list(for_streamlit(fresh).to_dict()["data"][0]["y"]) == [9.0, 9.0, 9.0]
+    assert fresh.to_dict()["layout"] == before["layout"]
 
 
 def test_the_overview_sends_the_charts_its_figures_hold():
