@@ -145,7 +145,12 @@ def in_bounds(summary) -> bool:
     # overlap), 0.099 / 0.113 (bias +0.033 / +0.042, per-decoding-request overhead), TTFT to 0.466 / 0.575 (bias
     # +0.447 / +0.523, request overhead) and 0.487 / 0.585 (bias +0.434 / +0.483, arrival wait share): TPOT median
     # 0.109 -> 0.107, TPOT bias band 0.032-0.036 -> 0.035-0.039 so that each of the eight changes still breaks it.
-    return (summary["tpot_median"] <= 0.107 and 0.035 <= summary["tpot_bias"] <= 0.039
+    # After the decode form's fifth step (stream cap, wide groups' fragments, Hopper's 8-bit kernel), re-measured:
+    # 0.1068, +0.0423, 0.531, +0.465; 15% off moves TPOT to 0.121 / 0.084 (bias +0.054 / +0.029, graph latency
+    # overlap), 0.098 / 0.113 (bias +0.037 / +0.045, per-decoding-request overhead), TTFT as before (request overhead
+    # 0.462 / 0.575, bias +0.446 / +0.522; arrival wait share 0.485 / 0.582, +0.434 / +0.483): TPOT bias band
+    # 0.035-0.039 -> 0.040-0.045.
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.045
             and summary["ttft_median"] <= 0.54 and 0.455 <= summary["ttft_bias"] <= 0.47)
 
 

@@ -43,6 +43,12 @@ DECODE_MATRIX_GROUP_MAX = 32
 # a decode context beyond this many tokens is split over several CTAs per (sequence, KV head) (flash-decoding); on
 # older tensor cores the split pays a reduction (AttentionOverheads.decode_split_cycles; 256 fits better than 512, 1024)
 DECODE_SPLIT_TOKENS = 256
+# query heads one CTA of a grouped-query decode takes (one 16-row matrix fragment); a wider group (up to
+# DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time (AttentionOverheads.decode_fragment_share)
+DECODE_FRAGMENT_HEADS = 16
+# the 8-bit decode kernel of devices whose matrix units take fp8 but not fp4 (AttentionOverheads.decode_fp8_cta_cycles,
+# RealisticConstants.attention_decode_fp8_latency_cycles) takes groups of 2 to this many query heads per KV head
+DECODE_FP8_GROUP_MAX = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,11 @@ class AttentionOverheads:
                           fewer rows (0: every CTA costs prefill_cta_cycles)
     decode_wide_kv_cta_cycles, decode_pair_bytes_per_core_cycle, decode_split_cycles, decode_generic_mac_cycles:
                           the decode kernel-generation form (_decode_terms; 0: not charged)
+    decode_fp8_cta_cycles the 8-bit matrix decode kernel's cycles per (sequence, KV head), in place of
+                          decode_cta_cycles (_decode_terms' `fp8_matrix`; None: decode_cta_cycles)
+    decode_fragment_share a grouped-query decode of more than DECODE_FRAGMENT_HEADS query heads per KV head takes
+                          1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
+    decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
     Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
     """
 
@@ -73,6 +84,9 @@ class AttentionOverheads:
     decode_pair_bytes_per_core_cycle: float = 0.0
     decode_split_cycles: float = 0.0
     decode_generic_mac_cycles: float = 0.0
+    decode_fp8_cta_cycles: float | None = None
+    decode_fragment_share: float = 0.0
+    decode_stream_cap: float = 1.0
 
 
 def _ceil_to(x, multiple):
@@ -214,6 +228,7 @@ class FusedRates:
     matrix_fraction: float
     memory_fraction: float
     matrix_fp4: bool = False      # the matrix units take 4-bit floats (fifth-generation tensor cores)
+    matrix_fp8: bool = False      # the matrix units take 8-bit floats (fourth generation on)
 
 
 def cached_value_bytes(total, out: dict, batch, n, k):
@@ -245,6 +260,17 @@ def _prefill_tiles(q, k, n, window):
     return BQ, blocks, padded_pairs, last
 
 
+def fp8_matrix_decode(shapes: FusedShapes, rates: FusedRates) -> np.ndarray:
+    """Per group: a grouped-query decode (2 to DECODE_FP8_GROUP_MAX query heads per KV head, head dim up to 256) over an
+    8-bit cache on a device whose matrix units take fp8 but not fp4: it runs the 8-bit matrix kernel (the tables'
+    Hopper fp8 caches: a ~6 us floor and ~1,800 cycles per (sequence, KV head), against the 16-bit caches' ~8.5 us
+    and ~8,000 cycles), with its own floor and CTA cycles."""
+    if rates.matrix_fp4 or not rates.matrix_fp8 or shapes.kv_value_bytes is None:
+        return np.zeros(np.shape(shapes.m), dtype=bool)
+    eight_bit = np.nan_to_num(shapes.kv_value_bytes, nan=2.0) < 1.5
+    return eight_bit & (shapes.m >= 2) & (shapes.m <= DECODE_FP8_GROUP_MAX) & (shapes.k <= 256)
+
+
 def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, generic) -> dict:
     """A decode kernel's terms beyond its bytes (arrays over groups; 0 where an overhead is 0):
     generic_s   the generic kernel (generic: more than DECODE_MATRIX_GROUP_MAX query heads per KV head) computes each
@@ -252,9 +278,13 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
                 decode_generic_mac_cycles core cycles per MAC (the tables: ~0.07 on A100, Hopper and Blackwell alike)
     pair_s      each (sequence, KV head) streams its share at most at decode_pair_bytes_per_core_cycle x cores x clock
     cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
-                over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels)
+                over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels);
+                decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
     split_s     on such a device, a context beyond DECODE_SPLIT_TOKENS splits over CTAs and pays a reduction:
-                decode_split_cycles at the clock"""
+                decode_split_cycles at the clock
+    scale       1 + decode_fragment_share x the 16-head fragments beyond the first of a grouped-query decode wider than
+                DECODE_FRAGMENT_HEADS (the tables: groups of 24 and 32 take 1.13-1.26x the time of 16 at equal KV
+                on every device, at every length; groups of 2-16 within 10%)"""
     m, n, batch = shapes.m, shapes.n, shapes.batch
     latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s
     core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
@@ -269,7 +299,11 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
             wide = (m > 1) & ~generic & ~latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False, as nan_to_num's 0
             cta_cycles = cta_cycles + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
         split_s = np.where((n > DECODE_SPLIT_TOKENS) & ~latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
-    return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s}
+        if overheads.decode_fp8_cta_cycles is not None:
+            cta_cycles = np.where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
+    fragments = np.where(~generic & ~latent & (m > DECODE_FRAGMENT_HEADS), np.ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
+    return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
+            "scale": 1.0 + overheads.decode_fragment_share * fragments}
 
 
 def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
@@ -307,6 +341,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     decode = _decode_terms(shapes, rates, overheads, generic)
     compute = np.where(generic, np.maximum(compute, decode["generic_s"]), compute)
     stream = rates.memory_fraction * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
+    stream = np.minimum(stream, np.where(kind_is_decode, overheads.decode_stream_cap, 1.0))
     memory = np.maximum(memory_waves, nbytes / (rates.bandwidth * np.minimum(stream, 1.0)))
     memory = np.where(kind_is_decode, np.maximum(memory, decode["pair_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
@@ -324,7 +359,9 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
     t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])
     t3 = np.maximum.reduce([compute, memory, t2]) + fixed_s
-    return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory}
+    scale = np.where(kind_is_decode, decode["scale"], 1.0)     # wide groups' extra fragments (decode latency too)
+    t3 = t3 * scale
+    return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory, "scale": scale}
 
 
 def _prefill_work(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads) -> dict:

@@ -41,7 +41,8 @@ import numpy as np
 from engine.common.arrays import any_true
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
-                                               cached_value_bytes, fused_times, is_scores_row)
+                                               cached_value_bytes, fp8_matrix_decode, fused_times,
+                                               is_scores_row)
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
@@ -193,7 +194,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
         macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4)
+        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
     decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
@@ -213,8 +214,9 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
     times = fused_times(inputs.shapes, inputs.rates, overheads)
-    prefill, decode = constants.attention_prefill_latency_s, decode_attention_latency_s(constants, rates, inputs.shapes.k)
-    latency = np.where(inputs.decode, rates.kernel_latency_s if decode is None else decode,
+    prefill = constants.attention_prefill_latency_s
+    decode = decode_attention_latency_s(constants, rates, inputs.shapes.k, fp8_matrix_decode(inputs.shapes, inputs.rates))
+    latency = np.where(inputs.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
                        rates.kernel_latency_s if prefill is None else prefill)
     offset = np.maximum(inputs.ideal_sum - times["t0"], 0.0)
     return times, latency + times["t3"] + offset

@@ -65,17 +65,20 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     prefill_tile_cycles=7.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 91)
     prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
     prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
-    decode_cta_cycles=2300.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
-    decode_bandwidth_efficiency=1.20,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.08)
+    decode_cta_cycles=2310.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
+    decode_bandwidth_efficiency=1.40,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.20)
     # the generic decode kernel (more than 32 query heads per KV head): core cycles per MAC (was the vector units'
     # peak, 2 FLOPs per MAC: 10x too fast at long contexts); every leave-one-device-out fold 0.070-0.074
     decode_generic_mac_cycles=0.071,
     # The kernel-generation decode form (fused_attention._decode_terms; docs/accuracy.md, "Decode attention, fourth
-    # step"), fitted on all seven devices with the three constants above and attention_decode_latency_s /
-    # attention_decode_latency_cycles (folds: wide 5,580-6,080, pair 5.6-5.9, split 8,900-11,000 cycles):
-    decode_wide_kv_cta_cycles=5760.0,        # + per grouped-query CTA over a 16-bit cache, devices without fp4 units
+    # step" and "fifth step"), fitted on all seven devices with the constants above and attention_decode_latency_s /
+    # attention_decode_latency_cycles / attention_decode_fp8_latency_cycles:
+    decode_wide_kv_cta_cycles=5430.0,        # + per grouped-query CTA over a 16-bit cache, devices without fp4 units
     decode_pair_bytes_per_core_cycle=5.5,    # each (sequence, KV head) streams at most this x cores x clock
-    decode_split_cycles=9900.0)              # split-KV reduction beyond 256 cached tokens, devices without fp4 units
+    decode_split_cycles=8880.0,              # split-KV reduction beyond 256 cached tokens, devices without fp4 units
+    decode_fp8_cta_cycles=1810.0,            # the 8-bit matrix decode kernel's cycles per (sequence, KV head) (Hopper fp8)
+    decode_fragment_share=0.18,              # groups of 17-32 query heads: + 18% of the kernel time per extra 16 heads
+    decode_stream_cap=0.933)                 # no decode streams above 93% of the peak (the tables' maxima 0.90-0.95)
 # Shipped for serving: with it the leave-one-system-out serving benchmark (benchmarks/serving_accuracy.py --limit 500,
 # 441 runs) goes TPOT median / p90 13.0 / 44.3% -> 13.2 / 43.0%, TTFT 33.4 / 91.9% -> 31.9 / 89.3%, and decode
 # attention LODO A100 22.4 -> 12.4%, H100 25.3 -> 14.2, H200 27.8 -> 15.0. The tables' kernels are TensorRT-LLM's
@@ -152,11 +155,14 @@ class RealisticConstants:
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
     attention_prefill_latency_s: float | None = 14.6e-6
-    attention_decode_latency_s: float | None = 11.1e-6
+    attention_decode_latency_s: float | None = 10.9e-6
     # on older tensor cores (no fp4 in the workbook) the decode floor as core cycles at the clock instead (A100's
     # and Hopper's tables: ~10.9 us at 1.41 GHz, ~8.6 us at 1.83 GHz, both ~15,500 cycles; None: the seconds above;
     # fitted 14,900 with the kernel-generation form)
-    attention_decode_latency_cycles: float | None = 14900.0
+    attention_decode_latency_cycles: float | None = 15480.0
+    # the 8-bit matrix decode kernel's floor (fused_attention.fp8_matrix_decode: Hopper's fp8 caches, ~6 us at 1.83
+    # GHz), core cycles at the clock (None: attention_decode_latency_cycles)
+    attention_decode_fp8_latency_cycles: float | None = 10960.0
 
 
 DEFAULT_CONSTANTS = RealisticConstants()
@@ -177,6 +183,7 @@ class DeviceRates:
     row_waves: bool = True     # row-wise kernels run one CTA per token in waves over the cores (SIMT devices)
     dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
     matrix_fp4: bool = False   # the matrix units take 4-bit floats (a fifth-generation tensor core: its decode kernels)
+    matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -190,18 +197,23 @@ class DeviceRates:
             row_waves=str(hw.kind).strip().lower() in ROW_WAVE_KINDS,
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
             matrix_fp4=hw.matrix_macs_per_cycle_per_core_fp4 is not None,
+            matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
         )
 
 
-def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates, head_dim):
+def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates, head_dim, fp8_matrix=None):
     """The decode attention kernels' fixed time (per group of head dims `head_dim`): attention_decode_latency_cycles
     at the clock on a device without fp4 matrix units where it is set (head dims up to 256: not MLA's latent
-    kernels), else attention_decode_latency_s (None: the device's kernel_latency)."""
+    kernels), else attention_decode_latency_s (None: the device's kernel_latency); where `fp8_matrix` (per group:
+    fused_attention.fp8_matrix_decode) is True and attention_decode_fp8_latency_cycles is set, that at the clock."""
     seconds = constants.attention_decode_latency_s
     if constants.attention_decode_latency_cycles is None or rates.matrix_fp4:
         return seconds
     seconds = rates.kernel_latency_s if seconds is None else seconds
-    return np.where(np.asarray(head_dim) <= 256, constants.attention_decode_latency_cycles / rates.clock_hz, seconds)
+    latency = np.where(np.asarray(head_dim) <= 256, constants.attention_decode_latency_cycles / rates.clock_hz, seconds)
+    if fp8_matrix is not None and constants.attention_decode_fp8_latency_cycles is not None:
+        latency = np.where(fp8_matrix, constants.attention_decode_fp8_latency_cycles / rates.clock_hz, latency)
+    return latency
 
 
 @lru_cache(maxsize=64)
