@@ -25,6 +25,7 @@ import numpy as np
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
+from engine.estimators.bound_labels import labelled
 from engine.hardware.device import Hardware
 
 TILE_K = 32   # k elements of A and B held next to the output tile
@@ -98,5 +99,5 @@ def estimate_hierarchical(table, hardware: Hardware, scenario=None) -> dict[str,
     winner = np.argmax(candidates, axis=0)
     out["memory_time_s"] = np.nanmax(np.stack([times["hbm"], times["llc"], times["sram"]]), axis=0)
     out["time_s"] = candidates.max(axis=0)
-    out["bound"] = np.array(["compute", "memory", "llc", "sram"], dtype=object)[winner]
+    out["bound"] = labelled(np.array(["compute", "memory", "llc", "sram"], dtype=object), winner)
     return out

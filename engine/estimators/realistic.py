@@ -47,6 +47,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s)
+from engine.estimators.bound_labels import labelled
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
@@ -106,7 +107,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     out["launches"] = launches_per_row(fused)
     overhead = out["gap_overhead_s"] > np.maximum(compute, memory)
     # one shared str object per label (engine/estimators/roofline.py)
-    out["bound"] = _BOUND_LABELS[np.where(overhead, 2, (compute > memory).astype(np.intp))]
+    out["bound"] = labelled(_BOUND_LABELS, np.where(overhead, 2, (compute > memory).astype(np.intp)))
     return out
 
 

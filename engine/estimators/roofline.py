@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.estimators.bound_labels import labelled
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, unique_inverse
 from engine.hardware.device import Hardware
 from engine.kernels.table import as_columns
@@ -74,5 +75,5 @@ def estimate_roofline(table, hardware: Hardware, scenario=None,
     out["time_s"] = np.maximum(compute_time, memory_time)
     # one shared str object per label (np.where(...).astype(object) makes one per row: set() and == on a
     # request's ~20,000 rows then hash and compare each string)
-    out["bound"] = _MEMORY_COMPUTE[(compute_time > memory_time).astype(np.intp)]
+    out["bound"] = labelled(_MEMORY_COMPUTE, (compute_time > memory_time).astype(np.intp))
     return out

@@ -25,7 +25,7 @@ class Hardware(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def __hash__(self) -> int:      # pydantic's hash of the field values, once per object (engine/common/frozen_hash.py)
+    def __hash__(self) -> int:     # pydantic's hash of the field values, once per object (common/frozen_hash.py)
         return hash_once(self)
 
     name: str = Field(min_length=1)

@@ -55,7 +55,7 @@ class ModelConfig(BaseModel):
     # getattr(model, "automatic", False) does not go through pydantic's missing-attribute path on every estimate
     automatic: ClassVar[bool] = False
 
-    def __hash__(self) -> int:      # pydantic's hash of the field values, once per object (engine/common/frozen_hash.py)
+    def __hash__(self) -> int:     # pydantic's hash of the field values, once per object (common/frozen_hash.py)
         return hash_once(self)
 
     name: str  # repo id or path it came from

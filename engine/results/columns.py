@@ -15,6 +15,7 @@ import numpy as np
 
 from engine.common.arrays import all_true, any_true
 from engine.estimators import STEP_MEAN_COLUMNS
+from engine.estimators.bound_labels import codes_of, present_codes
 from engine.estimators.roofline import intensity
 from engine.kernels.table import group_runs, kernel_family
 
@@ -200,6 +201,9 @@ class DeferredColumns(Mapping):
 
 def bound_codes(columns: dict) -> tuple[list, np.ndarray]:
     """(the distinct `bound` labels as str, sorted; each row's position among them)."""
+    known = codes_of(columns["bound"])
+    if known is not None:                         # the estimator's own codes (engine/estimators/bound_labels.py)
+        return present_codes(*known)
     bound = np.asarray(columns["bound"])
     bound = bound if bound.dtype == object else bound.astype(object)     # label_codes_of only reads it
     labels = set(bound.tolist())
