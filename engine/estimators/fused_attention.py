@@ -44,7 +44,8 @@ DECODE_MATRIX_GROUP_MAX = 32
 # older tensor cores the split pays a reduction (AttentionOverheads.decode_split_cycles; 256 fits better than 512, 1024)
 DECODE_SPLIT_TOKENS = 256
 # query heads one CTA of a grouped-query decode takes (one 16-row matrix fragment); a wider group (up to
-# DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time (AttentionOverheads.decode_fragment_share)
+# DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time
+# (AttentionOverheads.decode_fragment_share)
 DECODE_FRAGMENT_HEADS = 16
 # the 8-bit decode kernel of devices whose matrix units take fp8 but not fp4 (AttentionOverheads.decode_fp8_cta_cycles,
 # RealisticConstants.attention_decode_fp8_latency_cycles) takes groups of 2 to this many query heads per KV head

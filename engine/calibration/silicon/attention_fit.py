@@ -8,9 +8,12 @@ the flash kernel's tiled MACs and streamed bytes a few software constants, the s
               fixed work        (key-tile iterations x prefill_tile_cycles + CTAs x prefill_cta_cycles)
                                 / (cores x clock)
               latency           attention_prefill_latency_s (fixed seconds)
-    decode    KV stream         bandwidth x achievable_memory_bandwidth_fraction x decode_bandwidth_efficiency
+    decode    KV stream         bandwidth x achievable_memory_bandwidth_fraction x decode_bandwidth_efficiency,
+                                at most decode_stream_cap x bandwidth
               fixed work        (sequences x KV heads) x decode_cta_cycles / (cores x clock)
               latency           attention_decode_latency_s (fixed seconds)
+              and the kernel-generation form (fused_attention._decode_terms: wide-KV, pair, split, generic MAC and
+              8-bit kernel cycles, the wide groups' fragment share, the floors in cycles)
 
 They are fitted by robust least squares on log(predicted / measured) (scipy.optimize.least_squares, soft-L1)
 over the training devices' rows pooled; `leave_one_device_out` fits without device X and scores X. The model
