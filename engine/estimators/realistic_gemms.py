@@ -129,8 +129,14 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants)
-    chain.latency[rows] = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles,
-                                            rates, constants)
+    names = np.asarray(out["name"])[rows]
+    grouped = is_expert_gemm(names) if constants.moe_fused_quantize or constants.moe_group_cycles else None
+    latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
+                                constants, grouped if constants.moe_fused_quantize else None)
+    if constants.moe_group_cycles and grouped.any():   # the launch walks every expert the device holds
+        latency = latency + np.where(grouped, constants.moe_group_cycles * out["group_size"][rows] / rates.clock_hz,
+                                     0.0)
+    chain.latency[rows] = latency
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows
     ideal = chain.t1[rows]
