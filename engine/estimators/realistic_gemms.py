@@ -107,6 +107,14 @@ def is_expert_gemm(names) -> np.ndarray:
                     dtype=bool).reshape(np.shape(names))
 
 
+def _gated_expert_rows(table: KernelRows, rows: np.ndarray, grouped: np.ndarray) -> np.ndarray:
+    """Of the GEMM rows `rows`, the grouped ones of gated experts (their phase has Expert_gate rows): their kernels
+    quantize inside the gated activation and the permutation (RealisticConstants.moe_fused_quantize)."""
+    phases = table.row_groups.strings("phase")
+    gate = table.row_groups.map("name", lambda name: str(name).endswith("Expert_gate")).astype(bool)
+    return grouped & np.isin(phases[rows], np.unique(phases[gate]))
+
+
 def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
     if not rows.any():
@@ -131,8 +139,9 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants)
     names = np.asarray(out["name"])[rows]
     grouped = is_expert_gemm(names) if constants.moe_fused_quantize or constants.moe_group_cycles else None
+    fused = _gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and grouped.any() else None
     latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
-                                constants, grouped if constants.moe_fused_quantize else None)
+                                constants, fused)
     if constants.moe_group_cycles and grouped.any():   # the launch walks every expert the device holds
         latency = latency + np.where(grouped, constants.moe_group_cycles * out["group_size"][rows] / rates.clock_hz,
                                      0.0)

@@ -149,7 +149,8 @@ def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
             pairs, active = pairs.copy(), active.copy()
             pairs[balanced], active[balanced] = routed_pairs, routed_active
         wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), compute_dtype(weight, activation)
-        common = dict(phase="measured", type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
+        phase = "measured" if gated else "measured non-gated"     # one model per phase: gated or not
+        common = dict(phase=phase, type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
         grouped = [("Expert_up", hidden, inner)] + ([("Expert_gate", hidden, inner)] if gated else []) + \
             [("Expert_down", inner, hidden)]
         for name, k_dim, n_dim in grouped:
@@ -157,11 +158,11 @@ def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
                         group_size=experts / moe_ep,
                         weight_bytes=active * k_dim * n_dim * wgt, activation_bytes=pairs * (k_dim + n_dim) * act,
                         **common)
-        builder.add(phase="measured", name="MoE_topk", type="Elementwise", op="topk", unit="vector", dtype=activation,
+        builder.add(phase=phase, name="MoE_topk", type="Elementwise", op="topk", unit="vector", dtype=activation,
                     **topk_fields(tokens, experts, topk, act))
-        builder.add(phase="measured", name="Expert_act", type="Elementwise", op="activation", unit="vector",
+        builder.add(phase=phase, name="Expert_act", type="Elementwise", op="activation", unit="vector",
                     dtype=activation, **mlp_activation_fields(pairs, inner, "silu" if gated else "relu", gated, act))
-        builder.add(phase="measured", name="MoE_combine", type="Elementwise", op="residual", unit="vector",
+        builder.add(phase=phase, name="MoE_combine", type="Elementwise", op="residual", unit="vector",
                     dtype=activation, m=tokens, n=hidden, vector_flops=2.0 * pairs * hidden,
                     activation_bytes=(pairs + tokens) * hidden * act)
         index += [_positions(frame, rows)] * (len(grouped) + 3)
