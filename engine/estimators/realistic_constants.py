@@ -137,7 +137,7 @@ class RealisticConstants:
     # MoE (engine/decomposition/moe.py's rows), fitted on AIConfigurator's trtllm MoE tables (bf16, fp8, fp8
     # block-scaled; 6 devices, 1,000 rows each, the collector's balanced routing), leave-one-device-out:
     # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py, docs/accuracy.md. Every fold picks the values
-    # shipped here (but combine 0.25 without B200).
+    # shipped here (but top-k 75 cycles without GB200).
     # Grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and weight
     # stream relative to a plain GEMM's (x the format's efficiency above; 1: alike; the matrix efficiency is not
     # determined by the tables).
