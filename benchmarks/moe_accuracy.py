@@ -1,11 +1,11 @@
 """MoE grouped GEMMs: the realistic method against aiconfigurator's measured MoE tables, leave-one-device-out.
 
 Samples --rows-per-device balanced-routing trtllm MoE measurements (bf16, fp8, fp8 block-scaled) per workbook
-device, evaluates the realistic routed-expert time (engine/calibration/silicon/score.py) on a grid of
-(moe_matrix_efficiency, moe_bandwidth_efficiency, moe_combine_flop_cycles), fits them without each device and scores
-the device
-(engine/calibration/silicon/moe_fit.py). Prints |error| median / p90, bias per device, per tokens-per-expert bucket and
-per dtype under: before (efficiencies 1, no combine cycles), lodo (fitted without the device), shipped (RealisticConstants).
+device, evaluates the realistic routed-expert time (engine/calibration/silicon/score.py) on the grid of
+engine/calibration/silicon/moe_fit.py (weight-stream efficiency; grouped-launch, top-k and permutation cycles), fits it
+without each device and scores the device with the engine. Prints |error| median / p90, bias per device, per
+tokens-per-expert bucket and per dtype under: before (grouped GEMMs as plain GEMMs), lodo (fitted without the device),
+shipped (RealisticConstants).
 
 Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
 (--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
@@ -38,7 +38,8 @@ def main() -> None:
     devices = load_specs()
     rows = moe_fit.fit_rows(devices, args.root, args.rows_per_device)
     print(f"{len(rows):,} MoE measurements on {rows['device'].nunique()} devices; grid "
-          f"{len(moe_fit.MATRIX_GRID)} x {len(moe_fit.BANDWIDTH_GRID)} x {len(moe_fit.COMBINE_GRID)}", flush=True)
+          f"{len(moe_fit.BANDWIDTH_GRID)} x {' x '.join(str(len(v)) for v in moe_fit.CYCLE_GRID.values())}",
+          flush=True)
     predictions = moe_fit.grid_predictions(rows, devices)
     print(f"grid evaluated in {time.perf_counter() - started:.0f} s", flush=True)
     tidy, fitted = moe_fit.leave_one_device_out(rows, devices, predictions)
@@ -52,9 +53,12 @@ def main() -> None:
     print(wide(tidy, ["device", "tokens_bucket"]).to_string(index=False))
     print("\n## All devices, per dtype and per tokens per expert\n")
     print(wide(tidy, ["weight_dtype"]).to_string(index=False))
+    gated = tidy.assign(kernel=np.where(tidy["kernel_source"].astype(str).str.endswith("nongated"), "non-gated",
+                                        "gated"))
+    print(wide(gated, ["kernel"]).to_string(index=False))
     print(wide(tidy, ["tokens_bucket"]).to_string(index=False))
     print(wide(tidy.assign(all="moe"), ["all"]).to_string(index=False))
-    print("\n## (moe_matrix_efficiency, moe_bandwidth_efficiency, moe_combine_flop_cycles) fitted without each device\n")
+    print("\n## MoE constants fitted without each device (moe_fit.BEFORE's keys)\n")
     for device, point in fitted.items():
         print(f"{device}: {point}")
     print(f"all devices: {moe_fit.fit_all(rows, devices, predictions)}")

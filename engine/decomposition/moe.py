@@ -65,9 +65,10 @@ def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayo
     assignments = routed_tokens * k                 # (token, expert) pairs sent out = received (balanced)
     active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, routed_tokens * ep,
                                                 routing_skew), 1e-9)
-    experts = RoutedExperts(kernels, assignments, active, count, model.expert_bias)
+    experts = RoutedExperts(kernels, assignments, active, count, model.expert_bias, layout.experts)
     inner = layout.expert_intermediate
     router = kernels.gemm("MoE_router", routed_tokens, hidden, model.num_experts, count, model.router_bias)
+    kernels.elementwise("MoE_topk", "topk", topk_fields(routed_tokens, model.num_experts, k, activation), count)
     if ep > 1:
         kernels.collective("AllToAll_dispatch", assignments, hidden, assignments * hidden * activation, ep, count,
                            router)
@@ -96,6 +97,14 @@ def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayo
         kernels.collective("AllReduce_moe", tokens, hidden, tokens * hidden * activation, tp, count, down)
 
 
+def topk_fields(tokens, num_experts: int, experts_per_token: int, activation_bytes: float) -> dict:
+    """The routing kernel after the router GEMM: a softmax over each token's E logits (5 FLOPs each, as the
+    attention softmax counts) and the pick of its k experts; reads the logits, writes k (expert id, weight) pairs
+    of 4 bytes each. m tokens, n = E logits, k = experts picked."""
+    return dict(m=tokens, n=num_experts, k=experts_per_token, vector_flops=5.0 * tokens * num_experts,
+                activation_bytes=tokens * (num_experts * activation_bytes + experts_per_token * 8.0))
+
+
 @dataclass(frozen=True)
 class RoutedExperts:
     """The routed experts' grouped GEMMs: `assignments` (token, expert) pairs over `active` experts, each
@@ -106,12 +115,13 @@ class RoutedExperts:
     active: object
     count: object
     bias: bool
+    held: float = 1.0        # experts the device holds: the grouped GEMM's problems (the table's group_size)
 
     def gemm(self, name: str, k_dim: int, n_dim: int) -> int:
         kernels, assignments, active = self.kernels, self.assignments, self.active
         return kernels.add(name=name, type=kernels.weight_matrix_type, op="gemm", unit="matrix",
                            dtype=kernels.gemm_dtype, m=assignments / active, k=k_dim, n=n_dim, batch=active,
-                           count=self.count, macs=assignments * k_dim * n_dim,
+                           count=self.count, macs=assignments * k_dim * n_dim, group_size=self.held,
                            weight_bytes=active * (k_dim * n_dim + (n_dim if self.bias else 0))
                            * kernels.value_bytes.weight,
                            activation_bytes=assignments * (k_dim + n_dim) * kernels.value_bytes.activation)

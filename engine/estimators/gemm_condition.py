@@ -103,17 +103,21 @@ def condition_efficiency(out, rows, efficiency, constants, dtypes: RowDtypes | N
     return np.where(np.isfinite(model), model, efficiency)
 
 
-def condition_latency(out, rows, latency, cycles, rates, constants, dtypes: RowDtypes | None = None) -> np.ndarray:
+def condition_latency(out, rows, latency, cycles, rates, constants, dtypes: RowDtypes | None = None,
+                      fused_quantize=None) -> np.ndarray:
     """The GEMM rows' device latency under the constants' condition. `latency`: kernel_latency + the format's
     latency (the additive form). Where the clock form has `cycles` (finite): warm, cycles / clock (back to back, the
     ramp hidden); model, the device's kernel_latency (an isolated kernel: on our H100 it equals cycles / clock + the
     isolated latency measured as flushed - graph_copies, 7.25 us vs 2.8 + 4.4 us). Both conditions add the
     activation-quantize kernel of fp8 activations (gemm_quantize_latency_s empty: none, as for a bare GEMM on
-    pre-quantized inputs)."""
+    pre-quantized inputs). `fused_quantize`: a mask of rows whose kernel quantizes its own input (grouped MoE
+    GEMMs: RealisticConstants.moe_fused_quantize), no quantize kernel."""
     if cycles is not None:
         clock_form = cycles / rates.clock_hz if constants.gemm_condition == "warm" else rates.kernel_latency_s
         latency = np.where(np.isfinite(cycles), clock_form, latency)
     fixed = per_row(out, rows, constants.gemm_quantize_latency_s, dtypes=dtypes)
+    if fused_quantize is not None:
+        fixed = np.where(fused_quantize, np.nan, fixed)
     if not any_true(np.isfinite(fixed)):
         return latency
     m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))

@@ -46,7 +46,8 @@ from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, F
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
-    DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s)
+    DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
+    moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
@@ -133,13 +134,16 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
     row_s = row_waves * (nbytes / tokens) / row_rate
     fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
-    stream_s = np.maximum(nbytes / (rates.bandwidth * fraction), moe_combine_s(table, rows))
+    stream_s = nbytes / (rates.bandwidth * fraction)
+    permute_s = moe_combine_s(table, rows)
+    stream_s = stream_s + permute_s if table.constants.moe_combine_cycles_add else np.maximum(stream_s, permute_s)
     t2 = np.maximum(chain.t2[rows], row_s)
     chain.t2[rows] = t2
     chain.t3[rows] = np.maximum(t2, np.maximum(chain.compute[rows], stream_s))
     chain.memory[rows] = np.maximum(stream_s, row_s)
-    chain.latency[rows] = fixed
-    chain.floor[rows] = least
+    selection = moe_topk_latency_s(table, rows)     # the top-k passes lengthen the kernel's least time too
+    chain.latency[rows] = fixed + selection
+    chain.floor[rows] = least + selection
 
 
 def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...]:

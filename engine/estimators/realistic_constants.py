@@ -138,17 +138,40 @@ class RealisticConstants:
     gemm_condition: str = "model"
     gemm_model_matrix_efficiency: dict = field(default_factory=lambda: {"bf16": 1.0})
     gemm_quantize_latency_s: dict = field(default_factory=lambda: {"fp8": 3.5e-6})
-    # MoE grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and
-    # weight/activation stream relative to a plain GEMM's (x the format's efficiency above; 1: alike). Fitted on
-    # AIConfigurator's MoE tables (bf16, fp8, fp8 block-scaled; 6 devices, 600 rows each), leave-one-device-out:
-    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py (the matrix efficiency is not determined by them: 1)
+    # MoE (engine/decomposition/moe.py's rows), fitted on AIConfigurator's trtllm MoE tables (bf16, fp8, fp8
+    # block-scaled; 6 devices, 1,000 rows each, the collector's balanced routing), leave-one-device-out:
+    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py, docs/accuracy.md. Every fold picks the values
+    # shipped here (but top-k 75 cycles without GB200).
+    # Grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and weight
+    # stream relative to a plain GEMM's (x the format's efficiency above; 1: alike; the matrix efficiency is not
+    # determined by the tables).
     moe_matrix_efficiency: float = 1.0
-    moe_bandwidth_efficiency: float = 0.90
+    moe_bandwidth_efficiency: float = 1.0
     # The MoE_combine row (the weighted sum of each token's k expert outputs, 2 vector FLOPs per (token, expert) pair
     # x hidden value) also carries the token permutation the decomposition does not list (scatter to the experts'
     # rows, gather back): core cycles per listed vector FLOP, spread over the cores (SIMT devices; 0: a plain
-    # residual-class stream). Fitted with moe_bandwidth_efficiency (engine/calibration/silicon/moe_fit.py).
-    moe_combine_flop_cycles: float = 0.45
+    # residual-class stream) ...
+    moe_combine_flop_cycles: float = 0.3
+    # ... added to its byte stream (True) or overlapping it (False: the larger of the two, the form before)
+    moe_combine_cycles_add: bool = True
+    # ... and core cycles per (token x hidden value): the routing and the finalize walk every token of the batch,
+    # those no expert of the device took included (expert parallelism: all tokens, a share of the pairs)
+    moe_combine_token_cycles: float = 0.3
+    # A grouped GEMM launch walks every GEMM problem it is given, one per expert the device holds (the kernel
+    # table's group_size on Expert_* rows), even those no token reaches: core cycles per expert held, at the
+    # clock, per Expert_* GEMM row (0: none). The tables say block-scaled fp8 pays ~4x more per expert (its scale
+    # factors: ~300 ns against ~50 ns per expert held, both generations), but the kernel table's GEMM dtype is the
+    # compute format (fp8 for fp8_g128), so one value for all.
+    moe_group_cycles: float = 25.0
+    # The MoE_topk row (each token's k experts picked from the router's E logits): k selection passes, each a
+    # reduction of log2(E) steps, core cycles per step at the clock, added to the row's latency and least time
+    # (0: a plain stream). E = 512, k = 22: 19,800 cycles, ~10 us; E = 8, k = 2: 600 cycles.
+    moe_topk_step_cycles: float = 100.0
+    # Grouped MoE kernels of gated experts quantize their activations inside the token permutation and the gated
+    # activation, so their GEMMs pay no separate quantize kernel (gemm_quantize_latency_s; False: the form before,
+    # each Expert_* row a plain GEMM with its quantize kernel). Non-gated experts (relu2, Nemotron-3) keep theirs:
+    # their fp8 tables are ~13-20 us slower than the fused form (bias -17.6% with it, -8.1% without).
+    moe_fused_quantize: bool = True
 
     # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
@@ -222,16 +245,32 @@ def device_rates(hardware: Hardware) -> DeviceRates:
     return DeviceRates.of(hardware)
 
 
+def moe_topk_latency_s(table, rows: np.ndarray) -> np.ndarray:
+    """Per element-wise row of `rows`: the MoE_topk rows' selection, k passes of log2(E) reduction steps
+    (the row's k and n) x moe_topk_step_cycles / clock (0 elsewhere)."""
+    cycles = table.constants.moe_topk_step_cycles
+    if not cycles:
+        return np.zeros(int(np.count_nonzero(rows)))
+    topk = table.row_groups.map("name", lambda name: "MoE_topk" in str(name))[rows]
+    out = table.out
+    steps = out["k"][rows] * np.log2(np.maximum(out["n"][rows], 1.0))
+    return np.where(topk, steps * cycles / table.rates.clock_hz, 0.0)
+
+
 def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
     """Per element-wise row of `rows` (a mask over the realistic method's KernelRows): the MoE token permutation
-    charged to the MoE_combine rows, their vector FLOPs x moe_combine_flop_cycles / (cores x clock), a stream of
-    scattered rows (0 elsewhere, and on devices without SIMT cores)."""
-    cycles, rates = table.constants.moe_combine_flop_cycles, table.rates
-    if not cycles or not rates.row_waves:
+    charged to the MoE_combine rows, (their vector FLOPs x moe_combine_flop_cycles + tokens x hidden x
+    moe_combine_token_cycles) / (cores x clock), a stream of scattered rows (0 elsewhere, and on devices without SIMT
+    cores)."""
+    cycles, token_cycles, rates = (table.constants.moe_combine_flop_cycles, table.constants.moe_combine_token_cycles,
+                                   table.rates)
+    if not (cycles or token_cycles) or not rates.row_waves:
         return np.zeros(int(np.count_nonzero(rows)))
     groups = table.row_groups
     combine_group = np.array(["MoE_combine" in name for name in groups.group_strings("name").tolist()], dtype=bool)
     if not any_true(combine_group):     # a dense model: np.where's 0.0 on every row
         return np.zeros(int(np.count_nonzero(rows)))
     combine = combine_group[groups.inverse][rows]
-    return np.where(combine, table.out["vector_flops"][rows] * cycles / (rates.cores * rates.clock_hz), 0.0)
+    out = table.out
+    work = out["vector_flops"][rows] * cycles + out["m"][rows] * out["n"][rows] * token_cycles
+    return np.where(combine, work / (rates.cores * rates.clock_hz), 0.0)

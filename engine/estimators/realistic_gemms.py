@@ -108,6 +108,14 @@ def is_expert_gemm(names) -> np.ndarray:
                     dtype=bool).reshape(np.shape(names))
 
 
+def _gated_expert_rows(table: KernelRows, rows: np.ndarray, grouped: np.ndarray) -> np.ndarray:
+    """Of the GEMM rows `rows`, the grouped ones of gated experts (their phase has Expert_gate rows): their kernels
+    quantize inside the gated activation and the permutation (RealisticConstants.moe_fused_quantize)."""
+    phases = table.row_groups.strings("phase")
+    gate = table.row_groups.map("name", lambda name: str(name).endswith("Expert_gate")).astype(bool)
+    return grouped & np.isin(phases[rows], np.unique(phases[gate]))
+
+
 def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
     if not any_true(rows):
@@ -132,8 +140,16 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
-    chain.latency[rows] = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles,
-                                            rates, constants, dtypes)
+    names = np.asarray(out["name"])[rows]
+    grouped = is_expert_gemm(names) if constants.moe_fused_quantize or constants.moe_group_cycles else None
+    fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
+             else None)
+    latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
+                                constants, dtypes, fused)
+    if constants.moe_group_cycles and any_true(grouped):   # the launch walks every expert the device holds
+        latency = latency + np.where(grouped, constants.moe_group_cycles * out["group_size"][rows] / rates.clock_hz,
+                                     0.0)
+    chain.latency[rows] = latency
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows
     ideal = chain.t1[rows]

@@ -9,8 +9,9 @@ Columns (per occurrence unless said otherwise):
   count                               occurrences in the phase (layers x steps)
   macs, matrix_flops, vector_flops, flops
   weight_bytes, activation_bytes, kv_bytes, bytes
-  link_bytes, group_size              collectives: bytes each device sends over its links, devices in the group
-                                      (0 and 1 for every other kernel)
+  link_bytes, group_size              collectives: bytes each device sends over its links, devices in the group;
+                                      grouped MoE GEMMs (Expert_*): group_size = the GEMM problems of the launch,
+                                      the experts the device holds (0 and 1 for every other kernel)
   overlap_group                       collectives: the `group` of the kernel it may hide behind (-1: none)
   group                               rows added by one `add` call (decode steps of one kernel)
 
@@ -61,7 +62,7 @@ FAMILY_BY_NAME = {
     "O*W_UV": "attention projections",
     "FFN_up": "MLP", "FFN_gate": "MLP", "FFN_act": "MLP", "FFN_down": "MLP",
     "Pipeline_bubble": "pipeline bubble",
-    "MoE_router": "MoE", "Expert_up": "MoE", "Expert_gate": "MoE", "Expert_act": "MoE", "Expert_down": "MoE",
+    "MoE_router": "MoE", "MoE_topk": "MoE", "Expert_up": "MoE", "Expert_gate": "MoE", "Expert_act": "MoE", "Expert_down": "MoE",
     "MoE_combine": "MoE", "Shared_up": "MoE", "Shared_gate": "MoE", "Shared_act": "MoE", "Shared_down": "MoE",
 }
 COLLECTIVE_PREFIXES = ("AllReduce_", "AllGather_", "ReduceScatter_", "AllToAll_", "SendRecv_")

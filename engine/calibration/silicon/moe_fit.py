@@ -1,40 +1,45 @@
-"""Fit the realistic method's MoE grouped-GEMM constants on the measured MoE tables, leave-one-device-out.
+"""Fit the realistic method's MoE constants on the measured MoE tables, leave-one-device-out.
 
 engine/calibration/silicon/score.py times one MoE measurement as the routed experts engine/decomposition/moe.py builds
-(grouped GEMMs Expert_up [, Expert_gate], Expert_down over the active experts, the activation, the combine).
-Software constants, the same on every device (RealisticConstants), scale the grouped GEMMs against a plain
-GEMM of the same format on the device's workbook rates, and charge the token permutation to the combine row:
+(the routing MoE_topk, grouped GEMMs Expert_up [, Expert_gate], Expert_down over the active experts, the activation,
+the combine), routed as the collector routes balanced rows (moe_routing.py). Software constants, the same on every
+device (RealisticConstants), each a count of core cycles or a fraction of a workbook rate:
 
-    matrix rate     peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype] x moe_matrix_efficiency
-    weight stream   bandwidth x min(1, achievable_memory_bandwidth_fraction x moe_bandwidth_efficiency)
-    combine         at least its vector FLOPs x moe_combine_flop_cycles / (cores x clock)
+    weight stream     bandwidth x min(1, achievable_memory_bandwidth_fraction x moe_bandwidth_efficiency)
+    grouped launch    + moe_group_cycles x experts held / clock, per Expert_* row
+    routing           MoE_topk: + topk x log2(E) x moe_topk_step_cycles / clock
+    permutation       MoE_combine: + (2 x pairs x hidden x moe_combine_flop_cycles
+                                      + tokens x hidden x moe_combine_token_cycles) / (cores x clock)
+    quantization      fused into the permutation (moe_fused_quantize): no quantize kernel per grouped GEMM
 
-Each device's predictions are evaluated once per point of the grid (MATRIX_GRID x BANDWIDTH_GRID); a fit picks the grid point that
-minimises median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows
-pooled, so leave-one-device-out costs no re-evaluation.
+The engine is evaluated once per device and bandwidth efficiency (BANDWIDTH_GRID) with the cycle terms at 0; the
+cycle terms are added per measurement as the engine adds them (`terms`: latency and stream parts that add to the
+kernel's time), so the grid of CYCLE_GRID points costs no re-evaluation. A fit picks the point minimising median
+|error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled; the held-out
+device is then scored by the engine itself at that point (`leave_one_device_out`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+import itertools
 
 import numpy as np
 import pandas as pd
 
 from engine.calibration.fit import objective
-from engine.estimators.realistic import DEFAULT_CONSTANTS
+from engine.calibration.silicon.moe_routing import balanced_routing
 from engine.calibration.silicon.score import measured_kernels, predicted_seconds
+from engine.estimators.realistic import DEFAULT_CONSTANTS
 
 FIT_DTYPES = ("bf16", "fp8", "fp8_g128")        # weights = activations; the 4-bit tables are scored, not fitted
-# the matrix efficiency is not fitted: on these tables 0.68-0.92 moves the median |error| by < 0.3 points (even at
-# > 64 tokens per expert, where the model is 30-40% too fast: that miss is not the matrix rate); kept at 1
-MATRIX_GRID = (1.0,)
-BANDWIDTH_GRID = np.round(np.arange(0.55, 1.0001, 0.05), 2)
-# core cycles per vector FLOP of the combine row (token permutation and combine: the large per-expert batches of
-# narrow experts were 30-65% too fast, the missing time ~1 core cycle per (pair x hidden value) on H100 and B200)
-COMBINE_GRID = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
-TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per expert: tokens x topk / experts
+BANDWIDTH_GRID = (0.9, 0.95, 1.0)
+# (combine cycles per vector FLOP, per token x hidden, group cycles per expert held, top-k cycles per reduction step)
+CYCLE_GRID = {"combine": (0.2, 0.25, 0.3), "token": (0.2, 0.3, 0.4), "group": (25.0, 50.0, 75.0, 100.0),
+              "topk": (75.0, 100.0, 150.0)}
+TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per active expert
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
+BEFORE = dict(bandwidth=1.0, combine=0.0, token=0.0, group=0.0, topk=0.0)
 
 
 def fit_rows(devices: dict, root=None, rows_per_device: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -44,56 +49,88 @@ def fit_rows(devices: dict, root=None, rows_per_device: int = 1000, seed: int = 
                   & (frame["weight_dtype"] == frame["activation_dtype"])]
     parts = [rows.sample(n=min(rows_per_device, len(rows)), random_state=seed) for _, rows in frame.groupby("device")]
     frame = pd.concat(parts, ignore_index=True) if parts else frame
-    per_expert = frame["tokens"] * frame["topk"] / frame["experts"]
+    pairs, active, _ = balanced_routing(frame["tokens"], frame["experts"], frame["topk"], frame["moe_ep"])
+    per_expert = pairs / np.maximum(active, 1.0)
     return frame.assign(tokens_per_expert=per_expert,
                         tokens_bucket=pd.cut(per_expert, TOKEN_BUCKETS, labels=TOKEN_LABELS))
 
 
-def constants_with(matrix: float, bandwidth: float, combine_cycles: float = 0.0, base=DEFAULT_CONSTANTS):
-    return replace(base, moe_matrix_efficiency=float(matrix), moe_bandwidth_efficiency=float(bandwidth),
-                   moe_combine_flop_cycles=float(combine_cycles))
+def constants_with(point: dict, base=DEFAULT_CONSTANTS):
+    """RealisticConstants with `point`'s MoE values (keys of BEFORE); fused quantization and additive cycles on."""
+    return replace(base, moe_bandwidth_efficiency=float(point["bandwidth"]),
+                   moe_combine_flop_cycles=float(point["combine"]), moe_combine_token_cycles=float(point["token"]),
+                   moe_group_cycles=float(point["group"]), moe_topk_step_cycles=float(point["topk"]),
+                   moe_combine_cycles_add=True, moe_fused_quantize=True)
 
 
-def grid_predictions(rows: pd.DataFrame, devices: dict, grid=None) -> dict:
-    """{device: {(matrix, bandwidth, combine cycles): predicted seconds per row of the device (rows' order)}}."""
-    grid = grid or [(m, b, c) for m in MATRIX_GRID for b in BANDWIDTH_GRID for c in COMBINE_GRID]
+def plain_constants(base=DEFAULT_CONSTANTS):
+    """No MoE constants: grouped GEMMs timed as plain GEMMs (each with its quantize kernel), a plain combine."""
+    return replace(constants_with(BEFORE, base), moe_fused_quantize=False, moe_combine_cycles_add=False)
+
+
+def shipped_point(constants=DEFAULT_CONSTANTS) -> dict:
+    return dict(bandwidth=constants.moe_bandwidth_efficiency, combine=constants.moe_combine_flop_cycles,
+                token=constants.moe_combine_token_cycles, group=constants.moe_group_cycles,
+                topk=constants.moe_topk_step_cycles)
+
+
+def terms(part: pd.DataFrame, hardware) -> dict:
+    """Per measurement, the seconds each cycle constant adds per unit (the engine's formulas, score.py's rows)."""
+    gated = ~part["kernel_source"].astype(str).str.endswith("nongated").to_numpy()
+    tokens, hidden, topk, experts, ep = (part[c].to_numpy(dtype=float) for c in ("tokens", "hidden", "topk",
+                                                                                  "experts", "moe_ep"))
+    pairs, _, _ = balanced_routing(tokens, experts, topk, ep)
+    cores_clock = hardware.num_cores * hardware.clock_hz
+    return {"combine": 2.0 * pairs * hidden / cores_clock, "token": tokens * hidden / cores_clock,
+            "group": experts / ep * np.where(gated, 3.0, 2.0) / hardware.clock_hz,
+            "topk": topk * np.log2(experts) / hardware.clock_hz}
+
+
+def grid_predictions(rows: pd.DataFrame, devices: dict) -> dict:
+    """{device: ({bandwidth: the engine's seconds with the cycle terms at 0}, terms, measured seconds)}."""
     out = {}
     for device, part in rows.groupby("device", sort=True):
         part = part.reset_index(drop=True)
-        out[device] = {point: predicted_seconds(part, "moe", devices[device], "realistic", constants_with(*point))
-                       for point in grid}
+        base = {b: predicted_seconds(part, "moe", devices[device], "realistic",
+                                     constants_with({**BEFORE, "bandwidth": b})) for b in BANDWIDTH_GRID}
+        out[device] = (base, terms(part, devices[device]), part["time_s"].to_numpy(dtype=float))
     return out
 
 
-def best_point(predictions: dict, measured: dict, training: list) -> tuple[float, float]:
+def _surrogate(entry, point: dict) -> np.ndarray:
+    base, unit, _ = entry
+    return base[point["bandwidth"]] + sum(point[name] * unit[name] for name in unit)
+
+
+def best_point(predictions: dict, training: list) -> dict:
     """The grid point minimising the pooled objective over `training` devices."""
-    points = next(iter(predictions.values())).keys()
-    truth = np.concatenate([measured[d] for d in training])
-    return min(points, key=lambda p: objective(np.concatenate([predictions[d][p] for d in training]), truth))
+    names = list(CYCLE_GRID)
+    truth = np.concatenate([predictions[d][2] for d in training])
+    points = [dict(zip(["bandwidth"] + names, values))
+              for values in itertools.product(BANDWIDTH_GRID, *(CYCLE_GRID[n] for n in names))]
+    return min(points, key=lambda p: objective(np.concatenate([_surrogate(predictions[d], p) for d in training]),
+                                               truth))
 
 
-def leave_one_device_out(rows: pd.DataFrame, devices: dict, predictions: dict | None = None) -> tuple[pd.DataFrame,
-                                                                                                    dict]:
-    """Tidy errors per measurement under `before` (both efficiencies 1), `lodo` (the grid point fitted without the
-    device) and `shipped` (DEFAULT_CONSTANTS); and {device: the lodo point}."""
+def leave_one_device_out(rows: pd.DataFrame, devices: dict,
+                         predictions: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Tidy errors per measurement under `before` (plain_constants: grouped GEMMs as plain GEMMs), `lodo` (the
+    point fitted without the device, timed by the engine) and `shipped`
+    (DEFAULT_CONSTANTS, the engine); and {device: the lodo point}."""
     predictions = predictions or grid_predictions(rows, devices)
     parts, fitted = [], {}
-    measured = {d: part["time_s"].to_numpy(dtype=float) for d, part in rows.groupby("device", sort=True)}
-    shipped = (DEFAULT_CONSTANTS.moe_matrix_efficiency, DEFAULT_CONSTANTS.moe_bandwidth_efficiency,
-               DEFAULT_CONSTANTS.moe_combine_flop_cycles)
     for device, part in rows.groupby("device", sort=True):
         part = part.reset_index(drop=True)
-        fitted[device] = best_point(predictions, measured, [d for d in measured if d != device])
-        for label, point in (("before", (1.0, 1.0, 0.0)), ("lodo", fitted[device]), ("shipped", shipped)):
-            seconds = predictions[device].get(point)
-            if seconds is None:
-                seconds = predicted_seconds(part, "moe", devices[device], "realistic", constants_with(*point))
-            parts.append(part.assign(model=label, predicted_s=seconds, error=seconds / measured[device] - 1.0))
+        fitted[device] = best_point(predictions, [d for d in predictions if d != device])
+        measured = predictions[device][2]
+        for label, constants in (("before", plain_constants()), ("lodo", constants_with(fitted[device])),
+                                 ("shipped", DEFAULT_CONSTANTS)):
+            seconds = predicted_seconds(part, "moe", devices[device], "realistic", constants)
+            parts.append(part.assign(model=label, predicted_s=seconds, error=seconds / measured - 1.0))
     return pd.concat(parts, ignore_index=True), fitted
 
 
-def fit_all(rows: pd.DataFrame, devices: dict, predictions: dict | None = None) -> tuple[float, float]:
+def fit_all(rows: pd.DataFrame, devices: dict, predictions: dict | None = None) -> dict:
     """The point fitted on every device (the values to ship)."""
     predictions = predictions or grid_predictions(rows, devices)
-    measured = {d: part["time_s"].to_numpy(dtype=float) for d, part in rows.groupby("device", sort=True)}
-    return best_point(predictions, measured, list(measured))
+    return best_point(predictions, list(predictions))

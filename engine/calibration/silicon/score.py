@@ -19,8 +19,10 @@ measurements of one device in ONE table timed by the method in one call:
   moe                   the routed experts of one MoE layer as engine/decomposition/moe.py builds them: per device
                         E / moe_ep experts of intermediate / moe_tp, tokens x topk / moe_ep (token, expert) pairs
                         (balanced routing rows only) over the experts they reach (expected_active_experts):
-                        grouped GEMMs Expert_up [, Expert_gate], the activation, Expert_down, the weighted combine
-                        (gated unless the kernel_source says nongated; no router GEMM, no all-to-all)
+                        the routing (MoE_topk over all tokens and E logits), grouped GEMMs Expert_up [, Expert_gate],
+                        the activation, Expert_down, the weighted combine (gated unless the kernel_source says
+                        nongated; no router GEMM: the collector passes the logits; no all-to-all). Balanced rows
+                        route as the collector does (moe_routing.py), not at random
   collective            engine.estimators.collectives: factor x message bytes / link bandwidth + hops x hop latency,
                         the same for every method (ring algorithm; the group's link from the workbook)
 GEMMs are timed under the tables' condition ("warm": weight copies back to back, conditions.table_constants).
@@ -39,10 +41,11 @@ from engine.decomposition.passes import AttentionPart, ForwardPass
 from engine.decomposition.attention import AttentionRows
 from engine.decomposition.pass_kernels import BytesPerValue, PassKernels
 from engine.hardware.dtypes import bytes_per_value, compute_dtype
-from engine.decomposition.moe import expected_active_experts
+from engine.decomposition.moe import expected_active_experts, topk_fields
 from engine.kernels.fields import gemm_fields, mlp_activation_fields
 from engine.kernels.table import KernelTableBuilder
 from engine.calibration.silicon.conditions import table_constants
+from engine.calibration.silicon.moe_routing import balanced_routing
 
 FAMILIES = ("gemm", "prefill_attention", "decode_attention", "prefill_mla", "decode_mla", "moe", "collective")
 DEFAULT_METHODS = ("roofline", "realistic")
@@ -138,20 +141,31 @@ def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
         inner = inner / moe_tp
         pairs = tokens * topk / moe_ep
         active = np.maximum(expected_active_experts(experts / moe_ep, experts, topk, tokens), 1e-9)
+        balanced = (rows["distribution"] == "balanced").to_numpy() if "distribution" in rows else np.zeros(len(rows),
+                                                                                                         bool)
+        if balanced.any():      # the collector's round-robin routing (moe_routing.py), not random routing
+            routed_pairs, routed_active, _ = balanced_routing(tokens[balanced], experts[balanced], topk[balanced],
+                                                              moe_ep[balanced])
+            pairs, active = pairs.copy(), active.copy()
+            pairs[balanced], active[balanced] = routed_pairs, routed_active
         wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), compute_dtype(weight, activation)
-        common = dict(phase="measured", type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
+        phase = "measured" if gated else "measured non-gated"     # one model per phase: gated or not
+        common = dict(phase=phase, type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
         grouped = [("Expert_up", hidden, inner)] + ([("Expert_gate", hidden, inner)] if gated else []) + \
             [("Expert_down", inner, hidden)]
         for name, k_dim, n_dim in grouped:
             builder.add(name=name, m=pairs / active, k=k_dim, n=n_dim, batch=active, macs=pairs * k_dim * n_dim,
+                        group_size=experts / moe_ep,
                         weight_bytes=active * k_dim * n_dim * wgt, activation_bytes=pairs * (k_dim + n_dim) * act,
                         **common)
-        builder.add(phase="measured", name="Expert_act", type="Elementwise", op="activation", unit="vector",
+        builder.add(phase=phase, name="MoE_topk", type="Elementwise", op="topk", unit="vector", dtype=activation,
+                    **topk_fields(tokens, experts, topk, act))
+        builder.add(phase=phase, name="Expert_act", type="Elementwise", op="activation", unit="vector",
                     dtype=activation, **mlp_activation_fields(pairs, inner, "silu" if gated else "relu", gated, act))
-        builder.add(phase="measured", name="MoE_combine", type="Elementwise", op="residual", unit="vector",
+        builder.add(phase=phase, name="MoE_combine", type="Elementwise", op="residual", unit="vector",
                     dtype=activation, m=tokens, n=hidden, vector_flops=2.0 * pairs * hidden,
                     activation_bytes=(pairs + tokens) * hidden * act)
-        index += [_positions(frame, rows)] * (len(grouped) + 2)
+        index += [_positions(frame, rows)] * (len(grouped) + 3)
     return builder.build_columns(), _concat(index)
 
 
