@@ -34,11 +34,13 @@ TimeChain (the per-row arrays they fill).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engine.common.arrays import any_true
+from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fp8_matrix_decode, fused_times,
@@ -214,13 +216,39 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     overheads = constants.attention_overheads
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
-    times = fused_times(inputs.shapes, inputs.rates, overheads)
+    one = one_group_as_floats(inputs)
+    if one is not None:         # one group without a sliding window (a phase's attention): in Python floats
+        try:
+            times, kernel = _group_kernel_s(one, rates, constants, overheads)
+            return {name: np.array([value], dtype=float) for name, value in times.items()}, np.array([kernel])
+        except ArithmeticError:     # a division by zero or a non-finite value: numpy's arrays say what it gives
+            pass
+    return _group_kernel_s(inputs, rates, constants, overheads)
+
+
+def _group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants, overheads) -> tuple[dict, np.ndarray]:
+    shapes = inputs.shapes
+    times = fused_times(shapes, inputs.rates, overheads)
     prefill = constants.attention_prefill_latency_s
-    decode = decode_attention_latency_s(constants, rates, inputs.shapes.k, fp8_matrix_decode(inputs.shapes, inputs.rates))
-    latency = np.where(inputs.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
-                       rates.kernel_latency_s if prefill is None else prefill)
-    offset = np.maximum(inputs.ideal_sum - times["t0"], 0.0)
+    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix_decode(shapes, inputs.rates))
+    latency = where(shapes.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
+                    rates.kernel_latency_s if prefill is None else prefill)
+    offset = maximum(inputs.ideal_sum - times["t0"], 0.0)
     return times, latency + times["t3"] + offset
+
+
+def one_group_as_floats(inputs: FusedGroups) -> FusedGroups | None:
+    """`inputs` of one group with its arrays as Python floats (decode as a bool, a NaN window as None); None for
+    several groups or a sliding window."""
+    shapes = inputs.shapes
+    if len(inputs.lead) != 1 or (shapes.window is not None and math.isfinite(shapes.window[0])):
+        return None
+    one = {name: None if values is None else float(values[0]) for name, values in (
+        (name, getattr(shapes, name)) for name in ("m", "k", "n", "batch", "matrix_macs", "vector_flops", "nbytes",
+                                                     "score_macs", "kv_value_bytes"))}
+    return replace(inputs, shapes=replace(shapes, decode=bool(shapes.decode[0]), window=None, **one),
+                   rates=replace(inputs.rates, macs_per_s_per_core=float(inputs.rates.macs_per_s_per_core[0])),
+                   ideal_sum=float(inputs.ideal_sum[0]))
 
 
 def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.ndarray,
