@@ -18,10 +18,6 @@ class ScalarFallback(ArithmeticError):
     """A float operation whose numpy result Python does not reproduce exactly: run the arrays instead."""
 
 
-def _scalar(*values) -> bool:
-    return not any(value.__class__ is np.ndarray for value in values)
-
-
 def where(condition, yes, no):
     """np.where(condition, yes, no)."""
     if condition.__class__ is bool:
@@ -31,26 +27,28 @@ def where(condition, yes, no):
 
 def maximum(a, b):
     """np.maximum(a, b): NaN where either is NaN."""
-    if _scalar(a, b):
-        return a if a != a or a >= b else b
-    return np.maximum(a, b)
+    if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
+        return np.maximum(a, b)
+    return a if a != a or a >= b else b
 
 
 def minimum(a, b):
     """np.minimum(a, b): NaN where either is NaN."""
-    if _scalar(a, b):
-        return a if a != a or a <= b else b
-    return np.minimum(a, b)
+    if a.__class__ is np.ndarray or b.__class__ is np.ndarray:
+        return np.minimum(a, b)
+    return a if a != a or a <= b else b
 
 
 def largest(*values):
     """np.maximum.reduce(values), pairwise from the first."""
-    if _scalar(*values):
-        result = values[0]
-        for value in values[1:]:
-            result = maximum(result, value)
-        return result
-    return np.maximum.reduce(list(values))
+    result = values[0]
+    for value in values:
+        if value.__class__ is np.ndarray:
+            return np.maximum.reduce(list(values))
+    for value in values[1:]:
+        if not (result != result or result >= value):
+            result = value
+    return result
 
 
 def ceil(values):
