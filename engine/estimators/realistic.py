@@ -245,9 +245,9 @@ def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: Device
 
     def total(column, pick=None):
         result = 0.0
-        for index, value in enumerate(np.asarray(out[column])[rows].astype(float).tolist()):
-            if pick is None or pick[index]:
-                result += value
+        values = np.asarray(out[column])[rows].astype(float).tolist()
+        for value in values if pick is None else (value for value, picked in zip(values, pick) if picked):
+            result += value
         return result
 
     m, k, n, batch = (max(float(out[c][lead]), 1.0) for c in ("m", "k", "n", "batch"))
