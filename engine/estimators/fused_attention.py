@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.common.arrays import all_true, any_true
+from engine.common.float_or_array import (ceil, full_like, largest, logical_not, maximum, minimum, nan_to, power,
+                                           rint, where)
 from engine.kernels.attention_window import causal_pairs
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
@@ -91,7 +93,7 @@ class AttentionOverheads:
 
 
 def _ceil_to(x, multiple):
-    return np.ceil(np.divide(x, multiple)) * multiple
+    return ceil(x / multiple) * multiple
 
 
 def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.ndarray:
@@ -172,6 +174,9 @@ def query_tokens(m, k, n, batch, macs, window=None):
     keys: a mean of w keys per query means prior >= w - 1 (q = n - w + 1); otherwise prior = n - q and
     the mean keys per query, which falls as q grows, is matched by bisection.
     """
+    if m.__class__ is float:        # one group (a float; batch, k and m are at least 1, window None)
+        q = rint(2.0 * (n + 0.5 - macs / (batch * k * m) * 1.0))
+        return minimum(maximum(q, 1.0), maximum(n, 1.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         keys_per_query = macs / (batch * k * m) * 1.0           # pairs / q
         q = np.rint(2.0 * (n + 0.5 - keys_per_query))
@@ -244,9 +249,9 @@ def _prefill_tiles(q, k, n, window):
     """(query tile rows, query tiles, padded (query, key) pairs, keys of the last tile) of causal flash prefill:
     the key span of each query tile rounded up to whole key tiles; a sliding window's query tiles skip the key
     tiles outside their band of window + FLASH_BLOCK_Q - 1 keys."""
-    BQ = np.where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
+    BQ = where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
     prior = n - q
-    blocks = np.ceil(q / BQ)
+    blocks = ceil(q / BQ)
     last = _ceil_to(prior + q, FLASH_BLOCK_K)
     first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
     padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
@@ -267,8 +272,8 @@ def fp8_matrix_decode(shapes: FusedShapes, rates: FusedRates) -> np.ndarray:
     Hopper fp8 caches: a ~6 us floor and ~1,800 cycles per (sequence, KV head), against the 16-bit caches' ~8.5 us
     and ~8,000 cycles), with its own floor and CTA cycles."""
     if rates.matrix_fp4 or not rates.matrix_fp8 or shapes.kv_value_bytes is None:
-        return np.zeros(np.shape(shapes.m), dtype=bool)
-    eight_bit = np.nan_to_num(shapes.kv_value_bytes, nan=2.0) < 1.5
+        return full_like(shapes.m, False, dtype=bool)
+    eight_bit = nan_to(shapes.kv_value_bytes, nan=2.0) < 1.5
     return eight_bit & (shapes.m >= 2) & (shapes.m <= DECODE_FP8_GROUP_MAX) & (shapes.k <= 256)
 
 
@@ -290,19 +295,21 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s
     core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
     generic_s = 2.0 * shapes.matrix_macs / rates.vector_flops_per_s
-    generic_s = np.maximum(generic_s, shapes.matrix_macs * overheads.decode_generic_mac_cycles * core_cycles_s)
+    generic_s = maximum(generic_s, shapes.matrix_macs * overheads.decode_generic_mac_cycles * core_cycles_s)
     pair_rate = overheads.decode_pair_bytes_per_core_cycle / core_cycles_s
-    pair_s = np.where(latent, 0.0, shapes.nbytes / (batch * pair_rate)) if pair_rate > 0 else np.zeros(np.shape(m))
-    cta_cycles = np.full(np.shape(m), overheads.decode_cta_cycles)
-    split_s = np.zeros(np.shape(m))
+    pair_s = where(latent, 0.0, shapes.nbytes / (batch * pair_rate)) if pair_rate > 0 else full_like(m, 0.0)
+    cta_cycles = full_like(m, overheads.decode_cta_cycles)
+    split_s = full_like(m, 0.0)
+    not_latent = logical_not(latent)
     if not rates.matrix_fp4:
         if shapes.kv_value_bytes is not None:
-            wide = (m > 1) & ~generic & ~latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False, as nan_to_num's 0
-            cta_cycles = cta_cycles + np.where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-        split_s = np.where((n > DECODE_SPLIT_TOKENS) & ~latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
+            wide = (m > 1) & logical_not(generic) & not_latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False
+            cta_cycles = cta_cycles + where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
+        split_s = where((n > DECODE_SPLIT_TOKENS) & not_latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
         if overheads.decode_fp8_cta_cycles is not None:
-            cta_cycles = np.where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
-    fragments = np.where(~generic & ~latent & (m > DECODE_FRAGMENT_HEADS), np.ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
+            cta_cycles = where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
+    fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),
+                      ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
     return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
             "scale": 1.0 + overheads.decode_fragment_share * fragments}
 
@@ -321,8 +328,11 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     peak = per_core * cores
     vector_s = vector_flops / rates.vector_flops_per_s
     memory_peak = nbytes / rates.bandwidth
-    kind_is_decode = np.asarray(kind_is_decode)
-    any_decode, any_prefill = any_true(kind_is_decode), not all_true(kind_is_decode)
+    if kind_is_decode.__class__ is bool:        # one group, as floats
+        any_decode, any_prefill = kind_is_decode, not kind_is_decode
+    else:
+        kind_is_decode = np.asarray(kind_is_decode)
+        any_decode, any_prefill = any_true(kind_is_decode), not all_true(kind_is_decode)
     prefill = _prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None
@@ -334,33 +344,33 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
         padded = np.where(kind_is_decode, padded_decode, prefill["padded"])
         compute_waves = np.where(kind_is_decode, padded_decode / peak, prefill["waves"])
     memory_waves = memory_peak
-    compute = np.maximum(compute_waves / rates.matrix_fraction, vector_s)
+    compute = maximum(compute_waves / rates.matrix_fraction, vector_s)
     # decode with more query heads per KV head than the tensor-core decode kernel takes: the generic kernel
     # computes each head's dot products on the vector units (2 FLOPs per MAC); MLA's latent kernels (head dim
     # above 256) are built for many heads and keep the matrix units
     generic = kind_is_decode & (m > DECODE_MATRIX_GROUP_MAX) & (k <= 256)
     decode = _decode_terms(shapes, rates, overheads, generic)
-    compute = np.where(generic, np.maximum(compute, decode["generic_s"]), compute)
-    stream = rates.memory_fraction * np.where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
-    stream = np.minimum(stream, np.where(kind_is_decode, overheads.decode_stream_cap, 1.0))
-    memory = np.maximum(memory_waves, nbytes / (rates.bandwidth * np.minimum(stream, 1.0)))
-    memory = np.where(kind_is_decode, np.maximum(memory, decode["pair_s"]), memory)
+    compute = where(generic, maximum(compute, decode["generic_s"]), compute)
+    stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
+    stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
+    memory = maximum(memory_waves, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
+    memory = where(kind_is_decode, maximum(memory, decode["pair_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
     if any_decode:
-        decode_s = core_cycles_s * batch * np.where(generic, m, 1.0) * decode["cta_cycles"] + decode["split_s"]
+        decode_s = core_cycles_s * batch * where(generic, m, 1.0) * decode["cta_cycles"] + decode["split_s"]
     if not any_prefill:
         fixed_s = decode_s
     elif not any_decode:
         fixed_s = core_cycles_s * prefill["cycles"]
     else:
         fixed_s = np.where(kind_is_decode, decode_s, core_cycles_s * prefill["cycles"])
-    t0 = np.maximum.reduce([matrix_macs / peak, vector_s, memory_peak])
-    t1 = np.maximum.reduce([padded / peak, vector_s, memory_peak, t0])
-    t2 = np.maximum.reduce([compute_waves, vector_s, memory_waves, t1])
-    t3 = np.maximum.reduce([compute, memory, t2]) + fixed_s
-    scale = np.where(kind_is_decode, decode["scale"], 1.0)     # wide groups' extra fragments (decode latency too)
+    t0 = largest(matrix_macs / peak, vector_s, memory_peak)
+    t1 = largest(padded / peak, vector_s, memory_peak, t0)
+    t2 = largest(compute_waves, vector_s, memory_waves, t1)
+    t3 = largest(compute, memory, t2) + fixed_s
+    scale = where(kind_is_decode, decode["scale"], 1.0)     # wide groups' extra fragments (decode latency too)
     t3 = t3 * scale
     return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory, "scale": scale}
 
@@ -374,10 +384,10 @@ def _prefill_work(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
                      shapes.window)
     heads = batch * m / q
     BQ, blocks, padded_pairs, last = _prefill_tiles(q, k, n, shapes.window)
-    padded_prefill = np.maximum(2.0 * heads * k * padded_pairs, matrix_macs)
+    padded_prefill = maximum(2.0 * heads * k * padded_pairs, matrix_macs)
     largest_cta = 2.0 * BQ * k * last
-    waves_prefill = np.maximum(padded_prefill / cores, largest_cta) / per_core
+    waves_prefill = maximum(padded_prefill / cores, largest_cta) / per_core
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
-    cta_cycles = overheads.prefill_cta_cycles * (np.minimum(q, BQ) / BQ) ** overheads.prefill_cta_rows_exponent
+    cta_cycles = overheads.prefill_cta_cycles * power(minimum(q, BQ) / BQ, overheads.prefill_cta_rows_exponent)
     cycles = tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles
     return {"padded": padded_prefill, "waves": waves_prefill, "cycles": cycles}

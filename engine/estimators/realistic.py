@@ -34,11 +34,13 @@ TimeChain (the per-row arrays they fill).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engine.common.arrays import any_true
+from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fp8_matrix_decode, fused_times,
@@ -214,17 +216,57 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
 
 
 def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
-    """fused_times of each group and its device time: latency + t3 + the rows' ideal sum over the fused t0."""
+    """fused_times of each group and its device time: latency + t3 + the rows' ideal sum over the fused t0 (arrays
+    over groups; for FusedGroups of floats (one_group_inputs), floats)."""
     overheads = constants.attention_overheads
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
-    times = fused_times(inputs.shapes, inputs.rates, overheads)
+    shapes = inputs.shapes
+    times = fused_times(shapes, inputs.rates, overheads)
     prefill = constants.attention_prefill_latency_s
-    decode = decode_attention_latency_s(constants, rates, inputs.shapes.k, fp8_matrix_decode(inputs.shapes, inputs.rates))
-    latency = np.where(inputs.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
-                       rates.kernel_latency_s if prefill is None else prefill)
-    offset = np.maximum(inputs.ideal_sum - times["t0"], 0.0)
+    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix_decode(shapes, inputs.rates))
+    latency = where(shapes.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
+                    rates.kernel_latency_s if prefill is None else prefill)
+    offset = maximum(inputs.ideal_sum - times["t0"], 0.0)
     return times, latency + times["t3"] + offset
+
+
+def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: DeviceRates, per_core_macs,
+                     constants) -> FusedGroups | None:
+    """fused_group_inputs of one attention group (`rows`, every row of group 0) as Python floats (decode a bool, lead
+    an int); None where its lead row has a sliding window. Sums add in row order, as np.bincount adds them."""
+    names, ops = row_groups.group_strings("name"), row_groups.group_strings("op")
+    of_row = row_groups.inverse[rows].tolist()
+    is_scores = is_scores_row(names[of_row]).tolist()
+    is_matrix = [ops[index] == "attention" for index in of_row]
+    # the first scores row, else the first matrix row, else the first row (fused_group_inputs' priority)
+    order = [2 * (not matrix) + (not scores) for matrix, scores in zip(is_matrix, is_scores)]
+    rows_list = rows.tolist()
+    lead = rows_list[order.index(min(order))]
+    window = float(out["attention_window"][lead]) if "attention_window" in out else math.nan
+    if math.isfinite(window):
+        return None
+
+    def total(column, pick=None):
+        result = 0.0
+        values = np.asarray(out[column])[rows].astype(float).tolist()
+        for value in values if pick is None else (value for value, picked in zip(values, pick) if picked):
+            result += value
+        return result
+
+    m, k, n, batch = (max(float(out[c][lead]), 1.0) for c in ("m", "k", "n", "batch"))
+    matrix_macs, score_macs = total("macs"), total("macs", is_scores)
+    fused_rates = FusedRates(
+        macs_per_s_per_core=float(per_core_macs[lead]), cores=rates.cores, clock_hz=rates.clock_hz,
+        vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
+        matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
+        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
+    shapes = FusedShapes(
+        decode=bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"), m=m, k=k, n=n,
+        batch=batch, matrix_macs=matrix_macs, vector_flops=total("vector_flops"), nbytes=total("bytes"),
+        score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None,
+        kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
+    return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=total("time_s"))
 
 
 def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.ndarray,
@@ -232,27 +274,42 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
     """Time each attention group once and charge it to its rows by their ideal times: (time, kernel_time)."""
     rows = np.flatnonzero(fused >= 0)
     group = fused[rows]
-    inputs = fused_group_inputs(table.out, fused, table.row_groups, table.rates, table.per_core_macs,
-                                table.constants)
+    inputs = None
+    if not any_true(group):         # one group (a phase's attention): in Python floats
+        try:
+            inputs = one_group_inputs(table.out, rows, table.row_groups, table.rates, table.per_core_macs,
+                                      table.constants)
+            if inputs is not None:
+                times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
+        except ArithmeticError:     # a division by zero or a non-finite value: numpy's arrays say what it gives
+            inputs = None
+    if inputs is None:
+        inputs = fused_group_inputs(table.out, fused, table.row_groups, table.rates, table.per_core_macs,
+                                    table.constants)
+        times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
     ideal_sum, ideal = inputs.ideal_sum, chain.ideal
-    times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
-    offset = np.maximum(ideal_sum - times["t0"], 0.0)
-    group_time = np.maximum(group_kernel, table.host_launch_s)
-    gaps = np.stack([times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
-                     group_time - times["t3"] - offset])
+    offset = maximum(ideal_sum - times["t0"], 0.0)
+    group_time = maximum(group_kernel, table.host_launch_s)
+    gaps = (times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
+            group_time - times["t3"] - offset)
     # each row's share of its group: its ideal time over the group's (an equal share where the group's is 0)
-    group_ideal = ideal_sum[group]
-    share = np.divide(ideal[rows], group_ideal, out=1.0 / np.bincount(group)[group], where=group_ideal > 0)
-    row_gaps = gaps[:, group] * share
+    if ideal_sum.__class__ is float:
+        share = ideal[rows] / ideal_sum if ideal_sum > 0 else np.full(len(rows), 1.0 / len(rows))
+        per_row = lambda values: values  # noqa: E731
+    else:
+        group_ideal = ideal_sum[group]
+        share = np.divide(ideal[rows], group_ideal, out=1.0 / np.bincount(group)[group], where=group_ideal > 0)
+        per_row = lambda values: values[group]  # noqa: E731
+    row_gaps = [per_row(gap) * share for gap in gaps]
     chain.t1[rows] = ideal[rows] + row_gaps[0]
     chain.t2[rows] = chain.t1[rows] + row_gaps[1]
     chain.t3[rows] = chain.t2[rows] + row_gaps[2]
     time = time.copy()
     kernel_time = kernel_time.copy()
     time[rows] = chain.t3[rows] + row_gaps[3]
-    kernel_time[rows] = group_kernel[group] * share
-    chain.compute[rows] = times["compute"][group] * share
-    chain.memory[rows] = times["memory"][group] * share
+    kernel_time[rows] = per_row(group_kernel) * share
+    chain.compute[rows] = per_row(times["compute"]) * share
+    chain.memory[rows] = per_row(times["memory"]) * share
     return time, kernel_time
 
 

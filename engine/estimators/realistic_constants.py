@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine.common.arrays import any_true
+from engine.common.float_or_array import where
 from engine.estimators.fused_attention import AttentionOverheads
 from engine.hardware.device import Hardware
 
@@ -233,9 +234,10 @@ def decode_attention_latency_s(constants: RealisticConstants, rates: DeviceRates
     if constants.attention_decode_latency_cycles is None or rates.matrix_fp4:
         return seconds
     seconds = rates.kernel_latency_s if seconds is None else seconds
-    latency = np.where(np.asarray(head_dim) <= 256, constants.attention_decode_latency_cycles / rates.clock_hz, seconds)
+    head_dim = head_dim if head_dim.__class__ is float else np.asarray(head_dim)     # a float: one group
+    latency = where(head_dim <= 256, constants.attention_decode_latency_cycles / rates.clock_hz, seconds)
     if fp8_matrix is not None and constants.attention_decode_fp8_latency_cycles is not None:
-        latency = np.where(fp8_matrix, constants.attention_decode_fp8_latency_cycles / rates.clock_hz, latency)
+        latency = where(fp8_matrix, constants.attention_decode_fp8_latency_cycles / rates.clock_hz, latency)
     return latency
 
 

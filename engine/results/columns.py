@@ -65,11 +65,13 @@ class KernelColumns:
         """Make every array read-only (the estimate cache shares them), also those of deferred columns once
         computed."""
         source = self.source
-        arrays = source.computed() if isinstance(source, DeferredColumns) else list(source.values())
-        if isinstance(source, DeferredColumns):
+        deferred = isinstance(source, DeferredColumns)
+        arrays = source.computed() if deferred else list(source.values())
+        if deferred:
             source.read_only = True
+        ndarray = np.ndarray
         for values in (*arrays, *self.added.values(), self.keep):
-            if isinstance(values, np.ndarray):
+            if values.__class__ is ndarray or isinstance(values, ndarray):    # the class test first: quicker
                 values.setflags(write=False)
             elif values.__class__ is LazyColumn:
                 values.shared.freeze()
