@@ -5,147 +5,20 @@ serve() takes (device, model, lengths, concurrency, layout, dtypes), or a reason
 a system without a workbook device, a model neither in the catalog nor among the package's model
 configs, an architecture the hand models do not cover, a layout the parallelism rules reject.
 
-Layout: tp, pp as given; attention data parallelism (attention_dp replicas) is dp, with the experts over
-moe_tp x moe_ep devices taken as one expert-parallel group of that many devices (whole experts each; the
-expert tensor split is not modelled), which spans the replicas. Where moe_tp x moe_ep exceeds tp and the file
-gives no attention_dp (19 vLLM Qwen3-235B runs on H200: tp 1 or 2, moe_tp 2 or 4), dp is taken as their
-ratio, the data-parallel attention those engines run under a wider MoE group. A run whose tp divides neither
-the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
-
-Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
-fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
-activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
-Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
-The whole model takes one weight dtype (a run that quantizes only its experts is approximated).
+How runs are expressed (layout, precision): engine/serving/validation_express.py.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from engine.serving.backends import BACKENDS
+from engine.serving.backends import BACKENDS, BENCHMARK_REQUESTS
+from engine.serving.validation_express import ModelSource, concurrency_of, express, family_of
 from engine.serving.validation_windows import window_terms
 
-CATALOG_MODELS = {
-    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
-    "nvidia/Llama-3.1-8B-Instruct-FP8": "meta-llama/Llama-3.1-8B",
-    "meta-llama/Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
-    "openai/gpt-oss-120b": "openai/gpt-oss-120b",
-    "deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-V3",
-}
-# Runs named for a repository whose config.json the package does not ship: the same architecture's config
-# (the precision comes from the run's gemm_quant_mode, not from the checkpoint).
-CONFIG_ALIASES = {
-    "zhipuai/GLM-5": "zai-org/GLM-5",
-    "nvidia/DeepSeek-R1-NVFP4": "deepseek-ai/DeepSeek-R1",
-    "nvidia/Qwen3-32B-NVFP4": "Qwen/Qwen3-32B",
-}
-QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
-                "int4_wo": ("int4", "bf16", "bf16")}
 CONCURRENCY_BUCKETS = (0, 4, 16, 64, 256, np.inf)
-
-
-def model_configs_dir(root) -> Path:
-    """aiconfigurator's model_configs/ beside its systems/ directory."""
-    return Path(root).parent / "model_configs"
-
-
-class ModelSource:
-    """Models of the measured runs, loaded once: the catalog, else the package's shipped config.json."""
-
-    def __init__(self, root):
-        self.directory = model_configs_dir(root)
-        self.loaded: dict[str, object] = {}
-
-    def get(self, model_path: str):
-        """(model, None) or (None, reason)."""
-        if model_path not in self.loaded:
-            self.loaded[model_path] = self._load(model_path)
-        found = self.loaded[model_path]
-        return (None, found) if isinstance(found, str) else (found, None)
-
-    def _load(self, model_path: str):
-        from engine.models import load_model
-        source = CATALOG_MODELS.get(model_path)
-        if source is None:
-            stem = CONFIG_ALIASES.get(model_path, model_path).replace('/', '--')
-            path = self.directory / f"{stem}_config.json"
-            if not path.is_file():
-                return f"no config for {model_path} in the catalog or the package's model_configs"
-            source = str(path)
-        try:
-            return load_model(source)
-        except (ValueError, OSError) as error:
-            return f"{model_path}: {str(error).splitlines()[0][:120]}"
-
-
-def dtypes_of(quant, hardware) -> tuple[str, str, str] | None:
-    """(weight, activation, kv) dtypes for a run's gemm_quant_mode, None when unknown."""
-    key = "" if quant is None or (isinstance(quant, float) and np.isnan(quant)) or pd.isna(quant) else str(quant)
-    if key == "nvfp4":
-        activation = "nvfp4" if hardware.matrix_rate_dtype("fp4") == "fp4" else "bf16"
-        return "nvfp4", activation, "fp8"
-    return QUANTIZATION.get(key)
-
-
-def model_and_dtypes(run, hardware, models: ModelSource):
-    """(model, (weight, activation, KV dtypes)) of a measured run, or the reason it has none (a sentence)."""
-    model, reason = models.get(run.model_path)
-    if model is None:
-        return reason
-    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
-    if dtypes is None:
-        return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
-    return model, dtypes
-
-
-def express(run, devices: dict, models: ModelSource):
-    """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed."""
-    hardware = devices.get(run.device) if isinstance(run.device, str) else None
-    if hardware is None:
-        return f"system {run.system} has no workbook device"
-    if run.mode != "agg":
-        return "disaggregated run (scored with disaggregated serving)"
-    found = model_and_dtypes(run, hardware, models)
-    if isinstance(found, str):
-        return found
-    model, dtypes = found
-    moe = getattr(model, "is_moe", False)
-    ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
-    dp, tp = _whole(run.attention_dp), int(run.tp)
-    if moe and dp == 1 and ep > tp and ep % tp == 0:
-        dp = ep // tp   # experts over more devices than tp: the file leaves out the attention DP that spans them
-    if dp == 1 and moe and model.num_attention_heads % tp and model.num_experts % tp:
-        return (f"tp={tp} (moe_tp x moe_ep = {ep}, attention_dp 1) splits neither the {model.num_attention_heads} "
-                f"heads nor the {model.num_experts} experts evenly: as recorded the layout cannot run; an "
-                "attention-DP, wide-EP deployment with redundant experts is likely, which is not modelled")
-    if dp > 1 and ep <= tp:
-        return "attention data parallelism without an expert-parallel group spanning the replicas"
-    fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
-                  output_length=int(run.output_length), tp=int(run.tp), pp=_whole(run.pp), dp=dp, ep=ep,
-                  weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
-    return hardware, model, fields
-
-
-def _whole(value) -> int:
-    """A layout field of a run (1 where the file leaves it empty or writes 0, as 15 Qwen3-32B runs on GB200 do)."""
-    return max(1, int(value)) if pd.notna(value) else 1
-
-
-def concurrency_of(run) -> int:
-    """The run's client concurrency (from its source note), else its batch size (19 runs of 0.12.0 say no more)."""
-    return int(run.concurrency if pd.notna(run.concurrency) else run.max_batch)
-
-
-def family_of(model_path: str) -> str:
-    name = model_path.lower()
-    for family in ("llama", "qwen3", "deepseek", "gpt-oss", "minimax", "kimi", "glm"):
-        if family in name:
-            return family
-    return "other"
 
 
 def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic", **serve_fields) -> pd.DataFrame:
@@ -166,6 +39,7 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
             rows.append({**base, "reason": expressed})
             continue
         hardware, model, fields = expressed
+        base["attention_dp_ranks"] = fields["dp"] if fields["ep"] > fields["tp"] else 1
         backend = run.backend if run.backend in BACKENDS else "generic"
         try:
             result = serve(hardware, model, method=method, **{"backend": backend, **fields, **serve_fields})
@@ -183,18 +57,22 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
                      "graph_latency_overlap": result.options.graph_latency_overlap or 0.0,
                      "iteration_overhead_per_request_s": result.options.iteration_overhead_per_request_s or 0.0,
                      "arrival_wait_share": result.options.arrival_wait_share or 0.0,
+                     "attention_dp_wait_iterations": result.options.attention_dp_wait_iterations or 0,
                      "decode_kernel_latency_s": result.decode_kernel_latency_s, **window_terms(result)})
     return pd.DataFrame(rows)
 
 
 def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap=None, per_request_s=None,
-                   wait_share=None) -> pd.DataFrame:
+                   wait_share=None, attention_dp_wait=None) -> pd.DataFrame:
     """`scored` re-timed with other serving terms (per row or scalars): TPOT moves by the iteration overhead
     and by the change in graph_latency_overlap x the decode step's summed kernel latency (as if every
     iteration between first and last token were decode-only: exact for decode-dominated runs); TTFT by the
     request overhead plus the iteration overhead of each iteration before the first token. `per_request_s` (host
     time per decoding request per iteration) moves both by the decoding requests summed over their windows, and
-    `wait_share` TTFT by the iteration a later request waits for (engine/serving/validation_windows.py)."""
+    `wait_share` TTFT by the iteration a later request waits for (engine/serving/validation_windows.py);
+    `attention_dp_wait` (iterations a later prompt is held under attention data parallelism) TTFT of the runs with
+    attention-DP ranks by that many of the run's mean TPOT on their later requests (1 - C / N of the statistics), as
+    serve() charges it (tests/test_serving_attention_dp.py compares it with serve())."""
     out = scored.copy()
     d_iter = np.asarray(iteration_s, dtype=float) - out["iteration_overhead_s"]
     d_request = np.asarray(request_s, dtype=float) - out["request_overhead_s"]
@@ -213,6 +91,12 @@ def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap
         out["ttft_s"] = out["ttft_s"] + (np.asarray(wait_share, dtype=float) - out.get("arrival_wait_share", 0.0)) * \
             out["arrival_residual_s"]
         out["arrival_wait_share"] = wait_share
+    if attention_dp_wait is not None:   # later requests only: the burst's share of the statistics is C / N
+        ranked = _column(out, "attention_dp_ranks") > 1
+        held = np.asarray(attention_dp_wait, dtype=float) - _column(out, "attention_dp_wait_iterations")
+        later = 1.0 - np.minimum(1.0, _column(out, "concurrency") / BENCHMARK_REQUESTS)
+        out["ttft_s"] = out["ttft_s"] + np.where(ranked, held * later * out["tpot_s"], 0.0)
+        out["attention_dp_wait_iterations"] = np.where(ranked, attention_dp_wait, 0)
     out["iteration_overhead_s"], out["request_overhead_s"] = iteration_s, request_s
     return out
 
@@ -247,6 +131,7 @@ REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
 OVERLAP_GRID = np.arange(0.0, 0.951, 0.05)
 PER_REQUEST_GRID_S = np.arange(0.0, 40.1e-6, 5e-6)
 WAIT_SHARE_GRID = np.arange(0.0, 1.01, 0.25)
+ATTENTION_DP_WAIT_GRID = np.arange(0.0, 100.1, 5.0)
 TERMS = ("iteration_overhead_s", "request_overhead_s", "graph_latency_overlap", "iteration_overhead_per_request_s",
          "arrival_wait_share")
 
@@ -303,18 +188,36 @@ def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_gri
     return (*best[1:], best[0]) if with_loss else best[1:]
 
 
-def fit_serving_terms(alternatives: dict, rows, **grids) -> tuple:
-    """(arrival jitter, *TERMS) fitted on `rows` (a boolean mask over the runs): `alternatives` holds the runs scored
-    once per arrival jitter ({jitter: scored frame}, the same runs in the same order), and the jitter whose fitted
-    host-side times give the lowest loss wins. `grids`: fit_overheads' per_request_grid / wait_share_grid."""
+def fit_attention_dp_wait(part: pd.DataFrame, grid=None) -> float:
+    """Iterations a later prompt is held under attention data parallelism that minimise the TTFT loss (fit_loss) of
+    `part`'s runs with attention-DP ranks, re-timed by with_overheads (0 when `part` has none). Fitted after the
+    other terms: only those runs carry it."""
+    grid = ATTENTION_DP_WAIT_GRID if grid is None else np.asarray(grid, dtype=float)
+    ranked = part[_column(part, "attention_dp_ranks") > 1]
+    if ranked.empty or len(grid) == 1:
+        return float(grid[0]) if len(grid) == 1 else 0.0
+    step = _column(ranked, "tpot_s") * (1.0 - np.minimum(1.0, _column(ranked, "concurrency") / BENCHMARK_REQUESTS))
+    ttft = _column(ranked, "ttft_s") - _column(ranked, "attention_dp_wait_iterations") * step
+    predicted = ttft[None, :] + grid[:, None] * step[None, :]
+    losses = fit_loss(np.abs(np.log(np.maximum(predicted, 1e-9)) - np.log(_column(ranked, "measured_ttft_s"))), "ttft")
+    return float(grid[int(np.argmin(losses))])
+
+
+def fit_serving_terms(alternatives: dict, rows, attention_dp_wait_grid=None, **grids) -> tuple:
+    """(arrival jitter, *TERMS, attention-DP wait) fitted on `rows` (a boolean mask over the runs): `alternatives` holds
+    the runs scored once per arrival jitter ({jitter: scored frame}, the same runs in the same order), and the jitter
+    whose fitted host-side times give the lowest loss wins; then the attention-DP wait on those runs re-timed with the
+    chosen terms (fit_attention_dp_wait). `grids`: fit_overheads' per_request_grid / wait_share_grid."""
     best = None
     for jitter, frame in sorted(alternatives.items(), key=lambda item: (item[0] is not None, item[0] or 0)):
         frame = frame[frame["reason"] == ""]
         part = frame.loc[rows[rows].index] if isinstance(rows, pd.Series) else frame[rows]
         *terms, loss = fit_overheads(part, with_loss=True, **grids)
         if best is None or loss < best[0] - 1e-12:
-            best = (loss, jitter, *terms)
-    return best[1:]
+            best = (loss, jitter, *terms, part)
+    part = best[-1]
+    wait = fit_attention_dp_wait(with_overheads(part, *best[2:-1]), attention_dp_wait_grid)
+    return (*best[1:-1], wait)
 
 
 def leave_one_system_out(scored, by_backend: bool = True, **grids) -> pd.DataFrame:
@@ -352,7 +255,8 @@ def shipped(alternatives: dict) -> pd.DataFrame:
         profile = BACKENDS.get(backend, BACKENDS["generic"])
         parts.append(with_overheads(ok[profile.arrival_jitter].loc[group.index], profile.iteration_overhead_s,
                                     profile.request_overhead_s, profile.graph_latency_overlap,
-                                    profile.iteration_overhead_per_request_s, profile.arrival_wait_share))
+                                    profile.iteration_overhead_per_request_s, profile.arrival_wait_share,
+                                    profile.attention_dp_wait_iterations))
     return pd.concat(parts).sort_index()
 
 
