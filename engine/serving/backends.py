@@ -51,7 +51,6 @@ class BackendProfile:
     benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
     iteration_overhead_per_request_s: float = 0.0   # host time per decoding request per iteration (sampling, output)
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
-    attention_dp_wait_iterations: int = 0   # iterations a later prompt is held under attention DP (ranks prefill together)
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -97,25 +96,15 @@ def scheduling(options, method: str) -> tuple[int, int | None]:
     return jitter, requests
 
 
-def host_terms(options, method: str, attention_data_parallel: bool = False) -> tuple[float, float, int]:
-    """(host seconds per decoding request per iteration, share of the running iteration a later request waits,
-    iterations a later prompt is held under attention data parallelism) for `options` under `method`: the options'
-    values where given, else the backend's; none for the ideal methods; no hold without attention data parallelism
-    (`attention_data_parallel`: dp replicas whose expert-parallel group spans them, `attention_dp`)."""
+def host_terms(options, method: str) -> tuple[float, float]:
+    """(host seconds per decoding request per iteration, share of the running iteration a later request waits) for
+    `options` under `method`: the options' values where given, else the backend's; none for the ideal methods."""
     profile = backend_profile(options.backend)
     ideal = method in IDEAL_METHODS
     per_request = options.iteration_overhead_per_request_s
     share = options.arrival_wait_share
-    held = options.attention_dp_wait_iterations
-    held = 0 if not attention_data_parallel else held if held is not None else (
-        0 if ideal else profile.attention_dp_wait_iterations)
     return (per_request if per_request is not None else (0.0 if ideal else profile.iteration_overhead_per_request_s),
-            share if share is not None else (0.0 if ideal else profile.arrival_wait_share), int(held))
-
-
-def attention_dp(scenario) -> bool:
-    """Attention data parallelism: dp replicas whose expert-parallel group (ep > tp) spans them, stepping together."""
-    return scenario.dp > 1 and scenario.ep > scenario.tp
+            share if share is not None else (0.0 if ideal else profile.arrival_wait_share))
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:

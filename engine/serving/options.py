@@ -58,13 +58,6 @@ class ServingOptions(BaseModel):
     - `arrival_wait_share`: a later request reaches the server while an iteration runs and is scheduled only after it:
       its TTFT (and latency) gains this share of that iteration (0.5: arrivals uniform over the iteration); the
       clients' first requests find the server idle. None: the backend's value.
-    - `attention_dp_wait_iterations` W: with attention data parallelism (dp replicas whose expert-parallel group spans
-      them, ep > tp) a later prompt is held until every rank has one, so that the ranks prefill together, or until
-      W iterations have passed (TensorRT-LLM's attention-DP balance: `attention_dp_config.enable_balance`,
-      `timeout_iters` 50 by default); the simulated replicas are copies and never see the uneven arrivals, so the hold
-      is charged as W decode steps (the run's mean TPOT) on the TTFT and latency of every later request; the clients'
-      first requests arrive together and are not held. Its effect on the decode batch is left out. Other layouts: no
-      effect. None: the backend's value.
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -93,7 +86,6 @@ class ServingOptions(BaseModel):
     benchmark_requests: Optional[int] = Field(None, ge=1, le=100_000_000)
     iteration_overhead_per_request_s: Optional[float] = Field(None, ge=0.0, le=1.0)
     arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
-    attention_dp_wait_iterations: Optional[int] = Field(None, ge=0, le=10_000)
 
     @field_validator("backend")
     @classmethod

@@ -34,7 +34,7 @@ from engine.results.run import check_fits_model
 from engine.estimators import get_method
 from engine.workload.parallel import parallel_layout
 from engine.serving import cost
-from engine.serving.backends import attention_dp, backend_profile, host_terms, overheads, scheduling
+from engine.serving.backends import backend_profile, host_terms, overheads, scheduling
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, host_times, kv_budget, request_arrays
@@ -46,7 +46,7 @@ SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length"
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
                                   "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap",
                                   "arrival_jitter", "benchmark_requests", "iteration_overhead_per_request_s",
-                                  "arrival_wait_share", "attention_dp_wait_iterations"})
+                                  "arrival_wait_share"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -131,7 +131,7 @@ class LayoutSetup:
         fitted = overheads(base.backend, self.method.name)
         self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
         self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
-        per_decoding, wait_share, self.held = host_terms(base, self.method.name, attention_dp(self.scenario))
+        per_decoding, wait_share = host_terms(base, self.method.name)
         self.host_options = base.model_copy(update={"iteration_overhead_s": self.overhead,
                                                     "iteration_overhead_per_request_s": per_decoding,
                                                     "arrival_wait_share": wait_share})
@@ -268,7 +268,6 @@ class LayoutEvaluator(LayoutSetup):
     def _metrics(self, options: ServingOptions, runs: list, times: dict) -> dict:
         """serve()'s metrics (engine/serving/simulate.py _result) from numpy arrays."""
         tokens_per_s, parts = 0.0, []
-        options = options.model_copy(update={"attention_dp_wait_iterations": self.held})
         for replicas, plan in runs:
             r = plan.schedule.requests
             a = request_arrays(plan.schedule, times[id(plan)], options, self.request_overhead or 0.0,

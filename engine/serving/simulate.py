@@ -37,7 +37,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
-from engine.serving.backends import attention_dp, backend_profile, host_terms, overheads, scheduling
+from engine.serving.backends import backend_profile, host_terms, overheads, scheduling
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -136,12 +136,12 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     overlap = (profile.graph_latency_overlap if options.graph_latency_overlap is None
                else options.graph_latency_overlap) if graphed else 0.0
     jitter, benchmark_requests = scheduling(options, chosen.name)
-    per_decoding, wait_share, held = host_terms(options, chosen.name, attention_dp(cost_scenario))
+    per_decoding, wait_share = host_terms(options, chosen.name)
     options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request,
                                          "mixed_prefill": mixed, "graph_latency_overlap": overlap,
                                          "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
                                          "iteration_overhead_per_request_s": per_decoding,
-                                         "arrival_wait_share": wait_share, "attention_dp_wait_iterations": held})
+                                         "arrival_wait_share": wait_share})
     graph = get_method("realistic-graph") if graphed else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
@@ -260,14 +260,9 @@ def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_ove
     client = (options.request_overhead_s if request_overhead_s is None else request_overhead_s) or 0.0
     # (the request overhead is on the client's clock, outside the server's schedule)
     total = options.benchmark_requests if benchmark_requests is None else benchmark_requests
-    weight = request_weights(r["sequence"], measured, options.concurrency, total)
-    held = np.zeros(len(tpot))
-    if options.attention_dp_wait_iterations:   # attention DP: a later prompt held W decode steps of the run
-        timed = measured & np.isfinite(tpot)
-        step = float(np.average(tpot[timed], weights=weight[timed])) if weight[timed].sum() > 0 else 0.0
-        held = np.where(r["sequence"] > 0, options.attention_dp_wait_iterations * step, 0.0)
-    return {"arrival_s": arrival, "ttft_s": first - arrival + client + held, "tpot_s": tpot,
-            "e2e_s": finish - arrival + client + held, "finish_s": finish, "measured": measured, "weight": weight}
+    return {"arrival_s": arrival, "ttft_s": first - arrival + client, "tpot_s": tpot,
+            "e2e_s": finish - arrival + client, "finish_s": finish, "measured": measured,
+            "weight": request_weights(r["sequence"], measured, options.concurrency, total)}
 
 
 def request_weights(sequence: np.ndarray, measured: np.ndarray, concurrency: int, benchmark_requests: int | None):

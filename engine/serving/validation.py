@@ -10,11 +10,10 @@ How runs are expressed (layout, precision): engine/serving/validation_express.py
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
-from engine.serving.backends import BACKENDS, BENCHMARK_REQUESTS
+from engine.serving.backends import BACKENDS
 from engine.serving.validation_express import ModelSource, concurrency_of, express, family_of
 from engine.serving.validation_windows import window_terms
 
@@ -57,22 +56,18 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
                      "graph_latency_overlap": result.options.graph_latency_overlap or 0.0,
                      "iteration_overhead_per_request_s": result.options.iteration_overhead_per_request_s or 0.0,
                      "arrival_wait_share": result.options.arrival_wait_share or 0.0,
-                     "attention_dp_wait_iterations": result.options.attention_dp_wait_iterations or 0,
                      "decode_kernel_latency_s": result.decode_kernel_latency_s, **window_terms(result)})
     return pd.DataFrame(rows)
 
 
 def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap=None, per_request_s=None,
-                   wait_share=None, attention_dp_wait=None) -> pd.DataFrame:
+                   wait_share=None) -> pd.DataFrame:
     """`scored` re-timed with other serving terms (per row or scalars): TPOT moves by the iteration overhead
     and by the change in graph_latency_overlap x the decode step's summed kernel latency (as if every
     iteration between first and last token were decode-only: exact for decode-dominated runs); TTFT by the
     request overhead plus the iteration overhead of each iteration before the first token. `per_request_s` (host
     time per decoding request per iteration) moves both by the decoding requests summed over their windows, and
-    `wait_share` TTFT by the iteration a later request waits for (engine/serving/validation_windows.py);
-    `attention_dp_wait` (iterations a later prompt is held under attention data parallelism) TTFT of the runs with
-    attention-DP ranks by that many of the run's mean TPOT on their later requests (1 - C / N of the statistics), as
-    serve() charges it (tests/test_serving_attention_dp.py compares it with serve())."""
+    `wait_share` TTFT by the iteration a later request waits for (engine/serving/validation_windows.py)."""
     out = scored.copy()
     d_iter = np.asarray(iteration_s, dtype=float) - out["iteration_overhead_s"]
     d_request = np.asarray(request_s, dtype=float) - out["request_overhead_s"]
@@ -91,12 +86,6 @@ def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap
         out["ttft_s"] = out["ttft_s"] + (np.asarray(wait_share, dtype=float) - out.get("arrival_wait_share", 0.0)) * \
             out["arrival_residual_s"]
         out["arrival_wait_share"] = wait_share
-    if attention_dp_wait is not None:   # later requests only: the burst's share of the statistics is C / N
-        ranked = _column(out, "attention_dp_ranks") > 1
-        held = np.asarray(attention_dp_wait, dtype=float) - _column(out, "attention_dp_wait_iterations")
-        later = 1.0 - np.minimum(1.0, _column(out, "concurrency") / BENCHMARK_REQUESTS)
-        out["ttft_s"] = out["ttft_s"] + np.where(ranked, held * later * out["tpot_s"], 0.0)
-        out["attention_dp_wait_iterations"] = np.where(ranked, attention_dp_wait, 0)
     out["iteration_overhead_s"], out["request_overhead_s"] = iteration_s, request_s
     return out
 
@@ -131,7 +120,6 @@ REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
 OVERLAP_GRID = np.arange(0.0, 0.951, 0.05)
 PER_REQUEST_GRID_S = np.arange(0.0, 40.1e-6, 5e-6)
 WAIT_SHARE_GRID = np.arange(0.0, 1.01, 0.25)
-ATTENTION_DP_WAIT_GRID = np.arange(0.0, 100.1, 5.0)
 TERMS = ("iteration_overhead_s", "request_overhead_s", "graph_latency_overlap", "iteration_overhead_per_request_s",
          "arrival_wait_share")
 
@@ -188,36 +176,18 @@ def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_gri
     return (*best[1:], best[0]) if with_loss else best[1:]
 
 
-def fit_attention_dp_wait(part: pd.DataFrame, grid=None) -> float:
-    """Iterations a later prompt is held under attention data parallelism that minimise the TTFT loss (fit_loss) of
-    `part`'s runs with attention-DP ranks, re-timed by with_overheads (0 when `part` has none). Fitted after the
-    other terms: only those runs carry it."""
-    grid = ATTENTION_DP_WAIT_GRID if grid is None else np.asarray(grid, dtype=float)
-    ranked = part[_column(part, "attention_dp_ranks") > 1]
-    if ranked.empty or len(grid) == 1:
-        return float(grid[0]) if len(grid) == 1 else 0.0
-    step = _column(ranked, "tpot_s") * (1.0 - np.minimum(1.0, _column(ranked, "concurrency") / BENCHMARK_REQUESTS))
-    ttft = _column(ranked, "ttft_s") - _column(ranked, "attention_dp_wait_iterations") * step
-    predicted = ttft[None, :] + grid[:, None] * step[None, :]
-    losses = fit_loss(np.abs(np.log(np.maximum(predicted, 1e-9)) - np.log(_column(ranked, "measured_ttft_s"))), "ttft")
-    return float(grid[int(np.argmin(losses))])
-
-
-def fit_serving_terms(alternatives: dict, rows, attention_dp_wait_grid=None, **grids) -> tuple:
-    """(arrival jitter, *TERMS, attention-DP wait) fitted on `rows` (a boolean mask over the runs): `alternatives` holds
-    the runs scored once per arrival jitter ({jitter: scored frame}, the same runs in the same order), and the jitter
-    whose fitted host-side times give the lowest loss wins; then the attention-DP wait on those runs re-timed with the
-    chosen terms (fit_attention_dp_wait). `grids`: fit_overheads' per_request_grid / wait_share_grid."""
+def fit_serving_terms(alternatives: dict, rows, **grids) -> tuple:
+    """(arrival jitter, *TERMS) fitted on `rows` (a boolean mask over the runs): `alternatives` holds the runs scored
+    once per arrival jitter ({jitter: scored frame}, the same runs in the same order), and the jitter whose fitted
+    host-side times give the lowest loss wins. `grids`: fit_overheads' per_request_grid / wait_share_grid."""
     best = None
     for jitter, frame in sorted(alternatives.items(), key=lambda item: (item[0] is not None, item[0] or 0)):
         frame = frame[frame["reason"] == ""]
         part = frame.loc[rows[rows].index] if isinstance(rows, pd.Series) else frame[rows]
         *terms, loss = fit_overheads(part, with_loss=True, **grids)
         if best is None or loss < best[0] - 1e-12:
-            best = (loss, jitter, *terms, part)
-    part = best[-1]
-    wait = fit_attention_dp_wait(with_overheads(part, *best[2:-1]), attention_dp_wait_grid)
-    return (*best[1:-1], wait)
+            best = (loss, jitter, *terms)
+    return best[1:]
 
 
 def leave_one_system_out(scored, by_backend: bool = True, **grids) -> pd.DataFrame:
@@ -255,8 +225,7 @@ def shipped(alternatives: dict) -> pd.DataFrame:
         profile = BACKENDS.get(backend, BACKENDS["generic"])
         parts.append(with_overheads(ok[profile.arrival_jitter].loc[group.index], profile.iteration_overhead_s,
                                     profile.request_overhead_s, profile.graph_latency_overlap,
-                                    profile.iteration_overhead_per_request_s, profile.arrival_wait_share,
-                                    profile.attention_dp_wait_iterations))
+                                    profile.iteration_overhead_per_request_s, profile.arrival_wait_share))
     return pd.concat(parts).sort_index()
 
 
