@@ -109,9 +109,8 @@ def test_cross_validated_floors(scored):
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
-    floor = 0.085     # TPOT median with the shipped constants (0.112 when written; 0.105 after merging h/kernacc's and
-    # h/decode's kernel refits, 0.138 with the change below; 0.077 with the backends refitted on the final kernels,
-    # h/serve3, 0.142 with the change below: floor 0.115 -> 0.085)
+    floor = 0.115     # TPOT median with the shipped constants (0.112 when written; 0.105 after merging h/kernacc's and
+    # h/decode's kernel refits, 0.138 with the change below)
     assert validation.summary(validation.errors(scored)).iloc[0]["tpot_median"] <= floor
     # the achievable memory-bandwidth fraction (fitted per device on measured kernels) 15% lower: decode steps,
     # which stream weights and KV cache, slow down by 1/0.85 and the floor no longer holds
@@ -150,13 +149,8 @@ def in_bounds(summary) -> bool:
     # overlap), 0.099 / 0.113 (bias +0.033 / +0.042, per-decoding-request overhead), TTFT to 0.466 / 0.575 (bias
     # +0.447 / +0.523, request overhead) and 0.487 / 0.585 (bias +0.434 / +0.483, arrival wait share): TPOT median
     # 0.109 -> 0.107, TPOT bias band 0.032-0.036 -> 0.035-0.039 so that each of the eight changes still breaks it.
-    # The vLLM, SGLang and TensorRT-LLM terms refitted on the final kernels (h/serve3: request overheads 40 / 130 / 75
-    # ms, engine/serving/backends.py), re-measured: 0.0770, +0.0286, 0.407, +0.368; 15% off moves TPOT to 0.101 / 0.060
-    # (bias +0.042 / +0.004, graph latency overlap), 0.073 / 0.087 (bias +0.0245 / +0.0405, per-decoding-request
-    # overhead), TTFT to 0.353 / 0.446 (bias +0.313 / +0.415, request overhead) and 0.407 / 0.430 (bias +0.332 /
-    # +0.403, arrival wait share): bands moved to those values, each of the eight changes still breaks them.
-    return (summary["tpot_median"] <= 0.08 and 0.026 <= summary["tpot_bias"] <= 0.032
-            and summary["ttft_median"] <= 0.42 and 0.34 <= summary["ttft_bias"] <= 0.39)
+    return (summary["tpot_median"] <= 0.107 and 0.035 <= summary["tpot_bias"] <= 0.039
+            and summary["ttft_median"] <= 0.54 and 0.455 <= summary["ttft_bias"] <= 0.47)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

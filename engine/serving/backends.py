@@ -62,20 +62,18 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     # it): the serving search's screen and its tests are built on it; refitting it is left to the search's owner
     BackendProfile("generic", 0.0001, 0.070, "fitted over the vLLM, SGLang and TensorRT-LLM runs together",
                    graph_latency_overlap=0.30, arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS),
-    # vLLM, SGLang, TensorRT-LLM refitted 2026-11-26 (h/serve3) on the final kernels (h/gemm2, h/kern3) and the
-    # attention-DP layout reading (validation_express.attention_dp_reading), with the fits' tail weights
-    BackendProfile("vllm", 0.0, 0.040, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
+    BackendProfile("vllm", 0.0, 0.050, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
                    "to the engine core", graph_latency_overlap=0.25, arrival_jitter=8,
-                   benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=5e-6,
-                   arrival_wait_share=0.75),
-    BackendProfile("sglang", 0.0018, 0.130, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
-                   "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.70,
-                   arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=40e-6,
-                   arrival_wait_share=0.0),
-    BackendProfile("trtllm", 0.0004, 0.075, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
-                   "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.55,
-                   arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
+                   benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
+                   arrival_wait_share=1.0),
+    BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
+                   "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
+                   arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
                    arrival_wait_share=0.5),
+    BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
+                   "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
+                   arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
+                   arrival_wait_share=0.0),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 
