@@ -119,8 +119,8 @@ def main(argv=None) -> int:
          "TPOT over 1.5x apart (not the headline; validation_windows.conflicting_measurements)",
          validation.summary(held_out[~conflicting]))
     above = held_out["concurrency"].astype(float) > held_out["max_batch"].astype(float)
-    show(f"leave-one-system-out, the {int(above.sum())} runs whose concurrency exceeds their batch size (which is the "
-         "offered load is not settled; docs/serving.md) and the rest", validation.summary(held_out.assign(
+    show(f"leave-one-system-out, the {int(above.sum())} runs whose concurrency exceeds their batch size (the batch "
+         "per attention-DP rank; validation_express.attention_dp_reading) and the rest", validation.summary(held_out.assign(
              concurrency_above_batch=above), ["concurrency_above_batch"]))
     headline = validation.summary(held_out).iloc[0]
     if args.write:

@@ -46,9 +46,13 @@ def test_express_maps_precision_layout_and_refusals():
     assert (llama["weight_dtype"], llama["concurrency"]) == ("bf16", 24)     # no concurrency note: the batch size
     assert "no workbook device" in validation.express(run_row(device=None, system="l40s"), devices, models)
     assert "attention data parallelism" in validation.express(run_row(attention_dp=4), devices, models)
-    # attention data parallelism over 4 replicas, experts over 2 x 2 devices: one expert-parallel group of 4
-    _, _, wide = validation.express(run_row(tp=1, attention_dp=4, moe_tp=2, moe_ep=2), devices, models)
-    assert (wide["tp"], wide["dp"], wide["ep"]) == (1, 4, 4)
+    # attention data parallelism over 4 replicas, experts over 2 x 4 devices: one expert-parallel group of 8
+    _, _, wide = validation.express(run_row(tp=1, attention_dp=4, moe_tp=2, moe_ep=4, concurrency=64), devices,
+                                    models)
+    assert (wide["tp"], wide["dp"], wide["ep"]) == (1, 4, 8)
+    # attention_dp = moe_tp x moe_ep with moe_tp = moe_ep (2 x 2): read as moe_ep ranks (validation.attention_dp_reading)
+    _, _, square = validation.express(run_row(tp=1, attention_dp=4, moe_tp=2, moe_ep=2), devices, models)
+    assert (square["tp"], square["dp"], square["ep"]) == (1, 2, 2)
     assert "no config" in validation.express(run_row(model_path="zhipuai/GLM-5"), devices, models)
     # a layout field written as 0 (15 Qwen3-32B runs on GB200 write attention_dp_size 0) means no split
     _, _, zero = validation.express(run_row(model_path="meta-llama/Llama-3.1-70B", attention_dp=0, moe_tp=0,

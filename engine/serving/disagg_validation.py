@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engine.serving.backends import BACKENDS
-from engine.serving.validation import ModelSource, _whole, family_of, model_and_dtypes
+from engine.serving.validation_express import ModelSource, _whole, family_of, model_and_dtypes
 
 NO_WORKERS = "no prefill/decode worker counts in the file (pool sizes unknown)"
 

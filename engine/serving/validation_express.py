@@ -1,0 +1,165 @@
+"""How a measured serving run (a row of engine.calibration.silicon.serving.read_serving_runs) is expressed as
+serve() fields (engine/serving/validation.py scores them).
+
+Layout: tp, pp as given; attention data parallelism (attention_dp replicas) is dp, with the experts over
+moe_tp x moe_ep devices taken as one expert-parallel group of that many devices (whole experts each; the
+expert tensor split is not modelled), which spans the replicas. Where moe_tp x moe_ep exceeds tp and the file
+gives no attention_dp (19 vLLM Qwen3-235B runs on H200: tp 1 or 2, moe_tp 2 or 4), dp is taken as their
+ratio, the data-parallel attention those engines run under a wider MoE group. A run whose tp divides neither
+the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
+The batch size is per attention-DP rank (aiconfigurator counts concurrency = batch_size x attention_dp_size) and
+the clients are spread over the replicas; two recordings that state the layout otherwise are read as
+attention_dp_reading says.
+
+Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
+fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
+activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
+Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
+The whole model takes one weight dtype (a run that quantizes only its experts is approximated).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CATALOG_MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
+    "openai/gpt-oss-120b": "openai/gpt-oss-120b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-V3",
+}
+# Runs named for a repository whose config.json the package does not ship: the same architecture's config
+# (the precision comes from the run's gemm_quant_mode, not from the checkpoint).
+CONFIG_ALIASES = {
+    "zhipuai/GLM-5": "zai-org/GLM-5",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-ai/DeepSeek-R1",
+    "nvidia/Qwen3-32B-NVFP4": "Qwen/Qwen3-32B",
+}
+QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
+                "int4_wo": ("int4", "bf16", "bf16")}
+
+
+def model_configs_dir(root) -> Path:
+    """aiconfigurator's model_configs/ beside its systems/ directory."""
+    return Path(root).parent / "model_configs"
+
+
+class ModelSource:
+    """Models of the measured runs, loaded once: the catalog, else the package's shipped config.json."""
+
+    def __init__(self, root):
+        self.directory = model_configs_dir(root)
+        self.loaded: dict[str, object] = {}
+
+    def get(self, model_path: str):
+        """(model, None) or (None, reason)."""
+        if model_path not in self.loaded:
+            self.loaded[model_path] = self._load(model_path)
+        found = self.loaded[model_path]
+        return (None, found) if isinstance(found, str) else (found, None)
+
+    def _load(self, model_path: str):
+        from engine.models import load_model
+        source = CATALOG_MODELS.get(model_path)
+        if source is None:
+            stem = CONFIG_ALIASES.get(model_path, model_path).replace('/', '--')
+            path = self.directory / f"{stem}_config.json"
+            if not path.is_file():
+                return f"no config for {model_path} in the catalog or the package's model_configs"
+            source = str(path)
+        try:
+            return load_model(source)
+        except (ValueError, OSError) as error:
+            return f"{model_path}: {str(error).splitlines()[0][:120]}"
+
+
+def dtypes_of(quant, hardware) -> tuple[str, str, str] | None:
+    """(weight, activation, kv) dtypes for a run's gemm_quant_mode, None when unknown."""
+    key = "" if quant is None or (isinstance(quant, float) and np.isnan(quant)) or pd.isna(quant) else str(quant)
+    if key == "nvfp4":
+        activation = "nvfp4" if hardware.matrix_rate_dtype("fp4") == "fp4" else "bf16"
+        return "nvfp4", activation, "fp8"
+    return QUANTIZATION.get(key)
+
+
+def model_and_dtypes(run, hardware, models: ModelSource):
+    """(model, (weight, activation, KV dtypes)) of a measured run, or the reason it has none (a sentence)."""
+    model, reason = models.get(run.model_path)
+    if model is None:
+        return reason
+    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
+    if dtypes is None:
+        return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
+    return model, dtypes
+
+
+def express(run, devices: dict, models: ModelSource):
+    """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed."""
+    hardware = devices.get(run.device) if isinstance(run.device, str) else None
+    if hardware is None:
+        return f"system {run.system} has no workbook device"
+    if run.mode != "agg":
+        return "disaggregated run (scored with disaggregated serving)"
+    found = model_and_dtypes(run, hardware, models)
+    if isinstance(found, str):
+        return found
+    model, dtypes = found
+    moe = getattr(model, "is_moe", False)
+    ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
+    dp, tp = _whole(run.attention_dp), int(run.tp)
+    if moe:
+        tp, dp, ep = attention_dp_reading(run, tp, dp, ep)
+    if moe and dp == 1 and ep > tp and ep % tp == 0:
+        dp = ep // tp   # experts over more devices than tp: the file leaves out the attention DP that spans them
+    if dp == 1 and moe and model.num_attention_heads % tp and model.num_experts % tp:
+        return (f"tp={tp} (moe_tp x moe_ep = {ep}, attention_dp 1) splits neither the {model.num_attention_heads} "
+                f"heads nor the {model.num_experts} experts evenly: as recorded the layout cannot run; an "
+                "attention-DP, wide-EP deployment with redundant experts is likely, which is not modelled")
+    if dp > 1 and ep <= tp:
+        return "attention data parallelism without an expert-parallel group spanning the replicas"
+    fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
+                  output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
+                  weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    return hardware, model, fields
+
+
+def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]:
+    """(tp, dp, ep) of a mixture-of-experts run read as aiconfigurator counts its concurrency: batch_size x
+    attention_dp_size clients, the batch per attention-DP rank (sdk/backends/base_backend.py). Two recordings that
+    state it otherwise:
+    - no attention_dp written, tp > 1 and the concurrency exactly batch x tp: attention DP over the tp devices (one
+      rank each, experts over all of them), as Dynamo's `--enable-attention-dp` sets attention_dp_size = tp (13 runs
+      of TensorRT-LLM through Dynamo: DeepSeek-R1/V3.1 NVFP4, gpt-oss on H100);
+    - tp 1 and attention_dp = moe_tp x moe_ep with moe_tp = moe_ep > 1 (attention_dp 16 or 64): moe_ep ranks. 22 of
+      the 38 such DeepSeek runs repeat, to the last digit of TTFT and TPOT, a run of the same system, lengths and
+      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip."""
+    concurrency, batch = run.concurrency, run.max_batch
+    if dp == 1 and tp > 1 and pd.notna(concurrency) and pd.notna(batch) and int(concurrency) == int(batch) * tp \
+            and int(concurrency) > int(batch):
+        return 1, tp, tp
+    moe_tp, moe_ep = _whole(run.moe_tp), _whole(run.moe_ep)
+    if tp == 1 and moe_tp > 1 and moe_tp == moe_ep and dp == moe_tp * moe_ep:
+        return 1, moe_ep, moe_ep
+    return tp, dp, ep
+
+
+def _whole(value) -> int:
+    """A layout field of a run (1 where the file leaves it empty or writes 0, as 15 Qwen3-32B runs on GB200 do)."""
+    return max(1, int(value)) if pd.notna(value) else 1
+
+
+def concurrency_of(run) -> int:
+    """The run's client concurrency (from its source note), else its batch size (19 runs of 0.12.0 say no more)."""
+    return int(run.concurrency if pd.notna(run.concurrency) else run.max_batch)
+
+
+def family_of(model_path: str) -> str:
+    name = model_path.lower()
+    for family in ("llama", "qwen3", "deepseek", "gpt-oss", "minimax", "kimi", "glm"):
+        if family in name:
+            return family
+    return "other"
