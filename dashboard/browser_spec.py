@@ -10,8 +10,9 @@ recompute and redraw everything a second time (measured in Chromium: two full dr
 - `meta` on traces or layout (an object, compared by reference; a change means "redraw").
 So the browser gets: the template's settings written into the figure itself (the values a chart sets win, as they
 do over a template), no template; `datarevision`, a digest of the traces (a new figure gets a new one, so Plotly
-never keeps old data); no `meta` (the charts' own bookkeeping, read by the tests and exports on the server side,
-never by the browser). The plot drawn is the same (a browser check compares Plotly's full layout and data of both
+never keeps old data); `meta` (the charts' own bookkeeping: roles, devices, units; no hover text of ours reads it)
+sent as `_meta`, which plotly.js keeps in the input and leaves out of what it compares and draws (the tests read the
+charts a page sends from it). The plot drawn is the same (a browser check compares Plotly's full layout and data of both
 forms: benchmarks/rerun_cpu.py's docs, docs/responsiveness.md). The figure objects on the server are unchanged:
 exports, slides and tests use them as before.
 """
@@ -24,6 +25,7 @@ import re
 
 from plotly.io.json import to_json_plotly
 
+RENAMED = {"meta": "_meta"}       # plotly.js compares meta objects by reference: a new copy redraws the plot
 AXIS = re.compile(r"^([xy])axis(\d*)$")
 ITEM_DEFAULTS = {"annotations": "annotationdefaults", "shapes": "shapedefaults", "images": "imagedefaults",
                  "sliders": "sliderdefaults", "updatemenus": "updatemenudefaults"}
@@ -89,7 +91,7 @@ def _axis_default(name: str, axis: dict, default: dict, data: list) -> dict:
 
 
 def _flatten_layout(layout: dict, template_layout: dict, data: list) -> dict:
-    flat = {key: value for key, value in layout.items() if key not in ("template", "meta")}
+    flat = {RENAMED.get(key, key): value for key, value in layout.items() if key != "template"}
     for key, default in template_layout.items():
         if key in ("xaxis", "yaxis"):
             for name in _axis_names(layout, data):
@@ -107,12 +109,12 @@ def _flatten_layout(layout: dict, template_layout: dict, data: list) -> dict:
 
 def _flatten_data(data: list, template_data: dict) -> list:
     """Each trace over its type's template entries, cycled as plotly.js does (the n-th trace of a type takes entry
-    n modulo their count); `meta` left out."""
+    n modulo their count); `meta` as `_meta`."""
     seen: dict[str, int] = {}
     flat = []
     for trace in data:
         kind = trace.get("type", "scatter")
-        trace = {key: value for key, value in trace.items() if key != "meta"}
+        trace = {RENAMED.get(key, key): value for key, value in trace.items()}
         defaults = template_data.get(kind) or []
         if defaults:
             index = seen.get(kind, 0)
@@ -124,7 +126,7 @@ def _flatten_data(data: list, template_data: dict) -> list:
 
 def browser_dict(figure_dict: dict) -> dict:
     """The plotly dict of a figure (`figure.to_dict()`, not changed) as the browser is sent it: template written in,
-    no template and no meta, `layout.datarevision` a digest of the traces."""
+    no template, `meta` as `_meta`, `layout.datarevision` a digest of the traces."""
     layout = figure_dict.get("layout") or {}
     template = layout.get("template") or {}
     data = _flatten_data(list(figure_dict.get("data") or []), template.get("data") or {})

@@ -1,5 +1,6 @@
 """Before the first chart (issue 14): the page's first element imports Plotly's chunk early (once: Streamlit's own
-import of it finds the same module), its element takes no room, and the loading placeholders do not animate."""
+import of it finds the same module), its element takes no room, the loading placeholders do not animate, and
+the running man in the top bar stands still while a script runs (no repaint every 200 ms)."""
 
 from __future__ import annotations
 
@@ -26,4 +27,12 @@ def test_plotly_is_imported_once_early_and_the_preload_takes_no_room(page, serve
     still = page.evaluate("""() => { const s = document.createElement('div'); s.setAttribute('data-testid', 'stSkeleton');
         document.body.appendChild(s); const name = getComputedStyle(s).animationName; s.remove(); return name; }""")
     assert still == "none"
+    # the running man stands still: his pose-swapping icon is not drawn, one pose is, as a picture of his size
+    running = page.evaluate("""() => { const icon = document.createElement('div');
+        icon.setAttribute('data-testid', 'stStatusWidgetRunningIcon'); icon.innerHTML = '<svg viewBox="0 0 24 24"></svg>';
+        document.body.appendChild(icon); const box = icon.getBoundingClientRect(), style = getComputedStyle(icon);
+        const shown = [getComputedStyle(icon.firstChild).display, style.backgroundImage.startsWith('url("data:image/svg+xml'),
+                       Math.round(box.width), Math.round(box.height)];
+        icon.remove(); return shown; }""")
+    assert running == ["none", True, 26, 26]
     assert page.console_errors == []

@@ -21,7 +21,13 @@ HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", 
 
 
 def figures(app) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    """The charts the page sends, their bookkeeping (sent as `_meta`, dashboard/browser_spec.py) back as `meta`."""
+    specs = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    for spec in specs:
+        for item in (spec["layout"], *spec["data"]):
+            if "_meta" in item:
+                item["meta"] = item.pop("_meta")
+    return specs
 
 
 def array(value) -> np.ndarray:

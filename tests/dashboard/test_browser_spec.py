@@ -1,5 +1,5 @@
 """dashboard/browser_spec.py: the dict the browser is sent for a figure carries the template's settings itself (the
-figure's own values winning), no template and no meta, and a data revision that follows the traces. That Plotly
+figure's own values winning), no template, meta as `_meta`, and a data revision that follows the traces. That Plotly
 draws the same plot from it is checked in Chromium (tests/browser/test_browser_spec_browser.py)."""
 
 from __future__ import annotations
@@ -66,11 +66,12 @@ def test_trace_defaults_cycle_per_type_and_the_trace_wins():
     assert [trace.get("opacity") for trace in sent["data"]] == [0.5, None, 0.8, 0.5, 1.0]
 
 
-def test_meta_is_left_out_and_the_figure_given_is_not_changed():
+def test_meta_goes_as_underscore_meta_and_the_figure_given_is_not_changed():
     figure = spec([{"type": "scatter", "x": [1], "y": [1], "meta": {"role": "ceiling"}}], meta={"unit": "J"})
     before = copy.deepcopy(figure)
     sent = browser_dict(figure)
     assert "meta" not in sent["data"][0] and "meta" not in sent["layout"]
+    assert sent["data"][0]["_meta"] == {"role": "ceiling"} and sent["layout"]["_meta"] == {"unit": "J"}
     assert figure == before
 
 

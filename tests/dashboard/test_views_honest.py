@@ -25,7 +25,8 @@ def run_app(**params) -> AppTest:
 
 
 def figures(app) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    from tests.dashboard.test_app_explore import figures as sent
+    return sent(app)
 
 
 EDITED = "H100-SXM (edited: memory bandwidth 6,700 GB/s)"
