@@ -138,6 +138,17 @@ def compute_dtype(*dtypes: str) -> str:
     return widest.compute_format
 
 
+def gemm_dtype(weight: str, activation: str) -> str:
+    """The dtype a GEMM row carries: the key of its per-format constants (RealisticConstants, looked up by the
+    dtype, then by its compute format) and, through its compute format, of its matrix rate. Where both operands
+    share one block-scaled format (fp8_g128 x fp8_g128: DeepSeek-style block-scaled fp8; nvfp4 x nvfp4) the
+    format itself, so its own constants apply rather than the per-tensor format's (plain fp8's quantize kernel);
+    else `compute_dtype` (weight-only or mixed formats run at the wider operand's rate)."""
+    if weight == activation and number_format(weight).group_size:
+        return check_dtype(weight)
+    return compute_dtype(weight, activation)
+
+
 class _FallbackTable(dict):
     """MATRIX_FALLBACK, also answering for every named or grouped format through its compute format."""
 
