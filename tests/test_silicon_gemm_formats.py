@@ -19,7 +19,8 @@ from engine.hardware.dtypes import gemm_dtype
 
 @pytest.mark.parametrize("weight, activation, expected", [
     ("fp8_g128", "fp8_g128", "fp8_g128"),     # block-scaled fp8 (aiconfigurator's fp8_block, DeepSeek's checkpoints)
-    ("nvfp4", "nvfp4", "nvfp4"),
+    ("int8_g64", "int8_g64", "int8_g64"),
+    ("nvfp4", "nvfp4", "fp4"),                 # microscaled in the tensor cores: its compute format, as before
     ("fp8", "fp8", "fp8"),                     # per-tensor fp8
     ("fp8_e4m3", "fp8_e4m3", "fp8"),           # no scale groups: its compute format, as before
     ("int4_g128", "bf16", "bf16"),             # weight-only: the activation's rate
