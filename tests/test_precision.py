@@ -70,6 +70,14 @@ def test_w8a8_fp8_computes_at_the_fp8_rate(devices, llama8b):
     assert compute_dtype("fp8", "bf16") == "bf16" and compute_dtype("nvfp4", "nvfp4") == "fp4"
 
 
+def test_block_scaled_fp8_keeps_its_format_and_runs_at_the_fp8_rate(devices, llama8b):
+    # the row carries fp8_g128 (so RealisticConstants' fp8_g128 entries apply, not per-tensor fp8's) and still
+    # multiplies at H100's fp8 peak
+    _, up = _compute_bound_gemm(devices, llama8b, weight_dtype="fp8_g128", activation_dtype="fp8_g128")
+    assert up["dtype"] == "fp8_g128" and up["matrix_rate_dtype"] == "fp8"
+    assert up["compute_time_s"] == pytest.approx(2 * 16 * 1024 * H * INTER / H100_FP8, rel=1e-3)
+
+
 def test_a_rate_the_device_lacks_falls_back_with_a_note(devices, llama8b, capsys):
     result, up = _compute_bound_gemm(devices, llama8b, weight_dtype="nvfp4", activation_dtype="nvfp4")
     assert up["dtype"] == "fp4" and up["matrix_rate_dtype"] == "fp8"          # H100 has no fp4 tensor-core rate

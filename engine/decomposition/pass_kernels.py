@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.decomposition.passes import ForwardPass
-from engine.hardware.dtypes import bytes_per_value, compute_dtype
+from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.kernels.collective_kinds import bandwidth_factor, kind_of
 from engine.kernels.fields import gemm_fields
 from engine.kernels.table import KernelTableBuilder
@@ -49,7 +49,7 @@ class PassKernels:
         value_bytes = BytesPerValue(bytes_per_value(scenario.activation_dtype), bytes_per_value(scenario.weight_dtype),
                                     bytes_per_value(scenario.kv_dtype))
         return cls(builder, forward_pass, value_bytes,
-                   gemm_dtype=compute_dtype(scenario.weight_dtype, scenario.activation_dtype),
+                   gemm_dtype=gemm_dtype(scenario.weight_dtype, scenario.activation_dtype),
                    attention_dtype=compute_dtype(scenario.activation_dtype, scenario.kv_dtype),
                    vector_dtype=scenario.activation_dtype, kv_dtype=scenario.kv_dtype,
                    weight_matrix_type="Va_Mw" if decode_only else "Ma_Mw",

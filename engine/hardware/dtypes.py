@@ -138,6 +138,19 @@ def compute_dtype(*dtypes: str) -> str:
     return widest.compute_format
 
 
+def gemm_dtype(weight: str, activation: str) -> str:
+    """The dtype a GEMM row carries: the key of its per-format constants (RealisticConstants, looked up by the
+    dtype, then by its compute format) and, through its compute format, of its matrix rate. Where both operands
+    share one software block-scaled format `<base>_g<N>` (fp8_g128 x fp8_g128: DeepSeek-style block-scaled fp8,
+    aiconfigurator's fp8_block) the format itself, so its own constants apply rather than the per-tensor format's
+    (plain fp8's quantize kernel); else `compute_dtype`. The named microscaled formats (mxfp4, nvfp4, mxfp8: scales
+    taken by the tensor cores themselves) and weight-only or mixed pairs keep their compute format."""
+    name = check_dtype(weight)
+    if name == check_dtype(activation) and _GROUPED.match(name):
+        return name
+    return compute_dtype(weight, activation)
+
+
 class _FallbackTable(dict):
     """MATRIX_FALLBACK, also answering for every named or grouped format through its compute format."""
 

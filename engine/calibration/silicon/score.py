@@ -40,7 +40,7 @@ import pandas as pd
 from engine.decomposition.passes import AttentionPart, ForwardPass
 from engine.decomposition.attention import AttentionRows
 from engine.decomposition.pass_kernels import BytesPerValue, PassKernels
-from engine.hardware.dtypes import bytes_per_value, compute_dtype
+from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.decomposition.moe import expected_active_experts, topk_fields
 from engine.kernels.fields import gemm_fields, mlp_activation_fields
 from engine.kernels.table import KernelTableBuilder
@@ -64,7 +64,7 @@ def gemm_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
         m, n, k = (rows[c].to_numpy(dtype=float) for c in ("m", "n", "k"))
         fields = gemm_fields(m, k, n, bytes_per_value(weight), bytes_per_value(activation))
         builder.add(phase="measured", name="GEMM", type="Ma_Mw", op="gemm", unit="matrix",
-                    dtype=compute_dtype(weight, activation), **fields)
+                    dtype=gemm_dtype(weight, activation), **fields)
         index.append(_positions(frame, rows))
     return builder.build_columns(), _concat(index)
 
