@@ -61,13 +61,11 @@ class AttentionRows:
         """MHA/GQA/MQA: K/V heads of `head_dim` cached per token; new K/V come from the projection."""
         if (part.cache_tokens > 0 if part.cache_tokens.__class__ is float else np.any(part.cache_tokens > 0)):
             self.kv_read(part, layers, suffix, kv_heads * 2 * head_dim, head_dim, 2 * kv_heads)
-        value_bytes = self.kernels.value_bytes
-        q_bytes = part.query_tokens * q_heads * head_dim * value_bytes.activation
-        # K (or V) of the new tokens, read in the KV cache's format (the fused kernel takes them as cached values:
-        # TensorRT-LLM's context kernel reads an 8-bit cache's K/V in fp8), so a prefill's rows carry the cache's width
-        own_kv_bytes = part.fresh_tokens * kv_heads * head_dim * value_bytes.kv
-        self.core(part, layers, suffix, q_heads, kv_heads, head_dim, head_dim, q_bytes, q_bytes,
-                  own_kv_bytes=own_kv_bytes)
+        activation = self.kernels.value_bytes.activation
+        q_bytes = part.query_tokens * q_heads * head_dim * activation
+        own_kv_bytes = part.fresh_tokens * kv_heads * head_dim * activation      # K (or V) of new tokens
+        self.core(part, layers, suffix, q_heads, kv_heads, head_dim, head_dim, q_bytes + own_kv_bytes,
+                  q_bytes + own_kv_bytes)
 
     def kv_read(self, part: AttentionPart, layers: float, suffix: str, values_per_token, k, n) -> None:
         """The cached K/V (or latent) of the part's context streamed from the KV cache."""
@@ -78,10 +76,9 @@ class AttentionRows:
                          kv_bytes=part.cache_tokens * values_per_token * self.kernels.value_bytes.kv)
 
     def core(self, part: AttentionPart, layers: float, suffix: str, q_heads, kv_heads, qk_dim, v_dim,
-             score_activation_bytes, value_activation_bytes, own_kv_bytes=0.0) -> None:
+             score_activation_bytes, value_activation_bytes) -> None:
         """Q*gK (m = query tokens per sequence x group, k = qk_dim, n = context, batch = sequences x
-        kv_heads), Softmax, Q*gK*gV (k = v_dim); own_kv_bytes: the new tokens' K (and V) each matrix row reads as
-        cached values (kv_bytes)."""
+        kv_heads), Softmax, Q*gK*gV (k = v_dim)."""
         sequences, context = _at_least_one(part.sequences), _at_least_one(part.context)
         group = q_heads / kv_heads
         count = self.count(part, layers)
@@ -97,13 +94,13 @@ class AttentionRows:
         kernels, name = self.kernels, part.prefix
         kernels.add(name=f"{name}Q*gK{suffix}", type=part.matrix_type, op="attention", unit="matrix",
                     dtype=kernels.attention_dtype, count=count, macs=scores * qk_dim,
-                    activation_bytes=score_activation_bytes, kv_bytes=own_kv_bytes, **shape)
+                    activation_bytes=score_activation_bytes, **shape)
         kernels.add(name=f"{name}Softmax{suffix}", type="Softmax", op="softmax", unit="vector",
                     dtype=kernels.vector_dtype, count=count, vector_flops=softmax_flops, weight_bytes=sink_bytes,
                     **shape)
         kernels.add(name=f"{name}Q*gK*gV{suffix}", type=part.matrix_type, op="attention", unit="matrix",
                     dtype=kernels.attention_dtype, count=count, macs=scores * v_dim,
-                    activation_bytes=value_activation_bytes, kv_bytes=own_kv_bytes, **{**shape, "k": v_dim})
+                    activation_bytes=value_activation_bytes, **{**shape, "k": v_dim})
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,8 +47,7 @@ def tile_fitting(capacity_bytes: float, m, n, value_bytes):
 def gemm_operand_bytes(columns: dict, op: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A, B, C) bytes of matrix rows: B = the weights where there are any, else the activation bytes
     split by element counts m k : k n : m n; A and C split the activation bytes by m k : m n.
-    Attention rows keep their scores on chip (C = 0); where they carry kv_bytes (the new tokens' K/V in the
-    cache's dtype) those are B and the activation bytes (the queries) A."""
+    Attention rows keep their scores on chip (C = 0)."""
     m, k, n, batch = (columns[c].astype(float) for c in ("m", "k", "n", "batch"))
     activation, weight = columns["activation_bytes"].astype(float), columns["weight_bytes"].astype(float)
     attention = op == "attention"
@@ -58,10 +57,7 @@ def gemm_operand_bytes(columns: dict, op: np.ndarray) -> tuple[np.ndarray, np.nd
         a = np.where(has_weights, activation * a_el / (a_el + c_el), activation * a_el / (a_el + b_el + c_el))
         b = np.where(has_weights, weight, activation * b_el / (a_el + b_el + c_el))
         c = np.where(has_weights, activation * c_el / (a_el + c_el), activation * c_el / (a_el + b_el + c_el))
-    kv = columns["kv_bytes"].astype(float)
-    own_kv = attention & (kv > 0)     # the new tokens' K/V read in the cache's dtype: the B operand, the queries A
-    a, b, c = np.where(own_kv, activation, a), np.where(own_kv, kv, b), np.where(own_kv, 0.0, c + kv)
-    return (np.nan_to_num(a), np.nan_to_num(b), np.nan_to_num(c))
+    return (np.nan_to_num(a), np.nan_to_num(b), np.nan_to_num(c + columns["kv_bytes"].astype(float)))
 
 
 def level_traffic(columns: dict, op: np.ndarray, capacity_bytes, value_bytes) -> np.ndarray:

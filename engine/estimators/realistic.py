@@ -191,14 +191,12 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
-    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
-    kv_value_bytes = cached_value_bytes(total, out, batch, n, k)
     fused_rates = FusedRates(
-        macs_per_s_per_core=eight_bit_prefill_rate(per_core_macs[lead], decode, kv_value_bytes, rates),
-        cores=rates.cores, clock_hz=rates.clock_hz,
+        macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
         memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
+    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
     matrix_macs = total("macs")
@@ -206,20 +204,9 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
-                         window=window, kv_value_bytes=kv_value_bytes)
+                         window=window, kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
                        ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups))
-
-
-def eight_bit_prefill_rate(per_core, decode, kv_value_bytes, rates: DeviceRates) -> np.ndarray:
-    """Per group: its matrix MAC/s per core; a prefill over a cache of at most 8 bits per value (0 < kv_value_bytes <
-    1.5; 0: no cached values on its rows) on a device with fp8 matrix units at least their fp8 rate (TensorRT-LLM's
-    context kernel computes Q.K and P.V in fp8 over an fp8 cache: the tables' bf16 prefills over an fp8 cache take
-    the time of fp8 ones, 0.72-0.97x bf16's, on every fp8 device at every length)."""
-    if kv_value_bytes is None or rates.fp8_macs_per_s_per_core <= 0:
-        return per_core
-    eight_bit = ~np.asarray(decode) & (kv_value_bytes > 0) & (kv_value_bytes < 1.5)     # NaN: False
-    return np.where(eight_bit, np.maximum(per_core, rates.fp8_macs_per_s_per_core), per_core)
 
 
 def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:

@@ -62,8 +62,8 @@ RESIDUAL_CLASS = KernelClass(        # residual-add rows (faster than GEMM opera
 # log(predicted / measured)) on AIConfigurator's trtllm context and generation attention tables of
 # A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (2,000 rows each), leave-one-device-out scored.
 ATTENTION_OVERHEADS = AttentionOverheads(
-    prefill_tile_cycles=0.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 7)
-    prefill_cta_cycles=10900.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 10,700)
+    prefill_tile_cycles=7.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 91)
+    prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
     prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
     decode_cta_cycles=2310.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
     decode_bandwidth_efficiency=1.40,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.20)
@@ -99,7 +99,7 @@ class RealisticConstants:
     })
     # fused attention's matrix rate relative to a GEMM's: fitted with the attention block below (was 0.85, assumed
     # from FlashAttention-2 reaching 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%)
-    attention_matrix_efficiency: float = 0.72     # 0.76 before 8-bit caches' prefills ran at the fp8 rate
+    attention_matrix_efficiency: float = 0.76
     gemv_max_rows: int = 1
     # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
     # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
@@ -154,7 +154,7 @@ class RealisticConstants:
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
-    attention_prefill_latency_s: float | None = 14.7e-6
+    attention_prefill_latency_s: float | None = 14.6e-6
     attention_decode_latency_s: float | None = 10.9e-6
     # on older tensor cores (no fp4 in the workbook) the decode floor as core cycles at the clock instead (A100's
     # and Hopper's tables: ~10.9 us at 1.41 GHz, ~8.6 us at 1.83 GHz, both ~15,500 cycles; None: the seconds above;
@@ -184,7 +184,6 @@ class DeviceRates:
     dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
     matrix_fp4: bool = False   # the matrix units take 4-bit floats (a fifth-generation tensor core: its decode kernels)
     matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
-    fp8_macs_per_s_per_core: float = 0.0   # their fp8 peak MAC/s per core (0: none): an 8-bit cache's prefill kernel
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -199,7 +198,6 @@ class DeviceRates:
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
             matrix_fp4=hw.matrix_macs_per_cycle_per_core_fp4 is not None,
             matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
-            fp8_macs_per_s_per_core=hw.clock_hz * (hw.matrix_macs_per_cycle_per_core_fp8 or 0.0),
         )
 
 

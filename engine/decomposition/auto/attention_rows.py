@@ -60,10 +60,8 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
     # K/V the kernel reads as activations: the new tokens' own (straight from the projection), or the
     # whole span when the model computes K/V for the cached tokens each step (e.g. expanded from a latent)
     own_tokens = q if record.kv_from_cache or not from_cache else context
-    # cached K/V (kv_from_cache): the kernel reads the new tokens' K/V in the cache's format (as the hand model)
-    own_width, own_column = (value.kv, "kv_bytes") if record.kv_from_cache else (value.activation, "activation_bytes")
-    own_k = seqs * own_tokens * kvh * dqk * own_width
-    own_v = seqs * own_tokens * kvh * dv * own_width
+    own_k = seqs * own_tokens * kvh * dqk * value.activation
+    own_v = seqs * own_tokens * kvh * dv * value.activation
     name = f"{label}.{part.prefix}"
     if from_cache and record.kv_from_cache:
         builder.add(phase=phase, name=f"{name}KVCache_Read", type="KVCache", op="kv_read", unit="memory",
@@ -74,17 +72,10 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
     scores = seqs * qh * pairs
     softmax_flops = FLOPS_PER_ELEMENT["softmax"] + (SOFTCAP_FLOPS_PER_SCORE if record.softcap else 0.0)
     builder.add(phase=phase, name=f"{name}Q*gK", type=part.matrix_type, op="attention", unit="matrix",
-                dtype=dtypes.attention, count=count, macs=scores * dqk,
-                **_bytes(q_bytes, own_k, own_column), **shape)
+                dtype=dtypes.attention, count=count, macs=scores * dqk, activation_bytes=q_bytes + own_k, **shape)
     builder.add(phase=phase, name=f"{name}Softmax", type="Softmax", op="softmax", unit="vector",
                 dtype=dtypes.activation, count=count, vector_flops=scores * softmax_flops, **shape)
     builder.add(phase=phase, name=f"{name}Q*gK*gV", type=part.matrix_type, op="attention", unit="matrix",
-                dtype=dtypes.attention, count=count, macs=scores * dv, **_bytes(q_bytes, own_v, own_column),
+                dtype=dtypes.attention, count=count, macs=scores * dv, activation_bytes=q_bytes + own_v,
                 **{**shape, "k": dv})
 
-
-def _bytes(q_bytes, own, own_column: str) -> dict:
-    """A matrix row's byte columns: the queries as activations, the new tokens' K or V in `own_column`."""
-    if own_column == "activation_bytes":
-        return {"activation_bytes": q_bytes + own}
-    return {"activation_bytes": q_bytes, "kv_bytes": own}
