@@ -113,6 +113,18 @@ def add_profile(profile: dict, by_file: collections.Counter, by_function: collec
         by_function[f"{frame.get('functionName') or '(anonymous)'} [{source}]"] += delta / 1e6
 
 
+def print_profile(by_file: collections.Counter, by_function: collections.Counter, samples: int, per: str,
+                  functions: int) -> None:
+    """The renderer's sampled self time per sample (`per`: "per visit", "per rerun ..."): top files and functions."""
+    total = sum(by_file.values())
+    print(f"renderer profile, {total / samples:.3f} s sampled {per}; self time by file:")
+    for source, seconds in by_file.most_common(12):
+        print(f"  {seconds / samples:6.3f} s  {100 * seconds / total:4.1f}%  {source}")
+    print("by function:")
+    for name, seconds in by_function.most_common(functions):
+        print(f"  {seconds / samples:6.3f} s  {100 * seconds / total:4.1f}%  {name}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -154,13 +166,7 @@ def main(argv=None) -> int:
         print(f"{name:<20} median {statistics.median(values):6.2f} s  first {values[0]:6.2f}  "
               f"min {min(values):6.2f}  max {max(values):6.2f}")
     if args.profile:
-        total = sum(by_file.values())
-        print(f"renderer profile, {total / len(records):.2f} s sampled per visit; self time by file:")
-        for source, seconds in by_file.most_common(12):
-            print(f"  {seconds / len(records):6.3f} s  {100 * seconds / total:4.1f}%  {source}")
-        print("by function:")
-        for name, seconds in by_function.most_common(20):
-            print(f"  {seconds / len(records):6.3f} s  {100 * seconds / total:4.1f}%  {name}")
+        print_profile(by_file, by_function, len(records), "per visit", functions=20)
     return 0
 
 

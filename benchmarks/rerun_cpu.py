@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.first_chart_cpu import METRICS, add_profile, chromium_cpu, chromium_root, cpu_seconds  # noqa: E402
+from benchmarks.first_chart_cpu import (METRICS, add_profile, chromium_cpu, chromium_root, cpu_seconds,  # noqa: E402
+                                        print_profile)
 from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_port, POLL_MS, start_dashboard,  # noqa: E402
                                  url_param_is, wait_idle)
 
@@ -146,13 +147,7 @@ def main(argv=None) -> int:
         values = [r.get(name, 0.0) for r in records]
         print(f"{name:<26} median {statistics.median(values):6.3f} s  min {min(values):6.3f}  max {max(values):6.3f}")
     if args.profile:
-        total = sum(by_file.values())
-        print(f"renderer profile, {total / len(records):.3f} s sampled per rerun (settle + tail); self time by file:")
-        for source, seconds in by_file.most_common(12):
-            print(f"  {seconds / len(records):6.3f} s  {100 * seconds / total:4.1f}%  {source}")
-        print("by function:")
-        for name, seconds in by_function.most_common(25):
-            print(f"  {seconds / len(records):6.3f} s  {100 * seconds / total:4.1f}%  {name}")
+        print_profile(by_file, by_function, len(records), "per rerun (settle + tail)", functions=25)
     return 0
 
 
