@@ -247,13 +247,22 @@ def device_rates(hardware: Hardware) -> DeviceRates:
     return DeviceRates.of(hardware)
 
 
+def named_rows(table, rows: np.ndarray, part: str) -> np.ndarray | None:
+    """Of the KernelRows mask `rows`, which rows' names contain `part` (once per row group); None where no row does."""
+    groups = table.row_groups
+    named = np.array([part in name for name in groups.group_strings("name").tolist()], dtype=bool)
+    return named[groups.inverse][rows] if any_true(named) else None
+
+
 def moe_topk_latency_s(table, rows: np.ndarray) -> np.ndarray:
     """Per element-wise row of `rows`: the MoE_topk rows' selection, k passes of log2(E) reduction steps
     (the row's k and n) x moe_topk_step_cycles / clock (0 elsewhere)."""
     cycles = table.constants.moe_topk_step_cycles
     if not cycles:
         return np.zeros(int(np.count_nonzero(rows)))
-    topk = table.row_groups.map("name", lambda name: "MoE_topk" in str(name))[rows]
+    topk = named_rows(table, rows, "MoE_topk")
+    if topk is None:                    # a dense model: np.where's 0.0 on every row
+        return np.zeros(int(np.count_nonzero(rows)))
     out = table.out
     steps = out["k"][rows] * np.log2(np.maximum(out["n"][rows], 1.0))
     return np.where(topk, steps * cycles / table.rates.clock_hz, 0.0)
@@ -268,11 +277,9 @@ def moe_combine_s(table, rows: np.ndarray) -> np.ndarray:
                                    table.rates)
     if not (cycles or token_cycles) or not rates.row_waves:
         return np.zeros(int(np.count_nonzero(rows)))
-    groups = table.row_groups
-    combine_group = np.array(["MoE_combine" in name for name in groups.group_strings("name").tolist()], dtype=bool)
-    if not any_true(combine_group):     # a dense model: np.where's 0.0 on every row
+    combine = named_rows(table, rows, "MoE_combine")
+    if combine is None:                 # a dense model: np.where's 0.0 on every row
         return np.zeros(int(np.count_nonzero(rows)))
-    combine = combine_group[groups.inverse][rows]
     out = table.out
     work = out["vector_flops"][rows] * cycles + out["m"][rows] * out["n"][rows] * token_cycles
     return np.where(combine, work / (rates.cores * rates.clock_hz), 0.0)
