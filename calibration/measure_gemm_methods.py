@@ -1,7 +1,7 @@
 """Time the same GEMMs two ways, to tell a measurement method's effect from the model's error.
 
-    python3 calibration/measure_gemm_methods.py --shapes calibration/measured/H100-SXM-2026-11-26.csv \
-        --out calibration/measured/H100-SXM-gemm-methods-2026-11-26.csv
+    python3 calibration/measure_gemm_methods.py --shapes calibration/measured/H100-SXM-2026-11-27.csv \
+        --hardware H100-SXM --out calibration/measured/methods/H100-SXM-gemm-methods-2026-11-27.csv
 
 For every GEMM row (m, n, k, dtype) of a ground-truth file written by measure_gpu.py, two timings:
 - `flushed`: this project's method (measure_timing.Timer): the L2 cache flushed before each single call, CUDA

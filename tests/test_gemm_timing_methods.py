@@ -14,7 +14,7 @@ import pytest
 from engine.calibration.silicon import package
 from engine.calibration.silicon.tables import gemm_table
 
-FILE = Path(__file__).resolve().parents[1] / "calibration" / "measured" / "methods" / "H100-SXM-gemm-methods-2026-11-26.csv"
+FILE = Path(__file__).resolve().parents[1] / "calibration" / "measured" / "methods" / "H100-SXM-gemm-methods-2026-11-27.csv"
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +43,13 @@ def test_timed_the_tables_way_our_h100_reproduces_the_bf16_table(joined):
     bf16 = joined[joined["dtype"] == "bf16"]
     assert len(bf16) >= 200
     error = (bf16["graph_copies"] / bf16["table_ms"] - 1).abs()
-    assert error.median() < 0.05                      # 2.0% measured
+    assert error.median() < 0.05                      # 1.4% measured (2026-11-27; 2.0% on 2026-11-26)
 
 
 def test_flushed_single_calls_are_slower_than_the_table_for_small_gemms(joined):
     small = joined[(joined["dtype"] == "bf16") & (joined["table_ms"] < 0.010)]
     assert len(small) >= 20
-    assert (small["flushed"] / small["table_ms"]).median() > 1.3       # 1.48x measured: L2 residency + no gaps
+    assert (small["flushed"] / small["table_ms"]).median() > 1.3       # 1.56x measured (1.48x on 2026-11-26): L2 residency
     assert (small["graph_copies"] / small["table_ms"]).median() < 1.1
 
 
