@@ -80,6 +80,15 @@ def clock_and_power(out, rows, rates, constants, dtypes: RowDtypes | None = None
     return cycles, np.zeros(len(cycles)) + split / rates.clock_hz, power
 
 
+def overlap_loss(out, rows, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row: gemm_overlap_loss[dtype] (tiling.candidate_times: the part of min(compute, memory) a tile's
+    pipeline does not hide) in the warm condition, where it is fitted; None (no loss) in the model condition and
+    where the constants have none."""
+    if constants.gemm_condition != "warm" or not constants.gemm_overlap_loss:
+        return None
+    return per_row(out, rows, constants.gemm_overlap_loss, 0.0, dtypes)
+
+
 def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
     """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
     fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default

@@ -125,6 +125,10 @@ class RealisticConstants:
     gemm_latency_cycles: dict = field(default_factory=lambda: {"bf16": 5100.0, "fp8": 5100.0, "fp8_g128": 5100.0})
     gemm_power_j_per_flop: dict = field(default_factory=lambda: {"bf16": 0.57e-12, "fp8": 0.42e-12})
     gemm_split_k_cycles: dict = field(default_factory=lambda: {"bf16": 4300.0, "fp8": 9700.0, "fp8_g128": 10000.0})
+    # gemm_overlap_loss: per dtype, the part of min(compute, memory) a tile's pipeline does not hide (its fill before
+    # the first MMA, its drain and epilogue after the last load): a candidate takes max(c, m) + loss x min(c, m)
+    # (tiling.candidate_times). Warm condition only (gemm_condition.overlap_loss); empty: the roofline's max.
+    gemm_overlap_loss: dict = field(default_factory=dict)
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
     # (AIConfigurator's collector: weight copies back to back in one CUDA graph, latency gemm_latency_cycles / clock;
