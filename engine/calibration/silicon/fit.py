@@ -46,7 +46,7 @@ CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power for
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
-OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)   # gemm_overlap_loss: 0 is the roofline's max
+OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)   # gemm_overlap_loss: 0 is the roofline max; fp8_g128 reaches 0.6
 # fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
 # so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
 SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
@@ -158,24 +158,28 @@ def fit_dtype_clock(groups: list, rounds: int = 3) -> tuple[float, float, float,
     return fit_dtype_clock_quantize(groups, rounds)[:5]
 
 
-def fit_dtype_clock_quantize(groups: list, rounds: int = 3,
-                             latency_cycles: float | None = None) -> tuple[float, float, float, float, float, dict]:
+def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: float | None = None,
+                             joules_per_flop: float | None = None) -> tuple[float, float, float, float, float, dict]:
     """fit_dtype_clock's five constants and {framework: activation-quantize latency s} (empty: none quantized);
-    `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted."""
+    `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted; `joules_per_flop` given:
+    the power cap held (it binds the model condition too: fit_all's `hold_power`)."""
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
     def work(efficiency, joules, split, overlap):
         return np.concatenate([g.clock_work(efficiency, joules, split, overlap) for g in groups])
     def extra(quantize):
         return np.concatenate([np.broadcast_to(g.quantize_s(quantize), g.measured.shape) for g in groups])
-    efficiency, cycles, joules, split, overlap = 1.0, 5000.0 if latency_cycles is None else latency_cycles, 0.0, 0.0, 0.0
+    efficiency, split, overlap = 1.0, 0.0, 0.0
+    cycles, joules = 5000.0 if latency_cycles is None else latency_cycles, 0.0
     quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
     cycles_grid = LATENCY_CYCLES_GRID if latency_cycles is None else [latency_cycles]
+    joules_grid = JOULES_PER_FLOP_GRID if joules_per_flop is None else [joules_per_flop]
+    joules = joules if joules_per_flop is None else joules_per_flop
     for _ in range(rounds):
         fixed = cycles / clocks + extra(quantize)
         efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split, overlap) + fixed,
                                                                           measured)))
-        joules = float(min(JOULES_PER_FLOP_GRID, key=lambda j: objective(work(efficiency, j, split, overlap) + fixed,
+        joules = float(min(joules_grid, key=lambda j: objective(work(efficiency, j, split, overlap) + fixed,
                                                                           measured)))
         split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x, overlap) + fixed,
                                                                         measured)))
@@ -259,16 +263,18 @@ def _shipped_clock(dtype: str) -> tuple | None:
             c.gemm_overlap_loss.get(dtype, 0.0))
 
 
-def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
+def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_power: bool = False) -> dict:
     """{dtype: fitted constants} on every device (the values to ship): CLOCK_DTYPES (efficiency, latency cycles,
-    joules per FLOP, split-K cycles, {framework: quantize s}), others (efficiency, extra latency)."""
+    joules per FLOP, split-K cycles, overlap loss, {framework: quantize s}), others (efficiency, extra latency).
+    `hold_power`: the shipped gemm_power_j_per_flop held (it also binds the model condition)."""
     groups = device_gemms(rows, devices, condition)
     fitted = {}
     for dtype in FIT_DTYPES:
         mine = [g for (_, t, _), g in groups.items() if t == dtype]
         if mine and dtype in CLOCK_DTYPES:
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
-            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared)
+            held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
+            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared, joules_per_flop=held)
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted
