@@ -98,7 +98,8 @@ def print_leave_one_device_out(root, devices: dict) -> None:
     print("All under the tables' timing condition (warm: weight copies back to back, engine/estimators/gemm_condition.py; "
           "fp8 tables with each framework's activation-quantize kernel, quantize_us). before: efficiency 1, no extra "
           "latency, no quantize kernel; lodo: the constants shown, fitted without the device (clock-and-power form "
-          f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles; others: efficiency / "
+          f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles, the overlap loss "
+          "(max(c, m) + loss x min(c, m)); others: efficiency / "
           "extra latency); shipped: RealisticConstants and conditions.TABLE_QUANTIZE_LATENCY_S (fitted on all devices)")
 
 

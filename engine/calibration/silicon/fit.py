@@ -14,7 +14,9 @@ the latency and caps the matrix rate by the board's power, again from workbook f
     matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
                           (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype] over the cores kept busy)
 
-(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power).
+(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
+tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
+part of the shorter term a tile's pipeline does not hide; tiling.candidate_times).
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
