@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigurat
 # GB300 6.9 / 20.4, H100 5.4 / 15.1, H200 6.1 / 15.9 (h/gemm2 without it: 9.5 / 25.6, 10.6 / 23.2, 10.4 / 26.5,
 # 10.8 / 24.2, 9.2 / 23.7, 7.3 / 17.2, 7.7 / 16.9; the additive form, kernel_latency + a per-dtype extra: A100 17.1%)
 FLOORS = {"A100-80GB-SXM": (0.1065, 0.2575), "B200": (0.0767, 0.1821), "B300": (0.0801, 0.255),
-          "GB200": (0.0907, 0.2196), "GB300": (0.0703, 0.2072), "H100-SXM": (0.0552, 0.154), "H200-SXM": (0.0619, 0.1622)}
+          "GB200": (0.0907, 0.2196), "GB300": (0.0703, 0.2072), "H100-SXM": (0.0552, 0.154),
+          "H200-SXM": (0.0619, 0.1622)}
 CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "overlap_loss")
 
 
@@ -81,7 +82,8 @@ def test_the_clock_form_generalises_to_a100_where_the_additive_form_does_not(fol
 # Hopper folds fit Blackwell's larger loss and get 3 points worse; the three frameworks pooled improve on every device)
 FP8_FLOORS = {"B200": (0.0798, 0.2247), "B300": (0.0751, 0.1854), "GB200": (0.0975, 0.2118), "GB300": (0.0851, 0.2071),
               "H100-SXM": (0.1315, 0.224), "H200-SXM": (0.1395, 0.2289)}
-FP8_CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "overlap_loss", "quantize_latency")
+FP8_CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "overlap_loss",
+                 "quantize_latency")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ Two conditions (RealisticConstants.gemm_condition, GEMM_CONDITIONS):
 - "warm": the method of NVIDIA AIConfigurator's collector (collect_gemm.py): min(WARM_COPIES_LIMIT,
   ceil(L2 / weight bytes)) weight copies called back to back in one CUDA graph, mean per call. The kernels run
   without gaps, so only gemm_latency_cycles / clock is exposed; split-K cycles and the overlap loss
-  (gemm_overlap_loss: max(c, m) + loss x min(c, m) per tiling candidate) are fitted there and apply only there. (Where the copies and the activation fit the
+  (gemm_overlap_loss: max(c, m) + loss x min(c, m) per tiling candidate) are fitted there and apply only there.
+  (Where the copies and the activation fit the
   last-level cache, llc_capacity, their operands could be read at llc_bandwidth: WARM_LLC_READS, off, see there.)
 
 In both conditions a GEMM on fp8 activations also pays the activation-quantize kernel (bf16 -> e4m3) before it:

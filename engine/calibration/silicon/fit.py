@@ -48,7 +48,8 @@ CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power for
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
-OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)   # gemm_overlap_loss: 0 is the roofline max; fp8_g128 reaches 0.6
+# gemm_overlap_loss: 0 is the roofline's max; fp8_g128's fit reaches the grid's end
+OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
 # fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
 # so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
 SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
@@ -284,8 +285,8 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
 
 def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
     """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles[, overlap loss])} of the
-    clock-and-power form (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of those dtypes is then
-    unused)."""
+    clock-and-power form (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of
+    those dtypes is then unused)."""
     efficiency = {**base.gemm_matrix_efficiency, **{d: values[0] for d, values in fitted.items()}}
     return replace(base, gemm_matrix_efficiency=efficiency,
                    gemm_latency_cycles={d: values[1] for d, values in fitted.items()},
