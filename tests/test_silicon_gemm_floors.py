@@ -19,13 +19,14 @@ from engine.hardware.specs import load_specs
 
 pytestmark = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigurator-core (calibration extra) absent")
 
-# device -> (median |error| at most, p90 |error| at most), measured leave-one-device-out (2026-11-26, h/gemm2: the
-# power cap bounds the chip's aggregate rate, not each core's): A100 9.5% / 25.6%, B200 10.6 / 23.2, B300 10.4 / 26.5,
-# GB200 10.8 / 24.2, GB300 9.2 / 23.7, H100 7.3 / 17.2, H200 7.7 / 16.9 (with the per-core cap of h/gemm: 9.2, 10.4,
-# 10.7, 11.3, 9.4, 7.4, 7.6; the additive form, kernel_latency + a per-dtype extra: A100 17.1% median)
-FLOORS = {"A100-80GB-SXM": (0.0965, 0.258), "B200": (0.1075, 0.234), "B300": (0.105, 0.266), "GB200": (0.109, 0.244),
-          "GB300": (0.093, 0.239), "H100-SXM": (0.074, 0.174), "H200-SXM": (0.078, 0.17)}
-CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles")
+# device -> (median |error| at most, p90 |error| at most), measured leave-one-device-out (2026-11-27, h/gemm4: with the
+# overlap loss, max(c, m) + loss x min(c, m)): A100 10.6% / 25.4%, B200 7.6 / 17.9, B300 7.9 / 25.2, GB200 9.0 / 21.7,
+# GB300 6.9 / 20.4, H100 5.4 / 15.1, H200 6.1 / 15.9 (h/gemm2 without it: 9.5 / 25.6, 10.6 / 23.2, 10.4 / 26.5,
+# 10.8 / 24.2, 9.2 / 23.7, 7.3 / 17.2, 7.7 / 16.9; the additive form, kernel_latency + a per-dtype extra: A100 17.1%)
+FLOORS = {"A100-80GB-SXM": (0.1065, 0.2575), "B200": (0.0767, 0.1821), "B300": (0.0801, 0.255),
+          "GB200": (0.0907, 0.2196), "GB300": (0.0703, 0.2072), "H100-SXM": (0.0552, 0.154),
+          "H200-SXM": (0.0619, 0.1622)}
+CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "overlap_loss")
 
 
 @pytest.fixture(scope="module")
@@ -71,17 +72,18 @@ def test_the_clock_form_generalises_to_a100_where_the_additive_form_does_not(fol
     held_out, clock, additive = folds["A100-80GB-SXM"]
     clock_error = np.median(np.abs(held_out.predicted_clock(*clock) / held_out.measured - 1.0))
     additive_error = np.median(np.abs(held_out.predicted(*additive) / held_out.measured - 1.0))
-    assert clock_error < 0.0965 < 0.15 < additive_error
+    assert clock_error < 0.1065 < 0.15 < additive_error
 
 
-# fp8 (per-tensor) in the shipped form: bf16's latency cycles (every bf16 fold fits 5,100), the efficiency, power cap,
-# split-K cycles and TensorRT-LLM's activation-quantize latency fitted on the other devices' trtllm fp8 GEMMs (400
-# per device, warm condition). Measured (2026-11-26, h/gemm2's chip-level power cap): B200 8.9% / 24.3%, B300 8.4 /
-# 19.9, GB200 9.8 / 22.2, GB300 9.2 / 21.0, H100 9.9 / 20.5, H200 11.4 / 25.1 (h/gemm's per-core cap: 8.0, 8.4, 9.2,
-# 9.3, 8.8, 9.8; the three frameworks pooled: 12.4-16.7%, their tables disagree)
-FP8_FLOORS = {"B200": (0.0895, 0.245), "B300": (0.085, 0.2), "GB200": (0.099, 0.2235), "GB300": (0.0925, 0.2115),
-              "H100-SXM": (0.0995, 0.207), "H200-SXM": (0.114, 0.252)}
-FP8_CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "quantize_latency")
+# fp8 (per-tensor) in the shipped form: bf16's latency cycles (4,700 shipped), the efficiency, power cap, split-K
+# cycles, overlap loss and TensorRT-LLM's activation-quantize latency fitted on the other devices' trtllm fp8 GEMMs (400
+# per device, warm condition). Measured (2026-11-27, h/gemm4's overlap loss): B200 7.9% / 22.3%, B300 7.5 / 18.3,
+# GB200 9.7 / 21.0, GB300 8.5 / 20.5, H100 13.1 / 22.2, H200 13.9 / 22.7 (h/gemm2: 8.9, 8.4, 9.8, 9.2, 9.9, 11.4: the
+# Hopper folds fit Blackwell's larger loss and get 3 points worse; the three frameworks pooled improve on every device)
+FP8_FLOORS = {"B200": (0.0798, 0.2247), "B300": (0.0751, 0.1854), "GB200": (0.0975, 0.2118), "GB300": (0.0851, 0.2071),
+              "H100-SXM": (0.1315, 0.224), "H200-SXM": (0.1395, 0.2289)}
+FP8_CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "overlap_loss",
+                 "quantize_latency")
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +103,9 @@ def fp8_violations(folds, change: tuple[str, float] | None = None) -> list[str]:
         constants = list(constants)
         if change:
             index = FP8_CONSTANTS.index(change[0])
-            constants[index] = ({k: v * change[1] for k, v in constants[index].items()} if index == 4
+            constants[index] = ({k: v * change[1] for k, v in constants[index].items()} if index == 5
                                 else constants[index] * change[1])
-        error = np.abs(held_out.predicted_clock(*constants[:4], quantize_latency=constants[4]) / held_out.measured - 1)
+        error = np.abs(held_out.predicted_clock(*constants[:5], quantize_latency=constants[5]) / held_out.measured - 1)
         median, p90 = FP8_FLOORS[device]
         if np.median(error) > median or np.quantile(error, 0.9) > p90:
             found.append(f"{device}: median {np.median(error):.4f} (<= {median}), p90 {np.quantile(error, 0.9):.4f}")
@@ -113,11 +115,12 @@ def fp8_violations(folds, change: tuple[str, float] | None = None) -> list[str]:
 def test_every_device_left_out_meets_its_fp8_floor(fp8_folds):
     assert set(fp8_folds) == set(FP8_FLOORS)
     assert fp8_violations(fp8_folds) == []
-    # every fold finds TensorRT-LLM's quantize kernel at 11.5-12 us (vLLM's and SGLang's tables: ~3.5 us)
-    assert all(11e-6 <= c[4]["trtllm"] <= 12.5e-6 for _, c in fp8_folds.values())
+    # every fold finds TensorRT-LLM's quantize kernel at 10.75-11.75 us (vLLM's and SGLang's tables: ~3.5 us)
+    assert all(10.5e-6 <= c[5]["trtllm"] <= 12.5e-6 for _, c in fp8_folds.values())
 
 
 @pytest.mark.parametrize("factor", [0.85, 1.15])
-@pytest.mark.parametrize("constant", ["efficiency", "joules_per_flop", "split_k_cycles", "quantize_latency"])
+@pytest.mark.parametrize("constant", ["efficiency", "joules_per_flop", "split_k_cycles", "overlap_loss",
+                                      "quantize_latency"])
 def test_a_15_percent_change_of_a_fitted_fp8_constant_breaks_a_floor(fp8_folds, constant, factor):
     assert fp8_violations(fp8_folds, (constant, factor)) != []

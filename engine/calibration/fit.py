@@ -78,12 +78,16 @@ class GemmModel:
         self.ideal_s = np.maximum(table["matrix_flops"] / hardware.matrix_flops_per_s(dtype), self.stream_peak_s)
 
     def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0,
-             power_macs_per_s: float = np.inf) -> np.ndarray:
-        """`power_macs_per_s`: the chip's power-limited matrix rate (tiling.candidate_times; inf: none)."""
+             power_macs_per_s: float = np.inf, overlap_loss: float = 0.0) -> np.ndarray:
+        """`power_macs_per_s`: the chip's power-limited matrix rate; `overlap_loss`: the part of min(compute, memory)
+        not hidden (tiling.candidate_times; inf, 0: none)."""
         compute = self.terms["wave_peak_s"] / matrix
         if np.isfinite(power_macs_per_s):
             compute = np.maximum(compute, self.terms["work_macs"] / power_macs_per_s)
-        candidates = np.maximum(compute, self.terms["peak_memory_s"] / memory)
+        streamed = self.terms["peak_memory_s"] / memory
+        candidates = np.maximum(compute, streamed)
+        if overlap_loss:
+            candidates = candidates + overlap_loss * np.minimum(compute, streamed)
         if split_k_latency_s:       # a split-K candidate's reduction pass (tiling.candidate_times)
             candidates = candidates + np.where(self.terms["split_k"] > 1, split_k_latency_s, 0.0)
         tiled = np.min(candidates, axis=1)

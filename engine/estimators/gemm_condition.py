@@ -9,7 +9,9 @@ Two conditions (RealisticConstants.gemm_condition, GEMM_CONDITIONS):
   serving runs and our GPUs' steps, docs/accuracy.md); the power cap and the fp8 quantize kernel as in "warm".
 - "warm": the method of NVIDIA AIConfigurator's collector (collect_gemm.py): min(WARM_COPIES_LIMIT,
   ceil(L2 / weight bytes)) weight copies called back to back in one CUDA graph, mean per call. The kernels run
-  without gaps, so only gemm_latency_cycles / clock is exposed. (Where the copies and the activation fit the
+  without gaps, so only gemm_latency_cycles / clock is exposed; split-K cycles and the overlap loss
+  (gemm_overlap_loss: max(c, m) + loss x min(c, m) per tiling candidate) are fitted there and apply only there.
+  (Where the copies and the activation fit the
   last-level cache, llc_capacity, their operands could be read at llc_bandwidth: WARM_LLC_READS, off, see there.)
 
 In both conditions a GEMM on fp8 activations also pays the activation-quantize kernel (bf16 -> e4m3) before it:
@@ -78,6 +80,15 @@ def clock_and_power(out, rows, rates, constants, dtypes: RowDtypes | None = None
     split = (per_row(out, rows, constants.gemm_split_k_cycles, 0.0, dtypes) if constants.gemm_condition == "warm"
              else 0.0)
     return cycles, np.zeros(len(cycles)) + split / rates.clock_hz, power
+
+
+def overlap_loss(out, rows, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row: gemm_overlap_loss[dtype] (tiling.candidate_times: the part of min(compute, memory) a tile's
+    pipeline does not hide) in the warm condition, where it is fitted; None (no loss) in the model condition and
+    where the constants have none."""
+    if constants.gemm_condition != "warm" or not constants.gemm_overlap_loss:
+        return None
+    return per_row(out, rows, constants.gemm_overlap_loss, 0.0, dtypes)
 
 
 def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:

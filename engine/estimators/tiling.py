@@ -78,6 +78,7 @@ class GemmRates:
     # per MAC; inf: not capped). It bounds the aggregate rate of the cores a GEMM keeps busy, never one core's rate,
     # so a GEMM of few tiles is not slowed by cores it leaves idle and more cores are never slower.
     power_macs_per_s: float = np.inf
+    overlap_loss: float = 0.0            # the fraction of the shorter of compute and memory the pipeline does not hide
 
 
 @dataclass
@@ -94,7 +95,8 @@ class Tiling:
     compute_s: np.ndarray          # whole waves at the achievable rate
     peak_memory_s: np.ndarray      # bytes incl. split-K partial sums at peak bandwidth
     memory_s: np.ndarray           # the same at the achievable bandwidth
-    time_s: np.ndarray             # latency + max(compute_s, memory_s)
+    time_s: np.ndarray             # latency + max(compute_s, memory_s) + overlap_s
+    overlap_s: np.ndarray          # overlap_loss x min(compute_s, memory_s): operand loads and MMAs not overlapped
 
 
 def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates) -> Tiling:
@@ -105,7 +107,7 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
                              for v in (rates.macs_per_s_per_core, rates.value_bytes))
     if m.size == 0:
         empty = np.zeros(0)
-        return Tiling(*([empty] * 11))
+        return Tiling(*([empty] * 12))
     if len(m) <= SMALL_TABLE_ROWS and all_true(value_bytes == value_bytes[0]):
         # a short table of one dtype width (a prefill or decode step): every row its own candidates, in order
         return _choose(*(np.reshape(v, (-1, 1)) for v in (m, n, k, batch, nbytes, per_core)), hardware, rates,
@@ -166,16 +168,21 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
 
 
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
-                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf):
+                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf, overlap_loss: float = 0.0):
     """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
     rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction).
     Compute is at least the executed MACs at the chip's power-limited rate `power_macs_per_s` (a chip-level
-    bound: it does not depend on the core count, so more cores never make a candidate slower)."""
+    bound: it does not depend on the core count, so more cores never make a candidate slower).
+    `overlap_loss`: a tile's operand loads and its matrix instructions overlap only in part (the pipeline's fill
+    before the first MMA and its drain and epilogue after the last load), so overlap_loss x min(compute, memory)
+    is added (0: perfect overlap, the roofline's max)."""
     compute = terms["wave_peak_s"] / matrix_fraction
     if np.isfinite(power_macs_per_s):
         compute = np.maximum(compute, terms["work_macs"] / power_macs_per_s)
     memory = terms["peak_memory_s"] / memory_fraction
     time = latency_s + np.maximum(compute, memory)
+    if overlap_loss:
+        time = time + overlap_loss * np.minimum(compute, memory)
     if split_k_latency_s:
         time = time + np.where(terms["split_k"] > 1, split_k_latency_s, 0.0)
     return time, compute, memory
@@ -189,7 +196,7 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
     """The fastest candidate of each row (column vectors: rows x 1)."""
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
-                                            rates.split_k_latency_s, rates.power_macs_per_s)
+                                            rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss)
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
     chosen = (np.arange(len(best)), best)
@@ -199,4 +206,5 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
         wave_compute_s=pick(terms["wave_peak_s"]), compute_s=pick(compute), peak_memory_s=pick(terms["peak_memory_s"]),
         memory_s=pick(memory), time_s=pick(time),
+        overlap_s=rates.overlap_loss * np.minimum(pick(compute), pick(memory)),
     )

@@ -15,9 +15,9 @@ from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
 
 # {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
 # clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
-TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.25e-6, "fp8_g128": 3.25e-6},
+TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 10.75e-6, "fp8_g128": 3.25e-6},
                                   "vllm": {"fp8": 3.75e-6},
-                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6}}
+                                  "sglang": {"fp8": 3.5e-6, "fp8_g128": 3.75e-6}}
 
 
 def quantize_latency_of(dtype: str) -> dict:

@@ -14,7 +14,9 @@ the latency and caps the matrix rate by the board's power, again from workbook f
     matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
                           (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype] over the cores kept busy)
 
-(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power).
+(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
+tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
+part of the shorter term a tile's pipeline does not hide; tiling.candidate_times).
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
@@ -46,6 +48,8 @@ CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power for
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
+# gemm_overlap_loss: 0 is the roofline's max; fp8_g128's fit reaches the grid's end
+OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
 # fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
 # so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
 SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
@@ -102,17 +106,20 @@ class DeviceGemms:
         return self.model.time(rates.matrix_fraction * efficiency, rates.memory_fraction,
                                max(rates.kernel_latency_s + extra_latency_s, 0.0)) + self.quantize_s(quantize_latency)
 
-    def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0) -> np.ndarray:
+    def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0,
+                   overlap_loss: float = 0.0) -> np.ndarray:
         """The clock-and-power form's time without its latency."""
         power = np.inf      # the chip's power-limited MAC/s, a bound on its aggregate rate (tiling.candidate_times)
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
         return self.model.work(self.rates.matrix_fraction * efficiency, self.rates.memory_fraction,
-                               split_k_cycles / self.rates.clock_hz, power)
+                               split_k_cycles / self.rates.clock_hz, power, overlap_loss)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
-                        split_k_cycles: float = 0.0, quantize_latency: dict | None = None) -> np.ndarray:
-        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles) + latency_cycles / self.rates.clock_hz
+                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0,
+                        quantize_latency: dict | None = None) -> np.ndarray:
+        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss)
+                + latency_cycles / self.rates.clock_hz
                 + self.quantize_s(quantize_latency))
 
 
@@ -146,41 +153,48 @@ def fit_dtype(groups: list, rounds: int = 3) -> tuple[float, float]:
     return efficiency, extra
 
 
-def fit_dtype_clock(groups: list, rounds: int = 3) -> tuple[float, float, float, float]:
-    """(gemm_matrix_efficiency, gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles) of the
-    clock-and-power form minimising the pooled objective (coordinate descent over EFFICIENCY_GRID,
-    JOULES_PER_FLOP_GRID, SPLIT_K_CYCLES_GRID and LATENCY_CYCLES_GRID); warm fp8 groups: each framework's
-    activation-quantize latency (QUANTIZE_LATENCY_GRID) is fitted alongside (fit_dtype_clock_quantize)."""
-    return fit_dtype_clock_quantize(groups, rounds)[:4]
+def fit_dtype_clock(groups: list, rounds: int = 3) -> tuple[float, float, float, float, float]:
+    """(gemm_matrix_efficiency, gemm_latency_cycles, gemm_power_j_per_flop, gemm_split_k_cycles, gemm_overlap_loss)
+    of the clock-and-power form minimising the pooled objective (coordinate descent over EFFICIENCY_GRID,
+    JOULES_PER_FLOP_GRID, SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID and LATENCY_CYCLES_GRID); warm fp8 groups: each
+    framework's activation-quantize latency (QUANTIZE_LATENCY_GRID) is fitted alongside (fit_dtype_clock_quantize)."""
+    return fit_dtype_clock_quantize(groups, rounds)[:5]
 
 
-def fit_dtype_clock_quantize(groups: list, rounds: int = 3,
-                             latency_cycles: float | None = None) -> tuple[float, float, float, float, dict]:
-    """fit_dtype_clock's four constants and {framework: activation-quantize latency s} (empty: none quantized);
-    `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted."""
+def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: float | None = None,
+                             joules_per_flop: float | None = None) -> tuple[float, float, float, float, float, dict]:
+    """fit_dtype_clock's five constants and {framework: activation-quantize latency s} (empty: none quantized);
+    `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted; `joules_per_flop` given:
+    the power cap held (it binds the model condition too: fit_all's `hold_power`)."""
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
-    def work(efficiency, joules, split):
-        return np.concatenate([g.clock_work(efficiency, joules, split) for g in groups])
+    def work(efficiency, joules, split, overlap):
+        return np.concatenate([g.clock_work(efficiency, joules, split, overlap) for g in groups])
     def extra(quantize):
         return np.concatenate([np.broadcast_to(g.quantize_s(quantize), g.measured.shape) for g in groups])
-    efficiency, cycles, joules, split = 1.0, 5000.0 if latency_cycles is None else latency_cycles, 0.0, 0.0
+    efficiency, split, overlap = 1.0, 0.0, 0.0
+    cycles, joules = 5000.0 if latency_cycles is None else latency_cycles, 0.0
     quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
     cycles_grid = LATENCY_CYCLES_GRID if latency_cycles is None else [latency_cycles]
+    joules_grid = JOULES_PER_FLOP_GRID if joules_per_flop is None else [joules_per_flop]
+    joules = joules if joules_per_flop is None else joules_per_flop
     for _ in range(rounds):
         fixed = cycles / clocks + extra(quantize)
-        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split) + fixed, measured)))
-        joules = float(min(JOULES_PER_FLOP_GRID, key=lambda j: objective(work(efficiency, j, split) + fixed,
+        efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split, overlap) + fixed,
                                                                           measured)))
-        split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x) + fixed,
+        joules = float(min(joules_grid, key=lambda j: objective(work(efficiency, j, split, overlap) + fixed,
+                                                                          measured)))
+        split = float(min(SPLIT_K_CYCLES_GRID, key=lambda x: objective(work(efficiency, joules, x, overlap) + fixed,
                                                                         measured)))
-        done = work(efficiency, joules, split)
+        overlap = float(min(OVERLAP_LOSS_GRID, key=lambda a: objective(work(efficiency, joules, split, a) + fixed,
+                                                                        measured)))
+        done = work(efficiency, joules, split, overlap)
         cycles = float(min(cycles_grid, key=lambda c: objective(done + c / clocks + extra(quantize),
                                                                           measured)))
         for framework in quantize:
             quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: objective(
                 done + cycles / clocks + extra({**quantize, framework: q}), measured)))
-    return efficiency, cycles, joules, split, quantize
+    return efficiency, cycles, joules, split, overlap, quantize
 
 
 def errors(groups: list, efficiency: float, extra_latency_s: float, clock: tuple | None = None,
@@ -212,17 +226,19 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                    quantize_latency_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
-            efficiency, cycles, joules, split, quantize = fit_dtype_clock_quantize(training, latency_cycles=shared)
+            efficiency, cycles, joules, split, overlap, quantize = fit_dtype_clock_quantize(training,
+                                                                                            latency_cycles=shared)
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
-            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split), quantize)
+            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap), quantize)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
+            overlap = float("nan")
             quantize = fit_quantize_latency(training, efficiency, extra)
             lodo = (efficiency, extra, None, quantize)
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
-                "joules_per_tflop": joules * 1e12, "split_k_cycles": split,
+                "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" for f, v in quantize.items())}
         for label, values in (("before", (1.0, 0.0, None, None)), ("lodo", lodo), ("shipped", shipped)):
             line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
@@ -246,33 +262,38 @@ def _shipped_clock(dtype: str) -> tuple | None:
     if dtype not in c.gemm_latency_cycles:
         return None
     return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
-            c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0))
+            c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0),
+            c.gemm_overlap_loss.get(dtype, 0.0))
 
 
-def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
+def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_power: bool = False) -> dict:
     """{dtype: fitted constants} on every device (the values to ship): CLOCK_DTYPES (efficiency, latency cycles,
-    joules per FLOP, split-K cycles, {framework: quantize s}), others (efficiency, extra latency)."""
+    joules per FLOP, split-K cycles, overlap loss, {framework: quantize s}), others (efficiency, extra latency).
+    `hold_power`: the shipped gemm_power_j_per_flop held (it also binds the model condition)."""
     groups = device_gemms(rows, devices, condition)
     fitted = {}
     for dtype in FIT_DTYPES:
         mine = [g for (_, t, _), g in groups.items() if t == dtype]
         if mine and dtype in CLOCK_DTYPES:
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
-            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared)
+            held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
+            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared, joules_per_flop=held)
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted
 
 
 def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
-    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles)} of the clock-and-power form
-    (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of those dtypes is then
-    unused)."""
+    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles[, overlap loss])} of the
+    clock-and-power form (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of
+    those dtypes is then unused)."""
     efficiency = {**base.gemm_matrix_efficiency, **{d: values[0] for d, values in fitted.items()}}
     return replace(base, gemm_matrix_efficiency=efficiency,
                    gemm_latency_cycles={d: values[1] for d, values in fitted.items()},
                    gemm_power_j_per_flop={d: values[2] for d, values in fitted.items() if values[2] > 0},
-                   gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0})
+                   gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0},
+                   gemm_overlap_loss={d: values[4] for d, values in fitted.items()
+                                      if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0})
 
 
 def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
