@@ -42,6 +42,7 @@ import numpy as np
 from engine.common.arrays import any_true
 from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
+from engine.estimators.attention_cache_width import group_kv_value_bytes, prefill_macs_per_s_per_core
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fp8_matrix_decode, fused_times,
                                                is_scores_row)
@@ -197,12 +198,15 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
+    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
+    kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = FusedRates(
-        macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
+        macs_per_s_per_core=prefill_macs_per_s_per_core(per_core_macs[lead], decode, kv_value_bytes,
+                                                        rates.fp8_macs_per_s_per_core),
+        cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
         memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
-    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
     matrix_macs = total("macs")
@@ -210,7 +214,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
-                         window=window, kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
+                         window=window, kv_value_bytes=kv_value_bytes)
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
                        ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups))
 
@@ -256,16 +260,19 @@ def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: Device
 
     m, k, n, batch = (max(float(out[c][lead]), 1.0) for c in ("m", "k", "n", "batch"))
     matrix_macs, score_macs = total("macs"), total("macs", is_scores)
+    decode = bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa")
+    kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = FusedRates(
-        macs_per_s_per_core=float(per_core_macs[lead]), cores=rates.cores, clock_hz=rates.clock_hz,
+        macs_per_s_per_core=prefill_macs_per_s_per_core(float(per_core_macs[lead]), decode, kv_value_bytes,
+                                                        rates.fp8_macs_per_s_per_core),
+        cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
         memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
     shapes = FusedShapes(
-        decode=bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"), m=m, k=k, n=n,
+        decode=decode, m=m, k=k, n=n,
         batch=batch, matrix_macs=matrix_macs, vector_flops=total("vector_flops"), nbytes=total("bytes"),
-        score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None,
-        kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
+        score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None, kv_value_bytes=kv_value_bytes)
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=total("time_s"))
 
 

@@ -208,6 +208,7 @@ class DeviceRates:
     dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
     matrix_fp4: bool = False   # the matrix units take 4-bit floats (a fifth-generation tensor core: its decode kernels)
     matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
+    fp8_macs_per_s_per_core: float = 0.0   # their fp8 peak MAC/s per core (0: none): an 8-bit cache's prefill kernel
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -222,6 +223,7 @@ class DeviceRates:
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
             matrix_fp4=hw.matrix_macs_per_cycle_per_core_fp4 is not None,
             matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
+            fp8_macs_per_s_per_core=hw.clock_hz * (hw.matrix_macs_per_cycle_per_core_fp8 or 0.0),
         )
 
 
