@@ -50,3 +50,19 @@ def prefill_macs_per_s_per_core(per_core, decode, kv_value_bytes, fp8_macs_per_s
     with np.errstate(invalid="ignore"):
         eight_bit = ~np.asarray(decode) & (kv_value_bytes > 0) & (kv_value_bytes < EIGHT_BIT_BELOW)   # NaN: False
     return np.where(eight_bit, np.maximum(per_core, fp8_macs_per_s_per_core), per_core)
+
+
+def row_ideals(out, rows, is_matrix, row_rate, kernel_rate):
+    """Per row of `rows` (an attention group's, arrays; kernel_rate per row: its group's kernel rate): its roofline
+    time (out's time_s), except that a matrix row whose kernel runs above the row's own dtype rate (an 8-bit cache's
+    prefill at the fp8 rate) has its ideal at the kernel's rate: max(compute_time_s x row_rate / kernel_rate,
+    memory_time_s). So the fused kernel's time is not floored at the 16-bit roofline of its rows. None where no row
+    is raised (the roofline times stand)."""
+    raised = np.asarray(is_matrix) & (kernel_rate > row_rate)
+    if not raised.any():
+        return None
+    ideal = np.asarray(out["time_s"])[rows].astype(float)
+    at = rows[raised]
+    ideal[raised] = np.maximum(np.asarray(out["compute_time_s"])[at] * (row_rate / kernel_rate)[raised],
+                               np.asarray(out["memory_time_s"])[at])
+    return ideal

@@ -78,6 +78,17 @@ def prefill_tiles(q, k, n, window):
     return BQ, blocks, padded_pairs, last
 
 
+def softmax_rate_scale(hardware) -> float:
+    """A core's softmax rate (its exponentials per cycle) relative to its generation's baseline, from the workbook:
+    the fp4 matrix MACs per core cycle over 4x the bf16 ones, at least 1 (1 without either rate). Blackwell Ultra
+    (B300, GB300: 1.5) doubled the special-function units' exponential rate for attention as it raised the fp4 rate
+    1.5x over Blackwell's 4x bf16; the workbook has no special-function field, so the fp4 ratio stands for it: a
+    generation marker as much as a mechanism (A100, Hopper, B200: 1). AIConfigurator's tables: B300 and GB300 run
+    long prefills 15-28% faster than B200 and GB200 at equal cores and clocks, more at small head dims."""
+    fp4, bf16 = hardware.matrix_macs_per_cycle_per_core_fp4, hardware.matrix_macs_per_cycle_per_core_bf16
+    return max(1.0, fp4 / (4.0 * bf16)) if fp4 and bf16 else 1.0
+
+
 def prefill_work(shapes, rates, overheads) -> dict:
     """Causal flash prefill of each group (fused_times' prefill branch): padded MACs, the time of its waves (the
     largest CTA bounds it from below) and its fixed cycles per key tile and per query-tile CTA."""
@@ -91,6 +102,15 @@ def prefill_work(shapes, rates, overheads) -> dict:
     largest_cta = 2.0 * BQ * k * last
     waves_prefill = maximum(padded_prefill / cores, largest_cta) / per_core
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
+    softmax = rates.softmax_rate_scale
+    share = overheads.prefill_cta_softmax_share
     cta_cycles = overheads.prefill_cta_cycles * power(minimum(q, BQ) / BQ, overheads.prefill_cta_rows_exponent)
+    if share:
+        cta_cycles = cta_cycles * (1.0 - share + share / softmax)
     cycles = tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles
+    if overheads.prefill_score_vector_flops:
+        # per padded (query, key) score, after the matrix work (not overlapped with it): the online softmax's vector
+        # work at the vector units' FLOPs per core cycle (A100: 128, Hopper and Blackwell: 256) x the softmax scale
+        vector_per_cycle = rates.vector_flops_per_s / (cores * rates.clock_hz) * softmax
+        cycles = cycles + heads * padded_pairs * (overheads.prefill_score_vector_flops / vector_per_cycle)
     return {"padded": padded_prefill, "waves": waves_prefill, "cycles": cycles}

@@ -74,6 +74,11 @@ class AttentionOverheads:
     decode_fragment_share a grouped-query decode of more than DECODE_FRAGMENT_HEADS query heads per KV head takes
                           1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
+    prefill_score_vector_flops    vector FLOPs per (padded) score of a flash prefill after its matrix work (the online
+                          softmax: scale, max, exponential, sum, conversion), at the vector units' FLOPs per core cycle
+                          x the device's softmax_rate_scale (FusedRates)
+    prefill_cta_softmax_share     the share of prefill_cta_cycles that runs at softmax_rate_scale (the per-row
+                          rescaling's exponentials); the rest does not scale (0: none)
     Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
     """
 
@@ -89,6 +94,8 @@ class AttentionOverheads:
     decode_fp8_cta_cycles: float | None = None
     decode_fragment_share: float = 0.0
     decode_stream_cap: float = 1.0
+    prefill_score_vector_flops: float = 0.0
+    prefill_cta_softmax_share: float = 0.0
 
 
 def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.ndarray:
@@ -195,6 +202,9 @@ class FusedRates:
     memory_fraction: float
     matrix_fp4: bool = False      # the matrix units take 4-bit floats (fifth-generation tensor cores)
     matrix_fp8: bool = False      # the matrix units take 8-bit floats (fourth generation on)
+    # the softmax's exponentials per core cycle relative to the baseline (flash_prefill.softmax_rate_scale: 1.5 on
+    # Blackwell Ultra, 1 elsewhere)
+    softmax_rate_scale: float = 1.0
 
 
 def cached_value_bytes(total, out: dict, batch, n, k):
