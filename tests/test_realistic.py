@@ -137,9 +137,12 @@ def test_prefill_attention_pads_causal_work_to_flash_tiles(devices, llama8b):
     assert out["gap_wave_quantization_s"][fused].sum() == pytest.approx(0.0, abs=1e-15)
     from engine.estimators.realistic import DEFAULT_CONSTANTS as C
     efficiency = padded_s / (hw.achievable_matrix_fraction * C.attention_matrix_efficiency) - padded_s
-    # fixed work: 32 heads x 72 (query, key) tile iterations (589,824 / (128 x 64)) and 32 x 8 CTAs, over 132 SMs
-    fixed = (32 * 72 * C.attention_overheads.prefill_tile_cycles + 32 * 8 * C.attention_overheads.prefill_cta_cycles) \
-        / (132 * 1.83e9)
+    # fixed work: 32 heads x 72 (query, key) tile iterations (589,824 / (128 x 64)) and 32 x 8 CTAs, and the softmax's
+    # vector FLOPs per padded score at H100's 256 vector FLOPs per core cycle (softmax rate scale 1), over 132 SMs
+    O = C.attention_overheads
+    assert O.prefill_score_vector_flops > 0
+    fixed = (32 * 72 * O.prefill_tile_cycles + 32 * 8 * O.prefill_cta_cycles
+             + 32 * 589_824 * O.prefill_score_vector_flops / 256) / (132 * 1.83e9)
     assert out["gap_efficiency_s"][fused].sum() == pytest.approx(efficiency + fixed, rel=1e-9)
     assert out["time_s"][fused].sum() == pytest.approx(
         ideal_sum + padded_s - exact_s + efficiency + fixed + C.attention_prefill_latency_s, rel=1e-9)

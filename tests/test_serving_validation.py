@@ -160,8 +160,13 @@ def in_bounds(summary) -> bool:
     # +0.0439, 0.531, +0.465; 15% off moves TPOT bias to +0.060 / +0.029 (graph latency overlap), +0.033 / +0.047
     # (per-decoding-request overhead), TTFT bias to +0.447 / +0.504 (request overhead) and +0.434 / +0.483 (arrival
     # wait share): TPOT bias band -> 0.040-0.046.
+    # With h/kern6's prefill attention form (the softmax's per-score work and CTA share, efficiency 0.76 -> 0.81; fp8
+    # caches' prefills at the fp8 rate), re-measured: 0.1012, +0.0444, 0.533, +0.476 (TTFT bias +0.465 -> +0.476:
+    # 16-bit prompts' attention slower); 15% off moves TTFT bias to +0.453 / +0.506 (request overhead) and +0.442 /
+    # +0.495 (arrival wait share), TPOT bias to +0.034 / +0.047 (per-decoding-request overhead), TPOT to 0.118 / 0.078
+    # (bias +0.060 / +0.030, graph latency overlap): TTFT bias band 0.455-0.47 -> 0.46-0.485.
     return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
-            and summary["ttft_median"] <= 0.54 and 0.455 <= summary["ttft_bias"] <= 0.47)
+            and summary["ttft_median"] <= 0.54 and 0.46 <= summary["ttft_bias"] <= 0.485)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

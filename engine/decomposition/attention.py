@@ -72,18 +72,21 @@ class AttentionRows:
         sequences, context = _at_least_one(part.sequences), _at_least_one(part.context)
         self.kernels.add(name=f"{part.prefix}KVCache_Read{suffix}", type="KVCache", op="kv_read", unit="memory",
                          dtype=self.kernels.attention_dtype, m=context, k=k, n=n, batch=sequences, context=context,
-                         attention_window=_window_value(part), count=self.count(part, layers),
+                         attention_window=_window_value(part), kv_value_bytes=self.kernels.value_bytes.kv,
+                         count=self.count(part, layers),
                          kv_bytes=part.cache_tokens * values_per_token * self.kernels.value_bytes.kv)
 
     def core(self, part: AttentionPart, layers: float, suffix: str, q_heads, kv_heads, qk_dim, v_dim,
-             score_activation_bytes, value_activation_bytes) -> None:
+             score_activation_bytes, value_activation_bytes, kv_value_bytes=None) -> None:
         """Q*gK (m = query tokens per sequence x group, k = qk_dim, n = context, batch = sequences x
-        kv_heads), Softmax, Q*gK*gV (k = v_dim)."""
+        kv_heads), Softmax, Q*gK*gV (k = v_dim). kv_value_bytes: bytes per K/V value the kernel reads (the kernel
+        table's column; None: the KV cache's, as a kernel reading the cache, or the new K/V in its format, does)."""
         sequences, context = _at_least_one(part.sequences), _at_least_one(part.context)
         group = q_heads / kv_heads
         count = self.count(part, layers)
         shape = dict(m=part.query_tokens / sequences * group, k=qk_dim, n=context, batch=sequences * kv_heads,
-                     context=context, attention_window=_window_value(part))
+                     context=context, attention_window=_window_value(part),
+                     kv_value_bytes=self.kernels.value_bytes.kv if kv_value_bytes is None else kv_value_bytes)
         scores = q_heads * part.pairs
         per_score = FLOPS_PER_ELEMENT["softmax"] + (FLOPS_PER_ELEMENT["softcap"] if self.softcap else 0.0)
         softmax_flops = scores * per_score

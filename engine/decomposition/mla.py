@@ -105,7 +105,8 @@ def _naive(attention: AttentionRows, part: AttentionPart, layers, suffix, heads,
     k_bytes = decompressed * (heads * nope + rope) * activation      # per-head K_nope plus the shared rope key
     v_bytes = decompressed * heads * value * activation
     out_bytes = part.query_tokens * heads * value * activation
-    attention.core(part, layers, suffix, heads, heads, nope + rope, value, q_bytes + k_bytes, out_bytes + v_bytes)
+    attention.core(part, layers, suffix, heads, heads, nope + rope, value, q_bytes + k_bytes, out_bytes + v_bytes,
+                   kv_value_bytes=activation)      # K/V rebuilt from the latent: read in the activation dtype
 
 
 def _absorbed(attention: AttentionRows, part: AttentionPart, layers, suffix, heads, model: ModelConfig) -> None:

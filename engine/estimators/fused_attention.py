@@ -28,16 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.common.arrays import all_true, any_true
-from engine.common.float_or_array import (ceil, full_like, largest, logical_not, maximum, minimum, nan_to, power,
-                                           rint, where)
-from engine.kernels.attention_window import causal_pairs
+from engine.common.float_or_array import ceil, full_like, largest, logical_not, maximum, minimum, nan_to, where
+# FLASH_BLOCK_Q / _K and query_tokens: re-exported (the prefill's tiles live in flash_prefill.py)
+from engine.estimators.flash_prefill import (FLASH_BLOCK_K, FLASH_BLOCK_Q, _ceil_to, prefill_work,  # noqa: F401
+                                             query_tokens)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
 ATTENTION_OPS = ("kv_read", "attention", "softmax")
 BASE_NAMES = ("KVCache_Read", "Q*gK*gV", "Q*gK", "Softmax")   # longest first when stripping
-FLASH_BLOCK_Q = 128        # FlashAttention-2 forward tile for head_dim <= 128 (query rows); 64 from head_dim 256
-FLASH_BLOCK_K = 64         # ... and key columns
 MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 # query heads per KV head a tensor-core decode kernel takes (TensorRT-LLM's XQA); beyond it the measured decode
 # kernels run 3-20x slower on every device (aiconfigurator's tables, groups of 48-128): the vector units compute
@@ -75,6 +74,11 @@ class AttentionOverheads:
     decode_fragment_share a grouped-query decode of more than DECODE_FRAGMENT_HEADS query heads per KV head takes
                           1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
+    prefill_score_vector_flops    vector FLOPs per (padded) score of a flash prefill after its matrix work (the online
+                          softmax: scale, max, exponential, sum, conversion), at the vector units' FLOPs per core cycle
+                          x the device's softmax_rate_scale (FusedRates)
+    prefill_cta_softmax_share     the share of prefill_cta_cycles that runs at softmax_rate_scale (the per-row
+                          rescaling's exponentials); the rest does not scale (0: none)
     Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
     """
 
@@ -90,10 +94,8 @@ class AttentionOverheads:
     decode_fp8_cta_cycles: float | None = None
     decode_fragment_share: float = 0.0
     decode_stream_cap: float = 1.0
-
-
-def _ceil_to(x, multiple):
-    return ceil(x / multiple) * multiple
+    prefill_score_vector_flops: float = 0.0
+    prefill_cta_softmax_share: float = 0.0
 
 
 def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.ndarray:
@@ -165,41 +167,6 @@ def is_scores_row(names: np.ndarray) -> np.ndarray:
                     dtype=bool)
 
 
-def query_tokens(m, k, n, batch, macs, window=None):
-    """Query tokens per sequence of a causal Q*gK row, recovered from its shape and MACs.
-
-    Q*gK has m = q x group, k = head_dim, n = context = prior + q, batch = sequences x kv_heads and
-    MACs = batch x group x head_dim x (q x prior + q(q+1)/2), so q = 2 (n + 1/2 - MACs / (batch k m)).
-    With a sliding window w (NaN: none) n = min(prior, w - 1) + q and every query attends at most w
-    keys: a mean of w keys per query means prior >= w - 1 (q = n - w + 1); otherwise prior = n - q and
-    the mean keys per query, which falls as q grows, is matched by bisection.
-    """
-    if m.__class__ is float:        # one group (a float; batch, k and m are at least 1, window None)
-        q = rint(2.0 * (n + 0.5 - macs / (batch * k * m) * 1.0))
-        return minimum(maximum(q, 1.0), maximum(n, 1.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        keys_per_query = macs / (batch * k * m) * 1.0           # pairs / q
-        q = np.rint(2.0 * (n + 0.5 - keys_per_query))
-    # np.clip(np.nan_to_num(q, nan=1.0), 1.0, max(n, 1)) in three ufuncs (infinities clip alike either way)
-    q = np.minimum(np.maximum(np.where(q == q, q, 1.0), 1.0), np.maximum(n, 1.0))
-    if window is None:
-        return q
-    window = np.broadcast_to(np.asarray(window, dtype=float), np.shape(q))
-    windowed = np.isfinite(window) & (n > window)
-    if not any_true(windowed):
-        return q
-    w, span, mean = window[windowed], n[windowed], np.nan_to_num(keys_per_query[windowed], nan=1.0)
-    saturated = mean >= w - 1e-9
-    low, high = np.ones_like(span), np.maximum(span, 1.0)
-    while (high > low).any():       # the smallest q whose mean keys per query is at most the row's
-        middle = np.floor((low + high) / 2.0)
-        too_many = causal_pairs(middle, span - middle, w) / middle > mean * (1 + 1e-12)
-        low, high = np.where(too_many, middle + 1.0, low), np.where(too_many, high, middle)
-    q = np.array(q, dtype=float)
-    q[windowed] = np.where(saturated, np.maximum(span - w + 1.0, 1.0), high)
-    return q
-
-
 @dataclass(frozen=True, slots=True)
 class FusedShapes:
     """Per fused attention kernel (arrays over groups): its lead row's shape and the group's summed work.
@@ -235,6 +202,9 @@ class FusedRates:
     memory_fraction: float
     matrix_fp4: bool = False      # the matrix units take 4-bit floats (fifth-generation tensor cores)
     matrix_fp8: bool = False      # the matrix units take 8-bit floats (fourth generation on)
+    # the softmax's exponentials per core cycle relative to the baseline (flash_prefill.softmax_rate_scale: 1.5 on
+    # Blackwell Ultra, 1 elsewhere)
+    softmax_rate_scale: float = 1.0
 
 
 def cached_value_bytes(total, out: dict, batch, n, k):
@@ -243,27 +213,6 @@ def cached_value_bytes(total, out: dict, batch, n, k):
     if "kv_bytes" not in out:
         return None
     return total("kv_bytes") / (2.0 * batch * n * k)       # batch, n and k are at least 1 (fused_group_inputs)
-
-
-def _prefill_tiles(q, k, n, window):
-    """(query tile rows, query tiles, padded (query, key) pairs, keys of the last tile) of causal flash prefill:
-    the key span of each query tile rounded up to whole key tiles; a sliding window's query tiles skip the key
-    tiles outside their band of window + FLASH_BLOCK_Q - 1 keys."""
-    BQ = where(k >= 256, FLASH_BLOCK_Q / 2, FLASH_BLOCK_Q)     # 64-row query tiles from head dim 256 (SRAM)
-    prior = n - q
-    blocks = ceil(q / BQ)
-    last = _ceil_to(prior + q, FLASH_BLOCK_K)
-    first = _ceil_to(prior, FLASH_BLOCK_K)   # query tile b < blocks - 1 spans first + BQ (b + 1) keys
-    padded_pairs = BQ * ((blocks - 1) * first + BQ * blocks * (blocks - 1) / 2.0 + last)
-    if window is not None and any_true(np.isfinite(window)):
-        band = _ceil_to(np.nan_to_num(window, nan=0.0) + BQ - 1, FLASH_BLOCK_K)
-        below = np.clip(np.floor((band - first) / BQ), 0.0, blocks - 1)    # tiles narrower than the band
-        banded = BQ * (below * first + BQ * below * (below + 1) / 2.0
-                                  + (blocks - 1 - below) * band + np.minimum(last, band))
-        windowed = np.isfinite(window)
-        padded_pairs = np.where(windowed, banded, padded_pairs)
-        last = np.where(windowed, np.minimum(last, band), last)
-    return BQ, blocks, padded_pairs, last
 
 
 def fp8_matrix_decode(shapes: FusedShapes, rates: FusedRates) -> np.ndarray:
@@ -333,7 +282,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     else:
         kind_is_decode = np.asarray(kind_is_decode)
         any_decode, any_prefill = any_true(kind_is_decode), not all_true(kind_is_decode)
-    prefill = _prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
+    prefill = prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None
     if not any_prefill:
@@ -373,21 +322,3 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     scale = where(kind_is_decode, decode["scale"], 1.0)     # wide groups' extra fragments (decode latency too)
     t3 = t3 * scale
     return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory, "scale": scale}
-
-
-def _prefill_work(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads) -> dict:
-    """Causal flash prefill of each group (fused_times' prefill branch): padded MACs, the time of its waves (the
-    largest CTA bounds it from below) and its fixed cycles per key tile and per query-tile CTA."""
-    m, k, n, batch, matrix_macs = shapes.m, shapes.k, shapes.n, shapes.batch, shapes.matrix_macs
-    per_core, cores = rates.macs_per_s_per_core, rates.cores
-    q = query_tokens(m, k, n, batch, matrix_macs / 2.0 if shapes.score_macs is None else shapes.score_macs,
-                     shapes.window)
-    heads = batch * m / q
-    BQ, blocks, padded_pairs, last = _prefill_tiles(q, k, n, shapes.window)
-    padded_prefill = maximum(2.0 * heads * k * padded_pairs, matrix_macs)
-    largest_cta = 2.0 * BQ * k * last
-    waves_prefill = maximum(padded_prefill / cores, largest_cta) / per_core
-    tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
-    cta_cycles = overheads.prefill_cta_cycles * power(minimum(q, BQ) / BQ, overheads.prefill_cta_rows_exponent)
-    cycles = tile_iterations * overheads.prefill_tile_cycles + heads * blocks * cta_cycles
-    return {"padded": padded_prefill, "waves": waves_prefill, "cycles": cycles}

@@ -42,6 +42,7 @@ import numpy as np
 from engine.common.arrays import any_true
 from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
+from engine.estimators.attention_cache_width import group_kv_value_bytes, prefill_macs_per_s_per_core, row_ideals
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fp8_matrix_decode, fused_times,
                                                is_scores_row)
@@ -178,7 +179,8 @@ class FusedGroups:
     shapes: FusedShapes
     rates: FusedRates
     lead: np.ndarray          # the row each group's shape comes from (its Q*gK row, else its first matrix row)
-    ideal_sum: np.ndarray     # the group's rows' roofline times summed
+    ideal_sum: np.ndarray     # the group's rows' roofline times summed (row_ideal where set)
+    row_ideal: np.ndarray | None = None     # per attention row: its ideal where a kernel's rate raised it (else None)
 
     @property
     def decode(self) -> np.ndarray:
@@ -197,12 +199,16 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
+    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
+    kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = FusedRates(
-        macs_per_s_per_core=per_core_macs[lead], cores=rates.cores, clock_hz=rates.clock_hz,
+        macs_per_s_per_core=prefill_macs_per_s_per_core(per_core_macs[lead], decode, kv_value_bytes,
+                                                        rates.fp8_macs_per_s_per_core),
+        cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
-    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
+        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8,
+        softmax_rate_scale=rates.softmax_rate_scale)
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
     matrix_macs = total("macs")
@@ -210,9 +216,11 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
-                         window=window, kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
+                         window=window, kv_value_bytes=kv_value_bytes)
+    ideals = row_ideals(out, rows, is_matrix, per_core_macs[rows], fused_rates.macs_per_s_per_core[group])
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
-                       ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float), minlength=groups))
+                       ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float) if ideals is None
+                                             else ideals, minlength=groups), row_ideal=ideals)
 
 
 def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
@@ -256,16 +264,25 @@ def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: Device
 
     m, k, n, batch = (max(float(out[c][lead]), 1.0) for c in ("m", "k", "n", "batch"))
     matrix_macs, score_macs = total("macs"), total("macs", is_scores)
+    decode = bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa")
+    kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = FusedRates(
-        macs_per_s_per_core=float(per_core_macs[lead]), cores=rates.cores, clock_hz=rates.clock_hz,
+        macs_per_s_per_core=prefill_macs_per_s_per_core(float(per_core_macs[lead]), decode, kv_value_bytes,
+                                                        rates.fp8_macs_per_s_per_core),
+        cores=rates.cores, clock_hz=rates.clock_hz,
         vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
         matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
+        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8,
+        softmax_rate_scale=rates.softmax_rate_scale)
     shapes = FusedShapes(
-        decode=bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"), m=m, k=k, n=n,
+        decode=decode, m=m, k=k, n=n,
         batch=batch, matrix_macs=matrix_macs, vector_flops=total("vector_flops"), nbytes=total("bytes"),
-        score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None,
-        kv_value_bytes=cached_value_bytes(total, out, batch, n, k))
+        score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None, kv_value_bytes=kv_value_bytes)
+    if fused_rates.macs_per_s_per_core > per_core_macs[lead]:      # an 8-bit cache's prefill: its rows' ideals
+        ideals = row_ideals(out, rows, np.array(is_matrix), np.asarray(per_core_macs)[rows],
+                            np.full(len(rows), fused_rates.macs_per_s_per_core))
+        return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=float(sum(ideals.tolist())),
+                           row_ideal=ideals)
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=total("time_s"))
 
 
@@ -288,6 +305,8 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
                                     table.constants)
         times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
     ideal_sum, ideal = inputs.ideal_sum, chain.ideal
+    if inputs.row_ideal is not None:      # rows of a kernel at a raised rate: their ideal at that rate
+        ideal[rows] = inputs.row_ideal
     offset = maximum(ideal_sum - times["t0"], 0.0)
     group_time = maximum(group_kernel, table.host_launch_s)
     gaps = (times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],

@@ -14,6 +14,7 @@ import numpy as np
 
 from engine.common.arrays import any_true
 from engine.common.float_or_array import where
+from engine.estimators.flash_prefill import softmax_rate_scale
 from engine.estimators.fused_attention import AttentionOverheads
 from engine.hardware.device import Hardware
 
@@ -63,9 +64,11 @@ RESIDUAL_CLASS = KernelClass(        # residual-add rows (faster than GEMM opera
 # log(predicted / measured)) on AIConfigurator's trtllm context and generation attention tables of
 # A100-80GB-SXM, H100-SXM, H200-SXM, B200, GB200, B300 and GB300 (2,000 rows each), leave-one-device-out scored.
 ATTENTION_OVERHEADS = AttentionOverheads(
-    prefill_tile_cycles=7.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 91)
-    prefill_cta_cycles=10700.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 8,500)
+    prefill_tile_cycles=0.0,            # core cycles per (query tile, key tile) iteration of a flash CTA (was 7)
+    prefill_cta_cycles=11300.0,         # core cycles per prefill CTA (head x query tile) of full rows (was 10,700)
     prefill_cta_rows_exponent=0.27,     # ... x (query rows / tile rows) ** 0.27 for a prompt shorter than a tile
+    prefill_cta_softmax_share=0.59,     # ... of which this share runs at the softmax rate (Blackwell Ultra's faster)
+    prefill_score_vector_flops=6.8,     # vector FLOPs per padded score after the matrix work (the online softmax)
     decode_cta_cycles=2310.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
     decode_bandwidth_efficiency=1.40,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.20)
     # the generic decode kernel (more than 32 query heads per KV head): core cycles per MAC (was the vector units'
@@ -100,7 +103,7 @@ class RealisticConstants:
     })
     # fused attention's matrix rate relative to a GEMM's: fitted with the attention block below (was 0.85, assumed
     # from FlashAttention-2 reaching 50-73% of peak on A100 where cuBLAS GEMMs reach ~75-80%)
-    attention_matrix_efficiency: float = 0.76
+    attention_matrix_efficiency: float = 0.81     # 0.76 before the softmax's own per-score work (h/kern6)
     gemv_max_rows: int = 1
     # GEMMs per dtype (an entry for the dtype itself, e.g. fp8_g128, else for its compute format, e.g. fp8):
     # the achievable matrix rate is the device's achievable_matrix_fraction x gemm_matrix_efficiency (1 where
@@ -185,7 +188,7 @@ class RealisticConstants:
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,
     # like the element-wise kernel classes' (the measured floors are alike on Hopper and Blackwell)
     attention_overheads: AttentionOverheads = ATTENTION_OVERHEADS
-    attention_prefill_latency_s: float | None = 14.6e-6
+    attention_prefill_latency_s: float | None = 14.7e-6
     attention_decode_latency_s: float | None = 10.9e-6
     # on older tensor cores (no fp4 in the workbook) the decode floor as core cycles at the clock instead (A100's
     # and Hopper's tables: ~10.9 us at 1.41 GHz, ~8.6 us at 1.83 GHz, both ~15,500 cycles; None: the seconds above;
@@ -215,6 +218,8 @@ class DeviceRates:
     dynamic_power_w: float | None = None   # tdp_w - static_power_w (None: no tdp_w), for gemm_power_j_per_flop
     matrix_fp4: bool = False   # the matrix units take 4-bit floats (a fifth-generation tensor core: its decode kernels)
     matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
+    fp8_macs_per_s_per_core: float = 0.0   # their fp8 peak MAC/s per core (0: none): an 8-bit cache's prefill kernel
+    softmax_rate_scale: float = 1.0   # a core's softmax exponentials per cycle over the baseline (flash_prefill.py)
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -229,6 +234,8 @@ class DeviceRates:
             dynamic_power_w=hw.tdp_w - (hw.static_power_w or 0.0) if hw.tdp_w else None,
             matrix_fp4=hw.matrix_macs_per_cycle_per_core_fp4 is not None,
             matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
+            fp8_macs_per_s_per_core=hw.clock_hz * (hw.matrix_macs_per_cycle_per_core_fp8 or 0.0),
+            softmax_rate_scale=softmax_rate_scale(hw),
         )
 
 

@@ -6,6 +6,9 @@ Columns (per occurrence unless said otherwise):
   context                             attention context in tokens (NaN for other kernels)
   attention_window                    sliding-window attention: keys a query attends at most (NaN: full
                                       attention, and every kernel that is not attention)
+  kv_value_bytes                      attention rows: bytes per K/V value the fused attention kernel reads, the
+                                      KV cache's dtype (K/V expanded from a latent: the activation dtype);
+                                      NaN on every other kernel
   count                               occurrences in the phase (layers x steps)
   macs, matrix_flops, vector_flops, flops
   weight_bytes, activation_bytes, kv_bytes, bytes
@@ -30,8 +33,8 @@ from engine.common.arrays import all_true
 
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
-    "m", "k", "n", "batch", "context", "attention_window", "count", "macs", "matrix_flops", "vector_flops",
-    "weight_bytes", "activation_bytes", "kv_bytes", "link_bytes", "group_size", "overlap_group",
+    "m", "k", "n", "batch", "context", "attention_window", "kv_value_bytes", "count", "macs", "matrix_flops",
+    "vector_flops", "weight_bytes", "activation_bytes", "kv_bytes", "link_bytes", "group_size", "overlap_group",
 )
 KERNEL_COLUMNS = STRING_COLUMNS + NUMBER_COLUMNS + ("flops", "bytes", "group")
 
@@ -92,7 +95,8 @@ _PLAIN_NUMBERS = (int, float)   # values `add` stores as they are
 _PLAIN_TYPES = frozenset(_PLAIN_NUMBERS)
 # add_row: every column's default (the keyword defaults of `add`; the strings have none and are required) and the
 # getters of the NUMBER_COLUMNS values before and after matrix_flops (computed from macs) and of the strings
-_ROW_DEFAULTS = {"m": 0, "k": 0, "n": 0, "batch": 1, "context": np.nan, "attention_window": np.nan, "count": 1,
+_ROW_DEFAULTS = {"m": 0, "k": 0, "n": 0, "batch": 1, "context": np.nan, "attention_window": np.nan,
+                 "kv_value_bytes": np.nan, "count": 1,
                  "macs": 0, "vector_flops": 0, "weight_bytes": 0, "activation_bytes": 0, "kv_bytes": 0, "link_bytes": 0,
                  "group_size": 1, "overlap_group": -1, "name": None, "type": None, "op": None, "unit": None,
                  "dtype": None}
@@ -115,11 +119,12 @@ class KernelTableBuilder:
         self._wide: dict[tuple[int, int], np.ndarray] = {}
 
     def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
-            m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, macs=0, vector_flops=0,
-            weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1, overlap_group=-1) -> int:
+            m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, kv_value_bytes=np.nan, macs=0,
+            vector_flops=0, weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1,
+            overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
         matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
-        numbers = [m, k, n, batch, context, attention_window, count, macs, matrix_flops, vector_flops,
+        numbers = [m, k, n, batch, context, attention_window, kv_value_bytes, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
         return self._append(numbers, (phase, name, type, op, unit, dtype))
 

@@ -42,7 +42,8 @@ PHASE_OF = {"prefill_attention": "prefill_attention", "prefill_mla": "prefill_at
 PARAMETERS = {
     "prefill_attention": (("attention_matrix_efficiency", 0.3, 2.0, 0.85), ("prefill_tile_cycles", 0.0, 5000.0, 100.0),
                           ("prefill_cta_cycles", 0.0, 50000.0, 1000.0),
-                          ("attention_prefill_latency_s", 0.0, 50e-6, 6e-6), ("prefill_cta_rows_exponent", 0.0, 1.0, 0.3)),
+                          ("attention_prefill_latency_s", 0.0, 50e-6, 6e-6), ("prefill_cta_rows_exponent", 0.0, 1.0, 0.3),
+                          ("prefill_score_vector_flops", 0.0, 200.0, 5.0), ("prefill_cta_softmax_share", 0.0, 1.0, 0.3)),
     "decode_attention": (("decode_bandwidth_efficiency", 0.3, 2.0, 1.0), ("decode_cta_cycles", 0.0, 50000.0, 500.0),
                          ("attention_decode_latency_s", 0.0, 50e-6, 6e-6),
                          ("decode_wide_kv_cta_cycles", 0.0, 50000.0, 1000.0),

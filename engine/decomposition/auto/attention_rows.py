@@ -54,7 +54,10 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
         pairs = q * key_span(q, prior, window)
     context = key_span(q, prior, window)
     window_column = float(window) if window else np.nan       # the kernel table's attention_window
-    shape = dict(m=q * group, k=dqk, n=context, batch=seqs * kvh, context=context, attention_window=window_column)
+    # bytes per K/V value the kernel reads: the cache's, or the activations' where K/V are rebuilt each step
+    kv_width = value.kv if record.kv_from_cache else value.activation
+    shape = dict(m=q * group, k=dqk, n=context, batch=seqs * kvh, context=context, attention_window=window_column,
+                 kv_value_bytes=kv_width)
     q_bytes = seqs * q * qh * dqk * value.activation
     from_cache = q == 1 or prior[0] > 0
     # K/V the kernel reads as activations: the new tokens' own (straight from the projection), or the
@@ -66,7 +69,7 @@ def add_attention_rows(builder: KernelTableBuilder, phase: str, part, label: str
     if from_cache and record.kv_from_cache:
         builder.add(phase=phase, name=f"{name}KVCache_Read", type="KVCache", op="kv_read", unit="memory",
                     dtype=dtypes.attention, m=context, k=dqk, n=2 * kvh, batch=seqs, context=context,
-                    attention_window=window_column, count=count,
+                    attention_window=window_column, kv_value_bytes=value.kv, count=count,
                     kv_bytes=seqs * context * kvh * (dqk + dv) * value.kv)
         own_k = own_v = 0.0 * context
     scores = seqs * qh * pairs
