@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
+import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
@@ -56,15 +57,29 @@ class _Serialised(BaseFigure):
         return {**self._dict, "data": [dict(trace) for trace in self._dict["data"]]}   # Streamlit pops trace uids
 
 
-def for_streamlit(figure):
-    """`figure` for st.plotly_chart, as its browser dict (`browser_spec.browser_dict`): a shared (read-only) figure's
-    made once, any other figure's on every call (the figure itself is not changed)."""
+def browser_spec(figure) -> dict:
+    """The figure's browser dict (`browser_spec.browser_dict`): a shared (read-only) figure's made once, any other
+    figure's on every call (the figure itself is not changed)."""
     if not hasattr(figure, "_shared_dict"):
-        spec = browser_dict(figure.to_dict())
-    else:
-        if figure._shared_dict is None:
-            figure._shared_dict = browser_dict(figure.to_dict())
-        spec = figure._shared_dict
+        return browser_dict(figure.to_dict())
+    if figure._shared_dict is None:
+        figure._shared_dict = browser_dict(figure.to_dict())
+        figure._shared_json = None
+    return figure._shared_dict
+
+
+def browser_json(figure) -> str:
+    """`browser_spec(figure)` as Plotly's JSON (what st.plotly_chart sends); a shared figure's made once."""
+    spec = browser_spec(figure)
+    if not hasattr(figure, "_shared_dict"):
+        return pio.to_json(spec, validate=False)
+    if getattr(figure, "_shared_json", None) is None:
+        figure._shared_json = pio.to_json(spec, validate=False)
+    return figure._shared_json
+
+
+def for_streamlit(figure):
+    """`figure` for st.plotly_chart: an object whose to_dict() is the figure's browser dict (`browser_spec`)."""
     serialised = object.__new__(_Serialised)
-    object.__setattr__(serialised, "_dict", spec)
+    object.__setattr__(serialised, "_dict", browser_spec(figure))
     return serialised
