@@ -74,6 +74,10 @@ export default function ({ data, parentElement }) {
   loadPlotly().then((Plotly) => {
     if (turn !== plot.__turn || !plot.isConnected) return;
     if (!fixedWidth) layout.width = Math.max(plot.clientWidth, %d);
+    // Plotly.react draws the plot anew (newPlot, then react again) when any config value differs from the plot's:
+    // the toolbar's file name (the scenario's words) changes on most reruns, so it is changed on the plot first
+    const saving = plot._context && plot._context.toImageButtonOptions, wanted = payload.config.toImageButtonOptions;
+    if (saving && wanted) saving.filename = wanted.filename;
     return Plotly.react(plot, figure.data, layout, payload.config).then(() => {
       if (plot.__resize || fixedWidth) return;
       plot.__resize = new ResizeObserver(() => {
