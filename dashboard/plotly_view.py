@@ -15,7 +15,7 @@ is drawn by st.plotly_chart as before (`drawable`).
 
 Kept from st.plotly_chart with theme=None: the figure as sent (no theme), the width of the column and the
 figure's own height (450 px when it has none), the toolbar config (PNG at 2x with the file name stem, no lasso or
-box select, no logo), hover and legend. Not kept: Streamlit's full-screen button.
+box select, no logo), hover, legend and a full-screen button (the browser's full screen, not Streamlit's).
 """
 
 from __future__ import annotations
@@ -59,6 +59,19 @@ LOADER = """function loadPlotly() {
 # is made on the first call and updated in place after. A later figure wins over an earlier one still waiting for
 # Plotly to load (`turn`). The returned clean-up runs when the element leaves the page.
 SCRIPT = LOADER + """
+const FULLSCREEN = {                 // the toolbar's full-screen button (st.plotly_chart had one): the chart alone
+  name: 'fullscreen', title: 'Fullscreen',
+  icon: { width: 24, height: 24, path: 'M3 3h6v2H5v4H3zm12 0h6v6h-2V5h-4zM3 15h2v4h4v2H3zm16 0h2v6h-6v-2h4z' },
+  click: (plot) => (document.fullscreenElement === plot ? document.exitFullscreen() : plot.requestFullscreen()),
+};
+
+function fitScreen(Plotly, plot) {   // on entering or leaving full screen: the plot takes the screen, or its height
+  const full = document.fullscreenElement === plot;
+  plot.style.height = full ? '100vh' : plot.__height + 'px';
+  plot.style.background = full ? 'white' : '';
+  Plotly.relayout(plot, { width: Math.max(plot.clientWidth, %d), height: full ? plot.clientHeight : plot.__height });
+}
+
 export default function ({ data, parentElement }) {
   const payload = typeof data === 'string' ? JSON.parse(data) : data;
   let plot = parentElement.querySelector(':scope > .llm-plot');
@@ -68,17 +81,23 @@ export default function ({ data, parentElement }) {
     parentElement.appendChild(plot);
   }
   const figure = payload.figure, layout = Object.assign({}, figure.layout);
-  layout.height = layout.height >= 10 ? layout.height : %d;
-  plot.style.height = layout.height + 'px';
+  layout.height = plot.__height = layout.height >= 10 ? layout.height : %d;
+  if (document.fullscreenElement === plot) layout.height = plot.clientHeight;
+  else plot.style.height = layout.height + 'px';
+  const config = Object.assign({}, payload.config, { modeBarButtonsToAdd: [FULLSCREEN] });
   const fixedWidth = layout.width !== undefined, turn = plot.__turn = (plot.__turn || 0) + 1;
   loadPlotly().then((Plotly) => {
     if (turn !== plot.__turn || !plot.isConnected) return;
     if (!fixedWidth) layout.width = Math.max(plot.clientWidth, %d);
     // Plotly.react draws the plot anew (newPlot, then react again) when any config value differs from the plot's:
     // the toolbar's file name (the scenario's words) changes on most reruns, so it is changed on the plot first
-    const saving = plot._context && plot._context.toImageButtonOptions, wanted = payload.config.toImageButtonOptions;
+    const saving = plot._context && plot._context.toImageButtonOptions, wanted = config.toImageButtonOptions;
     if (saving && wanted) saving.filename = wanted.filename;
-    return Plotly.react(plot, figure.data, layout, payload.config).then(() => {
+    return Plotly.react(plot, figure.data, layout, config).then(() => {
+      if (!plot.__fullscreen) {
+        plot.__fullscreen = () => fitScreen(Plotly, plot);
+        plot.addEventListener('fullscreenchange', plot.__fullscreen);
+      }
       if (plot.__resize || fixedWidth) return;
       plot.__resize = new ResizeObserver(() => {
         const width = Math.max(plot.clientWidth, %d);
@@ -92,7 +111,7 @@ export default function ({ data, parentElement }) {
     if (window.__llmPlotly) window.__llmPlotly.then((Plotly) => Plotly.purge(plot)).catch(() => null);
   };
 }
-""" % (HEIGHT, MIN_WIDTH, MIN_WIDTH)
+""" % (MIN_WIDTH, HEIGHT, MIN_WIDTH, MIN_WIDTH)
 
 NAME = "llm_roofline_plot"               # the component's name (its elements' proto.component_name)
 _mount = st.components.v2.component(NAME, js=SCRIPT, isolate_styles=False)
