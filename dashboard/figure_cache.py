@@ -5,9 +5,10 @@ depend on (the JSON of the model, the devices with their edits, the scenario, an
 so an unchanged view (a rerun going back to an earlier value, a second visitor on the same link) reuses them.
 The figures are shared objects: they are finished (the scenario subtitle added) before they are cached and are
 read-only afterwards; nothing downstream changes a figure it is given (exports copy it). Being read-only, a
-shared figure's plotly dict (what st.plotly_chart serialises on every rerun: a deep copy of the figure, arrays
-as base64, a few ms a chart) is made once too: `for_streamlit`. What the browser is sent is that dict in the form
-Plotly redraws once per rerun instead of twice (`dashboard.browser_spec`: the template written in, a data revision).
+shared figure's browser dict and its JSON (what a chart sends on every rerun: a deep copy of the figure, arrays
+as base64, a few ms a chart) are made once too: `browser_spec`, `browser_json` (for the chart component,
+dashboard/plotly_view.py) and `for_streamlit` (for st.plotly_chart). The browser dict is the form Plotly.react
+updates without redrawing what did not change (`dashboard.browser_spec`: the template written in, a data revision).
 """
 
 from __future__ import annotations
