@@ -5,9 +5,10 @@ depend on (the JSON of the model, the devices with their edits, the scenario, an
 so an unchanged view (a rerun going back to an earlier value, a second visitor on the same link) reuses them.
 The figures are shared objects: they are finished (the scenario subtitle added) before they are cached and are
 read-only afterwards; nothing downstream changes a figure it is given (exports copy it). Being read-only, a
-shared figure's plotly dict (what st.plotly_chart serialises on every rerun: a deep copy of the figure, arrays
-as base64, a few ms a chart) is made once too: `for_streamlit`. What the browser is sent is that dict in the form
-Plotly redraws once per rerun instead of twice (`dashboard.browser_spec`: the template written in, a data revision).
+shared figure's browser dict and its JSON (what a chart sends on every rerun: a deep copy of the figure, arrays
+as base64, a few ms a chart) are made once too: `browser_spec`, `browser_json` (for the chart component,
+dashboard/plotly_view.py) and `for_streamlit` (for st.plotly_chart). The browser dict is the form Plotly.react
+updates without redrawing what did not change (`dashboard.browser_spec`: the template written in, a data revision).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
+import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
@@ -56,15 +58,29 @@ class _Serialised(BaseFigure):
         return {**self._dict, "data": [dict(trace) for trace in self._dict["data"]]}   # Streamlit pops trace uids
 
 
-def for_streamlit(figure):
-    """`figure` for st.plotly_chart, as its browser dict (`browser_spec.browser_dict`): a shared (read-only) figure's
-    made once, any other figure's on every call (the figure itself is not changed)."""
+def browser_spec(figure) -> dict:
+    """The figure's browser dict (`browser_spec.browser_dict`): a shared (read-only) figure's made once, any other
+    figure's on every call (the figure itself is not changed)."""
     if not hasattr(figure, "_shared_dict"):
-        spec = browser_dict(figure.to_dict())
-    else:
-        if figure._shared_dict is None:
-            figure._shared_dict = browser_dict(figure.to_dict())
-        spec = figure._shared_dict
+        return browser_dict(figure.to_dict())
+    if figure._shared_dict is None:
+        figure._shared_dict = browser_dict(figure.to_dict())
+        figure._shared_json = None
+    return figure._shared_dict
+
+
+def browser_json(figure) -> str:
+    """`browser_spec(figure)` as Plotly's JSON (what st.plotly_chart sends); a shared figure's made once."""
+    spec = browser_spec(figure)
+    if not hasattr(figure, "_shared_dict"):
+        return pio.to_json(spec, validate=False)
+    if getattr(figure, "_shared_json", None) is None:
+        figure._shared_json = pio.to_json(spec, validate=False)
+    return figure._shared_json
+
+
+def for_streamlit(figure):
+    """`figure` for st.plotly_chart: an object whose to_dict() is the figure's browser dict (`browser_spec`)."""
     serialised = object.__new__(_Serialised)
-    object.__setattr__(serialised, "_dict", spec)
+    object.__setattr__(serialised, "_dict", browser_spec(figure))
     return serialised

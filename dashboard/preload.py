@@ -1,11 +1,11 @@
 """Start loading Plotly's script as soon as a page's first element reaches the browser.
 
-Streamlit loads its Plotly chart code (one 4.7 MB chunk, plotly.js inside) only when the first chart element
-arrives, after the sidebar and the headline: the browser then parses and evaluates it (over a second of CPU here)
-while the user waits for the chart. `preload_plotly` sends, as the page's first element, a small script that
-imports the same chunk right away, so the browser does that work while the server is still running the script
-(the module is fetched and evaluated once; Streamlit's own import of it later finds it ready). Its element is
-hidden, so the page looks the same with or without it.
+The charts' Plotly (dashboard/plotly_view.py: the vendored cartesian bundle, 1.5 MB) would otherwise be fetched
+only when the first chart element arrives, after the sidebar and the headline: the browser then parses and
+evaluates it while the user waits for the chart. `preload_plotly` sends, as the page's first element, a small
+script that starts loading it right away (the same loader the chart component uses, so the bundle is fetched and
+evaluated once a page), and the browser does that work while the server is still running the script. Its element
+is hidden, so the page looks the same with or without it.
 
 The same element stills the shimmer of Streamlit's loading placeholders (stSkeleton: grey boxes while an element's
 code loads): animated, they make the browser paint a new frame continuously for the seconds before the first chart,
@@ -19,13 +19,11 @@ beside the Stop button as before.
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import streamlit as st
 
-# the chunk's URL is taken from the page's own main script (so a base URL path works), the file name from the
-# installed Streamlit; an import that fails is ignored (Streamlit's own import reports it when a chart needs it)
+from dashboard import plotly_view
+
+# a bundle that fails to load is ignored here (the chart component reports it when a chart needs it)
 RUNNING_MAN = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24' "
                "fill='rgba(26,26,26,0.6)'%3E%3Cpath d='M13.49 5.48c1.1 0 2-.9 2-2s-.9-2-2-2-2 .9-2 2 .9 2 2 2zm-3.6 "
                "13.9l1-4.4 2.1 2v6h2v-7.5l-2.1-2 .6-3c1.3 1.5 3.3 2.5 5.5 2.5v-2c-1.9 0-3.5-1-4.3-2.4l-1-1.6c-.4-.6-1-1"
@@ -36,23 +34,12 @@ SCRIPT = """<style>.stElementContainer:has(#plotly-preload){display:none}
 [data-testid="stStatusWidgetRunningIcon"]{width:1.6rem;height:1.6rem;background:url("%s") center/contain no-repeat}
 </style><span id="plotly-preload"></span>
 <script>(() => {
-  if (window.__plotlyPreload) return;
-  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
-  const url = new URL(%r, main ? main.src : new URL('static/js/', document.baseURI)).href;
-  window.__plotlyPreload = import(url).catch(() => null);
+  %s
+  loadPlotly().catch(() => null);
 })();</script>"""
 
 
-@functools.cache
-def plotly_chunk() -> str | None:
-    """The file name of Streamlit's Plotly chart chunk (e.g. PlotlyChart.D9Z0_fxz.js), None when not found."""
-    folder = Path(st.__file__).parent / "static" / "static" / "js"
-    found = sorted(path.name for path in folder.glob("PlotlyChart.*.js"))
-    return found[0] if len(found) == 1 else None
-
-
 def preload_plotly() -> None:
-    """The hidden element whose script starts loading Plotly's chunk (nothing when the chunk is not found)."""
-    name = plotly_chunk()
-    if name is not None:
-        st.html(SCRIPT % (RUNNING_MAN, name), unsafe_allow_javascript=True)
+    """The hidden element whose script starts loading the charts' Plotly bundle (dashboard/plotly_view.py)."""
+    plotly_view.serve_bundle()
+    st.html(SCRIPT % (RUNNING_MAN, plotly_view.LOADER), unsafe_allow_javascript=True)

@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from dashboard import export
+from dashboard import export, plotly_view
 from dashboard.context import file_tag
 
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
@@ -63,8 +63,12 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
     if scenario:
         scenario_subtitle(figure, scenario)
     stem = file_name(name, scenario, "x")[:-2]
-    from dashboard.figure_cache import for_streamlit     # here: figure_cache imports this module
-    st.plotly_chart(for_streamlit(figure), config=export.toolbar_config(stem), key=f"chart-{key}", theme=None)
+    from dashboard.figure_cache import browser_json, browser_spec, for_streamlit   # here: they import this module
+    config = export.toolbar_config(stem)
+    if plotly_view.drawable(browser_spec(figure)):       # drawn in place, updated by Plotly.react on a rerun
+        plotly_view.plot(browser_json(figure), config, key=f"chart-{key}")
+    else:
+        st.plotly_chart(for_streamlit(figure), config=config, key=f"chart-{key}", theme=None)
     available, reason = export.static_export_available()
     if not available:
         st.caption(reason)

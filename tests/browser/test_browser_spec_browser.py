@@ -1,5 +1,5 @@
 """The browser form of a figure (dashboard/browser_spec.py: template written in, no meta, a data revision) draws the
-same plot as the figure itself, in Chromium with Streamlit's own Plotly: Plotly's full layout and full data (what
+same plot as the figure itself, in Chromium with the Plotly the page draws with (dashboard/plotly_view.py's bundle): Plotly's full layout and full data (what
 it draws from, every default resolved) are equal, and so is the number of SVG nodes. The figures are the ones the
 pages draw (AppTest runs of several pages)."""
 
@@ -44,16 +44,16 @@ COMPARE = """async ([first, second]) => {
 
 
 def sent_figures(monkeypatch) -> list[tuple[str, dict]]:
-    """(page, figure dict) for every chart the pages in PAGES draw (AppTest, in this process; every chart goes to
-    st.plotly_chart through figure_cache.for_streamlit)."""
+    """(page, figure dict) for every chart the pages in PAGES draw (AppTest, in this process; every chart on them
+    goes to the chart component through figure_cache.browser_json)."""
     seen: list[tuple[str, dict]] = []
-    given = figure_cache.for_streamlit
+    given = figure_cache.browser_json
     page = ""
 
     def spy(figure):
         seen.append((page, figure.to_dict()))
         return given(figure)
-    monkeypatch.setattr(figure_cache, "for_streamlit", spy)
+    monkeypatch.setattr(figure_cache, "browser_json", spy)
     for params in PAGES:
         page = json.dumps(params)
         app = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=300)
@@ -68,7 +68,7 @@ def test_plotly_draws_the_browser_form_of_every_chart_as_the_figure_itself(page,
     figures = sent_figures(monkeypatch)
     assert len(figures) >= 15
     page.goto(server_url)
-    page.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)         # Streamlit's Plotly is loaded
+    page.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)         # the page's Plotly is loaded
     page.evaluate("() => { document.body.innerHTML = '<div id=one style=\"width:960px\"></div>"
                   "<div id=two style=\"width:960px\"></div>'; }")
     different = []

@@ -1,25 +1,27 @@
-"""Before the first chart (issue 14): the page's first element imports Plotly's chunk early (once: Streamlit's own
-import of it finds the same module), its element takes no room, the loading placeholders do not animate, and
+"""Before the first chart (issue 14): the page's first element loads the charts' Plotly bundle early (once: the
+chart component's loader finds the same promise), its element takes no room, the loading placeholders do not animate, and
 the running man in the top bar stands still while a script runs (no repaint every 200 ms)."""
 
 from __future__ import annotations
 
 import pytest
 
+from dashboard import plotly_view
 from tests.browser.waits import TIMEOUT_MS, charts_drawn, wait_idle
 
 pytestmark = pytest.mark.browser
 
 
-def test_plotly_is_imported_once_early_and_the_preload_takes_no_room(page, server_url):
-    chunks = []
+def test_plotly_is_loaded_once_early_and_the_preload_takes_no_room(page, server_url):
+    bundles, chunks = [], []
+    page.on("request", lambda request: plotly_view.BUNDLE in request.url and bundles.append(request.url))
     page.on("request", lambda request: "/PlotlyChart." in request.url and chunks.append(request.url))
     page.goto(server_url)
     page.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)
     wait_idle(page)
-    module = page.evaluate("window.__plotlyPreload.then(m => m === null ? null : Object.keys(m))")
-    assert module is not None and "default" in module          # the import succeeded: the chart component
-    assert len(chunks) == 1                                      # fetched once, for both imports
+    version = page.evaluate("window.__llmPlotly.then(plotly => plotly.version)")
+    assert version == plotly_view.BUNDLE_VERSION                 # the preload's promise: the vendored bundle
+    assert len(bundles) == 1 and chunks == []                    # fetched once; Streamlit's 4.7 MB chunk never
     box = page.locator("#plotly-preload").evaluate(
         "e => { const c = e.closest('.stElementContainer'); return [getComputedStyle(c).display, c.offsetHeight]; }")
     assert box == ["none", 0]

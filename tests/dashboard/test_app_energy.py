@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from streamlit.testing.v1 import AppTest
 
@@ -10,6 +9,7 @@ import engine
 from dashboard.views.overview import OPEN_ENERGY, OPEN_KERNELS
 from tests.dashboard.test_app import APP, texts
 from tests.dashboard.test_app import run_app as run_closed
+from tests.dashboard.charts_sent import chart_specs
 
 ENERGY_CHARTS = {"Energy and power", "Energy by kernel", "Energy by component"}
 
@@ -79,7 +79,7 @@ def test_compare_page_names_devices_without_energy_on_the_energy_charts():
     app = run_app(page="compare", hw="H100-SXM,T4")
     assert not app.exception and not app.error
     assert {"Energy by kernel", "Energy by component"} <= {s.value for s in app.subheader}
-    specs = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    specs = chart_specs(app)
     energy = [spec for spec in specs if spec["layout"]["title"]["text"].startswith("Energy per phase")]
     assert len(energy) == 2
     for spec in energy:

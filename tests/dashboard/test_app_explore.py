@@ -4,7 +4,6 @@ numbers, the inverse design's answer meets its target, and the controls live in 
 from __future__ import annotations
 
 import base64
-import json
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from dashboard.state import EXPLORE_VIEWS
 from engine.explore.grid import sweep_grid
 from engine.hardware.what_if import apply_edits
 from tests.dashboard.test_app import run_app, texts, url_state
+from tests.dashboard.charts_sent import chart_specs
 
 HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", "ex.xv": "log:1000:10000:12",
            "ex.y": "matrix_tflops", "ex.yv": "log:100:5000:9", "ex.metric": "tpot_s", "batch": "16",
@@ -22,7 +22,7 @@ HEATMAP = {"page": "explore", "ex.view": "heatmap", "ex.x": "memory_bandwidth", 
 
 def figures(app) -> list[dict]:
     """The charts the page sends, their bookkeeping (sent as `_meta`, dashboard/browser_spec.py) back as `meta`."""
-    specs = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    specs = chart_specs(app)
     for spec in specs:
         for item in (spec["layout"], *spec["data"]):
             if "_meta" in item:

@@ -12,8 +12,10 @@ import plotly.tools
 from streamlit.testing.v1 import AppTest
 
 from dashboard.browser_spec import browser_dict
-from dashboard.figure_cache import for_streamlit, shared_figures
+from dashboard.figure_cache import browser_json, for_streamlit, shared_figures
+from dashboard.widgets import scenario_subtitle
 from tests.conftest import REPO
+from tests.dashboard.charts_sent import chart_specs
 
 
 def figure(values) -> go.Figure:
@@ -51,10 +53,10 @@ def test_a_figure_that_is_not_shared_is_serialised_on_every_call_and_left_as_it_
 def test_the_overview_sends_the_charts_its_figures_hold():
     app = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=180).run()
     assert not app.exception
-    specs = [json.loads(element.proto.spec) for element in app.get("plotly_chart")]
+    specs = chart_specs(app)
     assert specs and all(spec["data"] and spec["layout"]["title"]["subtitle"]["text"] for spec in specs)
     again = app.run()
-    assert [json.loads(element.proto.spec) for element in again.get("plotly_chart")] == specs   # rerun: same charts
+    assert chart_specs(again) == specs   # rerun: same charts
 
 
 def test_a_shared_figure_given_another_scenario_line_is_serialised_again():
@@ -63,3 +65,15 @@ def test_a_shared_figure_given_another_scenario_line_is_serialised_again():
     from dashboard.widgets import scenario_subtitle
     scenario_subtitle(shared, "second line")
     assert for_streamlit(shared).to_dict()["layout"]["title"]["subtitle"]["text"] == "second line"
+
+
+def test_a_shared_figures_json_for_the_chart_component_is_made_once_and_follows_a_new_subtitle():
+    key = "test-figure-cache-json"
+    (_, shared), = shared_figures(key, "scenario line", lambda: [("bars", figure([1.0, 2.0, 3.0]))])
+    text = browser_json(shared)
+    assert json.loads(text) == json.loads(pio.to_json(browser_dict(shared.to_dict()), validate=False))
+    assert browser_json(shared) is text                                              # made once
+    scenario_subtitle(shared, "another line")                                        # a new subtitle: made again
+    assert json.loads(browser_json(shared))["layout"]["title"]["subtitle"]["text"] == "another line"
+    unshared = figure([1.0, 2.0, 3.0])
+    assert json.loads(browser_json(unshared))["data"][0]["type"] == "bar"

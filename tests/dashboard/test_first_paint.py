@@ -1,34 +1,14 @@
-"""What the browser does before the first chart (issue 14): the page's first element starts loading Plotly's chunk,
-the very file Streamlit's own code imports for a chart, so the browser evaluates it while the server still runs."""
+"""What the browser does before the first chart (issue 14): the page's first element starts loading the charts'
+Plotly bundle (dashboard/plotly_view.py), so the browser evaluates it while the server still runs."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard import preload
+from dashboard import plotly_view
 from tests.conftest import REPO
 
 APP = str(REPO / "dashboard" / "app.py")
-STATIC_JS = Path(st.__file__).parent / "static" / "static" / "js"
-
-
-def chunk_streamlit_imports() -> str:
-    """The Plotly chunk named in Streamlit's main bundle, the module script of its index.html (what it imports
-    when a chart arrives)."""
-    page = (STATIC_JS.parent.parent / "index.html").read_text(encoding="utf-8")
-    (main,) = re.findall(r'<script type="module"[^>]* src="\./static/js/([^"]+)"', page)
-    names = set(re.findall(r"PlotlyChart\.[\w-]+\.js", (STATIC_JS / main).read_text(encoding="utf-8")))
-    assert len(names) == 1, names
-    return names.pop()
-
-
-def test_the_preloaded_chunk_is_the_one_streamlit_imports_for_a_chart():
-    assert preload.plotly_chunk() == chunk_streamlit_imports()
-    assert (STATIC_JS / chunk_streamlit_imports()).stat().st_size > 1_000_000     # plotly.js inside
 
 
 def test_the_page_sends_the_preload_first_and_hidden():
@@ -38,19 +18,12 @@ def test_the_page_sends_the_preload_first_and_hidden():
     first = main[0]
     assert type(first).__name__ == "Html" and first.proto.unsafe_allow_javascript
     body = first.proto.body
-    assert "import(" in body and repr(chunk_streamlit_imports()) in body
+    # it loads the charts' bundle with the chart component's own loader (one promise a page: fetched once)
+    assert plotly_view.LOADER in body and "loadPlotly()" in body and plotly_view.BUNDLE_URL in body
+    assert "PlotlyChart." not in body                           # not Streamlit's 4.7 MB chunk any more
     assert ":has(#plotly-preload){display:none}" in body.replace(" ", "") and 'id="plotly-preload"' in body
     assert len(app.get("html")) == 1
     assert '[data-testid="stSkeleton"]' in body and "animation:none" in body   # still placeholders: no repaints
-
-
-def test_no_chunk_found_sends_nothing(monkeypatch, tmp_path):
-    preload.plotly_chunk.cache_clear()
-    monkeypatch.setattr(preload, "Path", lambda _: tmp_path / "a" / "b")   # a Streamlit without that file
-    try:
-        assert preload.plotly_chunk() is None
-    finally:
-        preload.plotly_chunk.cache_clear()
 
 
 def test_the_launcher_warms_the_default_view_then_runs_the_app_with_the_options(monkeypatch):

@@ -3,7 +3,6 @@ link, old links open on the roofline, All charts draws every one, and the deck h
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -11,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.state import OVERVIEW_CHARTS, ViewState, parse_query, to_query
 from dashboard.views import overview
 from tests.conftest import REPO
+from tests.dashboard.charts_sent import chart_elements, chart_specs
 
 APP = str(REPO / "dashboard" / "app.py")
 TITLES = {"roofline": "Roofline", "gap": "Ideal roofline vs realistic", "kernels": "Kernel time by phase",
@@ -25,7 +25,7 @@ def run_app(**params) -> AppTest:
 
 
 def chart_titles(app) -> list[str]:
-    return [json.loads(chart.proto.spec)["layout"]["title"]["text"] for chart in app.get("plotly_chart")]
+    return [spec["layout"]["title"]["text"] for spec in chart_specs(app)]
 
 
 def test_an_old_link_without_chart_opens_on_the_roofline_alone_and_keeps_its_url():
@@ -42,7 +42,7 @@ def test_an_old_link_without_chart_opens_on_the_roofline_alone_and_keeps_its_url
 def test_each_chart_in_the_link_draws_that_chart_only(name):
     app = run_app(chart=name)
     assert not app.exception and not app.error
-    assert len(app.get("plotly_chart")) == 1
+    assert len(chart_elements(app)) == 1
     assert [s.value for s in app.main.subheader if s.value in TITLES.values()] == [TITLES[name]]
     assert app.query_params.get("chart", "roofline") == name          # the default is left out of links
 
@@ -51,14 +51,14 @@ def test_all_charts_draws_every_chart_in_the_deck_order():
     app = run_app(chart="all")
     assert not app.exception
     assert [s.value for s in app.main.subheader][:5] == [TITLES[name] for name in overview.CHARTS]
-    assert len(app.get("plotly_chart")) == 5
+    assert len(chart_elements(app)) == 5
 
 
 def test_picking_a_chart_redraws_and_writes_the_link():
     app = run_app()
     app.session_state["w_ov_chart"] = "memory"
     app.run()
-    assert len(app.get("plotly_chart")) == 1 and app.query_params["chart"] == "memory"
+    assert len(chart_elements(app)) == 1 and app.query_params["chart"] == "memory"
     assert [s.value for s in app.main.subheader if s.value in TITLES.values()] == ["Memory fit"]
     state, warnings = parse_query(dict(app.query_params))
     assert warnings == [] and state.overview_chart == "memory"
@@ -75,7 +75,7 @@ def test_the_deck_holds_every_chart_while_one_is_shown(monkeypatch):
     decks = []
     monkeypatch.setattr(overview, "deck_button", lambda slides, summary, key: decks.append(slides))
     app = run_app(chart="bounds")
-    assert not app.exception and len(app.get("plotly_chart")) == 1
+    assert not app.exception and len(chart_elements(app)) == 1
     slides = decks[-1]() if callable(decks[-1]) else decks[-1]
     assert [title for title, _ in slides] == [TITLES[name] for name in overview.CHARTS]
 

@@ -5,7 +5,6 @@ is absent; the real one once it exists) and says so plainly when the search modu
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -19,6 +18,7 @@ from dashboard.state import ViewState, parse_query, to_query
 from dashboard.views import serving_search as section
 from engine.serving import SpeculativeDecoding, serve
 from tests.dashboard.test_app import run_app, url_state
+from tests.dashboard.charts_sent import chart_specs
 
 REAL_SEARCH = importlib.util.find_spec("engine.serving.search") is not None
 
@@ -108,7 +108,7 @@ def test_design_space_section_with_a_stand_in_search(monkeypatch):
                      "sv.n": "2", "sv.rps": "3"})
     assert not app.exception and not app.error
     assert "Use 2 x H100-SXM for 3 requests/s. Use 2 x H200-SXM for 3 requests/s." in [i.value for i in app.info]
-    figures = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    figures = chart_specs(app)
     front = next(f for f in figures if "Pareto front" in f["layout"]["title"]["text"])
     assert front["layout"]["shapes"][0]["x0"] == pytest.approx(50.0)                    # 1 / 20 ms
     hollow = next(t for t in front["data"] if t["name"] == "H100-SXM: outside the SLA")
@@ -137,7 +137,7 @@ def test_design_space_section_with_the_real_search():
     app = run_app(page="serving", method="roofline", **{"sv.c": "1", "sv.cmax": "4", "in": "256", "out": "16",
                                                          "sv.ds": "1", "sv.tpot": "30", "sv.n": "1"})
     assert not app.exception and not app.error
-    figures = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    figures = chart_specs(app)
     front = next(f for f in figures if "Pareto front" in f["layout"]["title"]["text"])
     assert front["layout"]["shapes"][0]["x0"] == pytest.approx(1 / 0.030)
     assert any(t["name"] == "H100-SXM" for t in front["data"])

@@ -13,6 +13,7 @@ from dashboard.state import ViewState, parse_query
 from dashboard.widgets import file_name
 from engine.workload.scenario import Scenario
 from tests.conftest import REPO
+from tests.dashboard.charts_sent import chart_elements, config_of
 
 APP = str(REPO / "dashboard" / "app.py")
 
@@ -41,8 +42,8 @@ def test_scenario_line_names_parallelism_and_edits_in_header_chart_subtitles_and
     for figure in figures(app):
         subtitle = figure["layout"]["title"]["subtitle"]["text"].replace("<br>", " · ")
         assert EDITED in subtitle and "TP 4" in subtitle
-    for chart in app.get("plotly_chart"):
-        name = json.loads(chart.proto.config)["toImageButtonOptions"]["filename"]
+    for chart in chart_elements(app):
+        name = config_of(chart)["toImageButtonOptions"]["filename"]
         assert "tp-4" in name and "edited-memory-bandwidth-6-700-gb-s" in name
 
 
