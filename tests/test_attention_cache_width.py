@@ -22,7 +22,8 @@ import engine.decomposition.auto as auto
 from engine.calibration.silicon import attention_fit
 from engine.decomposition.transformer import add_forward_pass, decompose_columns
 from engine.estimators.fused_attention import attention_groups
-from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates, estimate_realistic, fused_group_inputs
+from engine.estimators.realistic import (DEFAULT_CONSTANTS, DeviceRates, estimate_realistic, fused_group_inputs,
+                                        per_core_matrix_rates)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.kernels.table import KernelTableBuilder
@@ -39,7 +40,7 @@ def _groups(columns, hw):
     out = estimate_roofline(columns, hw)
     row_groups = RowGroups(out)
     rates = DeviceRates.of(hw)
-    per_core = row_groups.map("dtype", hw.matrix_macs_per_s) / rates.cores
+    per_core = per_core_matrix_rates(out, row_groups, hw, rates)
     return fused_group_inputs(out, attention_groups(out, row_groups), row_groups, rates, per_core, DEFAULT_CONSTANTS)
 
 

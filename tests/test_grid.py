@@ -91,6 +91,15 @@ def test_sweep_matches_across_families_and_layouts(model_id, fields, phase):
     assert_matches(frame, model, scenario, grid)
 
 
+def test_an_fp8_cache_prefill_sweeps_at_the_fp8_rate_as_the_point_estimate_does():
+    """Long prefills over an fp8 cache: their attention is compute bound at the fp8 matrix rate (the roofline's
+    eight_bit_prefill_rates), on the broadcast sweep as on each point, A100 (no fp8 rate) included."""
+    scenario = engine.Scenario(phase="prefill", batch=1, input_length=512, kv_dtype="fp8")
+    grid = {"input_length": [8192, 32768], "device": ["H100-SXM", "B200", "A100-80GB-SXM"],
+            "compute_scale": [1.0, 0.5]}
+    assert_matches(sweep_grid(LLAMA8, scenario, grid), LLAMA8, scenario, grid)
+
+
 def test_structural_fields_and_device_list():
     scenario = engine.Scenario(phase="decode", batch=8, input_length=1024)
     grid = {"weight_dtype": ["bf16", "fp8"], "tp": [1, 2], "device": ["A100-80GB-SXM", "H100-SXM", "MI300X"],

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from engine.estimators.row_groups import RowGroups
+
 EIGHT_BIT_BELOW = 1.5     # a K/V value narrower than this many bytes is an 8-bit (or narrower) cache
 
 
@@ -38,11 +40,12 @@ def group_kv_value_bytes(out, lead, inferred):
     return values if fallback is None else np.where(np.isfinite(values), values, fallback)
 
 
-def prefill_macs_per_s_per_core(per_core, decode, kv_value_bytes, fp8_macs_per_s_per_core: float):
+def prefill_macs_per_s_per_core(per_core, decode, kv_value_bytes, fp8_macs_per_s_per_core):
     """Per group: the matrix MAC/s of one core its fused kernel runs at: a prefill (not `decode`) over a cache of at
     most 8 bits per value (0 < kv_value_bytes < EIGHT_BIT_BELOW) at least at the device's fp8 rate where it has one
-    (fp8_macs_per_s_per_core > 0), every other group at `per_core` (its dtype's rate)."""
-    if kv_value_bytes is None or fp8_macs_per_s_per_core <= 0:
+    (fp8_macs_per_s_per_core > 0), every other group at `per_core` (its dtype's rate). Only max and where: any
+    unit of rate does (the roofline passes FLOP/s of the whole device), and arrays broadcast (rows x devices)."""
+    if kv_value_bytes is None or not np.any(np.asarray(fp8_macs_per_s_per_core) > 0):
         return per_core
     if isinstance(decode, (bool, np.bool_)):        # one group, as floats
         eight_bit = not decode and 0.0 < kv_value_bytes < EIGHT_BIT_BELOW
@@ -52,12 +55,35 @@ def prefill_macs_per_s_per_core(per_core, decode, kv_value_bytes, fp8_macs_per_s
     return np.where(eight_bit, np.maximum(per_core, fp8_macs_per_s_per_core), per_core)
 
 
+def eight_bit_prefill_rates(columns, rate, fp8_rate, row_groups=None):
+    """Per row: `rate` (its dtype's matrix rate, per row, or rows x devices), raised to `fp8_rate` (the device's fp8
+    matrix rate in the same unit, or per device; 0: none) on the matrix rows of attention (op "attention") of a
+    prefill (type not Va_Mqa) over an 8-bit cache (their kv_value_bytes), by prefill_macs_per_s_per_core: the rate
+    the realistic method runs that fused kernel at, so the roofline's ideal of such a row is never slower than the
+    realistic estimate. `rate` itself where the table has no kv_value_bytes column or no such row. `row_groups`: the
+    table's RowGroups where the caller has them."""
+    if "kv_value_bytes" not in columns:
+        return rate
+    kv = np.asarray(columns["kv_value_bytes"], dtype=float)
+    with np.errstate(invalid="ignore"):
+        narrow = (kv > 0) & (kv < EIGHT_BIT_BELOW)             # NaN: False
+    if not narrow.any():
+        return rate
+    row_groups = row_groups or RowGroups(columns)
+    matrix = (row_groups.group_strings("op") == "attention")[row_groups.inverse]
+    decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse] | ~matrix
+    if np.ndim(rate) == 2:              # rows x devices
+        decode, kv = decode[:, None], kv[:, None]
+    return prefill_macs_per_s_per_core(rate, decode, kv, fp8_rate)
+
+
 def row_ideals(out, rows, is_matrix, row_rate, kernel_rate):
-    """Per row of `rows` (an attention group's, arrays; kernel_rate per row: its group's kernel rate): its roofline
-    time (out's time_s), except that a matrix row whose kernel runs above the row's own dtype rate (an 8-bit cache's
-    prefill at the fp8 rate) has its ideal at the kernel's rate: max(compute_time_s x row_rate / kernel_rate,
-    memory_time_s). So the fused kernel's time is not floored at the 16-bit roofline of its rows. None where no row
-    is raised (the roofline times stand)."""
+    """Per row of `rows` (an attention group's, arrays; row_rate: the rate the roofline timed each row at,
+    per_core_matrix_rates; kernel_rate per row: its group's kernel rate): its roofline time (out's time_s), except
+    that a matrix row whose kernel runs above the row's roofline rate has its ideal at the kernel's rate:
+    max(compute_time_s x row_rate / kernel_rate, memory_time_s). The roofline already times an 8-bit cache's prefill
+    rows at the fp8 rate where the table has kv_value_bytes; this is for a table without it (the width inferred from
+    the group's bytes). None where no row is raised (the roofline times stand)."""
     raised = np.asarray(is_matrix) & (kernel_rate > row_rate)
     if not raised.any():
         return None

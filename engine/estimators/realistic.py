@@ -42,7 +42,8 @@ import numpy as np
 from engine.common.arrays import any_true
 from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
-from engine.estimators.attention_cache_width import group_kv_value_bytes, prefill_macs_per_s_per_core, row_ideals
+from engine.estimators.attention_cache_width import (eight_bit_prefill_rates, group_kv_value_bytes,
+                                                     prefill_macs_per_s_per_core, row_ideals)
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
                                                cached_value_bytes, fp8_matrix_decode, fused_times,
                                                is_scores_row)
@@ -86,7 +87,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     op = row_groups.strings("op")
     kernel_rows = KernelRows(
         out=out, row_groups=row_groups, hardware=hardware, rates=rates,
-        per_core_macs=row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores,
+        per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
         value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
     fused = attention_groups(out, row_groups)
@@ -113,6 +114,13 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     # one shared str object per label (engine/estimators/roofline.py)
     out["bound"] = labelled(_BOUND_LABELS, np.where(overhead, 2, (compute > memory).astype(np.intp)))
     return out
+
+
+def per_core_matrix_rates(out, row_groups: RowGroups, hardware: Hardware, rates: DeviceRates) -> np.ndarray:
+    """Per row: the matrix MAC/s of one core the roofline timed it at (estimate_roofline's `out`): its dtype's rate,
+    the fp8 rate on an 8-bit cache's prefill attention rows (eight_bit_prefill_rates)."""
+    return eight_bit_prefill_rates(out, row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores,
+                                   rates.fp8_macs_per_s_per_core, row_groups)
 
 
 def launches_per_row(fused: np.ndarray) -> np.ndarray:
@@ -338,8 +346,9 @@ def with_attention_matrix_efficiency(inputs: FusedGroups, rates: DeviceRates, ef
 
 
 __all__ = [  # the method, and the constants re-exported from realistic_constants.py
-    "estimate_realistic", "launches_per_row", "is_expert_gemm", "fused_group_inputs", "fused_group_kernel_s",
-    "with_attention_matrix_efficiency", "GAP_COLUMNS", "KernelRows", "TimeChain", "GemmShapes", "FusedGroups",
+    "estimate_realistic", "per_core_matrix_rates", "launches_per_row", "is_expert_gemm", "fused_group_inputs",
+    "fused_group_kernel_s", "with_attention_matrix_efficiency", "GAP_COLUMNS", "KernelRows", "TimeChain", "GemmShapes",
+    "FusedGroups",
     "ACTIVATION_CLASS", "ATTENTION_OVERHEADS", "DEFAULT_CONSTANTS", "DEFAULT_KERNEL_LATENCY_S",
     "DEFAULT_MATRIX_FRACTION", "DEFAULT_MEMORY_FRACTION", "LAUNCH_MODES", "NORM_CLASS", "RESIDUAL_CLASS",
     "ROW_CTAS_PER_CORE", "ROW_WAVE_KINDS", "DeviceRates", "KernelClass", "RealisticConstants",

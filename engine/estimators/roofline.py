@@ -3,6 +3,8 @@
 Matrix work runs on the matrix units at the rate of the kernel's dtype (or the format the
 device falls back to: `Hardware.matrix_rate_dtype`); element-wise work on the vector units.
 A kernel with both (a fused MLP) takes the longer of the two, as the units run concurrently.
+The matrix rows of a prefill's attention over an 8-bit KV cache (kv_value_bytes) run at the device's fp8 matrix
+rate where it has one, as the realistic method runs that fused kernel (attention_cache_width.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.estimators.attention_cache_width import eight_bit_prefill_rates
 from engine.estimators.bound_labels import labelled
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, unique_inverse
 from engine.hardware.device import Hardware
@@ -34,6 +37,12 @@ def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np
     peaks = np.array([peak for peak, _ in rates])
     rate_dtypes = np.array([rate_dtype for _, rate_dtype in rates], dtype=object)
     return peaks[inverse], rate_dtypes[inverse]
+
+
+def fp8_matrix_flops_per_s(hardware: Hardware) -> float:
+    """The device's fp8 matrix peak FLOP/s, 0 where the workbook gives it no fp8 rate."""
+    per_cycle = hardware.matrix_macs_per_cycle_per_core_fp8
+    return 2.0 * hardware.num_cores * hardware.clock_hz * per_cycle if per_cycle else 0.0
 
 
 @lru_cache(maxsize=256)
@@ -66,6 +75,10 @@ def estimate_roofline(table, hardware: Hardware, scenario=None,
     groups = row_groups or RowGroups(out)   # dtype lookups once per kernel, not once per decode-step row
     matrix_peak, rate_dtype = (values[groups.inverse]
                                for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))
+    raised = eight_bit_prefill_rates(out, matrix_peak, fp8_matrix_flops_per_s(hardware), groups)
+    if raised is not matrix_peak:           # an 8-bit cache's prefill attention: the fp8 rate, as realistic runs it
+        rate_dtype = np.where(raised > matrix_peak, "fp8", rate_dtype).astype(object)
+        matrix_peak = raised
     compute_time, memory_time = roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak,
                                                hardware.vector_flops_per_s, hardware.memory_bandwidth_bytes_per_s)
     out["intensity"] = intensity(flops, nbytes)

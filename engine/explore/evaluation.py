@@ -15,7 +15,8 @@ import numpy as np
 from engine.estimators.collectives import collective_row_seconds, producer_rows
 from engine.results.energy import energy_tokens, kernel_energy
 from engine.estimators import get_method
-from engine.estimators.roofline import roofline_times
+from engine.estimators.attention_cache_width import eight_bit_prefill_rates
+from engine.estimators.roofline import fp8_matrix_flops_per_s, roofline_times
 from engine.explore.points import PointValues, StackedTable
 from engine.explore.variants import ENERGY_ATTRIBUTES, LINK_ATTRIBUTES, PEAK_ATTRIBUTES, Variant, as_variants
 from engine.hardware.device import Hardware
@@ -70,8 +71,10 @@ def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario, ca
     vector = np.array([r[1] for r in rates])
     bandwidth = np.array([v.get("memory_bandwidth_bytes_per_s") for v in variants])
     col = lambda name: columns[name].astype(float)[:, None]   # noqa: E731
+    fp8 = np.array([r[2] for r in rates])
+    row_peaks = eight_bit_prefill_rates(columns, peaks[dtype_code.reshape(-1)], fp8[None, :])
     compute, memory = roofline_times(col("matrix_flops"), col("vector_flops"), col("bytes"),
-                                     peaks[dtype_code.reshape(-1)], vector[None, :], bandwidth[None, :])
+                                     row_peaks, vector[None, :], bandwidth[None, :])
     time = np.maximum(compute, memory)
     is_compute = compute > memory
     rows = np.flatnonzero(np.asarray(columns["op"]) == "collective")
@@ -99,8 +102,9 @@ def roofline_rows(columns: dict, variants: list[Variant], scenario: Scenario, ca
     return RowTimes(time, is_compute, dynamic, dynamic_of, static)
 
 
-def _rates(hardware: Hardware, dtypes) -> tuple[list[float], float]:
-    return [hardware.matrix_flops_per_s(d) for d in dtypes], hardware.vector_flops_per_s
+def _rates(hardware: Hardware, dtypes) -> tuple[list[float], float, float]:
+    return [hardware.matrix_flops_per_s(d) for d in dtypes], hardware.vector_flops_per_s, \
+        fp8_matrix_flops_per_s(hardware)
 
 
 def _energy_stack(per_variant: list, rows: int) -> np.ndarray:

@@ -30,7 +30,8 @@ from scipy.optimize import least_squares
 
 from engine.estimators.fused_attention import AttentionOverheads, attention_groups
 from engine.estimators.realistic import (DEFAULT_CONSTANTS, DeviceRates, fused_group_inputs,
-                                         fused_group_kernel_s, with_attention_matrix_efficiency)
+                                         fused_group_kernel_s, per_core_matrix_rates,
+                                         with_attention_matrix_efficiency)
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
 from engine.calibration.silicon.score import attention_kernels, measured_kernels, mla_kernels
@@ -108,7 +109,7 @@ class DeviceAttention:
         out = estimate_roofline(columns, hardware)
         self.rates = DeviceRates.of(hardware)
         row_groups = RowGroups(out)
-        per_core = row_groups.map("dtype", hardware.matrix_macs_per_s) / self.rates.cores
+        per_core = per_core_matrix_rates(out, row_groups, hardware, self.rates)
         self.inputs = fused_group_inputs(out, attention_groups(out, row_groups), row_groups, self.rates, per_core,
                                          DEFAULT_CONSTANTS)
         self.measurement = index[self.inputs.lead]       # the measurement of each fused group
