@@ -160,14 +160,16 @@ class RealisticConstants:
     moe_combine_token_cycles: float = 0.3
     # A grouped GEMM launch walks every GEMM problem it is given, one per expert the device holds (the kernel
     # table's group_size on Expert_* rows), even those no token reaches: core cycles per expert held, at the
-    # clock, per Expert_* GEMM row (0: none). The tables say block-scaled fp8 pays ~4x more per expert (its scale
-    # factors: ~300 ns against ~50 ns per expert held, both generations), but the kernel table's GEMM dtype is the
-    # compute format (fp8 for fp8_g128), so one value for all.
+    # clock, per Expert_* GEMM row (0: none) ...
     moe_group_cycles: float = 25.0
+    # ... per GEMM format where it differs (the row's dtype, then its compute format; else moe_group_cycles):
+    # block-scaled fp8 (fp8_g128, the scorer's and the decomposition's label: dtypes.gemm_dtype) walks each
+    # expert's scale factors too: ~0.23 us more per expert held on Hopper and Blackwell at one to four tokens.
+    moe_group_format_cycles: dict = field(default_factory=lambda: {"fp8_g128": 150.0})
     # The MoE_topk row (each token's k experts picked from the router's E logits): k selection passes, each a
     # reduction of log2(E) steps, core cycles per step at the clock, added to the row's latency and least time
     # (0: a plain stream). E = 512, k = 22: 19,800 cycles, ~10 us; E = 8, k = 2: 600 cycles.
-    moe_topk_step_cycles: float = 100.0
+    moe_topk_step_cycles: float = 75.0
     # Grouped MoE kernels of gated experts quantize their activations inside the token permutation and the gated
     # activation, so their GEMMs pay no separate quantize kernel (gemm_quantize_latency_s; False: the form before,
     # each Expert_* row a plain GEMM with its quantize kernel). Non-gated experts (relu2, Nemotron-3) keep theirs:

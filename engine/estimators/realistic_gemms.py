@@ -141,14 +141,15 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
     names = np.asarray(out["name"])[rows]
-    grouped = is_expert_gemm(names) if constants.moe_fused_quantize or constants.moe_group_cycles else None
+    held_cycles = constants.moe_group_cycles or constants.moe_group_format_cycles
+    grouped = is_expert_gemm(names) if constants.moe_fused_quantize or held_cycles else None
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
              else None)
     latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
                                 constants, dtypes, fused)
-    if constants.moe_group_cycles and any_true(grouped):   # the launch walks every expert the device holds
-        latency = latency + np.where(grouped, constants.moe_group_cycles * out["group_size"][rows] / rates.clock_hz,
-                                     0.0)
+    if held_cycles and any_true(grouped):   # the launch walks every expert the device holds (cycles per format)
+        per_expert = per_row(out, rows, constants.moe_group_format_cycles, constants.moe_group_cycles, dtypes)
+        latency = latency + np.where(grouped, per_expert * out["group_size"][rows] / rates.clock_hz, 0.0)
     chain.latency[rows] = latency
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows

@@ -7,6 +7,7 @@ device (RealisticConstants), each a count of core cycles or a fraction of a work
 
     weight stream     bandwidth x min(1, achievable_memory_bandwidth_fraction x moe_bandwidth_efficiency)
     grouped launch    + moe_group_cycles x experts held / clock, per Expert_* row
+                      (block-scaled fp8: moe_group_format_cycles["fp8_g128"] instead)
     routing           MoE_topk: + topk x log2(E) x moe_topk_step_cycles / clock
     permutation       MoE_combine: + (2 x pairs x hidden x moe_combine_flop_cycles
                                       + tokens x hidden x moe_combine_token_cycles) / (cores x clock)
@@ -31,15 +32,18 @@ from engine.calibration.fit import objective
 from engine.calibration.silicon.moe_routing import balanced_routing
 from engine.calibration.silicon.score import measured_kernels, predicted_seconds
 from engine.estimators.realistic import DEFAULT_CONSTANTS
+from engine.hardware.dtypes import gemm_dtype
 
 FIT_DTYPES = ("bf16", "fp8", "fp8_g128")        # weights = activations; the 4-bit tables are scored, not fitted
 BANDWIDTH_GRID = (0.9, 0.95, 1.0)
-# (combine cycles per vector FLOP, per token x hidden, group cycles per expert held, top-k cycles per reduction step)
+# (combine cycles per vector FLOP, per token x hidden, group cycles per expert held (block-scaled fp8: group_block),
+# top-k cycles per reduction step)
 CYCLE_GRID = {"combine": (0.2, 0.25, 0.3), "token": (0.2, 0.3, 0.4), "group": (25.0, 50.0, 75.0, 100.0),
-              "topk": (75.0, 100.0, 150.0)}
+              "group_block": (100.0, 150.0, 200.0), "topk": (75.0, 100.0, 150.0)}
+BLOCK_SCALED = "fp8_g128"          # the format with its own group cycles (RealisticConstants.moe_group_format_cycles)
 TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per active expert
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
-BEFORE = dict(bandwidth=1.0, combine=0.0, token=0.0, group=0.0, topk=0.0)
+BEFORE = dict(bandwidth=1.0, combine=0.0, token=0.0, group=0.0, group_block=0.0, topk=0.0)
 
 
 def fit_rows(devices: dict, root=None, rows_per_device: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -60,6 +64,7 @@ def constants_with(point: dict, base=DEFAULT_CONSTANTS):
     return replace(base, moe_bandwidth_efficiency=float(point["bandwidth"]),
                    moe_combine_flop_cycles=float(point["combine"]), moe_combine_token_cycles=float(point["token"]),
                    moe_group_cycles=float(point["group"]), moe_topk_step_cycles=float(point["topk"]),
+                   moe_group_format_cycles={BLOCK_SCALED: float(point["group_block"])},
                    moe_combine_cycles_add=True, moe_fused_quantize=True)
 
 
@@ -71,6 +76,7 @@ def plain_constants(base=DEFAULT_CONSTANTS):
 def shipped_point(constants=DEFAULT_CONSTANTS) -> dict:
     return dict(bandwidth=constants.moe_bandwidth_efficiency, combine=constants.moe_combine_flop_cycles,
                 token=constants.moe_combine_token_cycles, group=constants.moe_group_cycles,
+                group_block=constants.moe_group_format_cycles.get(BLOCK_SCALED, constants.moe_group_cycles),
                 topk=constants.moe_topk_step_cycles)
 
 
@@ -81,8 +87,11 @@ def terms(part: pd.DataFrame, hardware) -> dict:
                                                                                   "experts", "moe_ep"))
     pairs, _, _ = balanced_routing(tokens, experts, topk, ep)
     cores_clock = hardware.num_cores * hardware.clock_hz
+    block = np.array([gemm_dtype(w, a) == BLOCK_SCALED for w, a in zip(part["weight_dtype"], part["activation_dtype"])],
+                     dtype=bool)
+    held = experts / ep * np.where(gated, 3.0, 2.0) / hardware.clock_hz
     return {"combine": 2.0 * pairs * hidden / cores_clock, "token": tokens * hidden / cores_clock,
-            "group": experts / ep * np.where(gated, 3.0, 2.0) / hardware.clock_hz,
+            "group": np.where(block, 0.0, held), "group_block": np.where(block, held, 0.0),
             "topk": topk * np.log2(experts) / hardware.clock_hz}
 
 

@@ -148,7 +148,7 @@ def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
                                                               moe_ep[balanced])
             pairs, active = pairs.copy(), active.copy()
             pairs[balanced], active[balanced] = routed_pairs, routed_active
-        wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), compute_dtype(weight, activation)
+        wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), gemm_dtype(weight, activation)
         phase = "measured" if gated else "measured non-gated"     # one model per phase: gated or not
         common = dict(phase=phase, type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
         grouped = [("Expert_up", hidden, inner)] + ([("Expert_gate", hidden, inner)] if gated else []) + \
