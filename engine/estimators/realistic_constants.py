@@ -141,8 +141,8 @@ class RealisticConstants:
     gemm_quantize_latency_s: dict = field(default_factory=lambda: {"fp8": 3.5e-6})
     # MoE (engine/decomposition/moe.py's rows), fitted on AIConfigurator's trtllm MoE tables (bf16, fp8, fp8
     # block-scaled; 6 devices, 1,000 rows each, the collector's balanced routing), leave-one-device-out:
-    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py, docs/accuracy.md. Every fold picks the values
-    # shipped here (but top-k 75 cycles without GB200).
+    # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py, docs/accuracy.md. Shipped: the all-device fit
+    # (folds differ: latency 5.5 us and 0.4 token cycles without GB200, top-k 50-100, block-scaled 150 without B200).
     # Grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and weight
     # stream relative to a plain GEMM's (x the format's efficiency above; 1: alike; the matrix efficiency is not
     # determined by the tables).
@@ -152,7 +152,7 @@ class RealisticConstants:
     # x hidden value) also carries the token permutation the decomposition does not list (scatter to the experts'
     # rows, gather back): core cycles per listed vector FLOP, spread over the cores (SIMT devices; 0: a plain
     # residual-class stream) ...
-    moe_combine_flop_cycles: float = 0.3
+    moe_combine_flop_cycles: float = 0.25
     # ... added to its byte stream (True) or overlapping it (False: the larger of the two, the form before)
     moe_combine_cycles_add: bool = True
     # ... and core cycles per (token x hidden value): the routing and the finalize walk every token of the batch,
@@ -164,8 +164,9 @@ class RealisticConstants:
     moe_group_cycles: float = 25.0
     # ... per GEMM format where it differs (the row's dtype, then its compute format; else moe_group_cycles):
     # block-scaled fp8 (fp8_g128, the scorer's and the decomposition's label: dtypes.gemm_dtype) walks each
-    # expert's scale factors too: ~0.23 us more per expert held on Hopper and Blackwell at one to four tokens.
-    moe_group_format_cycles: dict = field(default_factory=lambda: {"fp8_g128": 150.0})
+    # expert's scale factors too: ~0.23 us more per expert held on Hopper and Blackwell at one to four tokens
+    # (fitted leave-one-device-out: 150-200 cycles per row, 200 on all devices).
+    moe_group_format_cycles: dict = field(default_factory=lambda: {"fp8_g128": 200.0})
     # The MoE_topk row (each token's k experts picked from the router's E logits): k selection passes, each a
     # reduction of log2(E) steps, core cycles per step at the clock, added to the row's latency and least time
     # (0: a plain stream). E = 512, k = 22: 19,800 cycles, ~10 us; E = 8, k = 2: 600 cycles.
@@ -175,6 +176,18 @@ class RealisticConstants:
     # each Expert_* row a plain GEMM with its quantize kernel). Non-gated experts (relu2, Nemotron-3) keep theirs:
     # their fp8 tables are ~13-20 us slower than the fused form (bias -17.6% with it, -8.1% without).
     moe_fused_quantize: bool = True
+    # ... but the fused quantization still moves its bytes: each quantized input (the permuted tokens, pairs x
+    # hidden, once for Expert_up and Expert_gate; the activation, pairs x inner) read in bf16 and written in 8 bits
+    # at the achievable bandwidth, without a kernel's latency (gemm_condition.QUANTIZE_BYTES_PER_VALUE; no fitted
+    # value). False: fused quantization free, the form before.
+    moe_fused_quantize_bytes: bool = True
+    # Grouped MoE GEMMs under the chip's power cap (gemm_power_j_per_flop, fitted on the dense GEMM tables)?
+    # (False: the MoE tables reach ~2.9 PFLOP/s of fp8 on B200 where the dense GEMMs' cap allows ~2.0)
+    moe_power_capped: bool = False
+    # A grouped MoE GEMM's fixed device time in seconds, the same on every device (None: the device's
+    # kernel_latency, an isolated dense GEMM's); the quantize kernel of unfused rows is added as for any GEMM.
+    # (6.375 us: the all-device fit; Hopper's measured 7.25 us put its one-to-eight-token floors +9-13% high)
+    moe_gemm_latency_s: float | None = 6.375e-6
 
     # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,

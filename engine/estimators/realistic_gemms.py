@@ -10,7 +10,8 @@ import numpy as np
 
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
-    RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency, per_row, warm_byte_scale)
+    QUANTIZE_BYTES_PER_VALUE, RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency,
+    per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -116,6 +117,22 @@ def _gated_expert_rows(table: KernelRows, rows: np.ndarray, grouped: np.ndarray)
     return grouped & np.isin(phases[rows], np.unique(phases[gate]))
 
 
+def _fused_quantize_s(table: KernelRows, rows: np.ndarray, fused: np.ndarray, dtypes: RowDtypes) -> np.ndarray:
+    """Per GEMM row of `rows`: the bytes a fused quantization still moves (RealisticConstants.moe_fused_quantize_bytes):
+    the input of each quantized grouped GEMM row (`fused`, a dtype with a quantize kernel) read in bf16 and written
+    in 8 bits, m x k x batch x QUANTIZE_BYTES_PER_VALUE at the achievable bandwidth, with no kernel latency;
+    Expert_gate rows share Expert_up's quantized input (0 there and on every other row)."""
+    out, rates = table.out, table.rates
+    quantized = np.isfinite(per_row(out, rows, table.constants.gemm_quantize_latency_s, dtypes=dtypes))
+    gate = table.row_groups.map("name", lambda name: str(name).endswith("Expert_gate")).astype(bool)[rows]
+    charged = fused & quantized & ~gate
+    if not any_true(charged):
+        return np.zeros(len(charged))
+    m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))
+    stream = m * k * batch * QUANTIZE_BYTES_PER_VALUE / (rates.bandwidth * rates.memory_fraction)
+    return np.where(charged, stream, 0.0)
+
+
 def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
     if not any_true(rows):
@@ -143,10 +160,18 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     names = np.asarray(out["name"])[rows]
     held_cycles = constants.moe_group_cycles or constants.moe_group_format_cycles
     grouped = is_expert_gemm(names) if constants.moe_fused_quantize or held_cycles else None
+    if power is not None and not constants.moe_power_capped and any_true(grouped):
+        power = np.where(grouped, np.inf, power)     # grouped MoE GEMMs: no board-power cap (moe_power_capped)
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
              else None)
     latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
                                 constants, dtypes, fused)
+    if constants.moe_gemm_latency_s is not None and any_true(grouped):   # the grouped kernel's own fixed time
+        own = condition_latency(out, rows, np.full(len(latency), constants.moe_gemm_latency_s), None, rates, constants,
+                                dtypes, fused)
+        latency = np.where(grouped, own, latency)
+    if fused is not None and constants.moe_fused_quantize_bytes:
+        latency = latency + _fused_quantize_s(table, rows, fused, dtypes)
     if held_cycles and any_true(grouped):   # the launch walks every expert the device holds (cycles per format)
         per_expert = per_row(out, rows, constants.moe_group_format_cycles, constants.moe_group_cycles, dtypes)
         latency = latency + np.where(grouped, per_expert * out["group_size"][rows] / rates.clock_hz, 0.0)
