@@ -186,8 +186,10 @@ class RealisticConstants:
     moe_power_capped: bool = False
     # A grouped MoE GEMM's fixed device time in seconds, the same on every device (None: the device's
     # kernel_latency, an isolated dense GEMM's); the quantize kernel of unfused rows is added as for any GEMM.
-    # (6.375 us: the all-device fit; Hopper's measured 7.25 us put its one-to-eight-token floors +9-13% high)
-    moe_gemm_latency_s: float | None = 6.375e-6
+    # Shipped None (the model condition); the MoE tables are scored with the grouped kernel's own fitted 6.375 us
+    # (engine/calibration/silicon/conditions.py, MOE_TABLE_GEMM_LATENCY_S: Hopper's 7.25 us put the tables' one-to-
+    # eight-token floors +9-13% high, while the serving runs' held-out TPOT goes 10.4% -> 12.5% with 6.375 us).
+    moe_gemm_latency_s: float | None = None
 
     # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,

@@ -31,3 +31,17 @@ def table_constants(framework: str, base=None):
     return replace(base or DEFAULT_CONSTANTS, gemm_condition="warm",
                    gemm_quantize_latency_s=dict(TABLE_QUANTIZE_LATENCY_S.get(framework, {})))
 
+
+
+# The MoE tables' condition (collect_moe.py: the MoE op called repeatedly, no dense GEMM between): a grouped GEMM's
+# fixed time is the grouped kernel's own, fitted leave-one-device-out on the tables (engine/calibration/silicon/
+# moe_fit.py: 6.375 us, the same on every device), not the device's kernel_latency (an isolated dense GEMM's, which
+# estimate / serve keep: on the serving runs the grouped latency costs held-out TPOT 10.4% -> 12.5%, docs/accuracy.md).
+MOE_TABLE_GEMM_LATENCY_S = 6.375e-6
+
+
+def moe_table_constants(base=None):
+    """`base` (default: the shipped constants) under the MoE tables' condition: grouped GEMMs at
+    MOE_TABLE_GEMM_LATENCY_S where `base` leaves moe_gemm_latency_s unset."""
+    base = base or DEFAULT_CONSTANTS
+    return base if base.moe_gemm_latency_s is not None else replace(base, moe_gemm_latency_s=MOE_TABLE_GEMM_LATENCY_S)

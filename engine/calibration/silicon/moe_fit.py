@@ -13,7 +13,8 @@ device (RealisticConstants), each a count of core cycles or a fraction of a work
                                       + tokens x hidden x moe_combine_token_cycles) / (cores x clock)
     quantization      fused into the permutation (moe_fused_quantize): no quantize kernel per grouped GEMM, but its
                       bytes (moe_fused_quantize_bytes: pairs x (hidden + inner) x 3 B at the achievable bandwidth)
-    grouped latency   moe_gemm_latency_s per Expert_* row (None: the device's kernel_latency; LATENCY_GRID)
+    grouped latency   moe_gemm_latency_s per Expert_* row (the tables' condition: conditions.moe_table_constants;
+                      estimate and serve keep the device's kernel_latency)
     power             moe_power_capped: the dense GEMMs' board-power cap on grouped GEMMs or not (POWER_GRID)
 
 The engine is evaluated once per device, bandwidth efficiency (BANDWIDTH_GRID) and power cap with the cycle terms and
@@ -32,6 +33,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from engine.calibration.silicon.conditions import moe_table_constants
 from engine.calibration.silicon.moe_routing import balanced_routing
 from engine.calibration.silicon.score import measured_kernels, predicted_seconds
 from engine.estimators.realistic import DEFAULT_CONSTANTS, device_rates
@@ -44,8 +46,8 @@ POWER_GRID = (True, False)          # grouped GEMMs under the board-power cap or
 # top-k cycles per reduction step)
 CYCLE_GRID = {"combine": (0.25, 0.3, 0.35), "token": (0.2, 0.3, 0.4), "group": (25.0, 50.0),
               "group_block": (100.0, 150.0, 200.0), "topk": (50.0, 75.0, 100.0)}
-# the grouped GEMM's fixed time (moe_gemm_latency_s; None: the device's kernel_latency)
-LATENCY_GRID = (None, 5.5e-6, 6.375e-6, 7.25e-6)
+# the grouped GEMM's fixed time in the tables' condition (moe_gemm_latency_s, conditions.MOE_TABLE_GEMM_LATENCY_S)
+LATENCY_GRID = (5.5e-6, 6.375e-6, 7.25e-6)
 BLOCK_SCALED = "fp8_g128"          # the format with its own group cycles (RealisticConstants.moe_group_format_cycles)
 TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per active expert
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
@@ -83,7 +85,8 @@ def plain_constants(base=DEFAULT_CONSTANTS):
                    moe_fused_quantize_bytes=False)
 
 
-def shipped_point(constants=DEFAULT_CONSTANTS) -> dict:
+def shipped_point(constants=None) -> dict:
+    constants = moe_table_constants(constants)
     return dict(bandwidth=constants.moe_bandwidth_efficiency, power=constants.moe_power_capped,
                 latency=constants.moe_gemm_latency_s, combine=constants.moe_combine_flop_cycles,
                 token=constants.moe_combine_token_cycles, group=constants.moe_group_cycles,
@@ -157,7 +160,7 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict,
         fitted[device] = best_point(predictions, [d for d in predictions if d != device])
         measured = predictions[device][2]
         for label, constants in (("before", plain_constants()), ("lodo", constants_with(fitted[device])),
-                                 ("shipped", DEFAULT_CONSTANTS)):
+                                 ("shipped", moe_table_constants(DEFAULT_CONSTANTS))):
             seconds = predicted_seconds(part, "moe", devices[device], "realistic", constants)
             parts.append(part.assign(model=label, predicted_s=seconds, error=seconds / measured - 1.0))
     return pd.concat(parts, ignore_index=True), fitted

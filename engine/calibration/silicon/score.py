@@ -44,7 +44,7 @@ from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.decomposition.moe import expected_active_experts, topk_fields
 from engine.kernels.fields import gemm_fields, mlp_activation_fields
 from engine.kernels.table import KernelTableBuilder
-from engine.calibration.silicon.conditions import table_constants
+from engine.calibration.silicon.conditions import moe_table_constants, table_constants
 from engine.calibration.silicon.moe_routing import balanced_routing
 
 FAMILIES = ("gemm", "prefill_attention", "decode_attention", "prefill_mla", "decode_mla", "moe", "collective")
@@ -217,8 +217,10 @@ def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, c
         columns, index = gemm_kernels(frame)
         if method.startswith("realistic") and frame["framework"].nunique() <= 1:
             constants = table_constants(str(frame["framework"].iloc[0]) if len(frame) else "", constants)
-    elif family == "moe":
+    elif family == "moe":     # timed as the tables were (conditions.moe_table_constants)
         columns, index = moe_kernels(frame)
+        if method.startswith("realistic"):
+            constants = moe_table_constants(constants)
     elif family in ("prefill_attention", "decode_attention"):
         columns, index = attention_kernels(frame, decode=family == "decode_attention")
     elif family in ("prefill_mla", "decode_mla"):
