@@ -33,7 +33,7 @@ def _errors(rows: pd.DataFrame, devices: dict, constants) -> np.ndarray:
 
 def test_the_shipped_subset_is_closer_with_the_moe_constants(devices):
     """The subset's 10 bf16 / fp8 / fp8 block-scaled MoE rows (H100-SXM, B200): grouped GEMMs timed as plain GEMMs
-    are too fast at the median (14.0%, bias -10.2%); the fitted MoE constants bring them closer (9.7%)."""
+    are too fast at the median (14.6%, bias -11.7%); the fitted MoE constants bring them closer (7.9%)."""
     rows = moe_fit.fit_rows(devices, SUBSET)
     assert len(rows) == 10
     before = _errors(rows, devices, moe_fit.plain_constants())
@@ -71,8 +71,8 @@ def _bias(rows, devices, constants) -> float:
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_moe_floor_breaks_when_the_stream_efficiency_moves_15_percent(devices):
     """500 measurements of H100-SXM and B200 (fixed sample): the shipped constants (fitted on all six devices, and
-    picked by most leave-one-device-out folds) are within the floor (measured 8.4%); grouped GEMMs as plain
-    GEMMs are not (15.4%), nor 15% less or more weight-stream efficiency (12.7% / 11.0%)."""
+    picked by most leave-one-device-out folds) are within the floor (measured 8.2%); grouped GEMMs as plain
+    GEMMs are not (16.2%), nor 15% less or more weight-stream efficiency (12.3% / 11.3%)."""
     rows = _sample(devices)
     floor = 0.095
 
@@ -87,15 +87,15 @@ def test_moe_floor_breaks_when_the_stream_efficiency_moves_15_percent(devices):
 
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_large_expert_batches_pay_the_permutation_cycles(devices):
-    """The sample's 125 measurements with more than 64 (token, expert) pairs per expert: bias -4.3% with the shipped
-    permutation cycles (-19.3% without the per-pair ones, -16.3% without the per-token ones); 15% fewer or more of
-    either moves the bias out of its band (-6.8% / -3.1%, -5.6% / -2.8%)."""
+    """The sample's 125 measurements with more than 64 (token, expert) pairs per expert: bias -3.8% with the shipped
+    permutation cycles (-17.8% without the per-pair ones, -16.0% without the per-token ones); 15% fewer or more of
+    either moves the bias out of its band (-5.0% / -2.4%, -5.1% / -1.8%)."""
     rows = _sample(devices)
     rows = rows[rows["tokens_per_expert"] > 64]
     assert len(rows) == 125
 
     def within(constants):
-        return -0.050 <= _bias(rows, devices, constants) <= -0.036
+        return -0.048 <= _bias(rows, devices, constants) <= -0.030
     assert within(DEFAULT_CONSTANTS)
     for name in ("moe_combine_flop_cycles", "moe_combine_token_cycles"):
         assert _bias(rows, devices, replace(DEFAULT_CONSTANTS, **{name: 0.0})) < -0.12, name
@@ -107,10 +107,10 @@ def test_large_expert_batches_pay_the_permutation_cycles(devices):
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_small_batches_pay_the_grouped_launch_and_the_top_k(devices):
     """Up to 64 tokens on devices holding 128 or more experts: the 21 bf16 / fp8 measurements of the sample are
-    +0.1% with the shipped cycles per expert held (-11.0% without; 15% less or more: -0.3% / +1.0%), the 15
-    block-scaled fp8 ones +7.8% with their own cycles per expert held (-41.1% without, -1.6% / +13.0% at 15% less
-    or more); with top-8 or wider routing (102) +4.4% with the shipped top-k cycles (-1.0% without; 15%: +3.1% /
-    +5.2%)."""
+    +0.0% with the shipped cycles per expert held (-10.6% without; 15% less or more: -0.5% / +0.9%), the 15
+    block-scaled fp8 ones +7.7% with their own cycles per expert held (-41.5% without, -1.9% / +13.1% at 15% less
+    or more); with top-8 or wider routing (102) +3.7% with the shipped top-k cycles (-3.2% without; 15%: +2.7% /
+    +4.7%)."""
     rows = _sample(devices)
     small = rows[rows["tokens"] <= 64]
     held = small[small["experts"] / small["moe_ep"] >= 128]
@@ -118,9 +118,9 @@ def test_small_batches_pay_the_grouped_launch_and_the_top_k(devices):
     wide = small[small["topk"] >= 8]
     assert (len(held[~block]), len(held[block]), len(wide)) == (21, 15, 102)
     shipped_block = DEFAULT_CONSTANTS.moe_group_format_cycles["fp8_g128"]
-    cases = ((held[~block], dict(moe_group_cycles=DEFAULT_CONSTANTS.moe_group_cycles), (-0.0025, 0.006)),
+    cases = ((held[~block], dict(moe_group_cycles=DEFAULT_CONSTANTS.moe_group_cycles), (-0.003, 0.005)),
              (held[block], dict(moe_group_format_cycles=shipped_block), (0.03, 0.11)),
-             (wide, dict(moe_topk_step_cycles=DEFAULT_CONSTANTS.moe_topk_step_cycles), (0.037, 0.049)))
+             (wide, dict(moe_topk_step_cycles=DEFAULT_CONSTANTS.moe_topk_step_cycles), (0.031, 0.043)))
     for part, shipped, band in cases:
         (name, value), = shipped.items()
         assert band[0] <= _bias(part, devices, DEFAULT_CONSTANTS) <= band[1], name
@@ -133,9 +133,9 @@ def test_small_batches_pay_the_grouped_launch_and_the_top_k(devices):
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_fused_quantization_moves_its_bytes_and_hopper_floors_follow_the_grouped_latency(devices):
     """The sample's 141 gated fp8 / block-scaled measurements at 4-256 pairs per expert: bias -6.5% when the fused
-    quantization moves its bytes (-8.6% when it is free). H100-SXM up to 8 tokens (35): +3.3% with the grouped
-    GEMM's own 6.375 us in the tables' condition (+7.8% with the device's 7.25 us kernel latency, which estimate and
-    serve keep; 15% less or more: -0.2% / +8.6%)."""
+    quantization moves its bytes (-8.9% when it is free). H100-SXM up to 8 tokens (35): +2.9% with the grouped
+    GEMM's own 6.0 us in the tables' condition (+10.4% with the device's 7.25 us kernel latency, which estimate and
+    serve keep; 15% less or more: +0.2% / +6.9%)."""
     rows = _sample(devices)
     gated = ~rows["kernel_source"].astype(str).str.endswith("nongated")
     quantized = rows[(rows["weight_dtype"] != "bf16") & gated & (rows["tokens_per_expert"] > 4)
@@ -149,3 +149,21 @@ def test_fused_quantization_moves_its_bytes_and_hopper_floors_follow_the_grouped
     assert 0.015 <= _bias(small, devices, DEFAULT_CONSTANTS) <= 0.05
     for moved in (devices["H100-SXM"].kernel_latency_s, latency * 0.85, latency * 1.15):
         assert not 0.015 <= _bias(small, devices, replace(DEFAULT_CONSTANTS, moe_gemm_latency_s=moved)) <= 0.05, moved
+
+
+@pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
+def test_block_scaled_experts_are_slower_without_microscaled_tensor_cores(devices):
+    """Hopper (no fp4 rate in the workbook) block-scaled fp8 measurements above 64 pairs per expert (13 of the
+    sample): bias -7.0% with the shipped moe_block_scaled_efficiency 0.5 (-20.1% at 1; 15% less or more: -3.9% /
+    -12.1%); Blackwell's 85 block-scaled ones (DeepGEMM on microscaled tensor cores) are untouched by it (-3.6%)."""
+    rows = _sample(devices)
+    block = rows["weight_dtype"] == "fp8_g128"
+    hopper = rows["device"] == "H100-SXM"
+    heavy, blackwell = rows[block & hopper & (rows["tokens_per_expert"] > 64)], rows[block & ~hopper]
+    assert (len(heavy), len(blackwell)) == (13, 85)
+    shipped = DEFAULT_CONSTANTS.moe_block_scaled_efficiency
+    assert -0.09 <= _bias(heavy, devices, DEFAULT_CONSTANTS) <= -0.05
+    for moved in (1.0, shipped * 0.85, shipped * 1.15):
+        assert not -0.09 <= _bias(heavy, devices, replace(DEFAULT_CONSTANTS, moe_block_scaled_efficiency=moved)) <= -0.05
+    assert _bias(blackwell, devices, replace(DEFAULT_CONSTANTS, moe_block_scaled_efficiency=0.25)) == pytest.approx(
+        _bias(blackwell, devices, DEFAULT_CONSTANTS), abs=1e-12)

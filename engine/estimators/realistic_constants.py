@@ -142,7 +142,7 @@ class RealisticConstants:
     # MoE (engine/decomposition/moe.py's rows), fitted on AIConfigurator's trtllm MoE tables (bf16, fp8, fp8
     # block-scaled; 6 devices, 1,000 rows each, the collector's balanced routing), leave-one-device-out:
     # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py, docs/accuracy.md. Shipped: the all-device fit
-    # (folds differ: latency 5.5 us and 0.4 token cycles without GB200, top-k 50-100, block-scaled 150 without B200).
+    # (folds differ: block-scaled cycles 150 without B200 or GB200, block-scaled efficiency 0.6 without H100).
     # Grouped GEMMs (rows named Expert_*: one GEMM per active expert in one launch): their matrix rate and weight
     # stream relative to a plain GEMM's (x the format's efficiency above; 1: alike; the matrix efficiency is not
     # determined by the tables).
@@ -170,7 +170,7 @@ class RealisticConstants:
     # The MoE_topk row (each token's k experts picked from the router's E logits): k selection passes, each a
     # reduction of log2(E) steps, core cycles per step at the clock, added to the row's latency and least time
     # (0: a plain stream). E = 512, k = 22: 19,800 cycles, ~10 us; E = 8, k = 2: 600 cycles.
-    moe_topk_step_cycles: float = 75.0
+    moe_topk_step_cycles: float = 100.0
     # Grouped MoE kernels of gated experts quantize their activations inside the token permutation and the gated
     # activation, so their GEMMs pay no separate quantize kernel (gemm_quantize_latency_s; False: the form before,
     # each Expert_* row a plain GEMM with its quantize kernel). Non-gated experts (relu2, Nemotron-3) keep theirs:
@@ -181,12 +181,18 @@ class RealisticConstants:
     # at the achievable bandwidth, without a kernel's latency (gemm_condition.QUANTIZE_BYTES_PER_VALUE; no fitted
     # value). False: fused quantization free, the form before.
     moe_fused_quantize_bytes: bool = True
+    # On matrix units without a microscaled format (no fp4 rate in the workbook: Hopper), a grouped GEMM of a software
+    # block-scaled format (fp8_g128) applies each 128-deep block's scales to its partial sums on the SIMT cores
+    # between tensor-core steps: its matrix rate x this (1: like the plain format). Fitted 0.5 (folds 0.5-0.6): Hopper's
+    # block-scaled experts were -20 to -34% above 64 pairs per expert at 1; TensorRT-LLM runs CUTLASS there, DeepGEMM
+    # on Blackwell
+    moe_block_scaled_efficiency: float = 0.5
     # Grouped MoE GEMMs under the chip's power cap (gemm_power_j_per_flop, fitted on the dense GEMM tables)?
     # (False: the MoE tables reach ~2.9 PFLOP/s of fp8 on B200 where the dense GEMMs' cap allows ~2.0)
     moe_power_capped: bool = False
     # A grouped MoE GEMM's fixed device time in seconds, the same on every device (None: the device's
     # kernel_latency, an isolated dense GEMM's); the quantize kernel of unfused rows is added as for any GEMM.
-    # Shipped None (the model condition); the MoE tables are scored with the grouped kernel's own fitted 6.375 us
+    # Shipped None (the model condition); the MoE tables are scored with the grouped kernel's own fitted 6.0 us
     # (engine/calibration/silicon/conditions.py, MOE_TABLE_GEMM_LATENCY_S: Hopper's 7.25 us put the tables' one-to-
     # eight-token floors +9-13% high, while the serving runs' held-out TPOT goes 10.4% -> 12.5% with 6.375 us).
     moe_gemm_latency_s: float | None = None

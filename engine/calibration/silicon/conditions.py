@@ -35,9 +35,9 @@ def table_constants(framework: str, base=None):
 
 # The MoE tables' condition (collect_moe.py: the MoE op called repeatedly, no dense GEMM between): a grouped GEMM's
 # fixed time is the grouped kernel's own, fitted leave-one-device-out on the tables (engine/calibration/silicon/
-# moe_fit.py: 6.375 us, the same on every device), not the device's kernel_latency (an isolated dense GEMM's, which
+# moe_fit.py: 6.0 us, the same on every device), not the device's kernel_latency (an isolated dense GEMM's, which
 # estimate / serve keep: on the serving runs the grouped latency costs held-out TPOT 10.4% -> 12.5%, docs/accuracy.md).
-MOE_TABLE_GEMM_LATENCY_S = 6.375e-6
+MOE_TABLE_GEMM_LATENCY_S = 6.0e-6
 
 
 def moe_table_constants(base=None):

@@ -16,6 +16,7 @@ device (RealisticConstants), each a count of core cycles or a fraction of a work
     grouped latency   moe_gemm_latency_s per Expert_* row (the tables' condition: conditions.moe_table_constants;
                       estimate and serve keep the device's kernel_latency)
     power             moe_power_capped: the dense GEMMs' board-power cap on grouped GEMMs or not (POWER_GRID)
+    block-scaled      matrix rate x moe_block_scaled_efficiency (fp8_g128 experts on devices without an fp4 rate)
 
 The engine is evaluated once per device, bandwidth efficiency (BANDWIDTH_GRID) and power cap with the cycle terms and
 the grouped latency at 0; the
@@ -40,19 +41,21 @@ from engine.estimators.realistic import DEFAULT_CONSTANTS, device_rates
 from engine.hardware.dtypes import gemm_dtype
 
 FIT_DTYPES = ("bf16", "fp8", "fp8_g128")        # weights = activations; the 4-bit tables are scored, not fitted
-BANDWIDTH_GRID = (0.95, 1.0, 1.05)
+BANDWIDTH_GRID = (0.95, 1.0)
 POWER_GRID = (True, False)          # grouped GEMMs under the board-power cap or not (moe_power_capped)
+# block-scaled grouped GEMMs' matrix rate on devices without a microscaled format (moe_block_scaled_efficiency)
+BLOCK_EFFICIENCY_GRID = (0.4, 0.5, 0.6, 1.0)
 # (combine cycles per vector FLOP, per token x hidden, group cycles per expert held (block-scaled fp8: group_block),
 # top-k cycles per reduction step)
 CYCLE_GRID = {"combine": (0.25, 0.3, 0.35), "token": (0.2, 0.3, 0.4), "group": (25.0, 50.0),
               "group_block": (100.0, 150.0, 200.0), "topk": (50.0, 75.0, 100.0)}
 # the grouped GEMM's fixed time in the tables' condition (moe_gemm_latency_s, conditions.MOE_TABLE_GEMM_LATENCY_S)
-LATENCY_GRID = (5.5e-6, 6.375e-6, 7.25e-6)
+LATENCY_GRID = (5.5e-6, 6.0e-6, 6.375e-6, 7.25e-6)
 BLOCK_SCALED = "fp8_g128"          # the format with its own group cycles (RealisticConstants.moe_group_format_cycles)
 TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per active expert
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
 P90_WEIGHT = 0.1        # engine.calibration.fit.objective weighs the p90 0.5: here it picked floors that cost medians
-BEFORE = dict(bandwidth=1.0, power=True, latency=None, combine=0.0, token=0.0, group=0.0, group_block=0.0, topk=0.0)
+BEFORE = dict(bandwidth=1.0, power=True, block_efficiency=1.0, latency=None, combine=0.0, token=0.0, group=0.0, group_block=0.0, topk=0.0)
 
 
 def fit_rows(devices: dict, root=None, rows_per_device: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -72,6 +75,7 @@ def constants_with(point: dict, base=DEFAULT_CONSTANTS):
     """RealisticConstants with `point`'s MoE values (keys of BEFORE); fused quantization and additive cycles on."""
     latency = point["latency"]
     return replace(base, moe_bandwidth_efficiency=float(point["bandwidth"]), moe_power_capped=bool(point["power"]),
+                   moe_block_scaled_efficiency=float(point["block_efficiency"]),
                    moe_gemm_latency_s=None if latency is None else float(latency),
                    moe_combine_flop_cycles=float(point["combine"]), moe_combine_token_cycles=float(point["token"]),
                    moe_group_cycles=float(point["group"]), moe_topk_step_cycles=float(point["topk"]),
@@ -88,6 +92,7 @@ def plain_constants(base=DEFAULT_CONSTANTS):
 def shipped_point(constants=None) -> dict:
     constants = moe_table_constants(constants)
     return dict(bandwidth=constants.moe_bandwidth_efficiency, power=constants.moe_power_capped,
+                block_efficiency=constants.moe_block_scaled_efficiency,
                 latency=constants.moe_gemm_latency_s, combine=constants.moe_combine_flop_cycles,
                 token=constants.moe_combine_token_cycles, group=constants.moe_group_cycles,
                 group_block=constants.moe_group_format_cycles.get(BLOCK_SCALED, constants.moe_group_cycles),
@@ -116,9 +121,14 @@ def grid_predictions(rows: pd.DataFrame, devices: dict) -> dict:
     out = {}
     for device, part in rows.groupby("device", sort=True):
         part = part.reset_index(drop=True)
-        base = {(b, p): predicted_seconds(part, "moe", devices[device], "realistic",
-                                          constants_with({**BEFORE, "bandwidth": b, "power": p, "latency": 0.0}))
-                for b in BANDWIDTH_GRID for p in POWER_GRID}
+        microscaled = "fp4" in devices[device].matrix_dtypes     # the block-scaled factor does not apply
+        base = {}
+        for b, p, e in itertools.product(BANDWIDTH_GRID, POWER_GRID, BLOCK_EFFICIENCY_GRID):
+            same = (b, p, BLOCK_EFFICIENCY_GRID[0])
+            base[(b, p, e)] = base[same] if microscaled and same in base else predicted_seconds(
+                part, "moe", devices[device], "realistic",
+                constants_with({**BEFORE, "bandwidth": b, "power": p, "block_efficiency": 1.0 if microscaled else e,
+                                "latency": 0.0}))
         out[device] = (base, terms(part, devices[device]), part["time_s"].to_numpy(dtype=float),
                        device_rates(devices[device]).kernel_latency_s)
     return out
@@ -127,7 +137,7 @@ def grid_predictions(rows: pd.DataFrame, devices: dict) -> dict:
 def _surrogate(entry, point: dict) -> np.ndarray:
     base, unit, _, kernel_latency = entry
     latency = kernel_latency if point["latency"] is None else point["latency"]
-    return (base[(point["bandwidth"], point["power"])] + latency * unit["latency"]
+    return (base[(point["bandwidth"], point["power"], point["block_efficiency"])] + latency * unit["latency"]
             + sum(point[name] * unit[name] for name in CYCLE_GRID))
 
 
@@ -135,8 +145,8 @@ def best_point(predictions: dict, training: list) -> dict:
     """The grid point minimising the pooled objective over `training` devices."""
     names = list(CYCLE_GRID)
     truth = np.concatenate([predictions[d][2] for d in training])
-    points = [dict(zip(["bandwidth", "power", "latency"] + names, values))
-              for values in itertools.product(BANDWIDTH_GRID, POWER_GRID, LATENCY_GRID,
+    points = [dict(zip(["bandwidth", "power", "block_efficiency", "latency"] + names, values))
+              for values in itertools.product(BANDWIDTH_GRID, POWER_GRID, BLOCK_EFFICIENCY_GRID, LATENCY_GRID,
                                               *(CYCLE_GRID[n] for n in names))]
     return min(points, key=lambda p: moe_objective(np.concatenate([_surrogate(predictions[d], p) for d in training]),
                                                    truth))
