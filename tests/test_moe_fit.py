@@ -13,7 +13,7 @@ import pytest
 
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 from engine.calibration.silicon import moe_fit, score
-from engine.calibration.silicon.conditions import MOE_TABLE_GEMM_LATENCY_S
+from engine.calibration.silicon.conditions import MOE_TABLE_GEMM_LATENCY_S, MOE_TABLE_LAYER_LATENCY_S
 from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
@@ -71,8 +71,8 @@ def _bias(rows, devices, constants) -> float:
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_moe_floor_breaks_when_the_stream_efficiency_moves_15_percent(devices):
     """500 measurements of H100-SXM and B200 (fixed sample): the shipped constants (fitted on all six devices, and
-    picked by most leave-one-device-out folds) are within the floor (measured 8.2%); grouped GEMMs as plain
-    GEMMs are not (16.2%), nor 15% less or more weight-stream efficiency (12.3% / 11.3%)."""
+    picked by most leave-one-device-out folds) are within the floor (measured 7.9%); grouped GEMMs as plain
+    GEMMs are not (16.2%), nor 15% less or more weight-stream efficiency (12.2% / 11.0%)."""
     rows = _sample(devices)
     floor = 0.095
 
@@ -107,10 +107,10 @@ def test_large_expert_batches_pay_the_permutation_cycles(devices):
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_small_batches_pay_the_grouped_launch_and_the_top_k(devices):
     """Up to 64 tokens on devices holding 128 or more experts: the 21 bf16 / fp8 measurements of the sample are
-    +0.0% with the shipped cycles per expert held (-10.6% without; 15% less or more: -0.5% / +0.9%), the 15
+    +0.0% with the shipped cycles per expert held (-9.6% without; 15% less or more: -0.5% / +0.9%), the 15
     block-scaled fp8 ones +7.7% with their own cycles per expert held (-41.5% without, -1.9% / +13.1% at 15% less
-    or more); with top-8 or wider routing (102) +3.7% with the shipped top-k cycles (-3.2% without; 15%: +2.7% /
-    +4.7%)."""
+    or more); with top-8 or wider routing (102) +3.9% with the shipped top-k cycles (-3.2% without; 15%: +2.8% /
+    +4.8%)."""
     rows = _sample(devices)
     small = rows[rows["tokens"] <= 64]
     held = small[small["experts"] / small["moe_ep"] >= 128]
@@ -133,9 +133,9 @@ def test_small_batches_pay_the_grouped_launch_and_the_top_k(devices):
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
 def test_fused_quantization_moves_its_bytes_and_hopper_floors_follow_the_grouped_latency(devices):
     """The sample's 141 gated fp8 / block-scaled measurements at 4-256 pairs per expert: bias -6.5% when the fused
-    quantization moves its bytes (-8.9% when it is free). H100-SXM up to 8 tokens (35): +2.9% with the grouped
-    GEMM's own 6.0 us in the tables' condition (+10.4% with the device's 7.25 us kernel latency, which estimate and
-    serve keep; 15% less or more: +0.2% / +6.9%)."""
+    quantization moves its bytes (-8.9% when it is free). H100-SXM up to 8 tokens (35): +4.7% with the grouped
+    GEMM's own 6.0 us in the tables' condition (+6.2% with the device's 7.25 us kernel latency, which estimate and
+    serve keep; 15% less or more: +2.6% / +5.2%)."""
     rows = _sample(devices)
     gated = ~rows["kernel_source"].astype(str).str.endswith("nongated")
     quantized = rows[(rows["weight_dtype"] != "bf16") & gated & (rows["tokens_per_expert"] > 4)
@@ -146,9 +146,9 @@ def test_fused_quantization_moves_its_bytes_and_hopper_floors_follow_the_grouped
     assert _bias(quantized, devices, replace(DEFAULT_CONSTANTS, moe_fused_quantize_bytes=False)) < -0.08
     latency = MOE_TABLE_GEMM_LATENCY_S        # the tables' condition (score.predicted_seconds applies it)
     assert DEFAULT_CONSTANTS.moe_gemm_latency_s is None      # estimate / serve: the device's kernel_latency
-    assert 0.015 <= _bias(small, devices, DEFAULT_CONSTANTS) <= 0.05
+    assert 0.040 <= _bias(small, devices, DEFAULT_CONSTANTS) <= 0.050
     for moved in (devices["H100-SXM"].kernel_latency_s, latency * 0.85, latency * 1.15):
-        assert not 0.015 <= _bias(small, devices, replace(DEFAULT_CONSTANTS, moe_gemm_latency_s=moved)) <= 0.05, moved
+        assert not 0.040 <= _bias(small, devices, replace(DEFAULT_CONSTANTS, moe_gemm_latency_s=moved)) <= 0.050, moved
 
 
 @pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
@@ -167,3 +167,22 @@ def test_block_scaled_experts_are_slower_without_microscaled_tensor_cores(device
         assert not -0.09 <= _bias(heavy, devices, replace(DEFAULT_CONSTANTS, moe_block_scaled_efficiency=moved)) <= -0.05
     assert _bias(blackwell, devices, replace(DEFAULT_CONSTANTS, moe_block_scaled_efficiency=0.25)) == pytest.approx(
         _bias(blackwell, devices, DEFAULT_CONSTANTS), abs=1e-12)
+
+
+@pytest.mark.skipif(not INSTALLED, reason="needs the calibration extra (aiconfigurator-core)")
+def test_gated_and_non_gated_layers_share_one_floor_structure(devices):
+    """In the tables' condition up and gate are one launch and each layer pays MOE_TABLE_LAYER_LATENCY_S: the
+    sample's 56 non-gated (relu2) measurements are -7.9% (-11.3% in the per-row form; 15% less or more layer time:
+    -8.4% / -7.0%), its 70 gated ones up to 8 tokens +3.5% (+14.6% with the gate GEMM's own launch)."""
+    rows = _sample(devices)
+    nongated = rows["kernel_source"].astype(str).str.endswith("nongated")
+    relu2, small = rows[nongated], rows[~nongated & (rows["tokens"] <= 8)]
+    assert (len(relu2), len(small)) == (56, 70)
+    assert -0.082 <= _bias(relu2, devices, DEFAULT_CONSTANTS) <= -0.074
+    per_row = replace(DEFAULT_CONSTANTS, moe_fused_gate_launch=False, moe_layer_latency_s=0.0)
+    assert _bias(relu2, devices, per_row) < -0.10
+    for factor in (0.85, 1.15):
+        moved = replace(DEFAULT_CONSTANTS, moe_layer_latency_s=MOE_TABLE_LAYER_LATENCY_S * factor)
+        assert not -0.082 <= _bias(relu2, devices, moved) <= -0.074, factor
+    assert 0.02 <= _bias(small, devices, DEFAULT_CONSTANTS) <= 0.05
+    assert _bias(small, devices, replace(DEFAULT_CONSTANTS, moe_fused_gate_launch=False)) > 0.10

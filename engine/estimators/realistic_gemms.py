@@ -137,12 +137,18 @@ def _grouped_latency(table: KernelRows, rows: np.ndarray, latency: np.ndarray, g
         own = condition_latency(out, rows, np.full(len(latency), constants.moe_gemm_latency_s), None, rates, constants,
                                 dtypes, fused)
         latency = np.where(grouped, own, latency)
+    if constants.moe_fused_gate_launch:     # up and gate: one launch (its latency on Expert_up)
+        latency = np.where(grouped & _named(table, rows, "Expert_gate"), 0.0, latency)
     if fused is not None and constants.moe_fused_quantize_bytes:
         latency = latency + _fused_quantize_s(table, rows, fused, dtypes)
     if constants.moe_group_cycles or constants.moe_group_format_cycles:
         per_expert = per_row(out, rows, constants.moe_group_format_cycles, constants.moe_group_cycles, dtypes)
         latency = latency + np.where(grouped, per_expert * out["group_size"][rows] / rates.clock_hz, 0.0)
     return latency
+
+
+def _named(table: KernelRows, rows: np.ndarray, suffix: str) -> np.ndarray:
+    return table.row_groups.map("name", lambda name: str(name).endswith(suffix)).astype(bool)[rows]
 
 
 def _fused_quantize_s(table: KernelRows, rows: np.ndarray, fused: np.ndarray, dtypes: RowDtypes) -> np.ndarray:
@@ -152,8 +158,7 @@ def _fused_quantize_s(table: KernelRows, rows: np.ndarray, fused: np.ndarray, dt
     Expert_gate rows share Expert_up's quantized input (0 there and on every other row)."""
     out, rates = table.out, table.rates
     quantized = np.isfinite(per_row(out, rows, table.constants.gemm_quantize_latency_s, dtypes=dtypes))
-    gate = table.row_groups.map("name", lambda name: str(name).endswith("Expert_gate")).astype(bool)[rows]
-    charged = fused & quantized & ~gate
+    charged = fused & quantized & ~_named(table, rows, "Expert_gate")
     if not any_true(charged):
         return np.zeros(len(charged))
     m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))

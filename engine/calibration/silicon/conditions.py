@@ -38,10 +38,17 @@ def table_constants(framework: str, base=None):
 # moe_fit.py: 6.0 us, the same on every device), not the device's kernel_latency (an isolated dense GEMM's, which
 # estimate / serve keep: on the serving runs the grouped latency costs held-out TPOT 10.4% -> 12.5%, docs/accuracy.md).
 MOE_TABLE_GEMM_LATENCY_S = 6.0e-6
+# ... and the floor structure of its kernels: up and gate in one launch, the layer's unlisted permute / finalize
+# launches a fixed 6.0 us (fitted the same way; RealisticConstants.moe_fused_gate_launch, moe_layer_latency_s)
+MOE_TABLE_LAYER_LATENCY_S = 6.0e-6
 
 
 def moe_table_constants(base=None):
-    """`base` (default: the shipped constants) under the MoE tables' condition: grouped GEMMs at
-    MOE_TABLE_GEMM_LATENCY_S where `base` leaves moe_gemm_latency_s unset."""
+    """`base` (default: the shipped constants) under the MoE tables' condition: where `base` leaves them unset
+    (None), grouped GEMMs at MOE_TABLE_GEMM_LATENCY_S, up and gate in one launch, MOE_TABLE_LAYER_LATENCY_S per
+    layer."""
     base = base or DEFAULT_CONSTANTS
-    return base if base.moe_gemm_latency_s is not None else replace(base, moe_gemm_latency_s=MOE_TABLE_GEMM_LATENCY_S)
+    table = dict(moe_gemm_latency_s=MOE_TABLE_GEMM_LATENCY_S, moe_fused_gate_launch=True,
+                 moe_layer_latency_s=MOE_TABLE_LAYER_LATENCY_S)
+    unset = {name: value for name, value in table.items() if getattr(base, name) is None}
+    return replace(base, **unset) if unset else base

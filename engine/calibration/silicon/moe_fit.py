@@ -9,6 +9,8 @@ device (RealisticConstants), each a count of core cycles or a fraction of a work
     grouped launch    + moe_group_cycles x experts held / clock, per Expert_* row
                       (block-scaled fp8: moe_group_format_cycles["fp8_g128"] instead)
     routing           MoE_topk: + topk x log2(E) x moe_topk_step_cycles / clock
+    layer             MoE_combine: + moe_layer_latency_s (the unlisted permute / finalize launches); the gate GEMM
+                      shares Expert_up's launch (moe_fused_gate_launch)
     permutation       MoE_combine: + (2 x pairs x hidden x moe_combine_flop_cycles
                                       + tokens x hidden x moe_combine_token_cycles) / (cores x clock)
     quantization      fused into the permutation (moe_fused_quantize): no quantize kernel per grouped GEMM, but its
@@ -47,15 +49,17 @@ POWER_GRID = (True, False)          # grouped GEMMs under the board-power cap or
 BLOCK_EFFICIENCY_GRID = (0.4, 0.5, 0.6, 1.0)
 # (combine cycles per vector FLOP, per token x hidden, group cycles per expert held (block-scaled fp8: group_block),
 # top-k cycles per reduction step)
-CYCLE_GRID = {"combine": (0.25, 0.3, 0.35), "token": (0.2, 0.3, 0.4), "group": (25.0, 50.0),
-              "group_block": (100.0, 150.0, 200.0), "topk": (50.0, 75.0, 100.0)}
+# and the MoE layer's fixed time on MoE_combine (layer, seconds)
+CYCLE_GRID = {"combine": (0.25, 0.3), "token": (0.3, 0.4), "group": (25.0, 50.0), "group_block": (150.0, 200.0),
+              "topk": (75.0, 100.0), "layer": (4e-6, 5e-6, 6e-6, 7e-6, 8e-6)}
 # the grouped GEMM's fixed time in the tables' condition (moe_gemm_latency_s, conditions.MOE_TABLE_GEMM_LATENCY_S)
 LATENCY_GRID = (5.5e-6, 6.0e-6, 6.375e-6, 7.25e-6)
 BLOCK_SCALED = "fp8_g128"          # the format with its own group cycles (RealisticConstants.moe_group_format_cycles)
 TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)     # (token, expert) pairs per active expert
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
 P90_WEIGHT = 0.1        # engine.calibration.fit.objective weighs the p90 0.5: here it picked floors that cost medians
-BEFORE = dict(bandwidth=1.0, power=True, block_efficiency=1.0, latency=None, combine=0.0, token=0.0, group=0.0, group_block=0.0, topk=0.0)
+BEFORE = dict(bandwidth=1.0, power=True, block_efficiency=1.0, latency=None, combine=0.0, token=0.0, group=0.0,
+              group_block=0.0, topk=0.0, layer=0.0)
 
 
 def fit_rows(devices: dict, root=None, rows_per_device: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -80,13 +84,14 @@ def constants_with(point: dict, base=DEFAULT_CONSTANTS):
                    moe_combine_flop_cycles=float(point["combine"]), moe_combine_token_cycles=float(point["token"]),
                    moe_group_cycles=float(point["group"]), moe_topk_step_cycles=float(point["topk"]),
                    moe_group_format_cycles={BLOCK_SCALED: float(point["group_block"])},
+                   moe_layer_latency_s=float(point["layer"]), moe_fused_gate_launch=True,
                    moe_combine_cycles_add=True, moe_fused_quantize=True)
 
 
 def plain_constants(base=DEFAULT_CONSTANTS):
     """No MoE constants: grouped GEMMs timed as plain GEMMs (each with its quantize kernel), a plain combine."""
     return replace(constants_with(BEFORE, base), moe_fused_quantize=False, moe_combine_cycles_add=False,
-                   moe_fused_quantize_bytes=False)
+                   moe_fused_quantize_bytes=False, moe_fused_gate_launch=False)
 
 
 def shipped_point(constants=None) -> dict:
@@ -96,7 +101,7 @@ def shipped_point(constants=None) -> dict:
                 latency=constants.moe_gemm_latency_s, combine=constants.moe_combine_flop_cycles,
                 token=constants.moe_combine_token_cycles, group=constants.moe_group_cycles,
                 group_block=constants.moe_group_format_cycles.get(BLOCK_SCALED, constants.moe_group_cycles),
-                topk=constants.moe_topk_step_cycles)
+                topk=constants.moe_topk_step_cycles, layer=constants.moe_layer_latency_s)
 
 
 def terms(part: pd.DataFrame, hardware) -> dict:
@@ -109,7 +114,7 @@ def terms(part: pd.DataFrame, hardware) -> dict:
     block = np.array([gemm_dtype(w, a) == BLOCK_SCALED for w, a in zip(part["weight_dtype"], part["activation_dtype"])],
                      dtype=bool)
     held = experts / ep * np.where(gated, 3.0, 2.0) / hardware.clock_hz
-    return {"latency": np.where(gated, 3.0, 2.0),
+    return {"latency": np.full(len(part), 2.0), "layer": np.ones(len(part)),    # up (+ gate, one launch), down
             "combine": 2.0 * pairs * hidden / cores_clock, "token": tokens * hidden / cores_clock,
             "group": np.where(block, 0.0, held), "group_block": np.where(block, held, 0.0),
             "topk": topk * np.log2(experts) / hardware.clock_hz}
