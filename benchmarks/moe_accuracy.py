@@ -2,7 +2,8 @@
 
 Samples --rows-per-device balanced-routing trtllm MoE measurements (bf16, fp8, fp8 block-scaled) per workbook
 device, evaluates the realistic routed-expert time (engine/calibration/silicon/score.py) on the grid of
-engine/calibration/silicon/moe_fit.py (weight-stream efficiency; grouped-launch, top-k and permutation cycles), fits it
+engine/calibration/silicon/moe_fit.py (weight-stream efficiency, power cap, block-scaled efficiency, the grouped GEMM's
+latency in the tables' condition; grouped-launch, top-k and permutation cycles), fits it
 without each device and scores the device with the engine. Prints |error| median / p90, bias per device, per
 tokens-per-expert bucket and per dtype under: before (grouped GEMMs as plain GEMMs), lodo (fitted without the device),
 shipped (RealisticConstants).

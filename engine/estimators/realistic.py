@@ -51,7 +51,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
-    moe_topk_latency_s)
+    moe_layer_latency_s, moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
@@ -152,7 +152,8 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     chain.t2[rows] = t2
     chain.t3[rows] = np.maximum(t2, np.maximum(chain.compute[rows], stream_s))
     chain.memory[rows] = np.maximum(stream_s, row_s)
-    selection = moe_topk_latency_s(table, rows)     # the top-k passes lengthen the kernel's least time too
+    # the top-k passes (and the MoE layer's unlisted kernels, on MoE_combine) lengthen the kernel's least time too
+    selection = moe_topk_latency_s(table, rows) + moe_layer_latency_s(table, rows)
     chain.latency[rows] = fixed + selection
     chain.floor[rows] = least + selection
 

@@ -10,12 +10,13 @@ import numpy as np
 
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
-    RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency, overlap_loss, per_row,
-    warm_byte_scale)
+    QUANTIZE_BYTES_PER_VALUE, RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency,
+    overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
+from engine.hardware.dtypes import is_block_scaled
 
 @dataclass(frozen=True, slots=True)
 class KernelRows:
@@ -118,6 +119,54 @@ def _gated_expert_rows(table: KernelRows, rows: np.ndarray, grouped: np.ndarray)
     return grouped & np.isin(phases[rows], np.unique(phases[gate]))
 
 
+def _block_scaled_expert_factor(table: KernelRows, rows: np.ndarray, factor: float) -> np.ndarray:
+    """Per GEMM row of `rows`: `factor` on grouped GEMMs of a software block-scaled format (fp8_g128), 1 elsewhere
+    (RealisticConstants.moe_block_scaled_efficiency; the caller checks the device has no microscaled matrix format)."""
+    groups = table.row_groups
+    grouped = is_expert_gemm(groups.group_strings("name"))[groups.inverse[rows]]
+    block = groups.map("dtype", lambda dtype: bool(is_block_scaled(str(dtype)))).astype(bool)[rows]
+    return np.where(grouped & block, factor, 1.0)
+
+
+def _grouped_latency(table: KernelRows, rows: np.ndarray, latency: np.ndarray, grouped: np.ndarray, fused,
+                     dtypes: RowDtypes) -> np.ndarray:
+    """The GEMM rows' latency with the grouped MoE rows' own terms (RealisticConstants' MoE block): the grouped
+    kernel's fixed time (moe_gemm_latency_s, else the condition's), the fused quantization's bytes, and the launch's
+    walk over every expert the device holds (cycles per format)."""
+    out, rates, constants = table.out, table.rates, table.constants
+    if constants.moe_gemm_latency_s is not None:
+        own = condition_latency(out, rows, np.full(len(latency), constants.moe_gemm_latency_s), None, rates, constants,
+                                dtypes, fused)
+        latency = np.where(grouped, own, latency)
+    if constants.moe_fused_gate_launch:     # up and gate: one launch (its latency on Expert_up)
+        latency = np.where(grouped & _named(table, rows, "Expert_gate"), 0.0, latency)
+    if fused is not None and constants.moe_fused_quantize_bytes:
+        latency = latency + _fused_quantize_s(table, rows, fused, dtypes)
+    if constants.moe_group_cycles or constants.moe_group_format_cycles:
+        per_expert = per_row(out, rows, constants.moe_group_format_cycles, constants.moe_group_cycles, dtypes)
+        latency = latency + np.where(grouped, per_expert * out["group_size"][rows] / rates.clock_hz, 0.0)
+    return latency
+
+
+def _named(table: KernelRows, rows: np.ndarray, suffix: str) -> np.ndarray:
+    return table.row_groups.map("name", lambda name: str(name).endswith(suffix)).astype(bool)[rows]
+
+
+def _fused_quantize_s(table: KernelRows, rows: np.ndarray, fused: np.ndarray, dtypes: RowDtypes) -> np.ndarray:
+    """Per GEMM row of `rows`: the bytes a fused quantization still moves (RealisticConstants.moe_fused_quantize_bytes):
+    the input of each quantized grouped GEMM row (`fused`, a dtype with a quantize kernel) read in bf16 and written
+    in 8 bits, m x k x batch x QUANTIZE_BYTES_PER_VALUE at the achievable bandwidth, with no kernel latency;
+    Expert_gate rows share Expert_up's quantized input (0 there and on every other row)."""
+    out, rates = table.out, table.rates
+    quantized = np.isfinite(per_row(out, rows, table.constants.gemm_quantize_latency_s, dtypes=dtypes))
+    charged = fused & quantized & ~_named(table, rows, "Expert_gate")
+    if not any_true(charged):
+        return np.zeros(len(charged))
+    m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))
+    stream = m * k * batch * QUANTIZE_BYTES_PER_VALUE / (rates.bandwidth * rates.memory_fraction)
+    return np.where(charged, stream, 0.0)
+
+
 def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
     if not any_true(rows):
@@ -138,20 +187,22 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         grouped = is_expert_gemm(groups.group_strings("name"))[groups.inverse[rows]]
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
+    if constants.moe_block_scaled_efficiency != 1.0 and "fp4" not in table.hardware.matrix_dtypes:
+        efficiency = efficiency * _block_scaled_expert_factor(table, rows, constants.moe_block_scaled_efficiency)
     shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
     cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
     names = np.asarray(out["name"])[rows]
-    grouped = is_expert_gemm(names) if constants.moe_fused_quantize or constants.moe_group_cycles else None
+    grouped = is_expert_gemm(names)
+    if power is not None and not constants.moe_power_capped and any_true(grouped):
+        power = np.where(grouped, np.inf, power)     # grouped MoE GEMMs: no board-power cap (moe_power_capped)
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
              else None)
     latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
                                 constants, dtypes, fused)
-    if constants.moe_group_cycles and any_true(grouped):   # the launch walks every expert the device holds
-        latency = latency + np.where(grouped, constants.moe_group_cycles * out["group_size"][rows] / rates.clock_hz,
-                                     0.0)
-    chain.latency[rows] = latency
+    chain.latency[rows] = _grouped_latency(table, rows, latency, grouped, fused, dtypes) if any_true(grouped) \
+        else latency
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows
     ideal = chain.t1[rows]

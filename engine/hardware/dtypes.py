@@ -151,6 +151,12 @@ def gemm_dtype(weight: str, activation: str) -> str:
     return compute_dtype(weight, activation)
 
 
+def is_block_scaled(dtype: str) -> bool:
+    """A software block-scaled format `<base>_g<N>` (fp8_g128, int4_g128), as opposed to the tensor cores' own
+    microscaled ones (mxfp8, nvfp4) and plain formats."""
+    return bool(_GROUPED.match(dtype))
+
+
 class _FallbackTable(dict):
     """MATRIX_FALLBACK, also answering for every named or grouped format through its compute format."""
 

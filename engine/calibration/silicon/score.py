@@ -44,7 +44,7 @@ from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.decomposition.moe import expected_active_experts, topk_fields
 from engine.kernels.fields import gemm_fields, mlp_activation_fields
 from engine.kernels.table import KernelTableBuilder
-from engine.calibration.silicon.conditions import table_constants
+from engine.calibration.silicon.conditions import moe_table_constants, table_constants
 from engine.calibration.silicon.moe_routing import balanced_routing
 
 FAMILIES = ("gemm", "prefill_attention", "decode_attention", "prefill_mla", "decode_mla", "moe", "collective")
@@ -148,7 +148,7 @@ def moe_kernels(frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
                                                               moe_ep[balanced])
             pairs, active = pairs.copy(), active.copy()
             pairs[balanced], active[balanced] = routed_pairs, routed_active
-        wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), compute_dtype(weight, activation)
+        wgt, act, dtype = bytes_per_value(weight), bytes_per_value(activation), gemm_dtype(weight, activation)
         phase = "measured" if gated else "measured non-gated"     # one model per phase: gated or not
         common = dict(phase=phase, type="Ma_Mw", op="gemm", unit="matrix", dtype=dtype)
         grouped = [("Expert_up", hidden, inner)] + ([("Expert_gate", hidden, inner)] if gated else []) + \
@@ -217,8 +217,10 @@ def predicted_seconds(frame: pd.DataFrame, family: str, hardware, method: str, c
         columns, index = gemm_kernels(frame)
         if method.startswith("realistic") and frame["framework"].nunique() <= 1:
             constants = table_constants(str(frame["framework"].iloc[0]) if len(frame) else "", constants)
-    elif family == "moe":
+    elif family == "moe":     # timed as the tables were (conditions.moe_table_constants)
         columns, index = moe_kernels(frame)
+        if method.startswith("realistic"):
+            constants = moe_table_constants(constants)
     elif family in ("prefill_attention", "decode_attention"):
         columns, index = attention_kernels(frame, decode=family == "decode_attention")
     elif family in ("prefill_mla", "decode_mla"):
