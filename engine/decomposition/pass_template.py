@@ -15,6 +15,7 @@ What is kept is structure (rows of a model on a layout), never a result: the est
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Optional
 
@@ -32,7 +33,7 @@ class PassTemplate:
     after: TableSegment
 
 
-_TEMPLATES: dict[Hashable, PassTemplate] = {}
+_TEMPLATES: OrderedDict[Hashable, PassTemplate] = OrderedDict()
 
 
 def add_pass(builder: KernelTableBuilder, key: Optional[Hashable], build_pass: Callable[[], None],
@@ -68,7 +69,7 @@ def _build_and_record(builder: KernelTableBuilder, key: Hashable, build_pass: Ca
     if len(spans) != 2:         # not one span of attention rows (e.g. latent attention): no template
         return
     if len(_TEMPLATES) >= PASS_TEMPLATES_KEPT:
-        del _TEMPLATES[next(iter(_TEMPLATES))]     # the oldest
+        _TEMPLATES.popitem(last=False)     # the oldest
     _TEMPLATES[key] = PassTemplate(builder.segment(start, spans[0]), spans[1] - spans[0],
                                    builder.segment(spans[1], builder.size))
 
