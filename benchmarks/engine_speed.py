@@ -8,7 +8,11 @@ Targets, each printed with measured / target (<= 1 meets it):
 Times are the estimate alone (results' DataFrames are built lazily, on first use; `--frames` adds building
 `result.kernels` and `result.phases` to each timed call). An estimate of equal (method, hardware, model,
 scenario) is kept between calls (engine/results/estimate_cache.py), as a dashboard rerun finds it; `--cold`
-empties that cache before every call, timing the whole computation. Other methods are printed for reference.
+empties that cache before every call and moves the case's length by one token per call (context_length 1024, 1025,
+... for the decode step, input_length for the prefill and the request; each method continues where the one before
+it stopped), as a user's sweep does: no call repeats a scenario of an earlier one, so only what the engine keeps
+per model, layout and device (structure, not results: engine/decomposition/pass_template.py) is reused.
+Other methods are printed for reference.
 `--clock cpu` compares this process's CPU time instead of wall time with the targets: on a machine shared
 with other work, wall time also counts the time other processes hold the CPU (both are printed).
 Run: PYTHONPATH=. .venv/bin/python benchmarks/engine_speed.py [--repeats N] [--frames] [--cold] [--clock cpu]
@@ -17,6 +21,7 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/engine_speed.py [--repeats N] [--f
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import subprocess
 import sys
@@ -51,6 +56,21 @@ def import_time(repeats: int, code: str = "import engine") -> float:
     return statistics.median(run() for _ in range(repeats))
 
 
+SWEPT_FIELD = {"decode": "context_length", "prefill": "input_length", "request": "input_length"}
+
+
+def swept(scenario, cold: bool, repeats: int, case: int):
+    """The scenarios the `case`-th method's timed case calls: `scenario` every time, or (cold) its length one token
+    longer per call, the methods one after the other (built before the timing), so that no cold call repeats a
+    scenario any earlier call of any method ran."""
+    if not cold:
+        return itertools.repeat(scenario)
+    from engine.results.run import updated_scenario
+    field = SWEPT_FIELD[scenario.phase]
+    start = getattr(scenario, field) + case * (repeats + 1)
+    return iter([updated_scenario(scenario, **{field: start + step}) for step in range(repeats + 1)])
+
+
 def report(label: str, value: float, target: float, unit: str, scale: float) -> None:
     ratio = value / target
     verdict = "meets" if ratio <= 1.0 else "MISSES"
@@ -79,15 +99,16 @@ def main() -> None:
 
     from engine.results import estimate_cache
 
-    def call(scenario, method):
+    def call(scenarios, method):
         if args.cold:
             estimate_cache.clear()
-        result = engine.estimate(hardware, model, scenario, method=method)
+        result = engine.estimate(hardware, model, next(scenarios), method=method)
         if args.frames:
             result.kernels, result.phases   # noqa: B018  (built on first access)
 
-    both = {(label, method): median_time(lambda s=scenario, m=method: call(s, m), args.repeats)
-            for label, scenario in scenarios.items() for method in engine.METHODS}
+    both = {(label, method): median_time(lambda s=swept(scenario, args.cold, args.repeats, case), m=method: call(s, m),
+                                         args.repeats)
+            for label, scenario in scenarios.items() for case, method in enumerate(engine.METHODS)}
     print(f"Llama-3.1-70B on H100-SXM, batch 1, median of {args.repeats} runs"
           f"{' (frames built)' if args.frames else ''}"
           f"{' (cold: computed every call)' if args.cold else ' (warm: the kept estimate copied; --cold computes)'}"

@@ -31,6 +31,8 @@ attention rows by engine/decomposition/attention.py.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
@@ -38,6 +40,7 @@ from engine.decomposition.attention import AttentionRows, LayerKind, attention_l
 from engine.decomposition.mla import add_mla_attention
 from engine.decomposition.moe import add_moe_block
 from engine.decomposition.pass_kernels import PassKernels
+from engine.decomposition.pass_template import add_pass
 from engine.decomposition.passes import ForwardPass
 from engine.decomposition.phases import forward_passes
 from engine.kernels.fields import elementwise_fields, mlp_activation_fields, norm_fields, residual_fields
@@ -65,8 +68,42 @@ def decompose_columns(model, scenario: Scenario) -> dict[str, np.ndarray]:
 
 def add_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario, forward_pass: ForwardPass,
                      layout: ParallelLayout | None = None) -> None:
-    """One forward pass on one device: `layout` gives the per-device heads, widths and layers."""
+    """One forward pass on one device: `layout` gives the per-device heads, widths and layers. The rows that do
+    not read the attention come from a pass template where one of the same structure was built before
+    (engine/decomposition/pass_template.py)."""
     layout = layout or parallel_layout(model, scenario)
+    add_pass(builder, pass_structure(builder, model, scenario, forward_pass, layout),
+             partial(_build_forward_pass, builder, model, scenario, forward_pass, layout),
+             partial(_add_attention_rows_only, builder, model, scenario, forward_pass, layout))
+
+
+_PLAIN_NUMBERS = (int, float)
+
+
+def pass_structure(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario, forward_pass: ForwardPass,
+                   layout: ParallelLayout) -> tuple | None:
+    """What the pass's rows outside its attention rows depend on (every input `_build_forward_pass` reads but the
+    attention parts' values), or None where no template is kept: latent attention, tokens given per row (arrays)."""
+    tokens, logit_rows = forward_pass.tokens, forward_pass.logit_rows
+    if (type(model) is not ModelConfig or model.attention_kind == "mla" or tokens.__class__ not in _PLAIN_NUMBERS
+            or logit_rows.__class__ not in _PLAIN_NUMBERS):
+        return None
+    parts = tuple((part.prefix, part.matrix_type, part.per_row_count, part.window) for part in forward_pass.attention)
+    return (model, layout, scenario.activation_dtype, scenario.weight_dtype, scenario.kv_dtype,
+            scenario.collective_algorithm, scenario.routing_skew, forward_pass.phase, tokens.__class__, tokens,
+            logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches, parts, builder.size)
+
+
+def _add_attention_rows_only(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
+                             forward_pass: ForwardPass, layout: ParallelLayout) -> None:
+    """The attention rows `_build_forward_pass` adds between its marks, alone (a pass template holds the rest)."""
+    kernels = PassKernels.for_scenario(builder, forward_pass, scenario)
+    attention = AttentionRows(kernels, sinks=model.attention_sinks, softcap=model.attn_logit_softcapping is not None)
+    _add_mha_attention_rows(attention, model, layout, attention_layer_kinds(model, layout))
+
+
+def _build_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
+                        forward_pass: ForwardPass, layout: ParallelLayout) -> None:
     kernels = PassKernels.for_scenario(builder, forward_pass, scenario)
     layer_count = layout.layers * kernels.steps   # count of a kernel that runs once per layer: layers x steps
     _add_embedding(kernels, model, layout)
@@ -151,10 +188,18 @@ def _add_mha_attention(attention: AttentionRows, model: ModelConfig, layout: Par
     kernels.add(name="KVCache_Store", type="Async_KVCache", op="kv_store", unit="memory", dtype=kernels.kv_dtype,
                 m=tokens, k=head_dim, n=2 * kv_heads, count=layer_count,
                 activation_bytes=kv_elements * activation, kv_bytes=kv_elements * kernels.value_bytes.kv)
+    kernels.builder.mark()
+    _add_mha_attention_rows(attention, model, layout, kinds)
+    kernels.builder.mark()
+
+
+def _add_mha_attention_rows(attention: AttentionRows, model: ModelConfig, layout: ParallelLayout,
+                            kinds: list[LayerKind]) -> None:
+    """The attention rows of every part of the pass in every kind of layer."""
     for kind in kinds:
-        for part in kernels.forward_pass.attention:
-            attention.add_mha(one_row(part.windowed(kind.window)), kind.layers, kind.suffix, q_heads, kv_heads,
-                              head_dim)
+        for part in attention.kernels.forward_pass.attention:
+            attention.add_mha(one_row(part.windowed(kind.window)), kind.layers, kind.suffix, layout.q_heads,
+                              layout.kv_heads, model.head_dim)
 
 
 def _add_mlp_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario, layout: ParallelLayout,

@@ -24,6 +24,7 @@ counts are per device (docs/parallelism.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
@@ -107,6 +108,18 @@ _NUMBERS_AFTER_MATRIX_FLOPS = itemgetter(*NUMBER_COLUMNS[_MATRIX_FLOPS_AT + 1:])
 _ROW_STRINGS = itemgetter(*STRING_COLUMNS[1:])
 
 
+@dataclass(frozen=True)
+class TableSegment:
+    """Kernels as a KernelTableBuilder recorded them (`segment`), starting at group id `start`: one length per
+    kernel, its NUMBER_COLUMNS and STRING_COLUMNS values in flat tuples, {(group, column): array} of longer values."""
+
+    start: int
+    lengths: tuple
+    numbers: tuple
+    strings: tuple
+    wide: dict
+
+
 class KernelTableBuilder:
     """Collects kernels; each `add` may pass arrays (one value per decode step) or scalars."""
 
@@ -117,6 +130,39 @@ class KernelTableBuilder:
         self._numbers: list = []
         self._strings: list = []
         self._wide: dict[tuple[int, int], np.ndarray] = {}
+        self.marks: list[int] = []      # kernel counts a decomposition marked (`mark`: the pass templates' spans)
+
+    @property
+    def size(self) -> int:
+        """Kernels added so far (the group id the next one gets)."""
+        return len(self._lengths)
+
+    def mark(self) -> None:
+        """Note the current size (engine/decomposition/pass_template.py reads where a pass's rows change)."""
+        self.marks.append(len(self._lengths))
+
+    def segment(self, start: int, end: int) -> TableSegment:
+        """The kernels added from `start` to `end` (group ids), to append again with `extend`."""
+        numbers, strings = len(NUMBER_COLUMNS), len(STRING_COLUMNS)
+        return TableSegment(start, tuple(self._lengths[start:end]), tuple(self._numbers[start * numbers:end * numbers]),
+                            tuple(self._strings[start * strings:end * strings]),
+                            {key: values for key, values in self._wide.items() if start <= key[0] < end})
+
+    def extend(self, segment: TableSegment) -> None:
+        """Append the kernels of `segment`; they keep their group ids (and the ids their rows name in
+        `overlap_group`), so the builder must hold exactly the kernels before it."""
+        if segment.start != len(self._lengths):
+            raise ValueError(f"a table segment recorded at kernel {segment.start} appended at {len(self._lengths)}")
+        self._lengths.extend(segment.lengths)
+        self._numbers.extend(segment.numbers)
+        self._strings.extend(segment.strings)
+        self._wide.update(segment.wide)
+
+    def truncate(self, size: int) -> None:
+        """Drop the kernels added after the first `size`."""
+        del self._lengths[size:], self._numbers[size * len(NUMBER_COLUMNS):], self._strings[size * len(STRING_COLUMNS):]
+        for key in [key for key in self._wide if key[0] >= size]:
+            del self._wide[key]
 
     def add(self, *, phase: str, name: str, type: str, op: str, unit: str, dtype: str,
             m=0, k=0, n=0, batch=1, count=1, context=np.nan, attention_window=np.nan, kv_value_bytes=np.nan, macs=0,
