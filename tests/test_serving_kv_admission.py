@@ -38,6 +38,7 @@ def test_admitted_tokens_by_hand():
     assert admitted_tokens([1000, 8], [1000, 5], 0.5).tolist() == [1500, 11]
     assert admitted_tokens([1000], [1000], 1.0).tolist() == [2000]
     assert BACKENDS["vllm"].kv_admitted_output_share == 0.5
+    assert BACKENDS["sglang"].kv_admitted_output_share == 0.5
     assert BACKENDS["trtllm"].kv_admitted_output_share == 1.0
 
 

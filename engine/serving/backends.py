@@ -31,7 +31,8 @@ One admission term, taken from the engines' documented allocators (not fitted):
   its admission on. TensorRT-LLM's guaranteed-no-evict capacity scheduler reserves the whole sequence (1.0); vLLM
   allocates KV blocks as tokens are generated and preempts when the cache is full, so in a steady state its running
   requests hold their prompt and on average half their output (0.5): it runs more requests at once than a
-  whole-sequence reservation allows. SGLang and generic keep 1.0.
+  whole-sequence reservation allows. SGLang allocates token by token as well and admits on an estimate of the
+  remaining output that decays to a tenth of it (`new_token_ratio`): 0.5 too. generic keeps 1.0.
 
 They are fitted on the measured serving runs of aiconfigurator-core 0.12.0 (`systems/silicon_sample.csv`,
 the aggregated runs the workbook and catalog can express) by `benchmarks/serving_accuracy.py`, with the
@@ -79,7 +80,7 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
                    "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
-                   arrival_wait_share=0.5),
+                   arrival_wait_share=0.5, kv_admitted_output_share=0.5),
     BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
