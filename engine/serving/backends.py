@@ -26,6 +26,14 @@ Three fitted host-side terms, each a software property, not a device's:
   TTFT gains this share of that iteration (the iteration-level schedule starts it at the next boundary). The
   clients' first requests find the server idle.
 
+One admission term, taken from the engines' documented allocators (not fitted):
+- `kv_admitted_output_share`: the share of a request's output tokens whose KV cache counts against the cache from
+  its admission on. TensorRT-LLM's guaranteed-no-evict capacity scheduler reserves the whole sequence (1.0); vLLM
+  allocates KV blocks as tokens are generated and preempts when the cache is full, so in a steady state its running
+  requests hold their prompt and on average half their output (0.5): it runs more requests at once than a
+  whole-sequence reservation allows. SGLang allocates token by token as well and admits on an estimate of the
+  remaining output that decays to a tenth of it (`new_token_ratio`): 0.5 too. generic keeps 1.0.
+
 They are fitted on the measured serving runs of aiconfigurator-core 0.12.0 (`systems/silicon_sample.csv`,
 the aggregated runs the workbook and catalog can express) by `benchmarks/serving_accuracy.py`, with the
 `realistic` method: one set per backend over all systems (H100-SXM, H200-SXM, B200, B300, GB200 runs),
@@ -37,6 +45,8 @@ roofline-family methods are ideal and add none.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class BackendProfile:
     benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
     iteration_overhead_per_request_s: float = 0.0   # host time per decoding request per iteration (sampling, output)
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
+    kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -65,11 +76,11 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     BackendProfile("vllm", 0.0, 0.050, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
                    "to the engine core", graph_latency_overlap=0.25, arrival_jitter=8,
                    benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
-                   arrival_wait_share=1.0),
+                   arrival_wait_share=1.0, kv_admitted_output_share=0.5),
     BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
                    "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
-                   arrival_wait_share=0.5),
+                   arrival_wait_share=0.5, kv_admitted_output_share=0.5),
     BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
@@ -94,6 +105,18 @@ def scheduling(options, method: str) -> tuple[int, int | None]:
     requests = options.benchmark_requests if options.benchmark_requests is not None else (
         None if ideal else profile.benchmark_requests)
     return jitter, requests
+
+
+def kv_admitted_share(options) -> float:
+    """Share of a request's output tokens whose KV cache counts at its admission: the options' value where given, else
+    the backend's (an engine's allocation policy, the same under every method)."""
+    share = options.kv_admitted_output_share
+    return share if share is not None else backend_profile(options.backend).kv_admitted_output_share
+
+
+def admitted_tokens(input_lengths, output_lengths, share: float):
+    """Tokens a request's KV holds in the admission count: its prompt and `share` of its output (rounded up)."""
+    return np.asarray(input_lengths) + np.ceil(share * np.asarray(output_lengths)).astype(np.int64)
 
 
 def host_terms(options, method: str) -> tuple[float, float]:

@@ -58,6 +58,9 @@ class ServingOptions(BaseModel):
     - `arrival_wait_share`: a later request reaches the server while an iteration runs and is scheduled only after it:
       its TTFT (and latency) gains this share of that iteration (0.5: arrivals uniform over the iteration); the
       clients' first requests find the server idle. None: the backend's value.
+    - `kv_admitted_output_share`: share of a request's output tokens whose KV cache counts against the cache from its
+      admission (1: the whole sequence is reserved, TensorRT-LLM's no-evict policy; 0.5: vLLM's blocks allocated as
+      tokens are generated, their steady-state mean); None: the backend's value (engine/serving/backends.py).
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -86,6 +89,7 @@ class ServingOptions(BaseModel):
     benchmark_requests: Optional[int] = Field(None, ge=1, le=100_000_000)
     iteration_overhead_per_request_s: Optional[float] = Field(None, ge=0.0, le=1.0)
     arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
+    kv_admitted_output_share: Optional[float] = Field(None, ge=0.0, le=1.0)
 
     @field_validator("backend")
     @classmethod

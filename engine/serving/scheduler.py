@@ -6,8 +6,11 @@ server runs iterations (one forward pass each):
 
 1. every running request (prompt done, tokens left to generate) decodes one token;
 2. waiting requests are admitted in arrival order while fewer than `max_batch` are admitted and the
-   KV cache can hold their whole sequence (prompt + output: the cache is reserved at admission, as
-   TensorRT-LLM's guaranteed-no-evict policy does, so no request is ever preempted);
+   KV cache can hold what each reserves at admission: by default its whole sequence (prompt + output, as
+   TensorRT-LLM's guaranteed-no-evict policy does, so no request is ever preempted); `kv_bytes_admitted`
+   reserves less (vLLM allocates blocks as tokens are generated: in a steady state the running requests
+   hold their prompt and on average half their output, so it admits more of them; its preemptions when
+   the cache runs full are not simulated);
 3. the rest of the `token_budget` goes to admitted prompts in arrival order (chunked prefill: a prompt
    may be split over iterations; one iteration may finish one prompt and start the next).
 
@@ -278,7 +281,7 @@ def _check_fits(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, kv_capaci
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
              tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True,
-             arrival_delays: np.ndarray | None = None) -> Schedule:
+             arrival_delays: np.ndarray | None = None, kv_bytes_admitted: np.ndarray | None = None) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
     `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
 
@@ -288,11 +291,16 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     run alone and take the whole token budget; the decoding requests wait for them).
     `arrival_delays` (per request, whole iterations, default 0): a client's next request reaches the scheduler that
     many iterations after its previous one finished (the client's and the server front end's turnaround, which
-    runs beside the GPU's iterations); the first requests arrive at iteration 0 regardless."""
+    runs beside the GPU's iterations); the first requests arrive at iteration 0 regardless.
+    `kv_bytes_admitted` (per request, default `kv_bytes_per_request`): the KV bytes a request holds in the
+    admission count from its admission to its finish (a lazily allocating engine's steady-state footprint); every
+    request must still fit whole (`kv_bytes_per_request`) on its own."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
     _check_fits(isl, osl, reserve, kv_capacity_bytes)
+    if kv_bytes_admitted is not None:
+        reserve = np.minimum(np.asarray(kv_bytes_admitted, dtype=float), reserve)
     total = len(isl)
     delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
     book = _Book.start(isl, osl, reserve, delays, concurrency)

@@ -34,7 +34,7 @@ from engine.results.run import check_fits_model
 from engine.estimators import get_method
 from engine.workload.parallel import parallel_layout
 from engine.serving import cost
-from engine.serving.backends import backend_profile, host_terms, overheads, scheduling
+from engine.serving.backends import admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads, scheduling
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, host_times, kv_budget, request_arrays
@@ -46,7 +46,7 @@ SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length"
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
                                   "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap",
                                   "arrival_jitter", "benchmark_requests", "iteration_overhead_per_request_s",
-                                  "arrival_wait_share"})
+                                  "arrival_wait_share", "kv_admitted_output_share"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -89,22 +89,26 @@ class ScheduleCache:
         self.plans: dict = {}
 
     def get(self, options: ServingOptions, clients: int, capacity: float, per_request, mix: bool = True,
-            jitter: int = 0) -> _Plan:
+            jitter: int = 0, admitted_share: float = 1.0) -> _Plan:
         spec = options.speculative
         step, verify = (spec.tokens_per_step, spec.verify_tokens) if spec is not None else (1.0, 1)
         isl, osl = options.lengths(clients)
         reserve = per_request(isl + osl)
+        admitted = per_request(admitted_tokens(isl, osl, admitted_share)) if admitted_share < 1 else reserve
         limit = options.max_batch or clients
         # at most `clients` requests are ever in flight: if the cache holds the largest `clients` of them,
         # the capacity never refuses an admission and the schedule is the same for every layout
-        unlimited = float(np.sort(reserve)[-clients:].sum()) * (1 + 1e-9) <= capacity
+        unlimited = float(np.sort(admitted)[-clients:].sum()) * (1 + 1e-9) <= capacity
+        if unlimited and reserve.max() > capacity:
+            unlimited = False       # one request alone does not fit: schedule() says so
         key = (clients, options.token_budget, limit, step, verify, mix, jitter) + \
-            (() if unlimited else (capacity, reserve.tobytes()))
+            (() if unlimited else (capacity, reserve.tobytes(), admitted.tobytes()))
         if key not in self.plans:
             plan = schedule(isl, osl, clients, options.token_budget, limit,
                             np.inf if unlimited else capacity, np.zeros_like(reserve) if unlimited else reserve,
                             tokens_per_step=step, verify_tokens=verify, mix_decode=mix,
-                            arrival_delays=options.arrival_delays(clients, jitter))
+                            arrival_delays=options.arrival_delays(clients, jitter),
+                            kv_bytes_admitted=None if unlimited or admitted_share >= 1 else admitted)
             self.plans[key] = _plan(plan)
         return self.plans[key]
 
@@ -128,6 +132,7 @@ class LayoutSetup:
         self.overlap = (profile.graph_latency_overlap if base.graph_latency_overlap is None
                         else base.graph_latency_overlap) if graphed else 0.0
         self.jitter, self.benchmark_requests = scheduling(base, self.method.name)
+        self.admitted_share = kv_admitted_share(base)
         fitted = overheads(base.backend, self.method.name)
         self.overhead = fitted[0] if base.iteration_overhead_s is None else base.iteration_overhead_s
         self.request_overhead = fitted[1] if base.request_overhead_s is None else base.request_overhead_s
@@ -170,7 +175,8 @@ class LayoutEvaluator(LayoutSetup):
                 capacity, per_request = self.kv(budget)
                 runs = []
                 for clients, replicas in options.replica_concurrencies(self.scenario.dp).items():
-                    plan = self.schedules.get(options, clients, capacity, per_request, self.mix, self.jitter)
+                    plan = self.schedules.get(options, clients, capacity, per_request, self.mix, self.jitter,
+                                              self.admitted_share)
                     plans[id(plan)] = plan
                     runs.append((replicas, plan))
                 runs_per_point.append((options, runs))

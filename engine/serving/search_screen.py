@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from engine.serving import cost
+from engine.serving.backends import admitted_tokens
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import MixedIteration, ServingCapacityError
 from engine.serving.search_eval import LayoutSetup, _pair_pass, options_at
@@ -61,7 +62,9 @@ class LayoutScreen(LayoutSetup):
                     f"one request of {self.base.input_length} input + {self.base.output_length} output tokens needs "
                     f"{need / 1e9:.3g} GB of KV cache per device, but the memory left for the KV cache is "
                     f"{capacity / 1e9:.3g} GB: shorten the request, use a smaller kv dtype or more devices (tp/pp)")
-            self._kv[budget] = int(capacity // need) if need > 0 else 10**9
+            held = need if self.admitted_share >= 1 else float(per_request(admitted_tokens(
+                np.array([self.base.input_length]), np.array([self.base.output_length]), self.admitted_share))[0])
+            self._kv[budget] = int(capacity // held) if held > 0 else 10**9
         return self._kv[budget]
 
     def _share_kv(self, budgets: list[int], clients: int) -> None:

