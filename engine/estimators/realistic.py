@@ -196,6 +196,19 @@ class FusedGroups:
         return self.shapes.decode
 
 
+def _fused_rates(rates, constants, per_core_macs, decode, kv_value_bytes) -> FusedRates:
+    """The fused attention kernel's rates for its groups (arrays) or one group (floats): the matrix rate raised to
+    fp8's for a prefill over an 8-bit cache, the attention matrix efficiency applied."""
+    return FusedRates(
+        macs_per_s_per_core=prefill_macs_per_s_per_core(per_core_macs, decode, kv_value_bytes,
+                                                        rates.fp8_macs_per_s_per_core),
+        cores=rates.cores, clock_hz=rates.clock_hz,
+        vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
+        matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
+        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8,
+        softmax_rate_scale=rates.softmax_rate_scale)
+
+
 def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
     """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum."""
     rows = np.flatnonzero(fused >= 0)
@@ -210,14 +223,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
-    fused_rates = FusedRates(
-        macs_per_s_per_core=prefill_macs_per_s_per_core(per_core_macs[lead], decode, kv_value_bytes,
-                                                        rates.fp8_macs_per_s_per_core),
-        cores=rates.cores, clock_hz=rates.clock_hz,
-        vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
-        matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8,
-        softmax_rate_scale=rates.softmax_rate_scale)
+    fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
     score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
                              minlength=groups)
     matrix_macs = total("macs")
@@ -275,14 +281,7 @@ def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: Device
     matrix_macs, score_macs = total("macs"), total("macs", is_scores)
     decode = bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa")
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
-    fused_rates = FusedRates(
-        macs_per_s_per_core=prefill_macs_per_s_per_core(float(per_core_macs[lead]), decode, kv_value_bytes,
-                                                        rates.fp8_macs_per_s_per_core),
-        cores=rates.cores, clock_hz=rates.clock_hz,
-        vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
-        matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8,
-        softmax_rate_scale=rates.softmax_rate_scale)
+    fused_rates = _fused_rates(rates, constants, float(per_core_macs[lead]), decode, kv_value_bytes)
     shapes = FusedShapes(
         decode=decode, m=m, k=k, n=n,
         batch=batch, matrix_macs=matrix_macs, vector_flops=total("vector_flops"), nbytes=total("bytes"),
