@@ -16,7 +16,8 @@ Two conditions (RealisticConstants.gemm_condition, GEMM_CONDITIONS):
 
 In both conditions a GEMM on fp8 activations also pays the activation-quantize kernel (bf16 -> e4m3) before it:
 gemm_quantize_latency_s[dtype] + m x k x (2 + 1) bytes at the achievable bandwidth (on the tables each framework's
-own latency, engine/calibration/silicon/conditions.py; for a bare GEMM on pre-quantized inputs, none).
+own latency and bytes per value, gemm_quantize_bytes_per_value, engine/calibration/silicon/conditions.py; for a bare
+GEMM on pre-quantized inputs, none).
 
 Workbook fields only (clock, llc_capacity, llc_bandwidth, memory bandwidth, tdp_w, static_power_w).
 """
@@ -27,7 +28,7 @@ import numpy as np
 
 from engine.common.arrays import any_true
 from engine.estimators.row_groups import unique_inverse
-from engine.hardware.dtypes import compute_dtype
+from engine.hardware.dtypes import compute_dtype, is_block_scaled, number_format
 
 GEMM_CONDITIONS = ("model", "warm")
 WARM_COPIES_LIMIT = 5                 # aiconfigurator's collector: at most 5 weight copies per CUDA graph
@@ -132,5 +133,37 @@ def condition_latency(out, rows, latency, cycles, rates, constants, dtypes: RowD
     if not any_true(np.isfinite(fixed)):
         return latency
     m, k, batch = (out[c][rows].astype(float) for c in ("m", "k", "batch"))
-    stream = m * k * batch * QUANTIZE_BYTES_PER_VALUE / (rates.bandwidth * rates.memory_fraction)
+    values = (per_row(out, rows, constants.gemm_quantize_bytes_per_value, QUANTIZE_BYTES_PER_VALUE, dtypes)
+              if constants.gemm_quantize_bytes_per_value else QUANTIZE_BYTES_PER_VALUE)
+    stream = m * k * batch * values / (rates.bandwidth * rates.memory_fraction)
     return latency + np.where(np.isfinite(fixed), fixed + stream, 0.0)
+
+
+def native_block_scales(hardware) -> bool:
+    """Do the device's matrix units take block scales themselves? Those rated for fp4 (the workbook's
+    matrix_macs_per_cycle_per_core_fp4: Blackwell's microscaled tensor cores) do; the others (Hopper, Ampere) apply a
+    software block-scaled format's scales to the partial sums on the vector units."""
+    return "fp4" in hardware.matrix_dtypes
+
+
+def block_scale_ratio(hardware, dtype: str) -> float:
+    """A block-scaled GEMM's (`<base>_g<N>`, e.g. fp8_g128) vector work per unit of matrix work, per vector FLOP
+    spent on one output value per scale group: matrix MAC/s / (N x vector FLOP/s) (0 where the matrix units take the
+    scales, native_block_scales, or the format has no block scales). H100 fp8_g128: 989 T / (128 x 61.8 T) = 0.125."""
+    if not is_block_scaled(dtype) or native_block_scales(hardware):
+        return 0.0
+    group = number_format(dtype).group_size
+    return hardware.matrix_macs_per_s(dtype) / (group * hardware.vector_flops_per_s)
+
+
+def block_scale_efficiency(out, rows, hardware, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row in the warm condition: 1 / (1 + gemm_block_scale_flops[dtype] x block_scale_ratio), the matrix rate
+    left when each k-block's scales are applied to the tile's fp32 partial sums on the vector units between
+    tensor-core steps (promotion; DeepGEMM, CUTLASS's blockwise kernels on Hopper); None where nothing applies (model
+    condition, no constants, native block scales)."""
+    if constants.gemm_condition != "warm" or not constants.gemm_block_scale_flops or native_block_scales(hardware):
+        return None
+    dtypes = dtypes or RowDtypes(out, rows)
+    factors = np.array([1.0 / (1.0 + constants.gemm_block_scale_flops.get(d, 0.0) * block_scale_ratio(hardware, d))
+                        for d in dtypes.distinct], dtype=float)
+    return factors[dtypes.inverse]

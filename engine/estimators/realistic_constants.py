@@ -135,6 +135,11 @@ class RealisticConstants:
     # tables (600 rows per device, framework and dtype; h/gemm4, docs/accuracy.md), the power cap held at its value
     # because it also binds the model condition.
     gemm_overlap_loss: dict = field(default_factory=lambda: {"bf16": 0.22, "fp8": 0.38, "fp8_g128": 0.6})
+    # gemm_block_scale_flops: per software block-scaled dtype (fp8_g128), the vector FLOPs spent on each output value
+    # per scale group where the matrix units do not take the scales (no fp4 rate in the workbook: Hopper): the matrix
+    # rate x 1 / (1 + flops x matrix MAC/s / (group x vector FLOP/s)) (gemm_condition.block_scale_efficiency; H100
+    # fp8_g128 at 2 FLOPs, one FMA: x 0.80). Warm condition only; fitted leave-one-device-out (fit.py).
+    gemm_block_scale_flops: dict = field(default_factory=dict)
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
     # (AIConfigurator's collector: weight copies back to back in one CUDA graph, latency gemm_latency_cycles / clock;
@@ -149,6 +154,9 @@ class RealisticConstants:
     gemm_condition: str = "model"
     gemm_model_matrix_efficiency: dict = field(default_factory=lambda: {"bf16": 1.0, "fp8": 0.83, "fp8_g128": 0.86})
     gemm_quantize_latency_s: dict = field(default_factory=lambda: {"fp8": 3.5e-6})
+    # ... and the bytes it moves per activation value (empty: gemm_condition.QUANTIZE_BYTES_PER_VALUE, 3: a bf16 read
+    # and an e4m3 write); the tables' per framework (conditions.TABLE_QUANTIZE_BYTES_PER_VALUE)
+    gemm_quantize_bytes_per_value: dict = field(default_factory=dict)
     # MoE (engine/decomposition/moe.py's rows), fitted on AIConfigurator's trtllm MoE tables (bf16, fp8, fp8
     # block-scaled; 6 devices, 1,000 rows each, the collector's balanced routing), leave-one-device-out:
     # engine/calibration/silicon/moe_fit.py, benchmarks/moe_accuracy.py, docs/accuracy.md. Shipped: the all-device fit

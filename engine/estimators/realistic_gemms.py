@@ -10,8 +10,8 @@ import numpy as np
 
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
-    QUANTIZE_BYTES_PER_VALUE, RowDtypes, check_condition, clock_and_power, condition_efficiency, condition_latency,
-    overlap_loss, per_row, warm_byte_scale)
+    QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
+    condition_efficiency, condition_latency, overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -189,6 +189,10 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
     if constants.moe_block_scaled_efficiency != 1.0 and "fp4" not in table.hardware.matrix_dtypes:
         efficiency = efficiency * _block_scaled_expert_factor(table, rows, constants.moe_block_scaled_efficiency)
+    promotion = block_scale_efficiency(out, rows, table.hardware, constants, dtypes)
+    if promotion is not None:     # dense block-scaled GEMMs: scales applied on the vector units (grouped: the MoE's own)
+        grouped = is_expert_gemm(np.asarray(out["name"])[rows])
+        efficiency = efficiency * np.where(grouped, 1.0, promotion)
     shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
     cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:

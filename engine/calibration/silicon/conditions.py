@@ -20,16 +20,29 @@ TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 10.75e-6, "fp8_g128": 3.25e-
                                   "sglang": {"fp8": 3.5e-6, "fp8_g128": 3.75e-6}}
 
 
+# {framework: {dtype: the quantize kernel's bytes per activation value at the achievable bandwidth}} (absent: 3, a bf16
+# read and an e4m3 write), fitted alongside (fit.QUANTIZE_BYTES_GRID). More than 3 where the scale is dynamic (an amax
+# pass reads the activation once more: 5) or the kernel streams below the achievable bandwidth (vLLM's per-tensor
+# quantize: ~12, i.e. its 5 bytes at ~40% of it)
+TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {}
+
+
 def quantize_latency_of(dtype: str) -> dict:
     """{framework: s} of one dtype's tables."""
     return {framework: values[dtype] for framework, values in TABLE_QUANTIZE_LATENCY_S.items() if dtype in values}
 
 
+def quantize_bytes_of(dtype: str) -> dict:
+    """{framework: bytes per activation value} of one dtype's tables (absent: QUANTIZE_BYTES_PER_VALUE)."""
+    return {framework: values[dtype] for framework, values in TABLE_QUANTIZE_BYTES_PER_VALUE.items() if dtype in values}
+
+
 def table_constants(framework: str, base=None):
     """`base` (default: the shipped constants) under the tables' condition: warm, with `framework`'s
-    activation-quantize latencies."""
+    activation-quantize latencies and bytes per value."""
     return replace(base or DEFAULT_CONSTANTS, gemm_condition="warm",
-                   gemm_quantize_latency_s=dict(TABLE_QUANTIZE_LATENCY_S.get(framework, {})))
+                   gemm_quantize_latency_s=dict(TABLE_QUANTIZE_LATENCY_S.get(framework, {})),
+                   gemm_quantize_bytes_per_value=dict(TABLE_QUANTIZE_BYTES_PER_VALUE.get(framework, {})))
 
 
 

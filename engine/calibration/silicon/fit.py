@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from engine.calibration.fit import GemmModel, objective
-from engine.estimators.gemm_condition import QUANTIZE_BYTES_PER_VALUE, warm_byte_scale
+from engine.estimators.gemm_condition import QUANTIZE_BYTES_PER_VALUE, block_scale_ratio, warm_byte_scale
 from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
@@ -53,7 +53,13 @@ OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
 # fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
 # so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
 SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
+# gemm_block_scale_flops: vector FLOPs per output value per scale group (block-scaled GEMMs on matrix units without
+# native block scales: Hopper); 0: none, 2: one FMA
+BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
 QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
+# ... and the bytes it moves per activation value (3: read bf16, write e4m3 once; a dynamic per-tensor scale reads
+# the activation once more for its amax: 5)
+QUANTIZE_BYTES_GRID = np.round(np.arange(3.0, 16.0001, 0.5), 1)
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
 
@@ -90,16 +96,20 @@ class DeviceGemms:
         self.dtype = str(table["dtype"][0])
         self.peak_flops = hardware.matrix_flops_per_s(self.dtype)
         self.framework = str(rows["framework"].iloc[0]) if "framework" in rows else ""
+        # a block-scaled format's promotion on the vector units, per FLOP per output value and group (0: none)
+        self.block_scale_ratio = block_scale_ratio(hardware, self.dtype) if warm else 0.0
         # the warm fp8 tables' activation-quantize kernel: its stream at the achievable bandwidth (+ a fitted latency)
         quantized = warm and compute_dtype(self.dtype) == "fp8"
         self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
                                   / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
 
-    def quantize_s(self, quantize_latency: dict | None) -> np.ndarray | float:
-        """The activation-quantize kernel's time per row ({framework: latency s}; 0 where not quantized)."""
+    def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
+        """The activation-quantize kernel's time per row ({framework: latency s}; 0 where not quantized;
+        `quantize_bytes`: {framework: bytes moved per activation value}, default QUANTIZE_BYTES_PER_VALUE)."""
         if self.quantize_stream_s is None or not quantize_latency or self.framework not in quantize_latency:
             return 0.0
-        return quantize_latency[self.framework] + self.quantize_stream_s
+        scale = (quantize_bytes or {}).get(self.framework, QUANTIZE_BYTES_PER_VALUE) / QUANTIZE_BYTES_PER_VALUE
+        return quantize_latency[self.framework] + self.quantize_stream_s * scale
 
     def predicted(self, efficiency: float, extra_latency_s: float, quantize_latency: dict | None = None) -> np.ndarray:
         rates = self.rates
@@ -107,20 +117,22 @@ class DeviceGemms:
                                max(rates.kernel_latency_s + extra_latency_s, 0.0)) + self.quantize_s(quantize_latency)
 
     def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0,
-                   overlap_loss: float = 0.0) -> np.ndarray:
-        """The clock-and-power form's time without its latency."""
+                   overlap_loss: float = 0.0, block_scale_flops: float = 0.0) -> np.ndarray:
+        """The clock-and-power form's time without its latency (`block_scale_flops`: gemm_block_scale_flops, the
+        matrix rate x 1 / (1 + flops x block_scale_ratio))."""
         power = np.inf      # the chip's power-limited MAC/s, a bound on its aggregate rate (tiling.candidate_times)
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
-        return self.model.work(self.rates.matrix_fraction * efficiency, self.rates.memory_fraction,
+        matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
+        return self.model.work(matrix, self.rates.memory_fraction,
                                split_k_cycles / self.rates.clock_hz, power, overlap_loss)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
-                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0,
-                        quantize_latency: dict | None = None) -> np.ndarray:
-        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss)
+                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float = 0.0,
+                        quantize_latency: dict | None = None, quantize_bytes: dict | None = None) -> np.ndarray:
+        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss, block_scale_flops)
                 + latency_cycles / self.rates.clock_hz
-                + self.quantize_s(quantize_latency))
+                + self.quantize_s(quantize_latency, quantize_bytes))
 
 
 def device_gemms(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
@@ -165,16 +177,34 @@ def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: floa
                              joules_per_flop: float | None = None) -> tuple[float, float, float, float, float, dict]:
     """fit_dtype_clock's five constants and {framework: activation-quantize latency s} (empty: none quantized);
     `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted; `joules_per_flop` given:
-    the power cap held (it binds the model condition too: fit_all's `hold_power`)."""
+    the power cap held (it binds the model condition too: fit_all's `hold_power`). The form before h/gemm5: no
+    block-scale promotion, the quantize kernel at QUANTIZE_BYTES_PER_VALUE (fit_dtype_clock_block_scaled fits both)."""
+    return fit_dtype_clock_block_scaled(groups, rounds, latency_cycles, joules_per_flop, block_scale=False,
+                                        quantize_bytes=False)[:6]
+
+
+def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: float | None = None,
+                                 joules_per_flop: float | None = None, block_scale: bool = True,
+                                 quantize_bytes: bool = True) -> tuple:
+    """fit_dtype_clock_quantize's six values, gemm_block_scale_flops (BLOCK_SCALE_FLOPS_GRID; 0 where no group
+    has a vector-unit promotion, DeviceGemms.block_scale_ratio) and {framework: the quantize kernel's bytes per
+    activation value} (QUANTIZE_BYTES_GRID; `quantize_bytes` False: QUANTIZE_BYTES_PER_VALUE; `block_scale` False:
+    no promotion fitted)."""
+    fit_bytes = quantize_bytes
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
-    def work(efficiency, joules, split, overlap):
-        return np.concatenate([g.clock_work(efficiency, joules, split, overlap) for g in groups])
-    def extra(quantize):
-        return np.concatenate([np.broadcast_to(g.quantize_s(quantize), g.measured.shape) for g in groups])
+    block = 0.0
+    block_grid = BLOCK_SCALE_FLOPS_GRID if block_scale and any(g.block_scale_ratio > 0 for g in groups) else [0.0]
+    def work(efficiency, joules, split, overlap, block_flops=None):
+        block_flops = block if block_flops is None else block_flops
+        return np.concatenate([g.clock_work(efficiency, joules, split, overlap, block_flops) for g in groups])
+    def extra(quantize, qbytes=None):
+        qbytes = quantize_bytes if qbytes is None else qbytes
+        return np.concatenate([np.broadcast_to(g.quantize_s(quantize, qbytes), g.measured.shape) for g in groups])
     efficiency, split, overlap = 1.0, 0.0, 0.0
     cycles, joules = 5000.0 if latency_cycles is None else latency_cycles, 0.0
     quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
+    quantize_bytes = {f: QUANTIZE_BYTES_PER_VALUE for f in quantize}
     cycles_grid = LATENCY_CYCLES_GRID if latency_cycles is None else [latency_cycles]
     joules_grid = JOULES_PER_FLOP_GRID if joules_per_flop is None else [joules_per_flop]
     joules = joules if joules_per_flop is None else joules_per_flop
@@ -188,19 +218,25 @@ def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: floa
                                                                         measured)))
         overlap = float(min(OVERLAP_LOSS_GRID, key=lambda a: objective(work(efficiency, joules, split, a) + fixed,
                                                                         measured)))
+        block = float(min(block_grid, key=lambda b: objective(work(efficiency, joules, split, overlap, b) + fixed,
+                                                               measured)))
         done = work(efficiency, joules, split, overlap)
         cycles = float(min(cycles_grid, key=lambda c: objective(done + c / clocks + extra(quantize),
                                                                           measured)))
         for framework in quantize:
             quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: objective(
                 done + cycles / clocks + extra({**quantize, framework: q}), measured)))
-    return efficiency, cycles, joules, split, overlap, quantize
+            if fit_bytes:
+                quantize_bytes[framework] = float(min(QUANTIZE_BYTES_GRID, key=lambda b: objective(
+                    done + cycles / clocks + extra(quantize, {**quantize_bytes, framework: b}), measured)))
+    return efficiency, cycles, joules, split, overlap, quantize, block, quantize_bytes
 
 
 def errors(groups: list, efficiency: float, extra_latency_s: float, clock: tuple | None = None,
-           quantize: dict | None = None) -> dict:
+           quantize: dict | None = None, quantize_bytes: dict | None = None) -> dict:
     """|error| median / p90 and bias over `groups` (DeviceGemms) pooled."""
-    predicted = np.concatenate([g.predicted_clock(*clock, quantize_latency=quantize) if clock
+    predicted = np.concatenate([g.predicted_clock(*clock, quantize_latency=quantize, quantize_bytes=quantize_bytes)
+                                if clock
                                 else g.predicted(efficiency, extra_latency_s, quantize) for g in groups])
     error = predicted / np.concatenate([g.measured for g in groups]) - 1.0
     return {"count": error.size, "median_abs_error": float(np.median(np.abs(error))),
@@ -212,7 +248,7 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
     fitted on the OTHER devices (`lodo`; their values in efficiency / extra_latency_us ...; the fp8 tables'
     activation-quantize latencies in quantize_us) and with the shipped DEFAULT_CONSTANTS (`shipped`: their
     quantize latencies from conditions.TABLE_QUANTIZE_LATENCY_S), all under the tables' timing `condition`."""
-    from engine.calibration.silicon.conditions import quantize_latency_of
+    from engine.calibration.silicon.conditions import quantize_bytes_of, quantize_latency_of
     groups = device_gemms(rows, devices, condition)
     lines, bf16_cycles = [], {}
     for device, dtype in sorted({(d, t) for d, t, _ in groups}):     # per device bf16 first, then fp8, fp8_g128
@@ -223,23 +259,26 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         shipped_clock = _shipped_clock(dtype)
         shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
                    DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock,
-                   quantize_latency_of(dtype))
+                   quantize_latency_of(dtype), quantize_bytes_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
-            efficiency, cycles, joules, split, overlap, quantize = fit_dtype_clock_quantize(training,
-                                                                                            latency_cycles=shared)
+            efficiency, cycles, joules, split, overlap, quantize, block, qbytes = fit_dtype_clock_block_scaled(
+                training, latency_cycles=shared)
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
-            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap), quantize)
+            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block), quantize,
+                                         qbytes)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
-            overlap = float("nan")
+            overlap = block = float("nan")
             quantize = fit_quantize_latency(training, efficiency, extra)
-            lodo = (efficiency, extra, None, quantize)
+            lodo, qbytes = (efficiency, extra, None, quantize), {}
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
                 "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
-                "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" for f, v in quantize.items())}
+                "block_scale_flops": block,
+                "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
+                                         for f, v in quantize.items())}
         for label, values in (("before", (1.0, 0.0, None, None)), ("lodo", lodo), ("shipped", shipped)):
             line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
         lines.append(line)
@@ -263,7 +302,7 @@ def _shipped_clock(dtype: str) -> tuple | None:
         return None
     return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
             c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0),
-            c.gemm_overlap_loss.get(dtype, 0.0))
+            c.gemm_overlap_loss.get(dtype, 0.0), c.gemm_block_scale_flops.get(dtype, 0.0))
 
 
 def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_power: bool = False) -> dict:
@@ -277,14 +316,15 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
         if mine and dtype in CLOCK_DTYPES:
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
             held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
-            fitted[dtype] = fit_dtype_clock_quantize(mine, latency_cycles=shared, joules_per_flop=held)
+            fitted[dtype] = fit_dtype_clock_block_scaled(mine, latency_cycles=shared, joules_per_flop=held)
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted
 
 
 def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
-    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles[, overlap loss])} of the
+    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles[, overlap loss[, quantize,
+    block-scale FLOPs]])} of the
     clock-and-power form (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of
     those dtypes is then unused)."""
     efficiency = {**base.gemm_matrix_efficiency, **{d: values[0] for d, values in fitted.items()}}
@@ -293,7 +333,9 @@ def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
                    gemm_power_j_per_flop={d: values[2] for d, values in fitted.items() if values[2] > 0},
                    gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0},
                    gemm_overlap_loss={d: values[4] for d, values in fitted.items()
-                                      if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0})
+                                      if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0},
+                   gemm_block_scale_flops={d: values[6] for d, values in fitted.items()
+                                           if len(values) > 6 and values[6] > 0})
 
 
 def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
