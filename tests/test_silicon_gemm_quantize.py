@@ -1,0 +1,78 @@
+"""The warm tables' activation-quantize bytes per value and block-scale promotion (h/gemm5, docs/accuracy.md).
+
+- fit.DeviceGemms (the fit's fast model) gives realistic's kernel times with gemm_quantize_bytes_per_value and
+  gemm_block_scale_flops set (warm condition), and the model condition (estimate, serve) ignores the latter;
+- block_scale_ratio is matrix MAC/s / (group x vector FLOP/s) from the workbook, 0 on devices rated for fp4;
+- leave-one-device-out on the installed tables (fp8, three frameworks pooled): floors a 15% change of a framework's
+  fitted bytes per value breaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.calibration import silicon
+from engine.calibration.silicon import fit, tables
+from engine.estimators.gemm_condition import block_scale_ratio, native_block_scales
+from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
+from engine.hardware.specs import load_specs
+
+SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
+WARM = replace(DEFAULT_CONSTANTS, gemm_condition="warm", gemm_quantize_latency_s={"fp8": 3.0e-6, "fp8_g128": 3.0e-6})
+
+
+def test_block_scale_ratio_is_matrix_rate_over_group_times_vector_rate():
+    devices = load_specs()
+    h100, b200 = devices["H100-SXM"], devices["B200"]
+    # H100: 1,979 dense fp8 TFLOP/s = 989.4 T MAC/s; 132 SMs x 1.83 GHz x 256 FP32 FLOP per cycle = 61.8 TFLOP/s
+    assert block_scale_ratio(h100, "fp8_g128") == pytest.approx(989.4e12 / (128 * 132 * 1.83e9 * 256), rel=2e-3)
+    assert block_scale_ratio(h100, "fp8_g128") == pytest.approx(0.125, abs=0.002)
+    assert block_scale_ratio(h100, "fp8") == block_scale_ratio(h100, "bf16") == 0.0
+    assert native_block_scales(b200) and not native_block_scales(h100)      # B200's matrix units are rated for fp4
+    assert block_scale_ratio(b200, "fp8_g128") == 0.0
+
+
+def _rows(dtype: str):
+    rows = tables.gemm_table(SUBSET)
+    rows = rows[rows["dtype"] == "fp8"].reset_index(drop=True)
+    return rows.assign(dtype=dtype, weight_dtype=dtype, activation_dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["fp8", "fp8_g128"])
+def test_fit_model_is_the_realistic_method_with_quantize_bytes_and_block_scales(dtype):
+    devices = load_specs()
+    constants = replace(WARM, gemm_block_scale_flops={dtype: 2.0}, gemm_quantize_bytes_per_value={dtype: 7.0})
+    for device, part in _rows(dtype).groupby("device"):
+        group = fit.DeviceGemms(part.assign(framework="x"), devices[device])
+        columns, index = fit.gemm_kernels(part.reset_index(drop=True))
+        order = np.argsort(index)
+        realistic = estimate_realistic(columns, devices[device], constants=constants)["kernel_time_s"][order]
+        clock = (constants.gemm_matrix_efficiency[dtype], constants.gemm_latency_cycles[dtype],
+                 # realistic looks a dtype's constants up by the dtype, then its compute format (fp8_g128 -> fp8's cap)
+                 constants.gemm_power_j_per_flop.get(dtype, constants.gemm_power_j_per_flop["fp8"]),
+                 constants.gemm_split_k_cycles[dtype],
+                 constants.gemm_overlap_loss[dtype], 2.0)
+        fast = group.predicted_clock(*clock, quantize_latency={"x": 3.0e-6}, quantize_bytes={"x": 7.0})
+        np.testing.assert_allclose(fast, realistic, rtol=1e-6)
+        plain = estimate_realistic(columns, devices[device], constants=WARM)["kernel_time_s"][order]
+        # more bytes per value is never faster; the promotion slows block-scaled GEMMs on Hopper only
+        assert np.all(realistic >= plain * (1 - 1e-12)) and np.any(realistic > plain * 1.001)
+        promoted = dtype == "fp8_g128" and not native_block_scales(devices[device])
+        no_bytes = replace(constants, gemm_quantize_bytes_per_value={})
+        without = estimate_realistic(columns, devices[device], constants=replace(no_bytes, gemm_block_scale_flops={}))
+        with_block = estimate_realistic(columns, devices[device], constants=no_bytes)
+        assert np.any(with_block["kernel_time_s"] > without["kernel_time_s"] * 1.01) == promoted
+
+
+def test_model_condition_ignores_the_block_scale_promotion():
+    h100 = load_specs()["H100-SXM"]
+    rows = _rows("fp8_g128")
+    columns, _ = fit.gemm_kernels(rows[rows["device"] == "H100-SXM"].reset_index(drop=True))
+    base = estimate_realistic(columns, h100)["kernel_time_s"]
+    promoted = estimate_realistic(columns, h100, constants=replace(DEFAULT_CONSTANTS,
+                                                                     gemm_block_scale_flops={"fp8_g128": 4.0}))
+    np.testing.assert_array_equal(promoted["kernel_time_s"], base)
