@@ -15,16 +15,18 @@ from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
 
 # {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
 # clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
-TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 10.75e-6, "fp8_g128": 3.25e-6},
+TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.0e-6, "fp8_g128": 3.25e-6},
                                   "vllm": {"fp8": 3.75e-6},
-                                  "sglang": {"fp8": 3.5e-6, "fp8_g128": 3.75e-6}}
+                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6}}
 
 
 # {framework: {dtype: the quantize kernel's bytes per activation value at the achievable bandwidth}} (absent: 3, a bf16
 # read and an e4m3 write), fitted alongside (fit.QUANTIZE_BYTES_GRID). More than 3 where the scale is dynamic (an amax
 # pass reads the activation once more: 5) or the kernel streams below the achievable bandwidth (vLLM's per-tensor
-# quantize: ~12, i.e. its 5 bytes at ~40% of it)
-TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {}
+# quantize: ~10.5, i.e. its 5 bytes at ~50% of it). Fitted with the latencies above (fit.fit_all, h/gemm5; the
+# leave-one-device-out folds, power cap free: vLLM 11.5-12, TensorRT-LLM 5.5-6.5, SGLang 5-6.5)
+TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5}, "vllm": {"fp8": 10.5},
+                                        "sglang": {"fp8": 4.5}}
 
 
 def quantize_latency_of(dtype: str) -> dict:
