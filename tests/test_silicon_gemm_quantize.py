@@ -78,17 +78,21 @@ def test_model_condition_ignores_the_block_scale_promotion():
     np.testing.assert_array_equal(promoted["kernel_time_s"], base)
 
 
-# Leave-one-device-out, fp8 (per-tensor), trtllm + vLLM + SGLang pooled (300 rows per device and framework, n, k >= 128,
+# Leave-one-device-out, fp8 (per-tensor), trtllm + vLLM + SGLang pooled (200 rows per device and framework, n, k >= 128,
 # fixed sample; latency cycles held at bf16's shipped 4,700): every constant of the clock-and-power form, each
-# framework's quantize latency and its bytes per value fitted on the other devices. device -> (median, p90) at most.
-FP8_POOLED_FLOORS: dict = {}
+# framework's quantize latency and its bytes per value fitted on the other devices. device -> (median, p90) at most,
+# just above the measured (2026-11-27, h/gemm5): B200 10.0% / 27.5%, B300 8.3 / 25.1, GB200 9.6 / 28.2, GB300 8.3 / 24.5,
+# H100 13.6 / 32.3, H200 14.4 / 34.9; with the quantize at 3 bytes per value (one pass, as before h/gemm5): 11.0 / 36.2,
+# 10.7 / 36.7, 14.6 / 38.2, 11.1 / 35.5, 14.4 / 36.2, 15.0 / 39.6.
+FP8_POOLED_FLOORS = {"B200": (0.1006, 0.2767), "B300": (0.0835, 0.2527), "GB200": (0.0965, 0.2836),
+                     "GB300": (0.0835, 0.247), "H100-SXM": (0.136, 0.3247), "H200-SXM": (0.144, 0.3513)}
 needs_tables = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigurator-core (calibration extra) absent")
 
 
 @pytest.fixture(scope="module")
 def pooled_fp8_folds():
     devices = load_specs()
-    rows = fit.fit_rows(devices, rows_per_group=300)
+    rows = fit.fit_rows(devices, rows_per_group=200)
     groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices)
     cycles = DEFAULT_CONSTANTS.gemm_latency_cycles["bf16"]
     return {device: (held_out, fit.fit_dtype_clock_block_scaled(
@@ -112,7 +116,6 @@ def pooled_violations(folds, groups, bytes_factor: float = 1.0, bytes_value: flo
 @needs_tables
 def test_pooled_fp8_every_device_left_out_meets_its_floor(pooled_fp8_folds):
     folds, groups = pooled_fp8_folds
-    print({d: c[7] for d, (_, c) in folds.items()})
     assert set(folds) == set(FP8_POOLED_FLOORS)
     assert pooled_violations(folds, groups) == []
     # every fold: vLLM's quantize kernel the slowest per value, all above the 3 bytes a single pass moves
