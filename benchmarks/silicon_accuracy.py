@@ -96,7 +96,8 @@ def print_leave_one_device_out(root, devices: dict) -> None:
                       zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
     print(out.to_string(index=False))
     print("All under the tables' timing condition (warm: weight copies back to back, engine/estimators/gemm_condition.py; "
-          "fp8 tables with each framework's activation-quantize kernel, quantize_us). before: efficiency 1, no extra "
+          "fp8 tables with each framework's activation-quantize kernel, quantize_us: its latency and bytes per activation "
+          "value). before: efficiency 1, no extra "
           "latency, no quantize kernel; lodo: the constants shown, fitted without the device (clock-and-power form "
           f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles, the overlap loss "
           "(max(c, m) + loss x min(c, m)); others: efficiency / "
