@@ -53,6 +53,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
     moe_layer_latency_s, moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
+from engine.estimators.decode_gemms import timed_gemms
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
@@ -92,7 +93,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
     fused = attention_groups(out, row_groups)
     is_gemm = (op == "gemm") & (fused < 0)
-    time_gemms(kernel_rows, is_gemm, chain)
+    timed_gemms(kernel_rows, is_gemm, chain)       # a decode step's GEMMs: kept per structure
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
     _time_elementwise(kernel_rows, (~is_gemm) & (fused < 0), kind, chain)
 
