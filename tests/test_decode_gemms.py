@@ -1,5 +1,5 @@
-"""The kept GEMM timing of decode steps (engine/estimators/decode_gemms.py): a decode step timed from kept GEMM values
-gives exactly the columns of one timed in full, over context sweeps of dense, sliding-window, MoE and tensor- or
+"""The kept GEMM timing of decode steps (engine/estimators/decode_gemms.py): a decode step timed from kept GEMM
+values gives exactly the columns of one timed in full, over context sweeps of dense, sliding-window, MoE and tensor- or
 pipeline-parallel models with both realistic methods; it is kept only for decode steps, and a different device or
 constants object never reads another's entry."""
 
@@ -41,7 +41,8 @@ def in_full(model, hardware, scenario, **options) -> dict:
 @pytest.mark.parametrize("launch", ["eager", "graph"])
 def test_kept_gemvs_give_the_full_timing(model_id, sweep, launch):
     model, hardware = engine.load_model(model_id), engine.load_hardware("H100-SXM")
-    scenarios = [engine.Scenario(phase="decode", context_length=context, **SWEEPS[sweep]) for context in (500, 501, 4000)]
+    scenarios = [engine.Scenario(phase="decode", context_length=context, **SWEEPS[sweep])
+                 for context in (500, 501, 4000)]
     expected = [in_full(model, hardware, scenario, launch=launch) for scenario in scenarios]
     decode_gemms.clear()
     for scenario, full in zip(scenarios, expected):

@@ -9,9 +9,10 @@ of those rows); a later call whose inputs are equal writes the kept values inste
 The key is every input `time_gemms` can read, by value: each column of the roofline's table at the GEMM rows (and
 the rows themselves), the name and phase of every row of the table (MoE rows test the table's other rows), the
 TimeChain's values at the GEMM rows, the rows' per-core MAC rates and bytes per value, the host launch, the device
-(frozen, hashed by value) and the constants object (by identity: a RealisticConstants holds dicts; the entry keeps
-it alive, so its id is not reused). Only short tables of decode rows alone (one decode step, <= SHORT_TABLE_ROWS rows) are kept:
-a prefill's GEMMs change with its length, so building the key would cost more than it saves. KEPT entries, least recently used first out; `clear()` empties it (tests).
+(frozen, hashed by value) and the constants object (by identity: a RealisticConstants holds dicts; the entry
+keeps it alive, so its id is not reused). Only short tables of decode rows alone (one decode step, <= SHORT_TABLE_ROWS
+rows) are kept: a prefill's GEMMs change with its length, so building the key would cost more than it saves. KEPT
+entries, least recently used first out; `clear()` empties it (tests).
 """
 
 from __future__ import annotations
