@@ -1,14 +1,16 @@
-"""A decode step's GEMM timing kept per structure (fast path, issue 15).
+"""A decode step's rows outside its fused attention, their realistic timing kept per structure (fast path, issue 15).
 
-A decode step's weight GEMMs (GEMVs at batch 1) have the same shapes at every context: their realistic times
-depend on the model, the layout, the dtypes, the batch and the device, not on the context, so a sweep over the
-context (a user's, or benchmarks/engine_speed.py --cold) times the same GEMM rows at every step. `timed_gemms`
-runs `time_gemms` once per distinct input and keeps what it wrote (the TimeChain's and the tile columns' values
-of those rows); a later call whose inputs are equal writes the kept values instead, bit for bit.
+A decode step's weight GEMMs (GEMVs at batch 1) and element-wise kernels (norms, activations, residuals, rotary,
+KV store, MoE routing) have the same shapes at every context: their realistic times depend on the model, the
+layout, the dtypes, the batch and the device, not on the context, so a sweep over the context (a user's, or
+benchmarks/engine_speed.py --cold) times the same rows at every step; only the fused attention reads the context.
+`timed_rows` runs the timing of those rows (realistic.py: time_gemms, then _time_elementwise) once per distinct
+input and keeps what it wrote (the TimeChain's and the tile columns' values of those rows); a later call whose
+inputs are equal writes the kept values instead, bit for bit.
 
-The key is every input `time_gemms` can read, by value: each column of the roofline's table at the GEMM rows (and
-the rows themselves), the name and phase of every row of the table (MoE rows test the table's other rows), the
-TimeChain's values at the GEMM rows, the rows' per-core MAC rates and bytes per value, the host launch, the device
+The key is every input those steps can read, by value: each column of the roofline's table at the rows (and the
+rows themselves), the name and phase of every row of the table (MoE rows test the table's other rows), the
+TimeChain's values at the rows, the rows' per-core MAC rates and bytes per value, the host launch, the device
 (frozen, hashed by value) and the constants object (by identity: a RealisticConstants holds dicts; the entry
 keeps it alive, so its id is not reused). Only short tables of decode rows alone (one decode step, <= SHORT_TABLE_ROWS
 rows) are kept: a prefill's GEMMs change with its length, so building the key would cost more than it saves. KEPT
@@ -22,7 +24,9 @@ from collections import OrderedDict
 import numpy as np
 
 from engine.common.arrays import any_true
-from engine.estimators.realistic_gemms import KernelRows, TimeChain, time_gemms
+from typing import Callable
+
+from engine.estimators.realistic_gemms import KernelRows, TimeChain
 
 KEPT = 64
 SHORT_TABLE_ROWS = 64
@@ -31,18 +35,19 @@ TILE_COLUMNS = ("tile_m", "tile_n", "split_k", "tiles", "waves")
 _KEPT: OrderedDict = OrderedDict()
 
 
-def timed_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
-    """time_gemms(table, rows, chain), from the kept values where an equal decode step was timed before."""
+def timed_rows(table: KernelRows, rows: np.ndarray, chain: TimeChain, time_rows: Callable[[], None]) -> None:
+    """time_rows() (which times `rows` of `table` in place on `chain` and the tile columns), or the values it wrote
+    for an equal decode step before."""
     key = _key(table, rows, chain)
     if key is None:
-        time_gemms(table, rows, chain)
+        time_rows()
         return
     kept = _KEPT.get(key)
     if kept is not None and kept[0] is table.constants:
         _KEPT.move_to_end(key)
         _write(table, rows, chain, kept[1])
         return
-    time_gemms(table, rows, chain)
+    time_rows()
     _KEPT[key] = (table.constants, _written(table, rows, chain))
     if len(_KEPT) > KEPT:
         _KEPT.popitem(last=False)
@@ -53,7 +58,7 @@ def clear() -> None:
 
 
 def _key(table: KernelRows, rows: np.ndarray, chain: TimeChain):
-    """The inputs of time_gemms by value, or None where the table is not a decode step's (see the module)."""
+    """The inputs of the rows' timing by value, or None where the table is not a decode step's (see the module)."""
     out = table.out
     if len(rows) > SHORT_TABLE_ROWS or not any_true(rows):
         return None
@@ -72,7 +77,7 @@ def _key(table: KernelRows, rows: np.ndarray, chain: TimeChain):
 
 
 def _written(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> dict:
-    """What time_gemms wrote: the rows' values of the chain's arrays and of the tile columns (copies)."""
+    """What the timing wrote: the rows' values of the chain's arrays and of the tile columns (copies)."""
     values = {field: getattr(chain, field)[rows] for field in CHAIN_FIELDS}      # boolean indexing copies
     values.update({column: table.out[column][rows] for column in TILE_COLUMNS})
     return values

@@ -1,7 +1,7 @@
-"""The kept GEMM timing of decode steps (engine/estimators/decode_gemms.py): a decode step timed from kept GEMM
-values gives exactly the columns of one timed in full, over context sweeps of dense, sliding-window, MoE and tensor- or
-pipeline-parallel models with both realistic methods; it is kept only for decode steps, and a different device or
-constants object never reads another's entry."""
+"""The kept timing of a decode step's rows outside its fused attention (engine/estimators/kept_rows.py): a decode
+step timed from kept values gives exactly the columns of one timed in full, over context sweeps of dense,
+sliding-window, MoE and tensor- or pipeline-parallel models in both launch modes; it is kept only for decode
+steps, and a different device or constants object never reads another's entry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.estimators import decode_gemms
+from engine.estimators import kept_rows
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
 from engine.decomposition.transformer import decompose_columns
 from engine.results import estimate_cache
@@ -32,7 +32,7 @@ def assert_same_columns(actual: dict, expected: dict) -> None:
 
 
 def in_full(model, hardware, scenario, **options) -> dict:
-    decode_gemms.clear()
+    kept_rows.clear()
     return timed(model, hardware, scenario, **options)
 
 
@@ -44,22 +44,22 @@ def test_kept_gemvs_give_the_full_timing(model_id, sweep, launch):
     scenarios = [engine.Scenario(phase="decode", context_length=context, **SWEEPS[sweep])
                  for context in (500, 501, 4000)]
     expected = [in_full(model, hardware, scenario, launch=launch) for scenario in scenarios]
-    decode_gemms.clear()
+    kept_rows.clear()
     for scenario, full in zip(scenarios, expected):
         assert_same_columns(timed(model, hardware, scenario, launch=launch), full)
-    assert len(decode_gemms._KEPT) == 1       # the three steps' GEMMs: one structure
+    assert len(kept_rows._KEPT) == 1       # the three steps' unfused rows: one structure
 
 
 def test_estimates_of_a_context_sweep_are_bit_identical():
     model, hardware = engine.load_model("meta-llama/Llama-3.1-70B"), engine.load_hardware("H100-SXM")
     results = []
     for fresh in (True, False):
-        decode_gemms.clear()
+        kept_rows.clear()
         estimate_cache.clear()
         run = []
         for context in (1024, 1025, 1026):
             if fresh:
-                decode_gemms.clear()
+                kept_rows.clear()
             result = engine.estimate(hardware, model, engine.Scenario(phase="decode", context_length=context),
                                      method="realistic")
             run.append((result.kernels, result.phases, result.tpot_s, result.energy))
@@ -71,12 +71,12 @@ def test_estimates_of_a_context_sweep_are_bit_identical():
 
 def test_only_decode_steps_are_kept():
     model, hardware = engine.load_model("meta-llama/Llama-3.1-8B"), engine.load_hardware("H100-SXM")
-    decode_gemms.clear()
+    kept_rows.clear()
     timed(model, hardware, engine.Scenario(phase="prefill", input_length=64))
     timed(model, hardware, engine.Scenario(phase="request", input_length=64, output_length=8))
-    assert len(decode_gemms._KEPT) == 0
+    assert len(kept_rows._KEPT) == 0
     timed(model, hardware, engine.Scenario(phase="decode", context_length=64))
-    assert len(decode_gemms._KEPT) == 1
+    assert len(kept_rows._KEPT) == 1
 
 
 def test_another_device_or_constants_object_is_its_own_entry():
@@ -84,17 +84,17 @@ def test_another_device_or_constants_object_is_its_own_entry():
     scenario = engine.Scenario(phase="decode", context_length=300)
     h100, a100 = engine.load_hardware("H100-SXM"), engine.load_hardware("A100-80GB-SXM")
     warm = dataclasses.replace(DEFAULT_CONSTANTS, gemm_condition="warm")     # another GEMV latency
-    decode_gemms.clear()
+    kept_rows.clear()
     timed(model, h100, scenario)
     assert_same_columns(timed(model, a100, scenario), in_full(model, a100, scenario))
-    decode_gemms.clear()
+    kept_rows.clear()
     timed(model, h100, scenario)
     assert_same_columns(timed(model, h100, scenario, constants=warm),
                         in_full(model, h100, scenario, constants=warm))
     assert not np.array_equal(in_full(model, h100, scenario, constants=warm)["time_s"],
                               in_full(model, h100, scenario)["time_s"])
-    decode_gemms.clear()
+    kept_rows.clear()
     timed(model, h100, scenario)
     timed(model, a100, scenario)
     timed(model, h100, scenario, constants=warm)
-    assert len(decode_gemms._KEPT) == 3
+    assert len(kept_rows._KEPT) == 3
