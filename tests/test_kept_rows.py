@@ -98,3 +98,31 @@ def test_another_device_or_constants_object_is_its_own_entry():
     timed(model, a100, scenario)
     timed(model, h100, scenario, constants=warm)
     assert len(kept_rows._KEPT) == 3
+
+
+def test_the_key_reads_every_column_at_the_rows_and_no_other_row():
+    """A changed value of any column at an unfused row (a number, a 64-bit integer, a string) gives another key;
+    a changed value on a fused attention row (what the context changes) does not."""
+    model, hardware = engine.load_model("meta-llama/Llama-3.1-8B"), engine.load_hardware("H100-SXM")
+    scenario = engine.Scenario(phase="decode", context_length=300)
+    seen = []
+    original = kept_rows._key
+    try:
+        kept_rows._key = lambda *arguments: seen.append(arguments) or original(*arguments)
+        timed(model, hardware, scenario)
+    finally:
+        kept_rows._key = original
+    table, rows, chain = seen[0]
+    key = original(table, rows, chain)
+    unfused, fused = np.flatnonzero(rows), np.flatnonzero(~rows)
+    assert len(unfused) and len(fused)
+    for column in ("n", "weight_bytes", "group", "dtype", "time_s"):
+        for row, changes in ((unfused[-1], True), (fused[0], False)):
+            values = table.out[column]
+            before = values[row]
+            values[row] = "fp8" if values.dtype == object else before + 1
+            try:
+                assert (original(table, rows, chain) != key) == changes, (column, row)
+            finally:
+                values[row] = before
+    assert original(table, rows, chain) == key

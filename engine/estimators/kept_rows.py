@@ -8,9 +8,11 @@ benchmarks/engine_speed.py --cold) times the same rows at every step; only the f
 input and keeps what it wrote (the TimeChain's and the tile columns' values of those rows); a later call whose
 inputs are equal writes the kept values instead, bit for bit.
 
-The key is every input those steps can read, by value: each column of the roofline's table at the rows (and the
-rows themselves), the name and phase of every row of the table (MoE rows test the table's other rows), the
-TimeChain's values at the rows, the rows' per-core MAC rates and bytes per value, the host launch, the device
+The key is every input those steps can read, by value: each column of the roofline's table at the rows (numbers by
+their bits, in one float array: 64-bit integers viewed as floats, narrower numbers converted exactly; the columns'
+names and dtypes beside them; strings as values), the rows themselves, the name and phase of every row of the
+table (MoE rows test the table's other rows), the TimeChain's values at the rows, the rows' per-core MAC rates
+and bytes per value, the host launch, the device
 (frozen, hashed by value) and the constants object (by identity: a RealisticConstants holds dicts; the entry
 keeps it alive, so its id is not reused). Only short tables of decode rows alone (one decode step, <= SHORT_TABLE_ROWS
 rows) are kept: a prefill's GEMMs change with its length, so building the key would cost more than it saves. KEPT
@@ -33,6 +35,7 @@ SHORT_TABLE_ROWS = 64
 CHAIN_FIELDS = ("ideal", "t1", "t2", "t3", "compute", "memory", "latency", "floor")
 TILE_COLUMNS = ("tile_m", "tile_n", "split_k", "tiles", "waves")
 _KEPT: OrderedDict = OrderedDict()
+_PLANS: dict = {}      # column dtypes -> how the key reads them (_plan)
 
 
 def timed_rows(table: KernelRows, rows: np.ndarray, chain: TimeChain, time_rows: Callable[[], None]) -> None:
@@ -66,14 +69,39 @@ def _key(table: KernelRows, rows: np.ndarray, chain: TimeChain):
     if set(phases) != {"decode"}:
         return None
     parts = [table.hardware, id(table.constants), table.host_launch_s, rows.tobytes(), phases,
-             tuple(np.asarray(out["name"]).tolist()),
-             table.per_core_macs[rows].tobytes(), table.value_bytes[rows].tobytes()]
-    for name, values in out.items():
-        values = np.asarray(values)[rows]
-        parts.append(name)
-        parts.append(tuple(values.tolist()) if values.dtype == object else (values.dtype.str, values.tobytes()))
-    parts.extend(getattr(chain, field)[rows].tobytes() for field in CHAIN_FIELDS)
+             tuple(np.asarray(out["name"]).tolist()), tuple(out)]
+    arrays = (*out.values(), table.per_core_macs, table.value_bytes, *(getattr(chain, field) for field in CHAIN_FIELDS))
+    try:
+        kinds = tuple([values.dtype for values in arrays])
+    except AttributeError:                        # a column that is not an array: not kept
+        return None
+    numbers, objects = _PLANS.get(kinds) or _plan(kinds)
+    parts.append(kinds)
+    picked = np.flatnonzero(rows)
+    try:
+        stacked = np.concatenate([arrays[i] if view is None else arrays[i].view(view) for i, view in numbers],
+                                 dtype=np.float64).reshape(len(numbers), len(rows))
+    except ValueError:                            # a column of another length or shape: not kept
+        return None
+    parts.append(stacked.take(picked, axis=1).tobytes())
+    if objects:
+        strings = np.empty((len(objects), len(rows)), dtype=object)
+        strings[:] = [arrays[i] for i in objects]
+        parts.append(tuple(strings.take(picked, axis=1).ravel().tolist()))
     return tuple(parts)
+
+
+def _plan(kinds: tuple) -> tuple:
+    """For columns of dtypes `kinds`: [(position, None or float64 to view 64-bit integers' bits as)] of the numbers
+    (converted to float exactly), and the positions of the others (strings, compared by value)."""
+    numbers, objects = [], []
+    for position, kind in enumerate(kinds):
+        if kind.kind not in "biuf":
+            objects.append(position)
+        else:
+            numbers.append((position, np.float64 if kind.itemsize == 8 and kind.kind != "f" else None))
+    _PLANS[kinds] = plan = (tuple(numbers), tuple(objects))
+    return plan
 
 
 def _written(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> dict:
