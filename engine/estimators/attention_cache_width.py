@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.estimators.row_groups import RowGroups
 
 EIGHT_BIT_BELOW = 1.5     # a K/V value narrower than this many bytes is an 8-bit (or narrower) cache
@@ -45,7 +46,8 @@ def prefill_macs_per_s_per_core(per_core, decode, kv_value_bytes, fp8_macs_per_s
     most 8 bits per value (0 < kv_value_bytes < EIGHT_BIT_BELOW) at least at the device's fp8 rate where it has one
     (fp8_macs_per_s_per_core > 0), every other group at `per_core` (its dtype's rate). Only max and where: any
     unit of rate does (the roofline passes FLOP/s of the whole device), and arrays broadcast (rows x devices)."""
-    if kv_value_bytes is None or not np.any(np.asarray(fp8_macs_per_s_per_core) > 0):
+    fp8 = fp8_macs_per_s_per_core       # a float (the usual device) tested without numpy's reduction set-up
+    if kv_value_bytes is None or not (fp8 > 0 if fp8.__class__ is float else any_true(np.asarray(fp8) > 0)):
         return per_core
     if isinstance(decode, (bool, np.bool_)):        # one group, as floats
         eight_bit = not decode and 0.0 < kv_value_bytes < EIGHT_BIT_BELOW
@@ -67,7 +69,7 @@ def eight_bit_prefill_rates(columns, rate, fp8_rate, row_groups=None):
     kv = np.asarray(columns["kv_value_bytes"], dtype=float)
     with np.errstate(invalid="ignore"):
         narrow = (kv > 0) & (kv < EIGHT_BIT_BELOW)             # NaN: False
-    if not narrow.any():
+    if not any_true(narrow):
         return rate
     row_groups = row_groups or RowGroups(columns)
     matrix = (row_groups.group_strings("op") == "attention")[row_groups.inverse]
@@ -85,7 +87,7 @@ def row_ideals(out, rows, is_matrix, row_rate, kernel_rate):
     rows at the fp8 rate where the table has kv_value_bytes; this is for a table without it (the width inferred from
     the group's bytes). None where no row is raised (the roofline times stand)."""
     raised = np.asarray(is_matrix) & (kernel_rate > row_rate)
-    if not raised.any():
+    if not any_true(raised):
         return None
     ideal = np.asarray(out["time_s"])[rows].astype(float)
     at = rows[raised]

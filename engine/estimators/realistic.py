@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -53,6 +54,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
     moe_layer_latency_s, moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
+from engine.estimators.kept_rows import timed_rows
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
@@ -91,10 +93,11 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
     fused = attention_groups(out, row_groups)
-    is_gemm = (op == "gemm") & (fused < 0)
-    time_gemms(kernel_rows, is_gemm, chain)
+    unfused = fused < 0
+    is_gemm = (op == "gemm") & unfused
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
-    _time_elementwise(kernel_rows, (~is_gemm) & (fused < 0), kind, chain)
+    # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
+    timed_rows(kernel_rows, unfused, chain, partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain))
 
     kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
     time = np.maximum(kernel_time, kernel_rows.host_launch_s)
@@ -132,6 +135,13 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
         launches[members] = 0.0
         launches[members[first]] = 1.0
     return launches
+
+
+def _time_unfused(table: KernelRows, unfused: np.ndarray, is_gemm: np.ndarray, kind: np.ndarray,
+                  chain: TimeChain) -> None:
+    """The GEMMs and element-wise kernels outside the fused attention groups, in place on `chain`."""
+    time_gemms(table, is_gemm, chain)
+    _time_elementwise(table, (~is_gemm) & unfused, kind, chain)
 
 
 def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain) -> None:
