@@ -66,8 +66,12 @@ def with_early_plotly(app):
 
 
 def install() -> None:
-    """Have Streamlit's server wrap its static-file app with `with_early_plotly` (call before it starts)."""
-    from streamlit.web.server.starlette import starlette_static_routes as routes
+    """Have Streamlit's server wrap its static-file app with `with_early_plotly` (call before it starts). A
+    Streamlit without that module (another server) is left as it is: the preload element still loads the bundle."""
+    try:
+        from streamlit.web.server.starlette import starlette_static_routes as routes
+    except ImportError:
+        return
     make = routes.create_streamlit_static_handler
     if getattr(make, "early_plotly", False):
         return
