@@ -55,6 +55,11 @@ LOADER = """function loadPlotly() {
   return window.__llmPlotly;
 }""" % (json.dumps(BUNDLE_URL), json.dumps(BUNDLE_VERSION))
 
+# The page's own request for the bundle (dashboard/index_page.py puts it into Streamlit's index.html): fetched beside
+# Streamlit's scripts from the first moment of a visit, evaluated only when the loader above adds its script (the
+# browser then takes the preloaded file: one fetch). Relative to the page, as Streamlit's own tags are.
+EARLY_TAG = '<link rel="preload" href="%s" as="script">' % BUNDLE_URL
+
 # The component's module: called with each new figure (the same element, the same parentElement); the chart div
 # is made on the first call and updated in place after. A later figure wins over an earlier one still waiting for
 # Plotly to load (`turn`). The returned clean-up runs when the element leaves the page.
@@ -123,14 +128,17 @@ def drawable(spec: dict) -> bool:
 
 
 def serve_bundle() -> None:
-    """Have the running server serve the vendored folder (a v1 component's files: /component/<ASSETS_NAME>/...)."""
+    """Have the running server serve the vendored folder (a v1 component's files: /component/<ASSETS_NAME>/...).
+    Registered as `declare_component` registers one, but also outside a script run (dashboard/index_page.py asks
+    for the bundle from the page's HTML, before the first session's script has run)."""
     from streamlit.runtime import Runtime
     if not Runtime.exists():
         return
     registry = Runtime.instance().component_registry
     if registry.get_component_path(ASSETS_NAME) is None:
-        from streamlit.components.v1 import declare_component
-        declare_component(ASSETS, path=str(VENDOR))
+        from streamlit.components.v1.custom_component import CustomComponent
+        registry.register_component(CustomComponent(name=ASSETS_NAME, path=str(VENDOR), url=None,
+                                                    module_name=__name__))
 
 
 def plot(figure_json: str, config: dict, key: str) -> None:

@@ -6,7 +6,8 @@ builds its first figure through code paths run for the first time. This launcher
 starts answering: it imports the app's modules, estimates the default view with the engine (whose cache the
 sessions share, being the same process) and builds its roofline once (plotly imports its figure classes on first
 use), then hands over to `streamlit run dashboard/app.py` with the given options. Nothing it builds is shown: the
-dashboard's own Streamlit caches fill on the first visit as before.
+dashboard's own Streamlit caches fill on the first visit as before. It also has the server's page ask for the charts'
+Plotly bundle in its head (dashboard/index_page.py), so a first visit fetches and evaluates it early.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = warm()
     print(f"llm-roofline: warmed in {seconds:.1f} s (modules imported, default view estimated); starting Streamlit",
           file=sys.stderr, flush=True)
+    from dashboard import index_page
+    index_page.install()          # the page asks for the charts' Plotly bundle in its head (dashboard/index_page.py)
     from streamlit.web import cli
     sys.argv = ["streamlit", "run", str(APP), *options]
     return cli.main()

@@ -38,12 +38,16 @@ def test_the_launcher_warms_the_default_view_then_runs_the_app_with_the_options(
     from engine.workload.scenario import Scenario
     from streamlit.web import cli
 
+    from streamlit.web.server.starlette import starlette_static_routes
+    monkeypatch.setattr(starlette_static_routes, "create_streamlit_static_handler",      # put back after the test
+                        starlette_static_routes.create_streamlit_static_handler)
     estimate_cache.clear()
     started = {}
     monkeypatch.setattr(cli, "main", lambda: started.setdefault("argv", list(sys.argv)) and 0)
     monkeypatch.setattr(sys, "argv", ["serve"])
     assert serve.main(["--server.port", "8600"]) == 0
     assert started["argv"] == ["streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.port", "8600"]
+    assert starlette_static_routes.create_streamlit_static_handler.early_plotly   # the page asks for Plotly early
     view = ViewState()
     hits = estimate_cache._kept.cache_info().hits
     engine.estimate(engine.load_hardware(view.devices[0]), engine.load_model(view.model),
