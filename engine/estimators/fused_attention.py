@@ -94,6 +94,8 @@ class AttentionOverheads:
     decode_fp8_cta_cycles: float | None = None
     decode_fragment_share: float = 0.0
     decode_stream_cap: float = 1.0
+    decode_fp8_value_cycles: float = 0.0
+    decode_split_ramp_cycles: float = 0.0
     prefill_score_vector_flops: float = 0.0
     prefill_cta_softmax_share: float = 0.0
 
@@ -254,12 +256,19 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
         if shapes.kv_value_bytes is not None:
             wide = (m > 1) & logical_not(generic) & not_latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False
             cta_cycles = cta_cycles + where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-        split_s = where((n > DECODE_SPLIT_TOKENS) & not_latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
+        bytes_per_core_cycle = rates.bandwidth * core_cycles_s
+        split_cycles = overheads.decode_split_cycles + overheads.decode_split_ramp_cycles * bytes_per_core_cycle
+        split_s = where((n > DECODE_SPLIT_TOKENS) & not_latent, split_cycles / rates.clock_hz, 0.0)
         if overheads.decode_fp8_cta_cycles is not None:
             cta_cycles = where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
     fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),
                       ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
-    return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
+    convert_s = full_like(m, 0.0)
+    if overheads.decode_fp8_value_cycles and rates.matrix_fp8 and not rates.matrix_fp4 \
+            and shapes.kv_value_bytes is not None:
+        eight_bit_mha = (nan_to(shapes.kv_value_bytes, nan=2.0) < 1.5) & (m == 1) & not_latent
+        convert_s = where(eight_bit_mha, shapes.nbytes * overheads.decode_fp8_value_cycles * core_cycles_s, 0.0)
+    return {"convert_s": convert_s, "generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
             "scale": 1.0 + overheads.decode_fragment_share * fragments}
 
 
@@ -303,7 +312,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
     memory = maximum(memory_waves, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
-    memory = where(kind_is_decode, maximum(memory, decode["pair_s"]), memory)
+    memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
