@@ -74,6 +74,10 @@ class AttentionOverheads:
     decode_fragment_share a grouped-query decode of more than DECODE_FRAGMENT_HEADS query heads per KV head takes
                           1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
+    decode_split_ramp_cycles      the split-KV reduction's cycles grow by this x the HBM bytes per core cycle
+                          (bandwidth / (cores x clock)) on devices without fp4 units (0: none)
+    decode_fp8_value_cycles       core cycles per K/V value of a one-query-head-per-KV-head decode over an 8-bit
+                          cache on a device whose matrix units take fp8 and not fp4 (the conversion; 0: none)
     prefill_score_vector_flops    vector FLOPs per (padded) score of a flash prefill after its matrix work (the online
                           softmax: scale, max, exponential, sum, conversion), at the vector units' FLOPs per core cycle
                           x the device's softmax_rate_scale (FusedRates)
@@ -233,12 +237,15 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     generic_s   the generic kernel (generic: more than DECODE_MATRIX_GROUP_MAX query heads per KV head) computes each
                 head's dot products on the vector units: 2 FLOPs per MAC at their peak, and at least
                 decode_generic_mac_cycles core cycles per MAC (the tables: ~0.07 on A100, Hopper and Blackwell alike)
-    pair_s      each (sequence, KV head) streams its share at most at decode_pair_bytes_per_core_cycle x cores x clock
+    pair_s      each (sequence, KV head) streams its share at decode_pair_bytes_per_core_cycle x cores x clock; this
+                time is added to the HBM stream's (a decode reaches the HBM rate only over many pairs)
     cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
                 over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels);
                 decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
     split_s     on such a device, a context beyond DECODE_SPLIT_TOKENS splits over CTAs and pays a reduction:
-                decode_split_cycles at the clock
+                decode_split_cycles + decode_split_ramp_cycles x the HBM bytes per core cycle, at the clock
+    convert_s   Hopper's 8-bit one-head-per-KV-head kernel: decode_fp8_value_cycles per K/V value, a bound beside the
+                stream (the tables: 2.5 / 2.75 TB/s on H100 / H200 at every length)
     scale       1 + decode_fragment_share x the 16-head fragments beyond the first of a grouped-query decode wider than
                 DECODE_FRAGMENT_HEADS (the tables: groups of 24 and 32 take 1.13-1.26x the time of 16 at equal KV
                 on every device, at every length; groups of 2-16 within 10%)"""
