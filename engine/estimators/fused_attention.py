@@ -238,7 +238,8 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
                 head's dot products on the vector units: 2 FLOPs per MAC at their peak, and at least
                 decode_generic_mac_cycles core cycles per MAC (the tables: ~0.07 on A100, Hopper and Blackwell alike)
     pair_s      each (sequence, KV head) streams its share at decode_pair_bytes_per_core_cycle x cores x clock; this
-                time is added to the HBM stream's (a decode reaches the HBM rate only over many pairs)
+                time is added to the HBM stream's (a decode reaches the HBM rate only over many pairs); MLA's latent
+                kernels too (one pair per sequence: MLA decode LODO 20.9% -> 18.7% in-sample shipped)
     cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
                 over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels);
                 decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
@@ -250,12 +251,12 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
                 DECODE_FRAGMENT_HEADS (the tables: groups of 24 and 32 take 1.13-1.26x the time of 16 at equal KV
                 on every device, at every length; groups of 2-16 within 10%)"""
     m, n, batch = shapes.m, shapes.n, shapes.batch
-    latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s
+    latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s, pair_s
     core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
     generic_s = 2.0 * shapes.matrix_macs / rates.vector_flops_per_s
     generic_s = maximum(generic_s, shapes.matrix_macs * overheads.decode_generic_mac_cycles * core_cycles_s)
     pair_rate = overheads.decode_pair_bytes_per_core_cycle / core_cycles_s
-    pair_s = where(latent, 0.0, shapes.nbytes / (batch * pair_rate)) if pair_rate > 0 else full_like(m, 0.0)
+    pair_s = shapes.nbytes / (batch * pair_rate) if pair_rate > 0 else full_like(m, 0.0)
     cta_cycles = full_like(m, overheads.decode_cta_cycles)
     split_s = full_like(m, 0.0)
     not_latent = logical_not(latent)

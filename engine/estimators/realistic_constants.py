@@ -77,14 +77,15 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     # The kernel-generation decode form (fused_attention._decode_terms; docs/accuracy.md, "Decode attention, fourth
     # step" and "fifth step"), fitted on all seven devices with the constants above and attention_decode_latency_s /
     # attention_decode_latency_cycles / attention_decode_fp8_latency_cycles:
-    decode_wide_kv_cta_cycles=5490.0,        # + per grouped-query CTA over a 16-bit cache, devices without fp4 units
-    decode_pair_bytes_per_core_cycle=13.7,   # each (sequence, KV head) streams at this x cores x clock, added to the
-                                             # HBM stream's time (h/dattn5; was 5.5 as a bound beside it)
-    decode_split_cycles=3950.0,              # split-KV reduction beyond 256 cached tokens, devices without fp4 units
-    decode_split_ramp_cycles=271.0,          # ... + this x the HBM bytes per core cycle (h/dattn5: H100 7,720, H200 9,340)
+    decode_wide_kv_cta_cycles=5500.0,        # + per grouped-query CTA over a 16-bit cache, devices without fp4 units
+    decode_pair_bytes_per_core_cycle=14.3,   # each (sequence, KV head) streams at this x cores x clock, added to the
+                                             # HBM stream's time (h/dattn5, MLA's latent kernels too; was 5.5 as a
+                                             # bound beside it, not on MLA)
+    decode_split_cycles=4020.0,              # split-KV reduction beyond 256 cached tokens, devices without fp4 units
+    decode_split_ramp_cycles=272.0,          # ... + this x the HBM bytes per core cycle (h/dattn5: H100 7,800, H200 9,440)
     decode_fp8_cta_cycles=1830.0,            # the 8-bit matrix decode kernel's cycles per (sequence, KV head) (Hopper fp8)
     decode_fragment_share=0.18,              # groups of 17-32 query heads: + 18% of the kernel time per extra 16 heads
-    decode_stream_cap=0.969,                 # the HBM stream at most 97% of the peak (was 0.933 with the pair bound)
+    decode_stream_cap=0.973,                 # the HBM stream at most 97% of the peak (was 0.933 with the pair bound)
     decode_fp8_value_cycles=0.093)           # Hopper's 8-bit one-head-per-KV-head kernel: core cycles per K/V value
 # Shipped for serving: with it the leave-one-system-out serving benchmark (benchmarks/serving_accuracy.py --limit 500,
 # 441 runs) goes TPOT median / p90 13.0 / 44.3% -> 13.2 / 43.0%, TTFT 33.4 / 91.9% -> 31.9 / 89.3%, and decode
