@@ -174,8 +174,9 @@ def test_hoppers_8_bit_grouped_decode_runs_its_own_kernel(devices, device, batch
 def test_a_long_decode_streams_at_the_capped_fraction_of_the_peak(devices):
     """H100, 64 sequences x 8 KV heads (MHA) x 16,384 cached tokens, bf16: 4.29 GB of KV in 1,401 us, 0.91 of the
     3.35 TB/s peak (the tables' maxima are 0.90-0.95 on every device). The stream is capped at decode_stream_cap
-    (0.933) of the peak: within 5% (uncapped, at the peak, it was -7%)."""
+    (0.973 since h/dattn5, which adds each (sequence, KV head)'s own stream time to it; was 0.933 as the only bound)
+    of the peak: within 5% (predicted 1,343 us, -4.2%; uncapped, at the peak, it was -7%)."""
     frame = _decode_row("H100-SXM", 64, 8, 8, "bf16", 16384, 1401.008e-6)
     predicted = score.predicted_seconds(frame, "decode_attention", devices["H100-SXM"], "realistic")[0]
-    assert predicted >= 64 * 8 * 16384 * 128 * 2 * 2 / (0.933 * 3.35e12)
+    assert predicted >= 64 * 8 * 16384 * 128 * 2 * 2 / (0.973 * 3.35e12)
     assert abs(predicted / 1401.008e-6 - 1.0) < 0.05

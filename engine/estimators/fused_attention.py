@@ -74,6 +74,10 @@ class AttentionOverheads:
     decode_fragment_share a grouped-query decode of more than DECODE_FRAGMENT_HEADS query heads per KV head takes
                           1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
+    decode_split_ramp_cycles      the split-KV reduction's cycles grow by this x the HBM bytes per core cycle
+                          (bandwidth / (cores x clock)) on devices without fp4 units (0: none)
+    decode_fp8_value_cycles       core cycles per K/V value of a one-query-head-per-KV-head decode over an 8-bit
+                          cache on a device whose matrix units take fp8 and not fp4 (the conversion; 0: none)
     prefill_score_vector_flops    vector FLOPs per (padded) score of a flash prefill after its matrix work (the online
                           softmax: scale, max, exponential, sum, conversion), at the vector units' FLOPs per core cycle
                           x the device's softmax_rate_scale (FusedRates)
@@ -94,6 +98,8 @@ class AttentionOverheads:
     decode_fp8_cta_cycles: float | None = None
     decode_fragment_share: float = 0.0
     decode_stream_cap: float = 1.0
+    decode_fp8_value_cycles: float = 0.0
+    decode_split_ramp_cycles: float = 0.0
     prefill_score_vector_flops: float = 0.0
     prefill_cta_softmax_share: float = 0.0
 
@@ -231,22 +237,26 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     generic_s   the generic kernel (generic: more than DECODE_MATRIX_GROUP_MAX query heads per KV head) computes each
                 head's dot products on the vector units: 2 FLOPs per MAC at their peak, and at least
                 decode_generic_mac_cycles core cycles per MAC (the tables: ~0.07 on A100, Hopper and Blackwell alike)
-    pair_s      each (sequence, KV head) streams its share at most at decode_pair_bytes_per_core_cycle x cores x clock
+    pair_s      each (sequence, KV head) streams its share at decode_pair_bytes_per_core_cycle x cores x clock; this
+                time is added to the HBM stream's (a decode reaches the HBM rate only over many pairs); MLA's latent
+                kernels too (one pair per sequence: MLA decode LODO 20.9% -> 18.7% in-sample shipped)
     cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
                 over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels);
                 decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
     split_s     on such a device, a context beyond DECODE_SPLIT_TOKENS splits over CTAs and pays a reduction:
-                decode_split_cycles at the clock
+                decode_split_cycles + decode_split_ramp_cycles x the HBM bytes per core cycle, at the clock
+    convert_s   Hopper's 8-bit one-head-per-KV-head kernel: decode_fp8_value_cycles per K/V value, a bound beside the
+                stream (the tables: 2.5 / 2.75 TB/s on H100 / H200 at every length)
     scale       1 + decode_fragment_share x the 16-head fragments beyond the first of a grouped-query decode wider than
                 DECODE_FRAGMENT_HEADS (the tables: groups of 24 and 32 take 1.13-1.26x the time of 16 at equal KV
                 on every device, at every length; groups of 2-16 within 10%)"""
     m, n, batch = shapes.m, shapes.n, shapes.batch
-    latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s
+    latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s, pair_s
     core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
     generic_s = 2.0 * shapes.matrix_macs / rates.vector_flops_per_s
     generic_s = maximum(generic_s, shapes.matrix_macs * overheads.decode_generic_mac_cycles * core_cycles_s)
     pair_rate = overheads.decode_pair_bytes_per_core_cycle / core_cycles_s
-    pair_s = where(latent, 0.0, shapes.nbytes / (batch * pair_rate)) if pair_rate > 0 else full_like(m, 0.0)
+    pair_s = shapes.nbytes / (batch * pair_rate) if pair_rate > 0 else full_like(m, 0.0)
     cta_cycles = full_like(m, overheads.decode_cta_cycles)
     split_s = full_like(m, 0.0)
     not_latent = logical_not(latent)
@@ -254,12 +264,19 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
         if shapes.kv_value_bytes is not None:
             wide = (m > 1) & logical_not(generic) & not_latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False
             cta_cycles = cta_cycles + where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-        split_s = where((n > DECODE_SPLIT_TOKENS) & not_latent, overheads.decode_split_cycles / rates.clock_hz, 0.0)
+        bytes_per_core_cycle = rates.bandwidth * core_cycles_s
+        split_cycles = overheads.decode_split_cycles + overheads.decode_split_ramp_cycles * bytes_per_core_cycle
+        split_s = where((n > DECODE_SPLIT_TOKENS) & not_latent, split_cycles / rates.clock_hz, 0.0)
         if overheads.decode_fp8_cta_cycles is not None:
             cta_cycles = where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
     fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),
                       ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
-    return {"generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
+    convert_s = full_like(m, 0.0)
+    if overheads.decode_fp8_value_cycles and rates.matrix_fp8 and not rates.matrix_fp4 \
+            and shapes.kv_value_bytes is not None:
+        eight_bit_mha = (nan_to(shapes.kv_value_bytes, nan=2.0) < 1.5) & (m == 1) & not_latent
+        convert_s = where(eight_bit_mha, shapes.nbytes * overheads.decode_fp8_value_cycles * core_cycles_s, 0.0)
+    return {"convert_s": convert_s, "generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
             "scale": 1.0 + overheads.decode_fragment_share * fragments}
 
 
@@ -303,7 +320,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
     memory = maximum(memory_waves, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
-    memory = where(kind_is_decode, maximum(memory, decode["pair_s"]), memory)
+    memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
