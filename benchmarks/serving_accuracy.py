@@ -92,13 +92,13 @@ def main(argv=None) -> int:
         show(f"by {' x '.join(by)}", validation.summary(errors, by))
 
     print("\nserving terms fitted on all runs (arrival jitter iterations, iteration ms, request ms, graph latency overlap, "
-          "us per decoding request and iteration, arrival wait share):")
+          "us per decoding request and iteration, arrival wait share, prefill time scale):")
     every = expressed["reason"] == ""
     for backend in [*sorted(expressed["backend"].unique()), "generic"]:
         rows = every & (expressed["backend"] == backend) if backend != "generic" else every
-        jitter, iteration, request, overlap, per_request, share = validation.fit_serving_terms(alternatives, rows)
+        jitter, iteration, request, overlap, per_request, share, scale = validation.fit_serving_terms(alternatives, rows)
         print(f"  {backend:<8} {jitter:3d} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f} "
-              f"{per_request * 1e6:5.1f} {share:5.2f}")
+              f"{per_request * 1e6:5.1f} {share:5.2f} {scale:5.2f}")
 
     held_out = validation.leave_one_system_out(alternatives)
     show("leave-one-system-out: arrival jitter chosen per system and backend (runs)",

@@ -62,6 +62,7 @@ class BackendProfile:
     iteration_overhead_per_request_s: float = 0.0   # host time per decoding request per iteration (sampling, output)
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
     kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
+    prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -128,6 +129,14 @@ def host_terms(options, method: str) -> tuple[float, float]:
     share = options.arrival_wait_share
     return (per_request if per_request is not None else (0.0 if ideal else profile.iteration_overhead_per_request_s),
             share if share is not None else (0.0 if ideal else profile.arrival_wait_share))
+
+
+def prefill_scale(options, method: str) -> float:
+    """The factor on the kernels' time of iterations with prompt chunks: the options' value where given, else the
+    backend's; 1 for the ideal methods."""
+    if options.prefill_time_scale is not None:
+        return options.prefill_time_scale
+    return 1.0 if method in IDEAL_METHODS else backend_profile(options.backend).prefill_time_scale
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:

@@ -61,6 +61,8 @@ class ServingOptions(BaseModel):
     - `kv_admitted_output_share`: share of a request's output tokens whose KV cache counts against the cache from its
       admission (1: the whole sequence is reserved, TensorRT-LLM's no-evict policy; 0.5: vLLM's blocks allocated as
       tokens are generated, their steady-state mean); None: the backend's value (engine/serving/backends.py).
+    - `prefill_time_scale`: the kernels' time of every iteration with prompt chunks x this (the host time not);
+      None: the backend's value under `realistic` (engine/serving/backends.py), 1 for the ideal methods.
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -90,6 +92,7 @@ class ServingOptions(BaseModel):
     iteration_overhead_per_request_s: Optional[float] = Field(None, ge=0.0, le=1.0)
     arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
     kv_admitted_output_share: Optional[float] = Field(None, ge=0.0, le=1.0)
+    prefill_time_scale: Optional[float] = Field(None, gt=0.0, le=10.0)
 
     @field_validator("backend")
     @classmethod
