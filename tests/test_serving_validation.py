@@ -106,7 +106,8 @@ def test_cross_validated_floors(scored):
     # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
     # are not yet refitted on the new kernels); 0.234 after h/gemm2's GEMM model condition (TPOT 0.076); with the fits
     # weighing the p90 beside the median (TAIL_WEIGHT 0.25 TPOT, 0.5 TTFT; h/serve2: 0.262 on the kernels before
-    # h/gemm2 and the decode attention form) 0.252 with all three merged (TPOT 0.1025 either way)
+    # h/gemm2 and the decode attention form) 0.252 with all three merged (TPOT 0.1025 either way); 0.194 (TPOT 0.0905)
+    # with TensorRT-LLM's prompts run whole and the prefill time scale fitted per fold (h/serve5)
     assert held_out["ttft_median"] <= 0.27
 
 
@@ -165,8 +166,13 @@ def in_bounds(summary) -> bool:
     # 16-bit prompts' attention slower); 15% off moves TTFT bias to +0.453 / +0.506 (request overhead) and +0.442 /
     # +0.495 (arrival wait share), TPOT bias to +0.034 / +0.047 (per-decoding-request overhead), TPOT to 0.118 / 0.078
     # (bias +0.060 / +0.030, graph latency overlap): TTFT bias band 0.455-0.47 -> 0.46-0.485.
-    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
-            and summary["ttft_median"] <= 0.54 and 0.46 <= summary["ttft_bias"] <= 0.485)
+    # With TensorRT-LLM's prompts run whole (no chunked prefill; h/serve5), re-measured: 0.1047, +0.0462, 0.4915, +0.4256
+    # (TTFT bias +0.476 -> +0.426: the subset's TensorRT-LLM prompts no longer spill into a second iteration); 15% off
+    # moves TPOT to 0.123 / 0.083 (bias +0.060 / +0.032, graph latency overlap), 0.102 / 0.108 (bias +0.036 / +0.052,
+    # per-decoding-request overhead), TTFT bias to +0.367 / +0.475 (request overhead) and +0.401 / +0.436 (arrival
+    # wait share): TPOT bias band -> 0.040-0.048, TTFT bias band -> 0.415-0.43.
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.048
+            and summary["ttft_median"] <= 0.54 and 0.415 <= summary["ttft_bias"] <= 0.43)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

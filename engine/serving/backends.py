@@ -1,7 +1,11 @@
 """Serving-engine profiles: the host-side times a serving engine adds to the kernels' time.
 
 Scheduling: `mixed_prefill` says whether prompt chunks share an iteration with the decoding requests
-(vLLM V1 and TensorRT-LLM do; SGLang runs prefill batches alone unless `--enable-mixed-chunk`).
+(vLLM V1 and TensorRT-LLM do; SGLang runs prefill batches alone unless `--enable-mixed-chunk`);
+`chunked_prefill` whether a prompt may be split over iterations to fill the token budget (vLLM V1 and SGLang
+chunk; TensorRT-LLM runs whole prompts unless `enable_chunked_prefill`, off by default: with 8k prompts and an
+8192-token budget a chunked prompt spills into a second iteration beside the decoding requests' tokens, and the
+next client's prompt queues behind it, which the measured TTFTs do not show).
 
 Scheduling terms (they change the schedule, so the validation simulates each candidate value):
 - `arrival_jitter`: a client's next request reaches the scheduler 0..J iterations after its previous one
@@ -56,6 +60,7 @@ class BackendProfile:
     request_overhead_s: float
     description: str
     mixed_prefill: bool = True      # prompt chunks share iterations with decoding (False: prefill batches run alone)
+    chunked_prefill: bool = True    # prompts split over iterations to fill the token budget (False: whole prompts)
     graph_latency_overlap: float = 0.0   # share of the kernels' device latency hidden in a graph-replayed decode step
     arrival_jitter: int = 0         # a client's next request arrives 0..J iterations after its previous one finished
     benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
@@ -85,7 +90,7 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
-                   arrival_wait_share=0.0),
+                   arrival_wait_share=0.0, chunked_prefill=False),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 

@@ -37,6 +37,9 @@ class ServingOptions(BaseModel):
     - `mixed_prefill`: iterations with prompt chunks also decode the running requests (vLLM and TensorRT-LLM
       by default); False: prefill batches run alone and decoding waits (SGLang's default, `enable_mixed_chunk`
       off). None: the backend's default (engine/serving/backends.py).
+    - `chunked_prefill`: a prompt may be split over iterations to fill the token budget (vLLM and SGLang); False:
+      prompts run whole, one that does not fit what is left of the budget waits, an iteration's first prompt always
+      runs (TensorRT-LLM's default, chunked context off). None: the backend's default.
     - `graph_latency_overlap`: share of each kernel's device latency hidden in a CUDA-graph-replayed decode
       step (the engine's fused kernels and programmatic dependent launch overlap a kernel's ramp-up with
       its predecessor's tail); None: the backend's fitted value. Only under `realistic` with `graph_decode`.
@@ -83,6 +86,7 @@ class ServingOptions(BaseModel):
     request_overhead_s: Optional[float] = Field(None, ge=0.0, le=100.0)
     stagger_start: bool = False
     mixed_prefill: Optional[bool] = None
+    chunked_prefill: Optional[bool] = None
     graph_latency_overlap: Optional[float] = Field(None, ge=0.0, le=1.0)
     graph_decode: bool = True
     kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)

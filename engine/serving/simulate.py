@@ -148,7 +148,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
                         kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify,
-                        mix_decode=options.mixed_prefill,
+                        mix_decode=options.mixed_prefill, chunk_prompts=options.chunked_prefill,
                         arrival_delays=options.arrival_delays(clients, jitter),
                         kv_bytes_admitted=kv_per_request(admitted_tokens(isl, osl, admitted_share))
                         if admitted_share < 1 else None)
@@ -180,6 +180,7 @@ def resolved_options(options: ServingOptions, method: str) -> ServingOptions:
         "iteration_overhead_s": fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s,
         "request_overhead_s": fitted[1] if options.request_overhead_s is None else options.request_overhead_s,
         "mixed_prefill": profile.mixed_prefill if options.mixed_prefill is None else options.mixed_prefill,
+        "chunked_prefill": profile.chunked_prefill if options.chunked_prefill is None else options.chunked_prefill,
         "graph_latency_overlap": overlap, "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
         "iteration_overhead_per_request_s": per_decoding, "arrival_wait_share": wait_share,
         "kv_admitted_output_share": kv_admitted_share(options), "prefill_time_scale": prefill_scale(options, method)})

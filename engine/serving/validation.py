@@ -149,7 +149,7 @@ def fit_loss(deviations: np.ndarray, metric: str) -> np.ndarray:
 
 
 def _column(frame, name, default: float = 0.0):
-    return frame[name].to_numpy(dtype=float) if name in frame else np.full(len(frame), default)
+    return frame[name].astype(float).fillna(default).to_numpy() if name in frame else np.full(len(frame), default)
 
 
 def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_grid=None, wait_share_grid=None,
