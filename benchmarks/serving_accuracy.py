@@ -55,12 +55,17 @@ def main(argv=None) -> int:
     parser.add_argument("--tail-weights", default=None, metavar="TPOT,TTFT",
                         help="weights of the p90 beside the median in the serving-term fits' loss (default: "
                         "engine/serving/validation.py TAIL_WEIGHT; 0,0 fits on the median alone, as before 2026-11-26)")
+    parser.add_argument("--prefill-scales", default=None, metavar="K1,K2,...",
+                        help="candidates of the prefill time scale fitted per fold beside the other serving terms "
+                        "(default: engine/serving/validation.py PREFILL_SCALE_GRID, 1 alone: not fitted)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)
+    if args.prefill_scales:
+        validation.PREFILL_SCALE_GRID = sorted(float(value) for value in args.prefill_scales.split(","))
     root = resolve_root()
     runs = read_serving_runs(root)
     agg = runs[runs["mode"] == "agg"]
