@@ -128,9 +128,11 @@ REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
 OVERLAP_GRID = np.arange(0.0, 0.951, 0.05)
 PER_REQUEST_GRID_S = np.arange(0.0, 40.1e-6, 5e-6)
 WAIT_SHARE_GRID = np.arange(0.0, 1.01, 0.25)
-# the prefill time scale's candidates (fit_overheads): 1 alone leaves it out of the fits (the default: each further
-# candidate costs a whole fit); benchmarks/serving_accuracy.py --prefill-scales fits it per fold from others
-PREFILL_SCALE_GRID = np.array([1.0])
+# the prefill time scale's candidates (fit_overheads; each costs a whole fit, 1 alone leaves the term out; the
+# benchmark's --prefill-scales overrides them). Chosen on the full leave-one-system-out run of 2026-11-27 (h/serve5):
+# 1 alone TPOT 12.5% / 40.6%, TTFT 28.2% / 88.8%; 0.8, 0.9, 1 TPOT 12.0% / 39.7%, TTFT 27.9% / 87.7% (SGLang's folds
+# pick 0.8-0.9, TensorRT-LLM's and vLLM's 1)
+PREFILL_SCALE_GRID = np.array([0.8, 0.9, 1.0])
 TERMS = ("iteration_overhead_s", "request_overhead_s", "graph_latency_overlap", "iteration_overhead_per_request_s",
          "arrival_wait_share", "prefill_time_scale")
 
