@@ -7,7 +7,8 @@ Needs the `calibration` extra (aiconfigurator-core). Prints, for TTFT and TPOT: 
 concurrency bucket; the serving terms fitted on all runs (arrival jitter, iteration and request overhead, graph
 latency overlap; engine/serving/backends.py holds them); and the headline, leave-one-system-out (the terms fitted
 without the scored system, per backend). Every run is simulated once per arrival jitter of JITTERS (the one
-scheduling term, which changes the schedule); the host-side terms are re-timed without simulating again.
+scheduling term, which changes the schedule); the host-side terms and the prefill time scale (fitted
+per fold from validation.PREFILL_SCALE_GRID, --prefill-scales) are re-timed without simulating again.
 """
 
 from __future__ import annotations
