@@ -7,7 +7,8 @@ Needs the `calibration` extra (aiconfigurator-core). Prints, for TTFT and TPOT: 
 concurrency bucket; the serving terms fitted on all runs (arrival jitter, iteration and request overhead, graph
 latency overlap; engine/serving/backends.py holds them); and the headline, leave-one-system-out (the terms fitted
 without the scored system, per backend). Every run is simulated once per arrival jitter of JITTERS (the one
-scheduling term, which changes the schedule); the host-side terms are re-timed without simulating again.
+scheduling term, which changes the schedule); the host-side terms and the prefill time scale (fitted
+per fold from validation.PREFILL_SCALE_GRID, --prefill-scales) are re-timed without simulating again.
 """
 
 from __future__ import annotations
@@ -55,12 +56,17 @@ def main(argv=None) -> int:
     parser.add_argument("--tail-weights", default=None, metavar="TPOT,TTFT",
                         help="weights of the p90 beside the median in the serving-term fits' loss (default: "
                         "engine/serving/validation.py TAIL_WEIGHT; 0,0 fits on the median alone, as before 2026-11-26)")
+    parser.add_argument("--prefill-scales", default=None, metavar="K1,K2,...",
+                        help="candidates of the prefill time scale fitted per fold beside the other serving terms "
+                        "(default: engine/serving/validation.py PREFILL_SCALE_GRID, 1 alone: not fitted)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)
+    if args.prefill_scales:
+        validation.PREFILL_SCALE_GRID = sorted(float(value) for value in args.prefill_scales.split(","))
     root = resolve_root()
     runs = read_serving_runs(root)
     agg = runs[runs["mode"] == "agg"]
@@ -92,13 +98,13 @@ def main(argv=None) -> int:
         show(f"by {' x '.join(by)}", validation.summary(errors, by))
 
     print("\nserving terms fitted on all runs (arrival jitter iterations, iteration ms, request ms, graph latency overlap, "
-          "us per decoding request and iteration, arrival wait share):")
+          "us per decoding request and iteration, arrival wait share, prefill time scale):")
     every = expressed["reason"] == ""
     for backend in [*sorted(expressed["backend"].unique()), "generic"]:
         rows = every & (expressed["backend"] == backend) if backend != "generic" else every
-        jitter, iteration, request, overlap, per_request, share = validation.fit_serving_terms(alternatives, rows)
+        jitter, iteration, request, overlap, per_request, share, scale = validation.fit_serving_terms(alternatives, rows)
         print(f"  {backend:<8} {jitter:3d} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f} "
-              f"{per_request * 1e6:5.1f} {share:5.2f}")
+              f"{per_request * 1e6:5.1f} {share:5.2f} {scale:5.2f}")
 
     held_out = validation.leave_one_system_out(alternatives)
     show("leave-one-system-out: arrival jitter chosen per system and backend (runs)",

@@ -107,3 +107,30 @@ def test_a_tail_weight_pulls_the_fitted_request_overhead_toward_the_slow_runs(mo
     assert validation.fit_overheads(frame)[1] == pytest.approx(0.05)
     monkeypatch.setattr(validation, "TAIL_WEIGHT", {"tpot": 0.0, "ttft": 2.0})
     assert validation.fit_overheads(frame)[1] == pytest.approx(0.145)
+
+
+def test_prefill_time_scale_multiplies_the_kernel_time_of_iterations_with_prompt_chunks_only(setting):
+    base = run(setting, iteration_overhead_s=2e-4, prefill_time_scale=1.0)
+    scaled = run(setting, iteration_overhead_s=2e-4, prefill_time_scale=0.8)
+    before, after = base.iterations["time_s"].to_numpy(), scaled.iterations["time_s"].to_numpy()
+    mixed = base.iterations["prefill_tokens"].to_numpy() > 0
+    assert mixed.any() and (~mixed).any()
+    host = 2e-4 + 15e-6 * base.iterations["decode_tokens"].to_numpy()   # vLLM's per-decoding-request host time
+    assert after[mixed] == pytest.approx(0.8 * (before[mixed] - host[mixed]) + host[mixed], rel=1e-9)
+    assert after[~mixed] == pytest.approx(before[~mixed], rel=1e-12)
+    # roofline is ideal: no scale unless given
+    assert serve(*setting, **{**FIELDS, "iteration_overhead_s": None, "request_overhead_s": None},
+                 method="roofline").options.prefill_time_scale == 1.0
+
+
+def test_validation_retiming_of_the_prefill_scale_matches_serve(setting):
+    base = run(setting, prefill_time_scale=1.0)
+    row = pd.DataFrame([{**window_terms(base), "ttft_s": base.ttft_s, "tpot_s": base.tpot_s,
+                         "iteration_overhead_s": 0.0, "request_overhead_s": 0.0, "first_token_iterations": 1.0,
+                         "prefill_time_scale": 1.0}])
+    retimed = with_overheads(row, 0.0, 0.0, prefill_scale=0.7).iloc[0]
+    scaled = run(setting, prefill_time_scale=0.7)
+    assert scaled.ttft_s < base.ttft_s - 1e-4
+    # exact but for the host time inside the mixed iterations (not scaled by serve(): 15 us x 2 requests each)
+    assert retimed["ttft_s"] == pytest.approx(scaled.ttft_s, rel=2e-3)
+    assert retimed["tpot_s"] == pytest.approx(scaled.tpot_s, rel=2e-3)

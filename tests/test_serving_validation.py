@@ -109,8 +109,13 @@ def test_cross_validated_floors(scored):
     # that; docs/serving.md); 0.314 after h/kernacc's prefill-attention refit made prefills slower (the serving terms
     # are not yet refitted on the new kernels); 0.234 after h/gemm2's GEMM model condition (TPOT 0.076); with the fits
     # weighing the p90 beside the median (TAIL_WEIGHT 0.25 TPOT, 0.5 TTFT; h/serve2: 0.262 on the kernels before
-    # h/gemm2 and the decode attention form) 0.252 with all three merged (TPOT 0.1025 either way)
-    assert held_out["ttft_median"] <= 0.27
+    # h/gemm2 and the decode attention form) 0.252 with all three merged (TPOT 0.1025 either way). Re-measured on
+    # h/serve5 (2026-11-27): 0.2644 (TPOT 0.1066) on main's kernels before it; 0.2720 (TPOT 0.1024) with TensorRT-LLM's
+    # prompts run whole (its 24 subset runs; on all 3,107 runs TensorRT-LLM's held-out TTFT median went 35.2% -> 32.0%,
+    # docs/serving.md); 0.194 (TPOT 0.0905) with the prefill time scale fitted per fold from 0.8, 0.9, 1
+    # (validation.PREFILL_SCALE_GRID): floor 0.27 -> 0.24, re-measured, not a target
+    # Merged with h/dattn5 (2026-11-27): 0.194 (TPOT 0.0889)
+    assert held_out["ttft_median"] <= 0.24
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
@@ -171,8 +176,16 @@ def in_bounds(summary) -> bool:
     # With h/dattn5's decode stream, re-measured: 0.1024, +0.0419, 0.534, +0.476; 15% off moves TPOT bias to +0.057 /
     # +0.027 (graph latency overlap), +0.030 / +0.0450 (per-decoding-request overhead), TTFT bias to +0.452 / +0.504
     # (request overhead) and +0.442 / +0.495 (arrival wait share): TPOT bias band 0.040-0.046 -> 0.040-0.044.
-    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.044
-            and summary["ttft_median"] <= 0.54 and 0.46 <= summary["ttft_bias"] <= 0.485)
+    # With TensorRT-LLM's prompts run whole (no chunked prefill; h/serve5), re-measured: 0.1047, +0.0462, 0.4915, +0.4256
+    # (TTFT bias +0.476 -> +0.426: the subset's TensorRT-LLM prompts no longer spill into a second iteration); 15% off
+    # moves TPOT to 0.123 / 0.083 (bias +0.060 / +0.032, graph latency overlap), 0.102 / 0.108 (bias +0.036 / +0.052,
+    # per-decoding-request overhead), TTFT bias to +0.367 / +0.475 (request overhead) and +0.401 / +0.436 (arrival
+    # wait share): TPOT bias band -> 0.040-0.048, TTFT bias band -> 0.415-0.43.
+    # Merged (h/dattn5 + h/serve5, 2026-11-27), re-measured: 0.1047, +0.0453, 0.4915, +0.4257; 15% off moves TPOT bias to
+    # +0.059 / +0.031 (graph latency overlap), +0.032 / +0.0488 (per-decoding-request overhead), TTFT bias to +0.367 /
+    # +0.476 (request overhead) and +0.401 / +0.436 (arrival wait share): h/serve5's bands hold.
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.048
+            and summary["ttft_median"] <= 0.54 and 0.415 <= summary["ttft_bias"] <= 0.43)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

@@ -1,7 +1,11 @@
 """Serving-engine profiles: the host-side times a serving engine adds to the kernels' time.
 
 Scheduling: `mixed_prefill` says whether prompt chunks share an iteration with the decoding requests
-(vLLM V1 and TensorRT-LLM do; SGLang runs prefill batches alone unless `--enable-mixed-chunk`).
+(vLLM V1 and TensorRT-LLM do; SGLang runs prefill batches alone unless `--enable-mixed-chunk`);
+`chunked_prefill` whether a prompt may be split over iterations to fill the token budget (vLLM V1 and SGLang
+chunk; TensorRT-LLM runs whole prompts unless `enable_chunked_prefill`, off by default: with 8k prompts and an
+8192-token budget a chunked prompt spills into a second iteration beside the decoding requests' tokens, and the
+next client's prompt queues behind it, which the measured TTFTs do not show).
 
 Scheduling terms (they change the schedule, so the validation simulates each candidate value):
 - `arrival_jitter`: a client's next request reaches the scheduler 0..J iterations after its previous one
@@ -56,12 +60,14 @@ class BackendProfile:
     request_overhead_s: float
     description: str
     mixed_prefill: bool = True      # prompt chunks share iterations with decoding (False: prefill batches run alone)
+    chunked_prefill: bool = True    # prompts split over iterations to fill the token budget (False: whole prompts)
     graph_latency_overlap: float = 0.0   # share of the kernels' device latency hidden in a graph-replayed decode step
     arrival_jitter: int = 0         # a client's next request arrives 0..J iterations after its previous one finished
     benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
     iteration_overhead_per_request_s: float = 0.0   # host time per decoding request per iteration (sampling, output)
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
     kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
+    prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -84,7 +90,7 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
-                   arrival_wait_share=0.0),
+                   arrival_wait_share=0.0, chunked_prefill=False),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 
@@ -128,6 +134,14 @@ def host_terms(options, method: str) -> tuple[float, float]:
     share = options.arrival_wait_share
     return (per_request if per_request is not None else (0.0 if ideal else profile.iteration_overhead_per_request_s),
             share if share is not None else (0.0 if ideal else profile.arrival_wait_share))
+
+
+def prefill_scale(options, method: str) -> float:
+    """The factor on the kernels' time of iterations with prompt chunks: the options' value where given, else the
+    backend's; 1 for the ideal methods."""
+    if options.prefill_time_scale is not None:
+        return options.prefill_time_scale
+    return 1.0 if method in IDEAL_METHODS else backend_profile(options.backend).prefill_time_scale
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:

@@ -37,6 +37,9 @@ class ServingOptions(BaseModel):
     - `mixed_prefill`: iterations with prompt chunks also decode the running requests (vLLM and TensorRT-LLM
       by default); False: prefill batches run alone and decoding waits (SGLang's default, `enable_mixed_chunk`
       off). None: the backend's default (engine/serving/backends.py).
+    - `chunked_prefill`: a prompt may be split over iterations to fill the token budget (vLLM and SGLang); False:
+      prompts run whole, one that does not fit what is left of the budget waits, an iteration's first prompt always
+      runs (TensorRT-LLM's default, chunked context off). None: the backend's default.
     - `graph_latency_overlap`: share of each kernel's device latency hidden in a CUDA-graph-replayed decode
       step (the engine's fused kernels and programmatic dependent launch overlap a kernel's ramp-up with
       its predecessor's tail); None: the backend's fitted value. Only under `realistic` with `graph_decode`.
@@ -61,6 +64,8 @@ class ServingOptions(BaseModel):
     - `kv_admitted_output_share`: share of a request's output tokens whose KV cache counts against the cache from its
       admission (1: the whole sequence is reserved, TensorRT-LLM's no-evict policy; 0.5: vLLM's blocks allocated as
       tokens are generated, their steady-state mean); None: the backend's value (engine/serving/backends.py).
+    - `prefill_time_scale`: the kernels' time of every iteration with prompt chunks x this (the host time not);
+      None: the backend's value under `realistic` (engine/serving/backends.py), 1 for the ideal methods.
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -81,6 +86,7 @@ class ServingOptions(BaseModel):
     request_overhead_s: Optional[float] = Field(None, ge=0.0, le=100.0)
     stagger_start: bool = False
     mixed_prefill: Optional[bool] = None
+    chunked_prefill: Optional[bool] = None
     graph_latency_overlap: Optional[float] = Field(None, ge=0.0, le=1.0)
     graph_decode: bool = True
     kv_cache_fraction: float = Field(1.0, gt=0.0, le=1.0)
@@ -90,6 +96,7 @@ class ServingOptions(BaseModel):
     iteration_overhead_per_request_s: Optional[float] = Field(None, ge=0.0, le=1.0)
     arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
     kv_admitted_output_share: Optional[float] = Field(None, ge=0.0, le=1.0)
+    prefill_time_scale: Optional[float] = Field(None, gt=0.0, le=10.0)
 
     @field_validator("backend")
     @classmethod

@@ -12,7 +12,10 @@ server runs iterations (one forward pass each):
    hold their prompt and on average half their output, so it admits more of them; its preemptions when
    the cache runs full are not simulated);
 3. the rest of the `token_budget` goes to admitted prompts in arrival order (chunked prefill: a prompt
-   may be split over iterations; one iteration may finish one prompt and start the next).
+   may be split over iterations; one iteration may finish one prompt and start the next). Without chunked
+   prefill (`chunk_prompts` False, TensorRT-LLM's default) prompts run whole: a prompt that does not fit what
+   is left of the budget waits for the next iteration, and the first prompt of an iteration always runs (the
+   engine's token limit is set to hold a prompt and the decoding batch).
 
 A prompt whose last chunk runs in iteration i yields its first token at the end of i (TTFT); the
 request then decodes one token per iteration and finishes with its last one. Its client's next
@@ -126,6 +129,7 @@ class _Limits:
     kv_capacity_bytes: float
     verify_tokens: int = 1
     mix_decode: bool = True
+    chunk_prompts: bool = True
 
 
 @dataclass
@@ -227,10 +231,12 @@ class _Server:
         budget = limits.token_budget - (len(self.running.ids) * limits.verify_tokens if limits.mix_decode else 0)
         new, prior, completed = [], [], []
         for entry in self.prefilling:
-            if budget <= 0:
-                break
             request, done = entry
-            take = min(int(book.isl[request]) - done, budget)
+            if not limits.chunk_prompts and new and int(book.isl[request]) - done > budget:
+                break   # whole prompts only: one that does not fit what is left waits for the next iteration
+            if budget <= 0 and (limits.chunk_prompts or new):
+                break
+            take = min(int(book.isl[request]) - done, budget) if limits.chunk_prompts else int(book.isl[request]) - done
             new.append(take)
             prior.append(done)
             entry[1] += take
@@ -281,7 +287,8 @@ def _check_fits(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, kv_capaci
 def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency: int, token_budget: int,
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
              tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True,
-             arrival_delays: np.ndarray | None = None, kv_bytes_admitted: np.ndarray | None = None) -> Schedule:
+             arrival_delays: np.ndarray | None = None, kv_bytes_admitted: np.ndarray | None = None,
+             chunk_prompts: bool = True) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
     `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
 
@@ -294,7 +301,8 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     runs beside the GPU's iterations); the first requests arrive at iteration 0 regardless.
     `kv_bytes_admitted` (per request, default `kv_bytes_per_request`): the KV bytes a request holds in the
     admission count from its admission to its finish (a lazily allocating engine's steady-state footprint); every
-    request must still fit whole (`kv_bytes_per_request`) on its own."""
+    request must still fit whole (`kv_bytes_per_request`) on its own. `chunk_prompts` False: prompts are never split
+    (step 3 above)."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
@@ -304,7 +312,7 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     total = len(isl)
     delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
     book = _Book.start(isl, osl, reserve, delays, concurrency)
-    limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode)
+    limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode, chunk_prompts)
     server = _Server(deque(range(book.next_request)), _Running(tokens_per_step=float(tokens_per_step)))
     mixed, segments, i, unfinished = [], [], 0, total
     while unfinished:

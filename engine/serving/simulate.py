@@ -37,7 +37,8 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
-from engine.serving.backends import admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads, scheduling
+from engine.serving.backends import (admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads,
+                                     prefill_scale, scheduling)
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -147,12 +148,15 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
         isl, osl = options.lengths(clients)
         plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
                         kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify,
-                        mix_decode=options.mixed_prefill,
+                        mix_decode=options.mixed_prefill, chunk_prompts=options.chunked_prefill,
                         arrival_delays=options.arrival_delays(clients, jitter),
                         kv_bytes_admitted=kv_per_request(admitted_tokens(isl, osl, admitted_share))
                         if admitted_share < 1 else None)
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify,
-                                latency_overlap=overlap, latencies=latencies) + host_times(plan, options)
+                                latency_overlap=overlap, latencies=latencies)
+        if options.prefill_time_scale != 1.0:
+            times = np.where(plan.prefill_tokens() > 0, times * options.prefill_time_scale, times)
+        times = times + host_times(plan, options)
         if draft is not None:
             times = times + draft_times(plan, spec, draft[0], draft[1], hardware, chosen, draft[2], graph)
         runs.append((replicas, plan, times))
@@ -176,9 +180,10 @@ def resolved_options(options: ServingOptions, method: str) -> ServingOptions:
         "iteration_overhead_s": fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s,
         "request_overhead_s": fitted[1] if options.request_overhead_s is None else options.request_overhead_s,
         "mixed_prefill": profile.mixed_prefill if options.mixed_prefill is None else options.mixed_prefill,
+        "chunked_prefill": profile.chunked_prefill if options.chunked_prefill is None else options.chunked_prefill,
         "graph_latency_overlap": overlap, "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
         "iteration_overhead_per_request_s": per_decoding, "arrival_wait_share": wait_share,
-        "kv_admitted_output_share": kv_admitted_share(options)})
+        "kv_admitted_output_share": kv_admitted_share(options), "prefill_time_scale": prefill_scale(options, method)})
 
 
 def _draft(spec, model, replica: Scenario):
