@@ -54,6 +54,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
     moe_layer_latency_s, moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
+from engine.estimators.attention_group_cache import kept_attention_groups
 from engine.estimators.kept_rows import timed_rows
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
@@ -93,7 +94,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
         value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
-    fused = attention_groups(out, row_groups)
+    fused = kept_attention_groups(out, row_groups)    # kept per structure (attention_group_cache.py)
     unfused = fused < 0
     is_gemm = (op == "gemm") & unfused
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))

@@ -18,6 +18,7 @@ class RowGroups:
         if rows and groups[-1] == rows - 1 and all_true(groups == np.arange(rows)):
             # one row per group in the builder's order (a prefill or a decode step): the branch below's answer
             self.first, self.inverse, self.one_row_each = np.arange(rows, dtype=np.intp), groups.astype(np.intp), True
+            self.contiguous = True
             self._columns, self._strings = columns, {}
             return
         starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1 if rows else np.zeros(0, dtype=np.intp)
@@ -26,10 +27,12 @@ class RowGroups:
             self.first = np.concatenate(([0], starts)).astype(np.intp)
             self.inverse = groups.astype(np.intp)
             self.one_row_each = len(self.first) == rows       # a prefill or one decode step: one row per group
+            self.contiguous = True         # each row's group follows from `first` and the row count
         else:
             _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
             self.inverse = inverse.reshape(-1)
             self.one_row_each = False
+            self.contiguous = False
         self._columns = columns
         self._strings: dict[str, np.ndarray] = {}
 
