@@ -235,7 +235,7 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
-    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
+    decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse[lead]]   # compared once per kernel
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
     score_macs = np.bincount(group, weights=np.where(is_scores, of_rows("macs"), 0.0),
