@@ -229,9 +229,9 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     groups = int(group.max()) + 1
     of_rows = lambda column: at_rows.take(np.asarray(out[column])).astype(float, copy=False)  # noqa: E731
     total = lambda column: np.bincount(group, weights=of_rows(column), minlength=groups)  # noqa: E731
-    of_row = at_rows.take(row_groups.inverse)     # string tests once per group, then per row
-    is_scores = is_scores_row(row_groups.group_strings("name"))[of_row]
-    is_matrix = (row_groups.group_strings("op") == "attention")[of_row]
+    # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
+    is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
+    is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))

@@ -40,6 +40,15 @@ class RowGroups:
         """The column as a str array, converted once per group."""
         return self.group_strings(key)[self.inverse]
 
+    def per_row(self, values: np.ndarray) -> np.ndarray:
+        """values[inverse] (one value per group, broadcast to the rows): np.repeat along the builder's contiguous
+        runs, which copies instead of fancy indexing."""
+        if not self.contiguous or self.one_row_each:
+            return values[self.inverse]
+        if not hasattr(self, "_run_lengths"):
+            self._run_lengths = np.diff(np.append(self.first, len(self.inverse)))
+        return np.repeat(values, self._run_lengths)
+
     def group_strings(self, key: str) -> np.ndarray:
         """The column's value of each group (one per group, in group order), as a str array (converted once
         per key; read-only, as every caller shares it)."""
