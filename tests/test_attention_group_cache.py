@@ -8,6 +8,7 @@ import engine
 from engine.common.index_runs import IndexRuns
 from engine.estimators import attention_group_cache
 from engine.estimators.fused_attention import attention_groups
+from engine.estimators.realistic import launches_per_row
 from engine.estimators.row_groups import RowGroups
 from engine.decomposition.transformer import decompose_columns
 
@@ -22,10 +23,11 @@ def test_kept_groups_equal_the_ranking_over_a_prompt_sweep(model_name):
             table = decompose_columns(model, engine.Scenario(phase="request", batch=2, input_length=input_length,
                                                              output_length=output_length))
             before = len(attention_group_cache._KEPT)
-            kept = attention_group_cache.kept_attention_groups(table, RowGroups(table))
+            kept, launches = attention_group_cache.kept_attention_groups(table, RowGroups(table), launches_per_row)
             hits += len(attention_group_cache._KEPT) == before
             np.testing.assert_array_equal(kept, attention_groups(table, RowGroups(table)))
             assert kept.dtype == np.int64
+            np.testing.assert_array_equal(launches, launches_per_row(attention_groups(table, RowGroups(table))))
     assert hits >= 2          # a repeated structure was served from the cache
 
 

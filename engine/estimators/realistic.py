@@ -94,7 +94,8 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
         value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
-    fused = kept_attention_groups(out, row_groups)    # kept per structure (attention_group_cache.py)
+    # kept per structure (attention_group_cache.py), with each row's launches
+    fused, launches = kept_attention_groups(out, row_groups, launches_per_row)
     unfused = fused < 0
     is_gemm = (op == "gemm") & unfused
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
@@ -114,7 +115,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     out["gap_overhead_s"] = time - chain.t3
     out["compute_time_s"], out["memory_time_s"], out["time_s"] = compute, memory, time
     out["fused_group"] = fused
-    out["launches"] = launches_per_row(fused)
+    out["launches"] = launches
     overhead = out["gap_overhead_s"] > np.maximum(compute, memory)
     # one shared str object per label (engine/estimators/roofline.py)
     out["bound"] = labelled(_BOUND_LABELS, np.where(overhead, 2, (compute > memory).astype(np.intp)))
