@@ -54,11 +54,13 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
     DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
     moe_layer_latency_s, moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
+from engine.estimators.attention_group_cache import kept_attention_groups
 from engine.estimators.kept_rows import timed_rows
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, least_per_id
+from engine.common.index_runs import IndexRuns
 from engine.hardware.device import Hardware
 
 GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
@@ -92,7 +94,8 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
         per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
         value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
         host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
-    fused = attention_groups(out, row_groups)
+    # kept per structure (attention_group_cache.py), with each row's launches
+    fused, launches = kept_attention_groups(out, row_groups, launches_per_row)
     unfused = fused < 0
     is_gemm = (op == "gemm") & unfused
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
@@ -112,7 +115,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     out["gap_overhead_s"] = time - chain.t3
     out["compute_time_s"], out["memory_time_s"], out["time_s"] = compute, memory, time
     out["fused_group"] = fused
-    out["launches"] = launches_per_row(fused)
+    out["launches"] = launches
     overhead = out["gap_overhead_s"] > np.maximum(compute, memory)
     # one shared str object per label (engine/estimators/roofline.py)
     out["bound"] = labelled(_BOUND_LABELS, np.where(overhead, 2, (compute > memory).astype(np.intp)))
@@ -222,19 +225,21 @@ def _fused_rates(rates, constants, per_core_macs, decode, kv_value_bytes) -> Fus
 def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
     """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum."""
     rows = np.flatnonzero(fused >= 0)
-    group = fused[rows]
+    at_rows = IndexRuns(rows)         # a request's attention rows: a few row ranges (slices, not fancy indexing)
+    group = at_rows.take(fused)
     groups = int(group.max()) + 1
-    total = lambda column: np.bincount(group, weights=out[column][rows].astype(float), minlength=groups)  # noqa: E731
-    of_row = row_groups.inverse[rows]     # string tests once per group, then per row
-    is_scores = is_scores_row(row_groups.group_strings("name"))[of_row]
-    is_matrix = (row_groups.group_strings("op") == "attention")[of_row]
+    of_rows = lambda column: at_rows.take(np.asarray(out[column])).astype(float, copy=False)  # noqa: E731
+    total = lambda column: np.bincount(group, weights=of_rows(column), minlength=groups)  # noqa: E731
+    # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
+    is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
+    is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
-    decode = row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa"
+    decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse[lead]]   # compared once per kernel
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
-    score_macs = np.bincount(group, weights=np.where(is_scores, out["macs"][rows].astype(float), 0.0),
+    score_macs = np.bincount(group, weights=np.where(is_scores, of_rows("macs"), 0.0),
                              minlength=groups)
     matrix_macs = total("macs")
     score_macs = np.where(score_macs > 0, score_macs, matrix_macs / 2.0)   # a group without a Q*gK row
@@ -242,9 +247,10 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
                          window=window, kv_value_bytes=kv_value_bytes)
-    ideals = row_ideals(out, rows, is_matrix, per_core_macs[rows], fused_rates.macs_per_s_per_core[group])
+    ideals = row_ideals(out, rows, is_matrix, at_rows.take(per_core_macs),
+                        IndexRuns(group).take(fused_rates.macs_per_s_per_core))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
-                       ideal_sum=np.bincount(group, weights=out["time_s"][rows].astype(float) if ideals is None
+                       ideal_sum=np.bincount(group, weights=of_rows("time_s") if ideals is None
                                              else ideals, minlength=groups), row_ideal=ideals)
 
 
@@ -308,7 +314,8 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
                 kernel_time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Time each attention group once and charge it to its rows by their ideal times: (time, kernel_time)."""
     rows = np.flatnonzero(fused >= 0)
-    group = fused[rows]
+    at_rows = IndexRuns(rows)         # a request's attention rows: a few row ranges (slices, not fancy indexing)
+    group = at_rows.take(fused)
     inputs = None
     if not any_true(group):         # one group (a phase's attention): in Python floats
         try:
@@ -324,29 +331,31 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
         times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
     ideal_sum, ideal = inputs.ideal_sum, chain.ideal
     if inputs.row_ideal is not None:      # rows of a kernel at a raised rate: their ideal at that rate
-        ideal[rows] = inputs.row_ideal
+        at_rows.put(ideal, inputs.row_ideal)
+    ideal_rows = at_rows.take(ideal)
     offset = maximum(ideal_sum - times["t0"], 0.0)
     group_time = maximum(group_kernel, table.host_launch_s)
     gaps = (times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
             group_time - times["t3"] - offset)
     # each row's share of its group: its ideal time over the group's (an equal share where the group's is 0)
     if ideal_sum.__class__ is float:
-        share = ideal[rows] / ideal_sum if ideal_sum > 0 else np.full(len(rows), 1.0 / len(rows))
+        share = ideal_rows / ideal_sum if ideal_sum > 0 else np.full(len(rows), 1.0 / len(rows))
         per_row = lambda values: values  # noqa: E731
     else:
-        group_ideal = ideal_sum[group]
-        share = np.divide(ideal[rows], group_ideal, out=1.0 / np.bincount(group)[group], where=group_ideal > 0)
-        per_row = lambda values: values[group]  # noqa: E731
+        per_row = IndexRuns(group).take    # values[group]: a request's groups are a few runs 0, 1, 2, ...
+        group_ideal = per_row(ideal_sum)
+        share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
     row_gaps = [per_row(gap) * share for gap in gaps]
-    chain.t1[rows] = ideal[rows] + row_gaps[0]
-    chain.t2[rows] = chain.t1[rows] + row_gaps[1]
-    chain.t3[rows] = chain.t2[rows] + row_gaps[2]
+    t1 = ideal_rows + row_gaps[0]
+    t2 = t1 + row_gaps[1]
+    t3 = t2 + row_gaps[2]
     time = time.copy()
     kernel_time = kernel_time.copy()
-    time[rows] = chain.t3[rows] + row_gaps[3]
-    kernel_time[rows] = per_row(group_kernel) * share
-    chain.compute[rows] = per_row(times["compute"]) * share
-    chain.memory[rows] = per_row(times["memory"]) * share
+    for column, values in ((chain.t1, t1), (chain.t2, t2), (chain.t3, t3), (time, t3 + row_gaps[3]),
+                           (kernel_time, per_row(group_kernel) * share),
+                           (chain.compute, per_row(times["compute"]) * share),
+                           (chain.memory, per_row(times["memory"]) * share)):
+        at_rows.put(column, values)
     return time, kernel_time
 
 

@@ -18,6 +18,7 @@ class RowGroups:
         if rows and groups[-1] == rows - 1 and all_true(groups == np.arange(rows)):
             # one row per group in the builder's order (a prefill or a decode step): the branch below's answer
             self.first, self.inverse, self.one_row_each = np.arange(rows, dtype=np.intp), groups.astype(np.intp), True
+            self.contiguous = True
             self._columns, self._strings = columns, {}
             return
         starts = np.flatnonzero(groups[1:] != groups[:-1]) + 1 if rows else np.zeros(0, dtype=np.intp)
@@ -26,16 +27,27 @@ class RowGroups:
             self.first = np.concatenate(([0], starts)).astype(np.intp)
             self.inverse = groups.astype(np.intp)
             self.one_row_each = len(self.first) == rows       # a prefill or one decode step: one row per group
+            self.contiguous = True         # each row's group follows from `first` and the row count
         else:
             _, self.first, inverse = np.unique(groups, return_index=True, return_inverse=True)
             self.inverse = inverse.reshape(-1)
             self.one_row_each = False
+            self.contiguous = False
         self._columns = columns
         self._strings: dict[str, np.ndarray] = {}
 
     def strings(self, key: str) -> np.ndarray:
         """The column as a str array, converted once per group."""
         return self.group_strings(key)[self.inverse]
+
+    def per_row(self, values: np.ndarray) -> np.ndarray:
+        """values[inverse] (one value per group, broadcast to the rows): np.repeat along the builder's contiguous
+        runs, which copies instead of fancy indexing."""
+        if not self.contiguous or self.one_row_each:
+            return values[self.inverse]
+        if not hasattr(self, "_run_lengths"):
+            self._run_lengths = np.diff(np.append(self.first, len(self.inverse)))
+        return np.repeat(values, self._run_lengths)
 
     def group_strings(self, key: str) -> np.ndarray:
         """The column's value of each group (one per group, in group order), as a str array (converted once

@@ -1,0 +1,47 @@
+"""Fancy indexing by an index array made of a few runs of consecutive values, as slices (fast path, issue 15).
+
+A request's ~4,100 attention rows are two contiguous row ranges, and their fused-group ids seven runs (0, 1, 2, ...
+per decode-step kernel): `values[index]` and `target[index] = values` through numpy's index machinery cost ~15
+instructions per element, a slice's copy well under one. `IndexRuns(index)` finds the runs once; `take` and `put`
+give exactly what the fancy indexing gives (same values, a new array for `take`). An index of many runs, or with a
+negative value, keeps the fancy indexing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_RUNS = 16
+
+
+class IndexRuns:
+    def __init__(self, index: np.ndarray):
+        self.index = index
+        self.runs = None          # [(start, stop, first value)] over positions of `index`, or None: fancy indexing
+        if index.size == 0 or index[0] < 0:
+            return
+        breaks = np.flatnonzero(np.diff(index) != 1) + 1
+        if len(breaks) >= MAX_RUNS:
+            return
+        starts = [0, *breaks.tolist()]
+        stops = starts[1:] + [index.size]
+        firsts = index[starts].tolist()
+        if min(firsts) < 0:
+            return
+        self.runs = list(zip(starts, stops, firsts))
+
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """values[index] (a new array)."""
+        if self.runs is None:
+            return values[self.index]
+        if len(self.runs) == 1:
+            start, stop, first = self.runs[0]
+            return values[first:first + stop - start].copy()
+        return np.concatenate([values[first:first + stop - start] for start, stop, first in self.runs])
+
+    def put(self, target: np.ndarray, values) -> None:
+        """target[index] = values (values an array over the index's positions)."""
+        if self.runs is None:
+            target[self.index] = values
+            return
+        for start, stop, first in self.runs:
+            target[first:first + stop - start] = values[start:stop]
