@@ -40,7 +40,7 @@ from functools import partial
 
 import numpy as np
 
-from engine.common.arrays import any_true
+from engine.common.arrays import all_true, any_true
 from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.attention_cache_width import (eight_bit_prefill_rates, group_kv_value_bytes,
@@ -347,7 +347,10 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
     else:
         per_row = IndexRuns(group).take    # values[group]: a request's groups are a few runs 0, 1, 2, ...
         group_ideal = per_row(ideal_sum)
-        share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
+        if all_true(ideal_sum > 0):     # every group's share is its rows' ideal over the group's (no equal shares)
+            share = ideal_rows / group_ideal
+        else:
+            share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
     row_gaps = [per_row(gap) * share for gap in gaps]
     t1 = ideal_rows + row_gaps[0]
     t2 = t1 + row_gaps[1]
