@@ -232,8 +232,8 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     by_group = IndexRuns(group)       # ... and their group ids: a few runs 0, 1, 2, ... (sums by slices)
     total = lambda column: by_group.sums(of_rows(column), groups)  # noqa: E731
     # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
-    is_scores = at_rows.take(row_groups.per_row_mask(is_scores_row(row_groups.group_strings("name"))))
-    is_matrix = at_rows.take(row_groups.per_row_mask(row_groups.group_strings("op") == "attention"))
+    is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
+    is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
     keys = priority * rows.size + np.arange(rows.size)
     least = by_group.least(keys)

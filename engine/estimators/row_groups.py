@@ -49,18 +49,6 @@ class RowGroups:
             self._run_lengths = np.diff(np.append(self.first, len(self.inverse)))
         return np.repeat(values, self._run_lengths)
 
-    def per_row_mask(self, values: np.ndarray) -> np.ndarray:
-        """per_row of a bool per group: along the builder's contiguous runs, the runs of the few True groups set by
-        slices (np.repeat copies element by element)."""
-        if not self.contiguous or self.one_row_each:
-            return values[self.inverse]
-        stops = np.append(self.first[1:], len(self.inverse)).tolist()
-        starts = self.first.tolist()
-        mask = np.zeros(len(self.inverse), dtype=bool)
-        for group in np.flatnonzero(values).tolist():
-            mask[starts[group]:stops[group]] = True
-        return mask
-
     def group_strings(self, key: str) -> np.ndarray:
         """The column's value of each group (one per group, in group order), as a str array (converted once
         per key; read-only, as every caller shares it)."""
