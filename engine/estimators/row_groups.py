@@ -51,8 +51,10 @@ class RowGroups:
             self._pieces = _row_pieces(self.first, len(self.inverse))
         if self._pieces is None:
             return values[self.inverse]
-        return np.concatenate([values[start:stop] if length is None else np.broadcast_to(values[start:stop], (length,))
-                               for start, stop, length in self._pieces])
+        rows = np.empty(len(self.inverse), dtype=values.dtype)
+        for row_start, row_stop, start, stop in self._pieces:     # a long group's one value broadcasts
+            rows[row_start:row_stop] = values[start:stop]
+        return rows
 
     def group_strings(self, key: str) -> np.ndarray:
         """The column's value of each group (one per group, in group order), as a str array (converted once
@@ -78,21 +80,22 @@ MAX_LONG_GROUPS = 16     # RowGroups.per_row by pieces up to this many groups of
 
 
 def _row_pieces(first: np.ndarray, rows: int) -> list | None:
-    """RowGroups.per_row's pieces of builder groups starting at rows `first`: (start, stop, None) for a range of
-    one-row groups (a slice of the groups' values), (group, group + 1, rows) for one longer group; None where more
-    than MAX_LONG_GROUPS groups have several rows."""
+    """RowGroups.per_row's pieces of builder groups starting at rows `first`, as (first row, row stop, first group,
+    group stop): a range of one-row groups (a slice of the groups' values) or one longer group (its value
+    broadcast); None where more than MAX_LONG_GROUPS groups have several rows."""
     lengths = np.diff(np.append(first, rows))
     long = np.flatnonzero(lengths > 1)
     if len(long) > MAX_LONG_GROUPS:
         return None
+    starts = first.tolist() + [rows]
     pieces, start = [], 0
-    for group, length in zip(long.tolist(), lengths[long].tolist()):
+    for group in long.tolist():
         if group > start:
-            pieces.append((start, group, None))
-        pieces.append((group, group + 1, length))
+            pieces.append((starts[start], starts[group], start, group))
+        pieces.append((starts[group], starts[group + 1], group, group + 1))
         start = group + 1
     if len(first) > start:
-        pieces.append((start, len(first), None))
+        pieces.append((starts[start], rows, start, len(first)))
     return pieces
 
 
