@@ -88,7 +88,6 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
         out[column] = no_tiles.copy()
 
-    op = row_groups.strings("op")
     kernel_rows = KernelRows(
         out=out, row_groups=row_groups, hardware=hardware, rates=rates,
         per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
@@ -97,7 +96,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     # kept per structure (attention_group_cache.py), with each row's launches
     fused, launches = kept_attention_groups(out, row_groups, launches_per_row)
     unfused = fused < 0
-    is_gemm = (op == "gemm") & unfused
+    is_gemm = row_groups.per_row(row_groups.group_strings("op") == "gemm") & unfused     # compared once per kernel
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
     # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
     timed_rows(kernel_rows, unfused, chain, partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain))
