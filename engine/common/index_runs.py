@@ -45,3 +45,25 @@ class IndexRuns:
             return
         for start, stop, first in self.runs:
             target[first:first + stop - start] = values[start:stop]
+
+    def sums(self, weights: np.ndarray, length: int) -> np.ndarray:
+        """np.bincount(index, weights=weights, minlength=length): each run's weights added to its slice of the sums,
+        the runs in order, so every sum adds its terms in np.bincount's (row) order, bit for bit."""
+        if self.runs is None:
+            return np.bincount(self.index, weights=weights, minlength=length)
+        weights = np.asarray(weights, dtype=float)
+        total = np.zeros(max(length, int(self.index.max()) + 1))
+        for start, stop, first in self.runs:
+            total[first:first + stop - start] += weights[start:stop]
+        return total
+
+    def least(self, keys: np.ndarray) -> np.ndarray | None:
+        """Per value 0 .. index.max() that occurs, the least of its positions' integer `keys` (row_groups.least_per_id's
+        answer) by np.minimum over the runs' slices; None where the index is not a few runs."""
+        if self.runs is None:
+            return None
+        unset = np.iinfo(np.int64).max
+        least = np.full(int(self.index.max()) + 1, unset, dtype=np.int64)
+        for start, stop, first in self.runs:
+            np.minimum(least[first:first + stop - start], keys[start:stop], out=least[first:first + stop - start])
+        return least[least != unset]

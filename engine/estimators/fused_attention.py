@@ -23,7 +23,7 @@ contexts so that even one sequence keeps every core busy; short ones pay the ker
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -280,6 +280,25 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
             "scale": 1.0 + overheads.decode_fragment_share * fragments}
 
 
+def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, kind_is_decode,
+                   any_decode) -> dict:
+    """prefill_work of every group (only the kinds present are computed): where decode groups are present too (a
+    request: one prefill group among ~1,000 decode steps), on the prefill groups alone, scattered back into arrays
+    over all groups (0 at the decode groups, which fused_times takes from its decode terms). Element-wise, so each
+    prefill group's values are bit for bit those of prefill_work over all groups."""
+    if not any_decode:
+        return prefill_work(shapes, rates, overheads)
+    at = np.flatnonzero(~kind_is_decode)
+    subset = lambda values: values if values is None or np.ndim(values) == 0 else values[at]  # noqa: E731
+    sub_shapes = FusedShapes(**{field: subset(getattr(shapes, field)) for field in FusedShapes.__slots__})
+    sub_rates = replace(rates, macs_per_s_per_core=subset(rates.macs_per_s_per_core))
+    terms = {}
+    for name, values in prefill_work(sub_shapes, sub_rates, overheads).items():
+        terms[name] = np.zeros(kind_is_decode.size)
+        terms[name][at] = values
+    return terms
+
+
 def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
     """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
     with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
@@ -299,7 +318,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     else:
         kind_is_decode = np.asarray(kind_is_decode)
         any_decode, any_prefill = any_true(kind_is_decode), not all_true(kind_is_decode)
-    prefill = prefill_work(shapes, rates, overheads) if any_prefill else None     # only the kinds present
+    prefill = _prefill_terms(shapes, rates, overheads, kind_is_decode, any_decode) if any_prefill else None
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None
     if not any_prefill:

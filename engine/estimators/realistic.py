@@ -40,7 +40,7 @@ from functools import partial
 
 import numpy as np
 
-from engine.common.arrays import any_true
+from engine.common.arrays import all_true, any_true
 from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.attention_cache_width import (eight_bit_prefill_rates, group_kv_value_bytes,
@@ -88,7 +88,6 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     for column in ("tile_m", "tile_n", "split_k", "tiles", "waves"):
         out[column] = no_tiles.copy()
 
-    op = row_groups.strings("op")
     kernel_rows = KernelRows(
         out=out, row_groups=row_groups, hardware=hardware, rates=rates,
         per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
@@ -97,7 +96,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     # kept per structure (attention_group_cache.py), with each row's launches
     fused, launches = kept_attention_groups(out, row_groups, launches_per_row)
     unfused = fused < 0
-    is_gemm = (op == "gemm") & unfused
+    is_gemm = row_groups.per_row(row_groups.group_strings("op") == "gemm") & unfused     # compared once per kernel
     kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
     # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
     timed_rows(kernel_rows, unfused, chain, partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain))
@@ -229,29 +228,32 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     group = at_rows.take(fused)
     groups = int(group.max()) + 1
     of_rows = lambda column: at_rows.take(np.asarray(out[column])).astype(float, copy=False)  # noqa: E731
-    total = lambda column: np.bincount(group, weights=of_rows(column), minlength=groups)  # noqa: E731
+    by_group = IndexRuns(group)       # ... and their group ids: a few runs 0, 1, 2, ... (sums by slices)
+    total = lambda column: by_group.sums(of_rows(column), groups)  # noqa: E731
     # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
     is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
     is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
     priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
-    lead = rows[least_per_id(group, priority * rows.size + np.arange(rows.size)) % rows.size]   # lexsort's first
+    keys = priority * rows.size + np.arange(rows.size)
+    least = by_group.least(keys)
+    lead = rows[(least_per_id(group, keys) if least is None else least) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse[lead]]   # compared once per kernel
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
-    score_macs = np.bincount(group, weights=np.where(is_scores, of_rows("macs"), 0.0),
-                             minlength=groups)
-    matrix_macs = total("macs")
+    macs = of_rows("macs")
+    score_macs = by_group.sums(np.where(is_scores, macs, 0.0), groups)
+    matrix_macs = by_group.sums(macs, groups)
     score_macs = np.where(score_macs > 0, score_macs, matrix_macs / 2.0)   # a group without a Q*gK row
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
                          window=window, kv_value_bytes=kv_value_bytes)
     ideals = row_ideals(out, rows, is_matrix, at_rows.take(per_core_macs),
-                        IndexRuns(group).take(fused_rates.macs_per_s_per_core))
+                        by_group.take(fused_rates.macs_per_s_per_core))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
-                       ideal_sum=np.bincount(group, weights=of_rows("time_s") if ideals is None
-                                             else ideals, minlength=groups), row_ideal=ideals)
+                       ideal_sum=by_group.sums(of_rows("time_s") if ideals is None else ideals, groups),
+                       row_ideal=ideals)
 
 
 def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
@@ -344,7 +346,10 @@ def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np
     else:
         per_row = IndexRuns(group).take    # values[group]: a request's groups are a few runs 0, 1, 2, ...
         group_ideal = per_row(ideal_sum)
-        share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
+        if all_true(ideal_sum > 0):     # every group's share is its rows' ideal over the group's (no equal shares)
+            share = ideal_rows / group_ideal
+        else:
+            share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
     row_gaps = [per_row(gap) * share for gap in gaps]
     t1 = ideal_rows + row_gaps[0]
     t2 = t1 + row_gaps[1]

@@ -38,16 +38,23 @@ class RowGroups:
 
     def strings(self, key: str) -> np.ndarray:
         """The column as a str array, converted once per group."""
-        return self.group_strings(key)[self.inverse]
+        return self.per_row(self.group_strings(key))
 
     def per_row(self, values: np.ndarray) -> np.ndarray:
-        """values[inverse] (one value per group, broadcast to the rows): np.repeat along the builder's contiguous
-        runs, which copies instead of fancy indexing."""
+        """values[inverse] (one value per group, broadcast to the rows). Along the builder's contiguous runs, a
+        request's table is a few long groups (a kernel at every decode step) between ranges of one-row groups: those
+        ranges are copied as slices and each long group as its value broadcast (fancy indexing and np.repeat cost
+        ~15-30 instructions per element, a slice's copy well under one); many long groups keep the fancy indexing."""
         if not self.contiguous or self.one_row_each:
             return values[self.inverse]
-        if not hasattr(self, "_run_lengths"):
-            self._run_lengths = np.diff(np.append(self.first, len(self.inverse)))
-        return np.repeat(values, self._run_lengths)
+        if not hasattr(self, "_pieces"):
+            self._pieces = _row_pieces(self.first, len(self.inverse))
+        if self._pieces is None:
+            return values[self.inverse]
+        rows = np.empty(len(self.inverse), dtype=values.dtype)
+        for row_start, row_stop, start, stop in self._pieces:     # a long group's one value broadcasts
+            rows[row_start:row_stop] = values[start:stop]
+        return rows
 
     def group_strings(self, key: str) -> np.ndarray:
         """The column's value of each group (one per group, in group order), as a str array (converted once
@@ -66,7 +73,30 @@ class RowGroups:
             if value not in once:
                 once[value] = function(value)
         mapped = np.array([once[value] for value in values])
-        return mapped if self.one_row_each else mapped[self.inverse]
+        return mapped if self.one_row_each else self.per_row(mapped)
+
+
+MAX_LONG_GROUPS = 16     # RowGroups.per_row by pieces up to this many groups of more than one row
+
+
+def _row_pieces(first: np.ndarray, rows: int) -> list | None:
+    """RowGroups.per_row's pieces of builder groups starting at rows `first`, as (first row, row stop, first group,
+    group stop): a range of one-row groups (a slice of the groups' values) or one longer group (its value
+    broadcast); None where more than MAX_LONG_GROUPS groups have several rows."""
+    lengths = np.diff(np.append(first, rows))
+    long = np.flatnonzero(lengths > 1)
+    if len(long) > MAX_LONG_GROUPS:
+        return None
+    starts = first.tolist() + [rows]
+    pieces, start = [], 0
+    for group in long.tolist():
+        if group > start:
+            pieces.append((starts[start], starts[group], start, group))
+        pieces.append((starts[group], starts[group + 1], group, group + 1))
+        start = group + 1
+    if len(first) > start:
+        pieces.append((starts[start], rows, start, len(first)))
+    return pieces
 
 
 SMALL_UNIQUE = 64     # up to this many values a Python sort beats np.unique's set-up
