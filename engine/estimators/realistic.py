@@ -45,7 +45,7 @@ from engine.common.float_or_array import maximum, where
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.attention_cache_width import (eight_bit_prefill_rates, group_kv_value_bytes,
                                                      prefill_macs_per_s_per_core, row_ideals)
-from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, attention_groups,
+from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes,
                                                cached_value_bytes, fp8_matrix_decode, fused_times,
                                                is_scores_row)
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
