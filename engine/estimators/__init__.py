@@ -51,7 +51,7 @@ def worth_keeping(scenario) -> bool:
 def _decomposition(model, scenario) -> dict:
     columns = decompose_columns(model, scenario)
     for values in columns.values():
-        values.setflags(write=False)
+        values.setflags(False)
     return columns
 
 

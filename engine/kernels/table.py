@@ -217,14 +217,15 @@ class KernelTableBuilder:
         ends = np.cumsum(lengths)
         single = not adds or ends[-1] == adds     # one row per kernel (a prefill or decode step)
         # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
-        firsts = np.array(self._numbers, dtype=float).reshape(adds, len(NUMBER_COLUMNS))
+        # np.fromiter: the values converted one by one as np.array converts them, without its shape discovery
+        firsts = np.fromiter(self._numbers, dtype=float, count=len(self._numbers)).reshape(adds, len(NUMBER_COLUMNS))
         numbers = np.ascontiguousarray(firsts.T)        # one contiguous row per column
         if not single:
             numbers = np.repeat(numbers, lengths, axis=1)
         for (i, column), values in self._wide.items():
             numbers[column, ends[i] - lengths[i]:ends[i]] = values
         data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
-        strings = np.array(self._strings, dtype=object).reshape(adds, len(STRING_COLUMNS))
+        strings = np.fromiter(self._strings, dtype=object, count=len(self._strings)).reshape(adds, len(STRING_COLUMNS))
         strings = np.ascontiguousarray(strings.T) if single else np.repeat(strings.T, lengths, axis=1)
         data.update(zip(STRING_COLUMNS, strings))
         data["group"] = np.arange(adds) if single else np.repeat(np.arange(adds), lengths)

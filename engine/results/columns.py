@@ -72,7 +72,7 @@ class KernelColumns:
         ndarray = np.ndarray
         for values in (*arrays, *self.added.values(), self.keep):
             if values.__class__ is ndarray or isinstance(values, ndarray):    # the class test first: quicker
-                values.setflags(write=False)
+                values.setflags(False)
             elif values.__class__ is LazyColumn:
                 values.shared.freeze()
 
@@ -107,7 +107,7 @@ class SharedColumns:
         self._read_only = True
         for values in (self._values or {}).values():
             if isinstance(values, np.ndarray):
-                values.setflags(write=False)
+                values.setflags(False)
 
 
 class LazyColumn:
@@ -183,7 +183,7 @@ class DeferredColumns(Mapping):
         if value is _DEFERRED:
             value = self._deferred.pop(name)()
             if self.read_only:
-                value.setflags(write=False)
+                value.setflags(False)
             self._values[name] = value
         return value
 
