@@ -22,3 +22,14 @@ def any_true(values) -> bool:
 def all_true(values) -> bool:
     """np.all(values)."""
     return _count_nonzero(values) == (values.size if values.__class__ is np.ndarray else np.size(values))
+
+
+_FLOAT = np.dtype(float)
+
+
+def finite(values) -> np.ndarray:
+    """`values` as floats with NaN as 0 and infinities as the largest floats (numpy.nan_to_num), without
+    copying when every value is finite already (the common case; callers do not write to the result)."""
+    if values.__class__ is not np.ndarray or values.dtype != _FLOAT:     # a float array as it is (np.asarray's)
+        values = np.asarray(values, dtype=float)
+    return values if all_true(np.isfinite(values)) else np.nan_to_num(values)

@@ -55,15 +55,15 @@ def decompose(model, scenario: Scenario) -> pd.DataFrame:
     return pd.DataFrame(decompose_columns(model, scenario))
 
 
-def decompose_columns(model, scenario: Scenario) -> dict[str, np.ndarray]:
-    """`decompose` as a dict of numpy arrays (the fast form the estimators use)."""
+def decompose_columns(model, scenario: Scenario, read_only: bool = False) -> dict[str, np.ndarray]:
+    """`decompose` as a dict of numpy arrays (the fast form the estimators use); `read_only`: arrays read-only."""
     if not isinstance(model, ModelConfig):   # traced models (engine.decomposition.auto.AutoModel) decompose themselves
         return model.decompose_columns(scenario)
     layout = parallel_layout(model, scenario)
     builder = KernelTableBuilder()
     for forward_pass in forward_passes(scenario):
         add_forward_pass(builder, model, scenario, forward_pass, layout)
-    return builder.build_columns()
+    return builder.build_columns(read_only)
 
 
 def add_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario, forward_pass: ForwardPass,

@@ -49,10 +49,7 @@ def worth_keeping(scenario) -> bool:
 
 @lru_cache(maxsize=DECOMPOSITIONS_KEPT)
 def _decomposition(model, scenario) -> dict:
-    columns = decompose_columns(model, scenario)
-    for values in columns.values():
-        values.setflags(write=False)
-    return columns
+    return decompose_columns(model, scenario, read_only=True)
 
 
 def with_collectives(estimate: Callable[..., dict]) -> Callable[..., dict]:

@@ -61,7 +61,7 @@ class RowGroups:
         per key; read-only, as every caller shares it)."""
         if key not in self._strings:
             values = np.asarray(self._columns[key])[self.first].astype(str)
-            values.setflags(write=False)
+            values.setflags(False)
             self._strings[key] = values
         return self._strings[key]
 

@@ -210,26 +210,36 @@ class KernelTableBuilder:
         self._strings.extend(strings)
         return index
 
-    def build_columns(self) -> dict[str, np.ndarray]:
-        """The table as a dict of numpy arrays (the engine's fast internal form)."""
+    def build_columns(self, read_only: bool = False) -> dict[str, np.ndarray]:
+        """The table as a dict of numpy arrays (the engine's fast internal form); `read_only`: every array
+        read-only (the number and string columns by their two blocks, not one by one)."""
         adds = len(self._lengths)
         lengths = np.array(self._lengths, dtype=np.int64)
         ends = np.cumsum(lengths)
         single = not adds or ends[-1] == adds     # one row per kernel (a prefill or decode step)
         # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
-        firsts = np.array(self._numbers, dtype=float).reshape(adds, len(NUMBER_COLUMNS))
+        # np.fromiter: the values converted one by one as np.array converts them, without its shape discovery
+        firsts = np.fromiter(self._numbers, dtype=float, count=len(self._numbers)).reshape(adds, len(NUMBER_COLUMNS))
         numbers = np.ascontiguousarray(firsts.T)        # one contiguous row per column
         if not single:
             numbers = np.repeat(numbers, lengths, axis=1)
         for (i, column), values in self._wide.items():
             numbers[column, ends[i] - lengths[i]:ends[i]] = values
+        if read_only:                                   # before its rows are taken: views made later inherit it
+            numbers.setflags(False)
         data: dict[str, np.ndarray] = dict(zip(NUMBER_COLUMNS, numbers))
-        strings = np.array(self._strings, dtype=object).reshape(adds, len(STRING_COLUMNS))
+        strings = np.fromiter(self._strings, dtype=object, count=len(self._strings)).reshape(adds, len(STRING_COLUMNS))
         strings = np.ascontiguousarray(strings.T) if single else np.repeat(strings.T, lengths, axis=1)
+        if read_only:
+            strings.setflags(False)
         data.update(zip(STRING_COLUMNS, strings))
         data["group"] = np.arange(adds) if single else np.repeat(np.arange(adds), lengths)
         data["flops"] = data["matrix_flops"] + data["vector_flops"]
         data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
+        if read_only:
+            for values in data.values():     # the rows of the two blocks are read-only views already
+                if values.base is not numbers and values.base is not strings:
+                    values.setflags(False)
         return {c: data[c] for c in KERNEL_COLUMNS}
 
     def build(self) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from engine.common.arrays import all_true, any_true
+from engine.common.arrays import all_true, any_true, finite  # noqa: F401  (finite: imported from here too)
 from engine.estimators import STEP_MEAN_COLUMNS
 from engine.estimators.bound_labels import codes_of, present_codes
 from engine.estimators.roofline import intensity
@@ -42,9 +42,12 @@ class KernelColumns:
     def __getitem__(self, name) -> np.ndarray:
         if name in self.added:
             value = self.added[name]
-            return np.asarray(value.value() if value.__class__ is LazyColumn else value)
+            if value.__class__ is LazyColumn:
+                value = value.value()
+            return value if value.__class__ is np.ndarray else np.asarray(value)
         if name not in self._arrays:
-            values = np.asarray(self.source[name])
+            values = self.source[name]
+            values = values if values.__class__ is np.ndarray else np.asarray(values)
             self._arrays[name] = values if self.keep is None else values[self.keep]
         return self._arrays[name]
 
@@ -72,7 +75,7 @@ class KernelColumns:
         ndarray = np.ndarray
         for values in (*arrays, *self.added.values(), self.keep):
             if values.__class__ is ndarray or isinstance(values, ndarray):    # the class test first: quicker
-                values.setflags(write=False)
+                values.setflags(False)
             elif values.__class__ is LazyColumn:
                 values.shared.freeze()
 
@@ -107,7 +110,7 @@ class SharedColumns:
         self._read_only = True
         for values in (self._values or {}).values():
             if isinstance(values, np.ndarray):
-                values.setflags(write=False)
+                values.setflags(False)
 
 
 class LazyColumn:
@@ -183,7 +186,7 @@ class DeferredColumns(Mapping):
         if value is _DEFERRED:
             value = self._deferred.pop(name)()
             if self.read_only:
-                value.setflags(write=False)
+                value.setflags(False)
             self._values[name] = value
         return value
 
@@ -230,13 +233,6 @@ def label_codes_of(values: np.ndarray, labels: list) -> np.ndarray:
     for code, label in enumerate(labels[1:], start=1):
         codes[values == label] = code
     return codes
-
-
-def finite(values) -> np.ndarray:
-    """`values` as floats with NaN as 0 and infinities as the largest floats (numpy.nan_to_num), without
-    copying when every value is finite already (the common case; callers do not write to the result)."""
-    values = np.asarray(values, dtype=float)
-    return values if all_true(np.isfinite(values)) else np.nan_to_num(values)
 
 
 def group_sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:

@@ -74,15 +74,18 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
         "link_energy_j": link_bytes * 8.0 * (hardware.link_energy_j_per_bit or 0.0),
         "static_energy_j": np.asarray(kernels["time_s"], dtype=float) * hardware.static_power_w,
     }
+    no_traffic = set()
     for level, value in (("llc", hardware.llc_energy_j_per_byte), ("sram", hardware.sram_energy_j_per_byte)):
         if f"{level}_bytes" not in kernels:    # no traffic at the level: zeros (0 x a finite energy is +0)
             out[f"{level}_energy_j"] = np.zeros(len(macs))
+            no_traffic.add(f"{level}_energy_j")
             continue
         traffic = _column(kernels, f"{level}_bytes")
         if value is None and any_true(traffic > 0):
             notes.append(f"energy: {hardware.name} has no {level}_energy_per_byte; {level} traffic is left out")
         out[f"{level}_energy_j"] = traffic * (value or 0.0)
-    out["energy_j"] = sum(out[c] for c in ENERGY_COLUMNS[:-1])
+    # the sum starts 0 + matrix, so no partial sum is -0.0 and adding +0.0 changes no bit: the zeros are skipped
+    out["energy_j"] = sum(out[c] for c in ENERGY_COLUMNS[:-1] if c not in no_traffic)
     return out, notes
 
 
