@@ -22,12 +22,11 @@ entries, least recently used first out; `clear()` empties it (tests).
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Callable
 
 import numpy as np
 
 from engine.common.arrays import any_true
-from typing import Callable
-
 from engine.estimators.realistic_gemms import KernelRows, TimeChain
 
 KEPT = 64

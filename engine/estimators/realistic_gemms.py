@@ -11,7 +11,7 @@ import numpy as np
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
-    condition_efficiency, condition_latency, overlap_loss, per_row, warm_byte_scale)
+    condition_efficiency, condition_latency, native_block_scales, overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -187,7 +187,7 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         grouped = is_expert_gemm(groups.group_strings("name"))[groups.inverse[rows]]
         efficiency = np.where(grouped, efficiency * constants.moe_matrix_efficiency, efficiency)
         memory_efficiency = np.where(grouped, constants.moe_bandwidth_efficiency, 1.0)
-    if constants.moe_block_scaled_efficiency != 1.0 and "fp4" not in table.hardware.matrix_dtypes:
+    if constants.moe_block_scaled_efficiency != 1.0 and not native_block_scales(table.hardware):
         efficiency = efficiency * _block_scaled_expert_factor(table, rows, constants.moe_block_scaled_efficiency)
     promotion = block_scale_efficiency(out, rows, table.hardware, constants, dtypes)
     if promotion is not None:     # dense block-scaled GEMMs: scales applied on the vector units (grouped: the MoE's own)
