@@ -16,12 +16,16 @@ from the very first visit.
 
 from __future__ import annotations
 
-from dashboard import plotly_view
+from dashboard import plotly_view, preload
 
 HEAD_END = b"</head>"
+# the bundle's preload, then the style that stills the loading placeholders and the running man (dashboard/preload.py)
+# from the page's first frame: before the first element brings the same style, the page skeleton and the elements'
+# placeholders would shimmer, each frame painted and composited
+HEAD_TAGS = plotly_view.EARLY_TAG + preload.STILL_TAG
 
 
-def inject(html: bytes, tag: str = plotly_view.EARLY_TAG) -> bytes:
+def inject(html: bytes, tag: str = HEAD_TAGS) -> bytes:
     """The page with `tag` right before its `</head>` (once; a page without a head, or with the tag, unchanged)."""
     if tag.encode() in html or HEAD_END not in html:
         return html
