@@ -8,8 +8,11 @@ evaluated once a page), and the browser does that work while the server is still
 is hidden, so the page looks the same with or without it.
 
 The same element stills the shimmer of Streamlit's loading placeholders (stSkeleton: grey boxes while an element's
-code loads): animated, they make the browser paint a new frame continuously for the seconds before the first chart,
-CPU taken from the page's own work on a two-core machine (docs/responsiveness.md). They stay as still grey boxes.
+code loads, and the page's own skeleton, stAppSkeleton, before its first element): animated, they make the browser
+paint a new frame continuously for the seconds before the first chart, CPU taken from the page's own work on a
+two-core machine (docs/responsiveness.md). They stay as still grey boxes. The same rules (`STILL_STYLE`) are in the
+page's head (dashboard/index_page.py), so they hold from a visit's first frame; here they cover a page served without
+that head (`streamlit run dashboard/app.py`).
 
 It also stills the running man in the top bar while a script runs: Streamlit swaps his pose every 200 ms, and each
 swap is painted, rasterised and composited, about 0.02 s of Chromium CPU per second of a run here (a rerun that
@@ -23,23 +26,30 @@ import streamlit as st
 
 from dashboard import plotly_view
 
-# a bundle that fails to load is ignored here (the chart component reports it when a chart needs it)
 RUNNING_MAN = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24' "
                "fill='rgba(26,26,26,0.6)'%3E%3Cpath d='M13.49 5.48c1.1 0 2-.9 2-2s-.9-2-2-2-2 .9-2 2 .9 2 2 2zm-3.6 "
                "13.9l1-4.4 2.1 2v6h2v-7.5l-2.1-2 .6-3c1.3 1.5 3.3 2.5 5.5 2.5v-2c-1.9 0-3.5-1-4.3-2.4l-1-1.6c-.4-.6-1-1"
                "-1.7-1-.3 0-.5.1-.8.1l-5.2 2.2v4.7h2v-3.4l1.8-.7-1.6 8.1-4.9-1-.4 2 7 1.4z'/%3E%3C/svg%3E")
-SCRIPT = """<style>.stElementContainer:has(#plotly-preload){display:none}
-[data-testid="stSkeleton"],[data-testid="stSkeleton"] *{animation:none!important}
+# Still, not hidden: loading placeholders (an element's, `stSkeleton`, and the page's own before its first element,
+# `stAppSkeleton`, shown after 0.5 s) keep their grey boxes without the shimmer; the running man keeps his first pose.
+# Also in the page's head (dashboard/index_page.py), so that it holds from the first frame of a visit.
+STILL_STYLE = ("""[data-testid="stSkeleton"],[data-testid="stSkeleton"] *,[data-testid="stSkeletonElement"],"""
+               """[data-testid="stSkeletonElement"] *,[data-testid="stAppSkeleton"],[data-testid="stAppSkeleton"] *"""
+               """{animation:none!important}
 [data-testid="stStatusWidgetRunningIcon"]>svg{display:none}
-[data-testid="stStatusWidgetRunningIcon"]{width:1.6rem;height:1.6rem;background:url("%s") center/contain no-repeat}
+[data-testid="stStatusWidgetRunningIcon"]{width:1.6rem;height:1.6rem;background:url("%s") center/contain no-repeat}"""
+               % RUNNING_MAN)
+STILL_TAG = "<style>%s</style>" % STILL_STYLE
+SCRIPT = """<style>.stElementContainer:has(#plotly-preload){display:none}
+%s
 </style><span id="plotly-preload"></span>
 <script>(() => {
   %s
-  loadPlotly().catch(() => null);
+  loadPlotly().catch(() => null);  // a bundle that fails to load is ignored here (the chart reports it when drawn)
 })();</script>"""
 
 
 def preload_plotly() -> None:
     """The hidden element whose script starts loading the charts' Plotly bundle (dashboard/plotly_view.py)."""
     plotly_view.serve_bundle()
-    st.html(SCRIPT % (RUNNING_MAN, plotly_view.LOADER), unsafe_allow_javascript=True)
+    st.html(SCRIPT % (STILL_STYLE, plotly_view.LOADER), unsafe_allow_javascript=True)

@@ -32,10 +32,17 @@ def test_plotly_is_loaded_once_early_and_the_preload_takes_no_room(page, server_
     box = page.locator("#plotly-preload").evaluate(
         "e => { const c = e.closest('.stElementContainer'); return [getComputedStyle(c).display, c.offsetHeight]; }")
     assert box == ["none", 0]
-    # a loading placeholder, as Streamlit draws one, is still (no animation repainting the page)
-    still = page.evaluate("""() => { const s = document.createElement('div'); s.setAttribute('data-testid', 'stSkeleton');
-        document.body.appendChild(s); const name = getComputedStyle(s).animationName; s.remove(); return name; }""")
-    assert still == "none"
+    # loading placeholders, the elements' and the page's own (before its first element), are still (no animation
+    # repainting the page), by a style in the page's head, there from the first frame (dashboard/index_page.py)
+    still = page.evaluate("""() => ['stSkeleton', 'stSkeletonElement', 'stAppSkeleton'].map(testid => {
+        const s = document.createElement('div'); s.setAttribute('data-testid', testid);
+        const inner = document.createElement('div'); s.appendChild(inner);
+        for (const e of [s, inner]) e.style.animation = 'llm-shimmer 1.5s infinite';
+        document.body.appendChild(s); const names = [s, inner].map(e => getComputedStyle(e).animationName);
+        s.remove(); return names.join(); })""")
+    assert still == ["none,none"] * 3
+    assert page.evaluate("""() => [...document.head.querySelectorAll('style')].some(
+        style => style.textContent.includes('[data-testid="stAppSkeleton"]'))""")
     # the running man stands still: his pose-swapping icon is not drawn, one pose is, as a picture of his size
     running = page.evaluate("""() => { const icon = document.createElement('div');
         icon.setAttribute('data-testid', 'stStatusWidgetRunningIcon'); icon.innerHTML = '<svg viewBox="0 0 24 24"></svg>';

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dashboard import index_page, plotly_view
+from dashboard import index_page, plotly_view, preload
 
 PAGE = b'<!DOCTYPE html><html><head><meta charset="UTF-8" /><title>Streamlit</title></head><body></body></html>'
 TAG = b'<link rel="preload" href="component/dashboard.plotly_view.plotly_assets/plotly-cartesian.min.js" as="script">'
@@ -16,9 +16,21 @@ def test_the_tag_preloads_the_bundle_the_loader_fetches_as_a_script():
     assert plotly_view.BUNDLE_URL in plotly_view.LOADER               # the loader's script: the same URL, one fetch
 
 
+def test_the_head_stills_the_page_skeleton_and_the_placeholders_as_the_first_element_does(monkeypatch):
+    sent = []
+    monkeypatch.setattr(preload.st, "html", lambda body, **kwargs: sent.append(body))
+    preload.preload_plotly()
+    assert len(sent) == 1 and preload.STILL_STYLE in sent[0]           # the first element: the same rules
+    style = preload.STILL_TAG
+    assert style.startswith("<style>") and style.endswith("</style>") and style.count("<style>") == 1
+    for testid in ("stSkeleton", "stSkeletonElement", "stAppSkeleton", "stStatusWidgetRunningIcon"):
+        assert f'[data-testid="{testid}"]' in style
+
+
 def test_inject_puts_the_tag_once_right_before_the_head_ends():
     page = index_page.inject(PAGE)
-    assert page == PAGE.replace(b"</title></head>", b"</title>" + TAG + b"</head>")
+    style = preload.STILL_TAG.encode()
+    assert page == PAGE.replace(b"</title></head>", b"</title>" + TAG + style + b"</head>")
     assert index_page.inject(page) == page                            # once
     assert index_page.inject(b"<html><body>no head</body></html>") == b"<html><body>no head</body></html>"
 
@@ -53,7 +65,7 @@ def test_an_html_answer_gets_the_tag_with_its_length_and_no_stale_etag(monkeypat
     start, body = answer(index_page.with_early_plotly(serving(b"text/html; charset=utf-8", [PAGE[:40], PAGE[40:]])))
     headers = dict(start["headers"])
     assert body["body"] == index_page.inject(PAGE) and not body["more_body"]
-    assert headers[b"content-length"] == str(len(PAGE) + len(TAG)).encode()
+    assert headers[b"content-length"] == str(len(PAGE) + len(TAG) + len(preload.STILL_TAG.encode())).encode()
     assert b"etag" not in headers and headers[b"content-type"] == b"text/html; charset=utf-8"
     assert registered == [True]                                       # the tag's URL answers from the first visit
 
