@@ -56,6 +56,7 @@ from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported:
 from engine.estimators.bound_labels import labelled
 from engine.estimators.attention_group_cache import kept_attention_groups
 from engine.estimators.kept_rows import timed_rows
+from engine.estimators.structure_memo import remembered, structure_memo
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
@@ -75,6 +76,10 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     if launch not in LAUNCH_MODES:
         raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {launch!r}")
     row_groups = RowGroups(table)        # string columns once per kernel, shared with the roofline
+    # what depends on a short table's strings alone: kept per structure (engine/estimators/structure_memo.py)
+    memo = structure_memo(table, row_groups, hardware, constants, launch) if isinstance(table, dict) else None
+    if memo is not None:
+        row_groups.share_strings(remembered(memo, "strings", dict))
     out = estimate_roofline(table, hardware, row_groups=row_groups)
     rates = device_rates(hardware)
     rows = len(out["time_s"])
@@ -90,16 +95,17 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
 
     kernel_rows = KernelRows(
         out=out, row_groups=row_groups, hardware=hardware, rates=rates,
-        per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
-        value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
-        host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
-    # kept per structure (attention_group_cache.py), with each row's launches
-    fused, launches = kept_attention_groups(out, row_groups, launches_per_row)
-    unfused = fused < 0
-    is_gemm = row_groups.per_row(row_groups.group_strings("op") == "gemm") & unfused     # compared once per kernel
-    kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
+        per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates, memo),
+        value_bytes=remembered(memo, "value_bytes", lambda: row_groups.map("dtype", bytes_per_value)),
+        constants=constants, host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
+    # kept per structure (attention_group_cache.py, structure_memo.py), with each row's launches
+    fused, launches = remembered(memo, "fused", lambda: kept_attention_groups(out, row_groups, launches_per_row))
+    if memo is not None:         # copies: the result's columns are the caller's
+        fused, launches = fused.copy(), launches.copy()
+    unfused, is_gemm, kind = remembered(memo, "masks", lambda: _row_masks(row_groups, fused, constants))
     # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
-    timed_rows(kernel_rows, unfused, chain, partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain))
+    timed_rows(kernel_rows, unfused, chain,
+               partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain, memo))
 
     kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
     time = np.maximum(kernel_time, kernel_rows.host_launch_s)
@@ -121,11 +127,21 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     return out
 
 
-def per_core_matrix_rates(out, row_groups: RowGroups, hardware: Hardware, rates: DeviceRates) -> np.ndarray:
+def per_core_matrix_rates(out, row_groups: RowGroups, hardware: Hardware, rates: DeviceRates,
+                          memo: dict | None = None) -> np.ndarray:
     """Per row: the matrix MAC/s of one core the roofline timed it at (estimate_roofline's `out`): its dtype's rate,
-    the fp8 rate on an 8-bit cache's prefill attention rows (eight_bit_prefill_rates)."""
-    return eight_bit_prefill_rates(out, row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores,
-                                   rates.fp8_macs_per_s_per_core, row_groups)
+    the fp8 rate on an 8-bit cache's prefill attention rows (eight_bit_prefill_rates). `memo`: the structure's
+    (structure_memo.py), which keeps the dtypes' rates."""
+    per_dtype = remembered(memo, "matrix_rates", lambda: row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores)
+    return eight_bit_prefill_rates(out, per_dtype, rates.fp8_macs_per_s_per_core, row_groups)
+
+
+def _row_masks(row_groups: RowGroups, fused: np.ndarray, constants: RealisticConstants) -> tuple[np.ndarray, ...]:
+    """(rows outside the fused attention, GEMM rows among them, each row's kernel class name)."""
+    unfused = fused < 0
+    is_gemm = row_groups.per_row(row_groups.group_strings("op") == "gemm") & unfused     # compared once per kernel
+    kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
+    return unfused, is_gemm, kind
 
 
 def launches_per_row(fused: np.ndarray) -> np.ndarray:
@@ -140,18 +156,20 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
 
 
 def _time_unfused(table: KernelRows, unfused: np.ndarray, is_gemm: np.ndarray, kind: np.ndarray,
-                  chain: TimeChain) -> None:
+                  chain: TimeChain, memo: dict | None = None) -> None:
     """The GEMMs and element-wise kernels outside the fused attention groups, in place on `chain`."""
-    time_gemms(table, is_gemm, chain)
-    _time_elementwise(table, (~is_gemm) & unfused, kind, chain)
+    time_gemms(table, is_gemm, chain, memo)
+    _time_elementwise(table, (~is_gemm) & unfused, kind, chain, memo)
 
 
-def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain) -> None:
+def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain,
+                      memo: dict | None = None) -> None:
     """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
     if not any_true(rows):
         return
     out, rates = table.out, table.rates
-    efficiency, fixed, least, row_rate = _class_values(table, kind[rows])
+    efficiency, fixed, least, row_rate = remembered(memo, ("classes", rows.tobytes()),
+                                                    lambda: _class_values(table, kind[rows]))
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))

@@ -1,0 +1,74 @@
+"""The realistic method's values that depend only on a short table's strings, kept per structure (fast path, issue 15).
+
+A prefill's or a decode step's kernel table (one row per builder group, <= SHORT_TABLE_ROWS rows) has the same
+string columns (phase, name, type, op, unit, dtype) at every length of a sweep, while its numbers change: a prefill
+of 1024, 1025, ... tokens has new GEMM shapes every call, so its timing runs each time (kept_rows.py keeps only a
+decode step's), but what the realistic method derives from the strings alone does not change: the fused attention
+ids and launches, the GEMM and element-wise masks, each row's kernel class, bytes per value and matrix rate, and
+the GEMM rows' per-dtype constants (efficiencies, latencies, clock and power, tiling classes). `structure_memo`
+returns one dict per structure (the device, the constants object, the launch mode and every string column, by
+value) that the timing steps fill on first use (`remembered`) and read afterwards; None for other tables (a
+request's: attention_group_cache.py keeps its groups), which compute every value.
+
+What is kept is a function of the key alone (strings, device, constants), never of a number column, so a hit gives
+bit for bit what computing gives. The constants object is keyed by identity (it holds dicts) and kept alive by the
+entry, so its id is not reused. KEPT entries, least recently used first out; `clear()` empties it (tests).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable
+
+import numpy as np
+
+KEPT = 64
+SHORT_TABLE_ROWS = 64
+_KEPT: OrderedDict = OrderedDict()
+_OBJECT = np.dtype(object)
+
+
+def structure_memo(out: dict, row_groups, hardware, constants, launch: str) -> dict | None:
+    """The memo of this table's structure (a dict, empty when new), or None where the table is not short with
+    one row per group."""
+    if not row_groups.one_row_each or len(row_groups.first) > SHORT_TABLE_ROWS:
+        return None
+    strings = []
+    for name, values in out.items():
+        dtype = getattr(values, "dtype", None)
+        if dtype is None or dtype == _OBJECT or dtype.kind in "US":
+            strings.append(name)
+            strings.append(tuple(np.asarray(values).tolist()))
+    key = (hardware, id(constants), launch, *strings)
+    try:
+        entry = _KEPT.get(key)
+    except TypeError:           # an unhashable value in a string column: no memo
+        return None
+    if entry is not None and entry[0] is constants:
+        _KEPT.move_to_end(key)
+        return entry[1]
+    memo: dict = {}
+    _KEPT[key] = (constants, memo)
+    if len(_KEPT) > KEPT:
+        _KEPT.popitem(last=False)
+    return memo
+
+
+def remembered(memo: dict | None, name, compute: Callable[[], object]):
+    """memo[name], computed by `compute()` the first time; compute() every time without a memo. A kept value's
+    arrays (the value itself, the items of a tuple, the fields of a dataclass with slots) are made read-only: every
+    later estimate of the structure shares them."""
+    if memo is None:
+        return compute()
+    if name not in memo:
+        value = compute()
+        items = value if isinstance(value, tuple) else [getattr(value, f) for f in getattr(value, "__slots__", ())]
+        for item in (value, *items):
+            if isinstance(item, np.ndarray):
+                item.setflags(False)
+        memo[name] = value
+    return memo[name]
+
+
+def clear() -> None:
+    _KEPT.clear()
