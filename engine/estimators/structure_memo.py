@@ -5,7 +5,7 @@ string columns (phase, name, type, op, unit, dtype) at every length of a sweep, 
 of 1024, 1025, ... tokens has new GEMM shapes every call, so its timing runs each time (kept_rows.py keeps only a
 decode step's), but what the realistic method derives from the strings alone does not change: the fused attention
 ids and launches, the GEMM and element-wise masks, each row's kernel class, bytes per value and matrix rate, and
-the GEMM rows' per-dtype constants (efficiencies, latencies, clock and power, tiling classes). `structure_memo`
+the GEMM rows' per-dtype constants (efficiencies, latencies, clock and power, tiling classes). `memo_for`
 returns one dict per structure (the device, the constants object, the launch mode and every string column, by
 value) that the timing steps fill on first use (`remembered`) and read afterwards; None for other tables (a
 request's: attention_group_cache.py keeps its groups), which compute every value.
@@ -28,7 +28,7 @@ _KEPT: OrderedDict = OrderedDict()
 _OBJECT = np.dtype(object)
 
 
-def structure_memo(out: dict, row_groups, hardware, constants, launch: str) -> dict | None:
+def memo_for(out: dict, row_groups, hardware, constants, launch: str) -> dict | None:
     """The memo of this table's structure (a dict, empty when new), or None where the table is not short with
     one row per group."""
     if not row_groups.one_row_each or len(row_groups.first) > SHORT_TABLE_ROWS:
