@@ -334,12 +334,15 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # computes each head's dot products on the vector units (2 FLOPs per MAC); MLA's latent kernels (head dim
     # above 256) are built for many heads and keep the matrix units
     generic = kind_is_decode & (m > DECODE_MATRIX_GROUP_MAX) & (k <= 256)
-    decode = _decode_terms(shapes, rates, overheads, generic)
-    compute = where(generic, maximum(compute, decode["generic_s"]), compute)
+    # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
+    decode = _decode_terms(shapes, rates, overheads, generic) if any_decode else None
+    if any_decode:
+        compute = where(generic, maximum(compute, decode["generic_s"]), compute)
     stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
     memory = maximum(memory_waves, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
-    memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
+    if any_decode:
+        memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
@@ -355,6 +358,6 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     t1 = largest(padded / peak, vector_s, memory_peak, t0)
     t2 = largest(compute_waves, vector_s, memory_waves, t1)
     t3 = largest(compute, memory, t2) + fixed_s
-    scale = where(kind_is_decode, decode["scale"], 1.0)     # wide groups' extra fragments (decode latency too)
+    scale = where(kind_is_decode, decode["scale"] if any_decode else 1.0, 1.0)   # wide groups' extra fragments
     t3 = t3 * scale
     return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory, "scale": scale}

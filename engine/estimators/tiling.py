@@ -150,21 +150,53 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
     Inputs are column vectors (rows x 1). Returns tile_m, tile_n, split_k, tiles, waves,
     padded_s (padded tiles at peak over all cores), wave_peak_s (whole waves at peak), work_macs (the MACs
     the tiles execute, padding included: what the chip's power budget is spent on) and peak_memory_s (bytes plus
-    split-K partial sums at peak bandwidth).
+    split-K partial sums at peak bandwidth). The terms without m (shape_terms) are kept per (n, k, batch): a prefill
+    sweep changes m alone.
     """
-    tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
+    shape = shape_terms(n, k, batch, hardware, value_bytes)
+    tile_m, tile_n, split_k, k_slice = shape["tile_m"], shape["tile_n"], shape["split_k"], shape["k_slice"]
     cores = hardware.num_cores
-    tiles = tile_count(m, n, tile_m, tile_n, batch, split_k)
+    # tile_count(m, n, tile_m, tile_n, batch, split_k) and tile_count(m, n, tile_m, tile_n, batch): the same
+    # operations in the same order (np.multiply(batch, 1) is batch)
+    output_tiles = np.ceil(np.divide(m, tile_m)) * shape["n_tiles"]
+    tiles = output_tiles * shape["batch_split"]
     waves = wave_count(tiles, cores)
-    k_slice = np.ceil(k / split_k)
-    partial_sums = np.where(split_k > 1, 2.0 * PARTIAL_SUM_BYTES * split_k * m * n * batch, 0.0)
-    padded_macs = tile_count(m, n, tile_m, tile_n, batch) * tile_m * tile_n * k
+    partial_sums = np.where(shape["split"], shape["partial_scale"] * m * n * batch, 0.0)
+    padded_macs = output_tiles * batch * tile_m * tile_n * k
     return {
         "tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "tiles": tiles, "waves": waves,
         "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
         "work_macs": tiles * tile_m * tile_n * k_slice,
         "peak_memory_s": (nbytes + partial_sums) / bandwidth,
     }
+
+
+SHAPES_KEPT = 64
+_SHAPES: dict = {}
+
+
+def shape_terms(n, k, batch, hardware: Hardware, value_bytes: float) -> dict[str, np.ndarray]:
+    """candidate_terms' parts without m (rows x candidates, read-only), kept for the last SHAPES_KEPT (n, k, batch,
+    tile shapes, SRAM, value bytes) by value: the candidates, ceil(n / tile_n), batch x split_k, ceil(k / split_k),
+    the split-K mask and 2 x PARTIAL_SUM_BYTES x split_k (the first factors of the partial sums' product)."""
+    key = None
+    if n.__class__ is np.ndarray and k.__class__ is np.ndarray and batch.__class__ is np.ndarray:   # else: not kept
+        key = (n.tobytes(), k.tobytes(), batch.tobytes(), n.shape, k.shape, batch.shape, n.dtype, k.dtype, batch.dtype,
+               hardware.gemm_tile_shapes, hardware.sram_per_core_bytes, float(value_bytes))
+    terms = None if key is None else _SHAPES.get(key)
+    if terms is None:
+        tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
+        terms = {"tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "n_tiles": np.ceil(np.divide(n, tile_n)),
+                 "batch_split": np.multiply(batch, split_k), "k_slice": np.ceil(k / split_k), "split": split_k > 1,
+                 "partial_scale": 2.0 * PARTIAL_SUM_BYTES * split_k}
+        if key is None:
+            return terms
+        for values in terms.values():
+            values.setflags(write=False)
+        if len(_SHAPES) >= SHAPES_KEPT:
+            _SHAPES.pop(next(iter(_SHAPES)))
+        _SHAPES[key] = terms
+    return terms
 
 
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
