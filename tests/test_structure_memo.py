@@ -1,8 +1,8 @@
-"""The realistic method's per-structure memo (engine/estimators/structure_memo.py): a prefill or decode step timed with
-the memo of an earlier table of the same strings gives exactly the columns of one timed with an empty memo, over
-length sweeps of dense, sliding-window, MoE and tensor- or pipeline-parallel models in both launch modes; a table
-whose strings differ, another constants object or another device gets its own memo, a request's table none, and
-the kept arrays are read-only."""
+"""The realistic method's per-structure memo (engine/estimators/structure_memo.py): a prefill, decode step or request
+timed with the memo of an earlier table of the same strings gives exactly the columns of one timed with an empty
+memo, over length sweeps of dense, sliding-window, MoE and tensor- or pipeline-parallel models (both launch modes
+for the one-phase tables); a table whose strings differ, another constants object, device or launch mode gets its
+own memo, a table out of the builder's order none, and the kept arrays are read-only."""
 
 from __future__ import annotations
 
@@ -77,10 +77,23 @@ def test_each_structure_constants_and_device_has_its_own_memo():
     assert _memo(table, h100) is memo
 
 
-def test_a_request_table_has_no_memo():
+@pytest.mark.parametrize("model_id", MODELS)
+def test_a_request_sweep_with_a_kept_memo_gives_the_fresh_timing(model_id):
+    model, hardware = engine.load_model(model_id), engine.load_hardware("H100-SXM")
+    scenarios = [engine.Scenario(phase="request", input_length=length, output_length=6) for length in (64, 65, 300)]
+    expected = [fresh(model, hardware, scenario) for scenario in scenarios]
+    structure_memo.clear()
+    for scenario, full in zip(scenarios, expected):
+        assert_same_columns(timed(model, hardware, scenario), full)
+    assert len(structure_memo._KEPT) == 1       # the three prompt lengths: one structure
+
+
+def test_a_table_out_of_the_builders_order_has_no_memo():
     model, hardware = engine.load_model("meta-llama/Llama-3.1-8B"), engine.load_hardware("H100-SXM")
     table = decompose_columns(model, engine.Scenario(phase="request", input_length=64, output_length=8))
-    assert _memo(table, hardware) is None
+    assert _memo(table, hardware) is not None
+    reordered = dict(table, group=np.asarray(table["group"])[::-1].copy())
+    assert _memo(reordered, hardware) is None
 
 
 def test_kept_arrays_are_read_only_and_results_are_the_callers():

@@ -328,20 +328,18 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     else:
         padded = np.where(kind_is_decode, padded_decode, prefill["padded"])
         compute_waves = np.where(kind_is_decode, padded_decode / peak, prefill["waves"])
-    memory_waves = memory_peak
     compute = maximum(compute_waves / rates.matrix_fraction, vector_s)
     # decode with more query heads per KV head than the tensor-core decode kernel takes: the generic kernel
     # computes each head's dot products on the vector units (2 FLOPs per MAC); MLA's latent kernels (head dim
     # above 256) are built for many heads and keep the matrix units
     generic = kind_is_decode & (m > DECODE_MATRIX_GROUP_MAX) & (k <= 256)
+    stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
+    stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
+    memory = maximum(memory_peak, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
     # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
     decode = _decode_terms(shapes, rates, overheads, generic) if any_decode else None
     if any_decode:
         compute = where(generic, maximum(compute, decode["generic_s"]), compute)
-    stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
-    stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
-    memory = maximum(memory_waves, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
-    if any_decode:
         memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
@@ -356,7 +354,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
         fixed_s = np.where(kind_is_decode, decode_s, core_cycles_s * prefill["cycles"])
     t0 = largest(matrix_macs / peak, vector_s, memory_peak)
     t1 = largest(padded / peak, vector_s, memory_peak, t0)
-    t2 = largest(compute_waves, vector_s, memory_waves, t1)
+    t2 = largest(compute_waves, vector_s, memory_peak, t1)
     t3 = largest(compute, memory, t2) + fixed_s
     scale = where(kind_is_decode, decode["scale"] if any_decode else 1.0, 1.0)   # wide groups' extra fragments
     t3 = t3 * scale

@@ -49,24 +49,16 @@ def _fused_rates(rates, constants, per_core_macs, decode, kv_value_bytes) -> Fus
         softmax_rate_scale=rates.softmax_rate_scale)
 
 
-def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
-    """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum."""
-    rows = np.flatnonzero(fused >= 0)
-    at_rows = IndexRuns(rows)         # a request's attention rows: a few row ranges (slices, not fancy indexing)
-    group = at_rows.take(fused)
-    groups = int(group.max()) + 1
+def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants,
+                       memo: dict | None = None) -> FusedGroups:
+    """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum.
+    `memo`: the table structure's (structure_memo.py; `fused` is then the one it keeps), which keeps the groups'
+    rows, lead rows and row kinds."""
+    rows, at_rows, group, groups, by_group, is_scores, is_matrix, lead, decode = remembered(
+        memo, "group_layout", lambda: _group_layout(fused, row_groups))
     of_rows = lambda column: at_rows.take(np.asarray(out[column])).astype(float, copy=False)  # noqa: E731
-    by_group = IndexRuns(group)       # ... and their group ids: a few runs 0, 1, 2, ... (sums by slices)
     total = lambda column: by_group.sums(of_rows(column), groups)  # noqa: E731
-    # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
-    is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
-    is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
-    priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
-    keys = priority * rows.size + np.arange(rows.size)
-    least = by_group.least(keys)
-    lead = rows[(least_per_id(group, keys) if least is None else least) % rows.size]   # lexsort's first
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
-    decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse[lead]]   # compared once per kernel
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
     macs = of_rows("macs")
@@ -82,6 +74,25 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
                        ideal_sum=by_group.sums(of_rows("time_s") if ideals is None else ideals, groups),
                        row_ideal=ideals)
+
+
+def _group_layout(fused: np.ndarray, row_groups: RowGroups) -> tuple:
+    """fused_group_inputs' rows and groups: (attention rows, their IndexRuns, their group ids, the group count, the
+    ids' IndexRuns, is_scores and is_matrix per row, each group's lead row, decode per group)."""
+    rows = np.flatnonzero(fused >= 0)
+    at_rows = IndexRuns(rows)         # a request's attention rows: a few row ranges (slices, not fancy indexing)
+    group = at_rows.take(fused)
+    groups = int(group.max()) + 1
+    by_group = IndexRuns(group)       # ... and their group ids: a few runs 0, 1, 2, ... (sums by slices)
+    # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
+    is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
+    is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
+    priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
+    keys = priority * rows.size + np.arange(rows.size)
+    least = by_group.least(keys)
+    lead = rows[(least_per_id(group, keys) if least is None else least) % rows.size]   # lexsort's first
+    decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse[lead]]   # compared once per kernel
+    return rows, at_rows, group, groups, by_group, is_scores, is_matrix, lead, decode
 
 
 def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
@@ -171,7 +182,7 @@ def time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.
         except ArithmeticError:     # a division by zero or a non-finite value: numpy's arrays say what it gives
             inputs = None
     inputs = fused_group_inputs(table.out, fused, table.row_groups, table.rates, table.per_core_macs,
-                                table.constants)
+                                table.constants, memo)
     times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
     ideal_sum, ideal = inputs.ideal_sum, chain.ideal
     if inputs.row_ideal is not None:      # rows of a kernel at a raised rate: their ideal at that rate
@@ -182,7 +193,8 @@ def time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.
     gaps = (times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
             group_time - times["t3"] - offset)
     # each row's share of its group: its ideal time over the group's (an equal share where the group's is 0)
-    per_row = IndexRuns(group).take    # values[group]: a request's groups are a few runs 0, 1, 2, ...
+    # values[group]: a request's groups are a few runs 0, 1, 2, ...
+    per_row = remembered(memo, "group_runs", lambda: IndexRuns(group)).take
     group_ideal = per_row(ideal_sum)
     if all_true(ideal_sum > 0):     # every group's share is its rows' ideal over the group's (no equal shares)
         share = ideal_rows / group_ideal

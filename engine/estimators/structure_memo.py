@@ -1,18 +1,19 @@
-"""The realistic method's values that depend only on a short table's strings, kept per structure (fast path, issue 15).
+"""The realistic method's values that depend only on a table's strings, kept per structure (fast path, issue 15).
 
-A prefill's or a decode step's kernel table (one row per builder group, <= SHORT_TABLE_ROWS rows) has the same
-string columns (phase, name, type, op, unit, dtype) at every length of a sweep, while its numbers change: a prefill
-of 1024, 1025, ... tokens has new GEMM shapes every call, so its timing runs each time (kept_rows.py keeps only a
-decode step's), but what the realistic method derives from the strings alone does not change: the fused attention
-ids and launches, the GEMM and element-wise masks, each row's kernel class, bytes per value and matrix rate, and
-the GEMM rows' per-dtype constants (efficiencies, latencies, clock and power, tiling classes). `memo_for`
-returns one dict per structure (the device, the constants object, the launch mode and every string column, by
-value) that the timing steps fill on first use (`remembered`) and read afterwards; None for other tables (a
-request's: attention_group_cache.py keeps its groups), which compute every value.
+A kernel table has the same string columns (phase, name, type, op, unit, dtype) at every length of a sweep, while
+its numbers change: a prefill of 1024, 1025, ... tokens has new GEMM shapes every call, a request new attention
+contexts, so their timing runs each time (kept_rows.py keeps only a decode step's), but what the realistic method
+derives from the strings alone does not change: the fused attention ids, rows, lead rows and launches, the GEMM and
+element-wise masks, each row's kernel class, bytes per value and matrix rate, and the GEMM rows' per-dtype constants
+(efficiencies, latencies, clock and power, tiling classes). `memo_for` returns one dict per structure that the
+timing steps fill on first use (`remembered`) and read afterwards; None for a table whose rows are not the builder's
+contiguous runs (RowGroups.contiguous), which computes every value.
 
-What is kept is a function of the key alone (strings, device, constants), never of a number column, so a hit gives
-bit for bit what computing gives. The constants object is keyed by identity (it holds dicts) and kept alive by the
-entry, so its id is not reused. KEPT entries, least recently used first out; `clear()` empties it (tests).
+The key is the device, the constants object, the launch mode, the row count, where each builder group starts (tables
+of several rows per group) and every string column's value per group (a group's rows share them). What is kept is
+a function of the key alone, never of a number column, so a hit gives bit for bit what computing gives. The
+constants object is keyed by identity (it holds dicts) and kept alive by the entry, so its id is not reused. KEPT
+entries, least recently used first out; `clear()` empties it (tests).
 """
 
 from __future__ import annotations
@@ -23,22 +24,23 @@ from typing import Callable
 import numpy as np
 
 KEPT = 64
-SHORT_TABLE_ROWS = 64
 _KEPT: OrderedDict = OrderedDict()
 _OBJECT = np.dtype(object)
 
 
 def memo_for(out: dict, row_groups, hardware, constants, launch: str) -> dict | None:
-    """The memo of this table's structure (a dict, empty when new), or None where the table is not short with
-    one row per group."""
-    if not row_groups.one_row_each or len(row_groups.first) > SHORT_TABLE_ROWS:
+    """The memo of this table's structure (a dict, empty when new), or None where its rows are not the builder's
+    contiguous runs (RowGroups.contiguous)."""
+    if not row_groups.contiguous:
         return None
-    strings = []
+    first = row_groups.first
+    one_row_each = row_groups.one_row_each
+    strings = [len(row_groups.inverse), None if one_row_each else first.tobytes()]
     for name, values in out.items():
         dtype = getattr(values, "dtype", None)
         if dtype is None or dtype == _OBJECT or dtype.kind in "US":
-            strings.append(name)
-            strings.append(tuple(np.asarray(values).tolist()))
+            strings.append(name)         # each group's value (a group's rows share every string column)
+            strings.append(tuple((np.asarray(values) if one_row_each else np.asarray(values)[first]).tolist()))
     key = (hardware, id(constants), launch, *strings)
     try:
         entry = _KEPT.get(key)
