@@ -289,6 +289,10 @@ def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionO
     if not any_decode:
         return prefill_work(shapes, rates, overheads)
     at = np.flatnonzero(~kind_is_decode)
+    if at.size == 1:                # a request's one prefill group: in Python floats (float_or_array's contract)
+        terms = _one_prefill_terms(shapes, rates, overheads, int(at[0]))
+        if terms is not None:
+            return {name: _scattered(kind_is_decode.size, int(at[0]), value) for name, value in terms.items()}
     subset = lambda values: values if values is None or np.ndim(values) == 0 else values[at]  # noqa: E731
     sub_shapes = FusedShapes(**{field: subset(getattr(shapes, field)) for field in FusedShapes.__slots__})
     sub_rates = replace(rates, macs_per_s_per_core=subset(rates.macs_per_s_per_core))
@@ -297,6 +301,28 @@ def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionO
         terms[name] = np.zeros(kind_is_decode.size)
         terms[name][at] = values
     return terms
+
+
+def _one_prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, index: int):
+    """prefill_work of group `index` alone, as floats (None where its window is set or a float operation has no exact
+    numpy equivalent: the arrays then say what it gives)."""
+    pick = lambda values: values if values is None or np.ndim(values) == 0 else float(values[index])  # noqa: E731
+    window = pick(shapes.window)
+    if window is not None and window == window:        # a sliding window: the arrays
+        return None
+    one = FusedShapes(decode=False, window=None,
+                      **{field: pick(getattr(shapes, field)) for field in FusedShapes.__slots__
+                         if field not in ("decode", "window")})
+    try:
+        return prefill_work(one, replace(rates, macs_per_s_per_core=pick(rates.macs_per_s_per_core)), overheads)
+    except ArithmeticError:
+        return None
+
+
+def _scattered(size: int, index: int, value) -> np.ndarray:
+    values = np.zeros(size)
+    values[index] = value
+    return values
 
 
 def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
