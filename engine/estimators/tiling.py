@@ -167,7 +167,7 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
         "tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "tiles": tiles, "waves": waves,
         "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
         "work_macs": tiles * tile_m * tile_n * k_slice,
-        "peak_memory_s": (nbytes + partial_sums) / bandwidth,
+        "peak_memory_s": (nbytes + partial_sums) / bandwidth, "tie_break": shape["tie_break"],
     }
 
 
@@ -188,7 +188,9 @@ def shape_terms(n, k, batch, hardware: Hardware, value_bytes: float) -> dict[str
         tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
         terms = {"tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "n_tiles": np.ceil(np.divide(n, tile_n)),
                  "batch_split": np.multiply(batch, split_k), "k_slice": np.ceil(k / split_k), "split": split_k > 1,
-                 "partial_scale": 2.0 * PARTIAL_SUM_BYTES * split_k}
+                 "partial_scale": 2.0 * PARTIAL_SUM_BYTES * split_k,
+                 # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
+                 "tie_break": 1.0 + 1e-9 * np.arange(split_k.shape[1])}
         if key is None:
             return terms
         for values in terms.values():
@@ -229,14 +231,14 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
                                             rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss)
-    # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
-    best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
-    chosen = (np.arange(len(best)), best)
-    pick = lambda a: a[chosen] if a.shape == time.shape else a[0][best]  # noqa: E731  (a candidate row: 1 x n)
+    best = np.argmin(time * terms["tie_break"], axis=1)
+    flat = best + np.arange(len(best)) * time.shape[1]      # each row's choice in the flattened rows x candidates
+    pick = lambda a: a.take(flat) if a.shape == time.shape else a.take(best)  # noqa: E731  (a candidate row: 1 x n)
+    chosen_compute, chosen_memory = pick(compute), pick(memory)
     return Tiling(
         tile_m=pick(terms["tile_m"]), tile_n=pick(terms["tile_n"]), split_k=pick(terms["split_k"]),
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
-        wave_compute_s=pick(terms["wave_peak_s"]), compute_s=pick(compute), peak_memory_s=pick(terms["peak_memory_s"]),
-        memory_s=pick(memory), time_s=pick(time),
-        overlap_s=rates.overlap_loss * np.minimum(pick(compute), pick(memory)),
+        wave_compute_s=pick(terms["wave_peak_s"]), compute_s=chosen_compute, peak_memory_s=pick(terms["peak_memory_s"]),
+        memory_s=chosen_memory, time_s=pick(time),
+        overlap_s=rates.overlap_loss * np.minimum(chosen_compute, chosen_memory),
     )
