@@ -18,7 +18,8 @@ GEMMs choose their tile and split-K among the device's tiles (engine/estimators/
 GEMV (one row per GEMM) streams its weights on the vector units. Attention groups run as one
 fused kernel (engine/estimators/fused_attention.py; its inputs and the charge to its rows:
 engine/estimators/realistic_fused.py). Element-wise kernels stream at the device's achievable
-bandwidth times their kernel class's efficiency, after a fixed time per class; row-wise ones (norms, activations: one CTA per token) also run their tokens in waves over the cores.
+bandwidth times their kernel class's efficiency, after a fixed time per class; row-wise ones (norms,
+activations: one CTA per token) also run their tokens in waves over the cores.
 
 `launch`: "eager" (every kernel is launched by the host: a kernel shorter than the launch overhead
 waits for the host) or "graph" (CUDA-graph capture: the host launches one graph per step, so no
