@@ -292,6 +292,10 @@ def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionO
     if not any_decode:
         return prefill_work(shapes, rates, overheads)
     at = np.flatnonzero(~kind_is_decode)
+    if at.size == 1:                # a request's one prefill group: in Python floats (float_or_array's contract)
+        terms = _one_prefill_terms(shapes, rates, overheads, int(at[0]))
+        if terms is not None:
+            return {name: _scattered(kind_is_decode.size, int(at[0]), value) for name, value in terms.items()}
     subset = lambda values: values if values is None or np.ndim(values) == 0 else values[at]  # noqa: E731
     sub_shapes = FusedShapes(**{field: subset(getattr(shapes, field)) for field in FusedShapes.__slots__})
     sub_rates = replace(rates, macs_per_s_per_core=subset(rates.macs_per_s_per_core))
@@ -300,6 +304,28 @@ def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionO
         terms[name] = np.zeros(kind_is_decode.size)
         terms[name][at] = values
     return terms
+
+
+def _one_prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, index: int):
+    """prefill_work of group `index` alone, as floats (None where its window is set or a float operation has no exact
+    numpy equivalent: the arrays then say what it gives)."""
+    pick = lambda values: values if values is None or np.ndim(values) == 0 else float(values[index])  # noqa: E731
+    window = pick(shapes.window)
+    if window is not None and window == window:        # a sliding window: the arrays
+        return None
+    one = FusedShapes(decode=False, window=None,
+                      **{field: pick(getattr(shapes, field)) for field in FusedShapes.__slots__
+                         if field not in ("decode", "window")})
+    try:
+        return prefill_work(one, replace(rates, macs_per_s_per_core=pick(rates.macs_per_s_per_core)), overheads)
+    except ArithmeticError:
+        return None
+
+
+def _scattered(size: int, index: int, value) -> np.ndarray:
+    values = np.zeros(size)
+    values[index] = value
+    return values
 
 
 def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
@@ -331,18 +357,19 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     else:
         padded = np.where(kind_is_decode, padded_decode, prefill["padded"])
         compute_waves = np.where(kind_is_decode, padded_decode / peak, prefill["waves"])
-    memory_waves = memory_peak
     compute = maximum(compute_waves / rates.matrix_fraction, vector_s)
     # decode with more query heads per KV head than the tensor-core decode kernel takes: the generic kernel
     # computes each head's dot products on the vector units (2 FLOPs per MAC); MLA's latent kernels (head dim
     # above 256) are built for many heads and keep the matrix units
     generic = kind_is_decode & (m > DECODE_MATRIX_GROUP_MAX) & (k <= 256)
-    decode = _decode_terms(shapes, rates, overheads, generic)
-    compute = where(generic, maximum(compute, decode["generic_s"]), compute)
     stream = rates.memory_fraction * where(kind_is_decode, overheads.decode_bandwidth_efficiency, 1.0)
     stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
-    memory = maximum(memory_waves, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
-    memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
+    memory = maximum(memory_peak, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
+    # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
+    decode = _decode_terms(shapes, rates, overheads, generic) if any_decode else None
+    if any_decode:
+        compute = where(generic, maximum(compute, decode["generic_s"]), compute)
+        memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
     # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
     # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
     core_cycles_s = 1.0 / (cores * rates.clock_hz)
@@ -356,8 +383,8 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
         fixed_s = np.where(kind_is_decode, decode_s, core_cycles_s * prefill["cycles"])
     t0 = largest(matrix_macs / peak, vector_s, memory_peak)
     t1 = largest(padded / peak, vector_s, memory_peak, t0)
-    t2 = largest(compute_waves, vector_s, memory_waves, t1)
+    t2 = largest(compute_waves, vector_s, memory_peak, t1)
     t3 = largest(compute, memory, t2) + fixed_s
-    scale = where(kind_is_decode, decode["scale"], 1.0)     # wide groups' extra fragments (decode latency too)
+    scale = where(kind_is_decode, decode["scale"] if any_decode else 1.0, 1.0)   # wide groups' extra fragments
     t3 = t3 * scale
     return {"t0": t0, "t1": t1, "t2": t2, "t3": t3, "compute": compute + fixed_s, "memory": memory, "scale": scale}

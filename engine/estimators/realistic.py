@@ -16,9 +16,10 @@ gap between the ideal roofline and the realistic time splits into named parts:
 
 GEMMs choose their tile and split-K among the device's tiles (engine/estimators/tiling.py); a
 GEMV (one row per GEMM) streams its weights on the vector units. Attention groups run as one
-fused kernel (engine/estimators/fused_attention.py). Element-wise kernels stream at the device's
-achievable bandwidth times their kernel class's efficiency, after a fixed time per class; row-wise
-ones (norms, activations: one CTA per token) also run their tokens in waves over the cores.
+fused kernel (engine/estimators/fused_attention.py; its inputs and the charge to its rows:
+engine/estimators/realistic_fused.py). Element-wise kernels stream at the device's achievable
+bandwidth times their kernel class's efficiency, after a fixed time per class; row-wise ones (norms,
+activations: one CTA per token) also run their tokens in waves over the cores.
 
 `launch`: "eager" (every kernel is launched by the host: a kernel shorter than the launch overhead
 waits for the host) or "graph" (CUDA-graph capture: the host launches one graph per step, so no
@@ -34,33 +35,29 @@ TimeChain (the per-row arrays they fill).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
 
-from engine.common.arrays import all_true, any_true
-from engine.common.float_or_array import maximum, where
+from engine.common.arrays import any_true
 from engine.hardware.dtypes import bytes_per_value
-from engine.estimators.attention_cache_width import (eight_bit_prefill_rates, group_kv_value_bytes,
-                                                     prefill_macs_per_s_per_core, row_ideals)
-from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes,
-                                               cached_value_bytes, fp8_matrix_decode, fused_times,
-                                               is_scores_row)
+from engine.estimators.attention_cache_width import eight_bit_prefill_rates
 from engine.estimators.realistic_constants import (  # noqa: F401  (re-exported: the method's public constants)
     ACTIVATION_CLASS, ATTENTION_OVERHEADS, DEFAULT_CONSTANTS, DEFAULT_KERNEL_LATENCY_S, DEFAULT_MATRIX_FRACTION,
     DEFAULT_MEMORY_FRACTION, LAUNCH_MODES, NORM_CLASS, RESIDUAL_CLASS, ROW_CTAS_PER_CORE, ROW_WAVE_KINDS,
-    DeviceRates, KernelClass, RealisticConstants, decode_attention_latency_s, device_rates, moe_combine_s,
-    moe_layer_latency_s, moe_topk_latency_s)
+    DeviceRates, KernelClass, RealisticConstants, device_rates, moe_combine_s, moe_layer_latency_s,
+    moe_topk_latency_s)
 from engine.estimators.bound_labels import labelled
 from engine.estimators.attention_group_cache import kept_attention_groups
 from engine.estimators.kept_rows import timed_rows
+from engine.estimators.structure_memo import memo_for, remembered
 from engine.estimators.roofline import estimate_roofline
+from engine.estimators.realistic_fused import (  # noqa: F401  (re-exported: the fused attention's public names)
+    FusedGroups, fused_group_inputs, fused_group_kernel_s, time_fused,
+    with_attention_matrix_efficiency)
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, least_per_id
-from engine.common.index_runs import IndexRuns
 from engine.hardware.device import Hardware
 
 GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
@@ -75,6 +72,10 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     if launch not in LAUNCH_MODES:
         raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {launch!r}")
     row_groups = RowGroups(table)        # string columns once per kernel, shared with the roofline
+    # what depends on a short table's strings alone: kept per structure (engine/estimators/structure_memo.py)
+    memo = memo_for(table, row_groups, hardware, constants, launch) if isinstance(table, dict) else None
+    if memo is not None:
+        row_groups.share_strings(remembered(memo, "strings", dict))
     out = estimate_roofline(table, hardware, row_groups=row_groups)
     rates = device_rates(hardware)
     rows = len(out["time_s"])
@@ -90,21 +91,22 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
 
     kernel_rows = KernelRows(
         out=out, row_groups=row_groups, hardware=hardware, rates=rates,
-        per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates),
-        value_bytes=row_groups.map("dtype", bytes_per_value), constants=constants,
-        host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
-    # kept per structure (attention_group_cache.py), with each row's launches
-    fused, launches = kept_attention_groups(out, row_groups, launches_per_row)
-    unfused = fused < 0
-    is_gemm = row_groups.per_row(row_groups.group_strings("op") == "gemm") & unfused     # compared once per kernel
-    kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
+        per_core_macs=per_core_matrix_rates(out, row_groups, hardware, rates, memo),
+        value_bytes=remembered(memo, "value_bytes", lambda: row_groups.map("dtype", bytes_per_value)),
+        constants=constants, host_launch_s=rates.launch_overhead_s if launch == "eager" else 0.0)
+    # kept per structure (attention_group_cache.py, structure_memo.py), with each row's launches
+    fused, launches = remembered(memo, "fused", lambda: kept_attention_groups(out, row_groups, launches_per_row))
+    if memo is not None:         # copies: the result's columns are the caller's
+        fused, launches = fused.copy(), launches.copy()
+    unfused, is_gemm, kind = remembered(memo, "masks", lambda: _row_masks(row_groups, fused, constants))
     # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
-    timed_rows(kernel_rows, unfused, chain, partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain))
+    timed_rows(kernel_rows, unfused, chain,
+               partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain, memo))
 
     kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
     time = np.maximum(kernel_time, kernel_rows.host_launch_s)
     if any_true(fused >= 0):
-        time, kernel_time = _time_fused(kernel_rows, fused, chain, time, kernel_time)
+        time, kernel_time = time_fused(kernel_rows, fused, chain, time, kernel_time, memo)
     compute, memory = chain.compute, chain.memory
     out["ideal_time_s"] = ideal
     out["kernel_time_s"] = kernel_time
@@ -121,11 +123,21 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     return out
 
 
-def per_core_matrix_rates(out, row_groups: RowGroups, hardware: Hardware, rates: DeviceRates) -> np.ndarray:
+def per_core_matrix_rates(out, row_groups: RowGroups, hardware: Hardware, rates: DeviceRates,
+                          memo: dict | None = None) -> np.ndarray:
     """Per row: the matrix MAC/s of one core the roofline timed it at (estimate_roofline's `out`): its dtype's rate,
-    the fp8 rate on an 8-bit cache's prefill attention rows (eight_bit_prefill_rates)."""
-    return eight_bit_prefill_rates(out, row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores,
-                                   rates.fp8_macs_per_s_per_core, row_groups)
+    the fp8 rate on an 8-bit cache's prefill attention rows (eight_bit_prefill_rates). `memo`: the structure's
+    (structure_memo.py), which keeps the dtypes' rates."""
+    per_dtype = remembered(memo, "matrix_rates", lambda: row_groups.map("dtype", hardware.matrix_macs_per_s) / rates.cores)
+    return eight_bit_prefill_rates(out, per_dtype, rates.fp8_macs_per_s_per_core, row_groups)
+
+
+def _row_masks(row_groups: RowGroups, fused: np.ndarray, constants: RealisticConstants) -> tuple[np.ndarray, ...]:
+    """(rows outside the fused attention, GEMM rows among them, each row's kernel class name)."""
+    unfused = fused < 0
+    is_gemm = row_groups.per_row(row_groups.group_strings("op") == "gemm") & unfused     # compared once per kernel
+    kind = row_groups.map("op", lambda o: constants.class_of_op.get(str(o), "residual"))
+    return unfused, is_gemm, kind
 
 
 def launches_per_row(fused: np.ndarray) -> np.ndarray:
@@ -140,18 +152,20 @@ def launches_per_row(fused: np.ndarray) -> np.ndarray:
 
 
 def _time_unfused(table: KernelRows, unfused: np.ndarray, is_gemm: np.ndarray, kind: np.ndarray,
-                  chain: TimeChain) -> None:
+                  chain: TimeChain, memo: dict | None = None) -> None:
     """The GEMMs and element-wise kernels outside the fused attention groups, in place on `chain`."""
-    time_gemms(table, is_gemm, chain)
-    _time_elementwise(table, (~is_gemm) & unfused, kind, chain)
+    time_gemms(table, is_gemm, chain, memo)
+    _time_elementwise(table, (~is_gemm) & unfused, kind, chain, memo)
 
 
-def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain) -> None:
+def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain,
+                      memo: dict | None = None) -> None:
     """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
     if not any_true(rows):
         return
     out, rates = table.out, table.rates
-    efficiency, fixed, least, row_rate = _class_values(table, kind[rows])
+    efficiency, fixed, least, row_rate = remembered(memo, ("classes", rows.tobytes()),
+                                                    lambda: _class_values(table, kind[rows]))
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
@@ -191,182 +205,6 @@ def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...
     row_rate = np.array([c.row_bytes_per_cycle * rates.clock_hz if c is not None and c.row_bytes_per_cycle
                          and rates.row_waves else np.inf for c in found], dtype=float)
     return efficiency, fixed, least, row_rate
-
-
-@dataclass(frozen=True, slots=True)
-class FusedGroups:
-    """Per fused attention kernel: its shapes and rates (fused_times' inputs), its lead row and its rows' ideal sum."""
-
-    shapes: FusedShapes
-    rates: FusedRates
-    lead: np.ndarray          # the row each group's shape comes from (its Q*gK row, else its first matrix row)
-    ideal_sum: np.ndarray     # the group's rows' roofline times summed (row_ideal where set)
-    row_ideal: np.ndarray | None = None     # per attention row: its ideal where a kernel's rate raised it (else None)
-
-    @property
-    def decode(self) -> np.ndarray:
-        return self.shapes.decode
-
-
-def _fused_rates(rates, constants, per_core_macs, decode, kv_value_bytes) -> FusedRates:
-    """The fused attention kernel's rates for its groups (arrays) or one group (floats): the matrix rate raised to
-    fp8's for a prefill over an 8-bit cache, the attention matrix efficiency applied."""
-    return FusedRates(
-        macs_per_s_per_core=prefill_macs_per_s_per_core(per_core_macs, decode, kv_value_bytes,
-                                                        rates.fp8_macs_per_s_per_core),
-        cores=rates.cores, clock_hz=rates.clock_hz,
-        vector_flops_per_s=rates.vector_flops_per_s, bandwidth=rates.bandwidth,
-        matrix_fraction=rates.matrix_fraction * constants.attention_matrix_efficiency,
-        memory_fraction=rates.memory_fraction, matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8,
-        softmax_rate_scale=rates.softmax_rate_scale)
-
-
-def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, per_core_macs, constants) -> FusedGroups:
-    """Per attention group: fused_times' inputs, its lead row (its Q*gK row, else its first matrix row), ideal sum."""
-    rows = np.flatnonzero(fused >= 0)
-    at_rows = IndexRuns(rows)         # a request's attention rows: a few row ranges (slices, not fancy indexing)
-    group = at_rows.take(fused)
-    groups = int(group.max()) + 1
-    of_rows = lambda column: at_rows.take(np.asarray(out[column])).astype(float, copy=False)  # noqa: E731
-    by_group = IndexRuns(group)       # ... and their group ids: a few runs 0, 1, 2, ... (sums by slices)
-    total = lambda column: by_group.sums(of_rows(column), groups)  # noqa: E731
-    # string tests once per group, then per row (repeated along the builder's runs where they are contiguous)
-    is_scores = at_rows.take(row_groups.per_row(is_scores_row(row_groups.group_strings("name"))))
-    is_matrix = at_rows.take(row_groups.per_row(row_groups.group_strings("op") == "attention"))
-    priority = 2 * (~is_matrix).astype(np.int64) + (~is_scores).astype(np.int64)   # scores, matrix, other rows
-    keys = priority * rows.size + np.arange(rows.size)
-    least = by_group.least(keys)
-    lead = rows[(least_per_id(group, keys) if least is None else least) % rows.size]   # lexsort's first
-    m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
-    decode = (row_groups.group_strings("type") == "Va_Mqa")[row_groups.inverse[lead]]   # compared once per kernel
-    kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
-    fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
-    macs = of_rows("macs")
-    score_macs = by_group.sums(np.where(is_scores, macs, 0.0), groups)
-    matrix_macs = by_group.sums(macs, groups)
-    score_macs = np.where(score_macs > 0, score_macs, matrix_macs / 2.0)   # a group without a Q*gK row
-    window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
-    shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
-                         vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
-                         window=window, kv_value_bytes=kv_value_bytes)
-    ideals = row_ideals(out, rows, is_matrix, at_rows.take(per_core_macs),
-                        by_group.take(fused_rates.macs_per_s_per_core))
-    return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
-                       ideal_sum=by_group.sums(of_rows("time_s") if ideals is None else ideals, groups),
-                       row_ideal=ideals)
-
-
-def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
-    """fused_times of each group and its device time: latency + t3 + the rows' ideal sum over the fused t0 (arrays
-    over groups; for FusedGroups of floats (one_group_inputs), floats)."""
-    overheads = constants.attention_overheads
-    if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
-        overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
-    shapes = inputs.shapes
-    times = fused_times(shapes, inputs.rates, overheads)
-    prefill = constants.attention_prefill_latency_s
-    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix_decode(shapes, inputs.rates))
-    latency = where(shapes.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
-                    rates.kernel_latency_s if prefill is None else prefill)
-    offset = maximum(inputs.ideal_sum - times["t0"], 0.0)
-    return times, latency + times["t3"] + offset
-
-
-def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: DeviceRates, per_core_macs,
-                     constants) -> FusedGroups | None:
-    """fused_group_inputs of one attention group (`rows`, every row of group 0) as Python floats (decode a bool, lead
-    an int); None where its lead row has a sliding window. Sums add in row order, as np.bincount adds them."""
-    names, ops = row_groups.group_strings("name"), row_groups.group_strings("op")
-    of_row = row_groups.inverse[rows].tolist()
-    is_scores = is_scores_row(names[of_row]).tolist()
-    is_matrix = [ops[index] == "attention" for index in of_row]
-    # the first scores row, else the first matrix row, else the first row (fused_group_inputs' priority)
-    order = [2 * (not matrix) + (not scores) for matrix, scores in zip(is_matrix, is_scores)]
-    rows_list = rows.tolist()
-    lead = rows_list[order.index(min(order))]
-    window = float(out["attention_window"][lead]) if "attention_window" in out else math.nan
-    if math.isfinite(window):
-        return None
-
-    def total(column, pick=None):
-        result = 0.0
-        values = np.asarray(out[column])[rows].astype(float).tolist()
-        for value in values if pick is None else (value for value, picked in zip(values, pick) if picked):
-            result += value
-        return result
-
-    m, k, n, batch = (max(float(out[c][lead]), 1.0) for c in ("m", "k", "n", "batch"))
-    matrix_macs, score_macs = total("macs"), total("macs", is_scores)
-    decode = bool(row_groups.group_strings("type")[row_groups.inverse[lead]] == "Va_Mqa")
-    kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
-    fused_rates = _fused_rates(rates, constants, float(per_core_macs[lead]), decode, kv_value_bytes)
-    shapes = FusedShapes(
-        decode=decode, m=m, k=k, n=n,
-        batch=batch, matrix_macs=matrix_macs, vector_flops=total("vector_flops"), nbytes=total("bytes"),
-        score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None, kv_value_bytes=kv_value_bytes)
-    if fused_rates.macs_per_s_per_core > per_core_macs[lead]:      # an 8-bit cache's prefill: its rows' ideals
-        ideals = row_ideals(out, rows, np.array(is_matrix), np.asarray(per_core_macs)[rows],
-                            np.full(len(rows), fused_rates.macs_per_s_per_core))
-        return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=float(sum(ideals.tolist())),
-                           row_ideal=ideals)
-    return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=total("time_s"))
-
-
-def _time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.ndarray,
-                kernel_time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Time each attention group once and charge it to its rows by their ideal times: (time, kernel_time)."""
-    rows = np.flatnonzero(fused >= 0)
-    at_rows = IndexRuns(rows)         # a request's attention rows: a few row ranges (slices, not fancy indexing)
-    group = at_rows.take(fused)
-    inputs = None
-    if not any_true(group):         # one group (a phase's attention): in Python floats
-        try:
-            inputs = one_group_inputs(table.out, rows, table.row_groups, table.rates, table.per_core_macs,
-                                      table.constants)
-            if inputs is not None:
-                times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
-        except ArithmeticError:     # a division by zero or a non-finite value: numpy's arrays say what it gives
-            inputs = None
-    if inputs is None:
-        inputs = fused_group_inputs(table.out, fused, table.row_groups, table.rates, table.per_core_macs,
-                                    table.constants)
-        times, group_kernel = fused_group_kernel_s(inputs, table.rates, table.constants)
-    ideal_sum, ideal = inputs.ideal_sum, chain.ideal
-    if inputs.row_ideal is not None:      # rows of a kernel at a raised rate: their ideal at that rate
-        at_rows.put(ideal, inputs.row_ideal)
-    ideal_rows = at_rows.take(ideal)
-    offset = maximum(ideal_sum - times["t0"], 0.0)
-    group_time = maximum(group_kernel, table.host_launch_s)
-    gaps = (times["t1"] - times["t0"], times["t2"] - times["t1"], times["t3"] - times["t2"],
-            group_time - times["t3"] - offset)
-    # each row's share of its group: its ideal time over the group's (an equal share where the group's is 0)
-    if ideal_sum.__class__ is float:
-        share = ideal_rows / ideal_sum if ideal_sum > 0 else np.full(len(rows), 1.0 / len(rows))
-        per_row = lambda values: values  # noqa: E731
-    else:
-        per_row = IndexRuns(group).take    # values[group]: a request's groups are a few runs 0, 1, 2, ...
-        group_ideal = per_row(ideal_sum)
-        if all_true(ideal_sum > 0):     # every group's share is its rows' ideal over the group's (no equal shares)
-            share = ideal_rows / group_ideal
-        else:
-            share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
-    row_gaps = [per_row(gap) * share for gap in gaps]
-    t1 = ideal_rows + row_gaps[0]
-    t2 = t1 + row_gaps[1]
-    t3 = t2 + row_gaps[2]
-    time = time.copy()
-    kernel_time = kernel_time.copy()
-    for column, values in ((chain.t1, t1), (chain.t2, t2), (chain.t3, t3), (time, t3 + row_gaps[3]),
-                           (kernel_time, per_row(group_kernel) * share),
-                           (chain.compute, per_row(times["compute"]) * share),
-                           (chain.memory, per_row(times["memory"]) * share)):
-        at_rows.put(column, values)
-    return time, kernel_time
-
-
-def with_attention_matrix_efficiency(inputs: FusedGroups, rates: DeviceRates, efficiency: float) -> FusedGroups:
-    """`inputs` with its fused rates' matrix fraction recomputed for another attention matrix efficiency."""
-    return replace(inputs, rates=replace(inputs.rates, matrix_fraction=rates.matrix_fraction * efficiency))
 
 
 __all__ = [  # the method, and the constants re-exported from realistic_constants.py

@@ -14,6 +14,7 @@ from engine.estimators.gemm_condition import (
     condition_efficiency, condition_latency, native_block_scales, overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
+from engine.estimators.structure_memo import remembered
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
 from engine.hardware.device import Hardware
 from engine.hardware.dtypes import is_block_scaled
@@ -71,24 +72,27 @@ def _gemm_format_constants(out, rows, constants, dtypes: RowDtypes) -> tuple[np.
             per_row(out, rows, constants.gemm_format_latency_s, 0.0, dtypes))
 
 
-def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
-                           split_k_latency_s=None, power_macs_per_s=None, overlap=None):
-    """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited
-    MAC/s, overlap loss) (usually one or two), merged back per row."""
-    rates = table.rates
-    parts = {}
+def tiling_classes(efficiency, memory_efficiency=None, split_k_latency_s=None, power_macs_per_s=None, overlap=None):
+    """The distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited MAC/s, overlap loss) of
+    the GEMM rows (usually one or two) and each row's class: (classes, inverse), inverse None for one class."""
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
     split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
     power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
     overlap = np.zeros_like(efficiency) if overlap is None else overlap
     stacked = np.stack([efficiency, memory_efficiency, split, power, overlap], axis=1)
     if len(stacked) and all_true(stacked == stacked[0]):           # the usual case: one class of GEMM
-        pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
-    else:
-        pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        return stacked[:1].tolist(), None
+    pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    return pairs.tolist(), inverse.reshape(-1)
+
+
+def _tilings_by_class(shapes: GemmShapes, table: KernelRows, classes: tuple):
+    """choose_tilings once per tiling class (tiling_classes), merged back per row."""
+    rates = table.rates
+    pairs, inverse = classes
+    parts = {}
     for number, (value, memory_value, split_value, power_value, overlap_value) in enumerate(pairs):
-        mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
+        mine = slice(None) if inverse is None else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
                                float(split_value), float(power_value), float(overlap_value))
@@ -167,17 +171,28 @@ def _fused_quantize_s(table: KernelRows, rows: np.ndarray, fused: np.ndarray, dt
     return np.where(charged, stream, 0.0)
 
 
-def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
-    """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`."""
-    if not any_true(rows):
-        return
+@dataclass(frozen=True, slots=True)
+class GemmConstants:
+    """What the GEMM rows' timing derives from their dtypes and names alone (kept per table structure,
+    structure_memo.py): per row the matrix and memory efficiencies, the format's extra latency, the clock form's
+    cycles, split-K seconds and power-limited MAC/s (None: not set), the grouped MoE rows and the gated ones that
+    quantize inside their kernel (None: none), and the tiling classes (tiling_classes)."""
+
+    dtypes: RowDtypes
+    efficiency: np.ndarray
+    memory_efficiency: np.ndarray
+    extra_latency: np.ndarray
+    cycles: np.ndarray | None
+    split_s: np.ndarray | None
+    power: np.ndarray | None
+    grouped: np.ndarray
+    fused: np.ndarray | None
+    classes: tuple
+
+
+def gemm_constants(table: KernelRows, rows: np.ndarray) -> GemmConstants:
+    """The GEMM rows' per-dtype and per-name values (GemmConstants)."""
     out, rates, constants = table.out, table.rates, table.constants
-    m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
-    nbytes = out["bytes"][rows].astype(float)
-    check_condition(constants.gemm_condition)
-    if constants.gemm_condition == "warm":    # operands from the LLC where the copies fit (gemm_condition.py)
-        nbytes = nbytes * warm_byte_scale(out["weight_bytes"][rows], out["activation_bytes"][rows], table.hardware)
-        chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
     dtypes = RowDtypes(out, rows)      # the per-dtype constants below look the rows' dtypes up once
     efficiency, extra_latency = _gemm_format_constants(out, rows, constants, dtypes)
     efficiency = condition_efficiency(out, rows, efficiency, constants, dtypes)
@@ -193,18 +208,36 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
     if promotion is not None:     # dense block-scaled GEMMs: scales applied on the vector units (grouped: the MoE's own)
         grouped = is_expert_gemm(np.asarray(out["name"])[rows])
         efficiency = efficiency * np.where(grouped, 1.0, promotion)
-    shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
     cycles = split_s = power = None
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
-    names = np.asarray(out["name"])[rows]
-    grouped = is_expert_gemm(names)
+    grouped = is_expert_gemm(np.asarray(out["name"])[rows])
     if power is not None and not constants.moe_power_capped and any_true(grouped):
         power = np.where(grouped, np.inf, power)     # grouped MoE GEMMs: no board-power cap (moe_power_capped)
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
              else None)
-    latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + extra_latency, 0.0), cycles, rates,
-                                constants, dtypes, fused)
+    classes = tiling_classes(efficiency, memory_efficiency, split_s, power, overlap_loss(out, rows, constants, dtypes))
+    return GemmConstants(dtypes, efficiency, memory_efficiency, extra_latency, cycles, split_s, power, grouped, fused,
+                         classes)
+
+
+def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain, memo: dict | None = None) -> None:
+    """Tiled GEMMs (tile and wave quantization, split-K, achievable rates) and GEMVs, in place on `chain`.
+    `memo`: the table structure's memo (structure_memo.py), which keeps gemm_constants."""
+    if not any_true(rows):
+        return
+    out, rates, constants = table.out, table.rates, table.constants
+    m, n, k, batch = (out[c][rows].astype(float) for c in ("m", "n", "k", "batch"))
+    nbytes = out["bytes"][rows].astype(float)
+    check_condition(constants.gemm_condition)
+    if constants.gemm_condition == "warm":    # operands from the LLC where the copies fit (gemm_condition.py)
+        nbytes = nbytes * warm_byte_scale(out["weight_bytes"][rows], out["activation_bytes"][rows], table.hardware)
+        chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
+    fixed = remembered(memo, ("gemm", rows.tobytes()), lambda: gemm_constants(table, rows))
+    dtypes, grouped, fused = fixed.dtypes, fixed.grouped, fixed.fused
+    shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
+    latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + fixed.extra_latency, 0.0), fixed.cycles,
+                                rates, constants, dtypes, fused)
     chain.latency[rows] = _grouped_latency(table, rows, latency, grouped, fused, dtypes) if any_true(grouped) \
         else latency
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
@@ -215,11 +248,10 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         t3, part_compute, part_memory = _gemv_times(out, rows, nbytes, ideal, rates)
         tiles = dict.fromkeys(("tile_m", "tile_n", "split_k", "tiles", "waves"), np.full(len(ideal), np.nan))
     else:
-        tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s, power,
-                                        overlap_loss(out, rows, constants, dtypes))
+        tiling = _tilings_by_class(shapes, table, fixed.classes)
         t1, t2, t3, part_compute, part_memory, tiles = _tiled_times(out, rows, tiling, gemv, nbytes, ideal, rates)
-        if split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
-            chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, split_s, 0.0)
+        if fixed.split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
+            chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, fixed.split_s, 0.0)
     chain.t1[rows], chain.t2[rows], chain.t3[rows] = t1, t2, t3
     chain.compute[rows], chain.memory[rows] = part_compute, part_memory
     for column, values in tiles.items():

@@ -56,6 +56,10 @@ class RowGroups:
             rows[row_start:row_stop] = values[start:stop]
         return rows
 
+    def share_strings(self, store: dict) -> None:
+        """Keep group_strings' arrays in `store` (a dict shared by the tables of one structure: structure_memo.py)."""
+        self._strings = store
+
     def group_strings(self, key: str) -> np.ndarray:
         """The column's value of each group (one per group, in group order), as a str array (converted once
         per key; read-only, as every caller shares it)."""

@@ -150,21 +150,55 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
     Inputs are column vectors (rows x 1). Returns tile_m, tile_n, split_k, tiles, waves,
     padded_s (padded tiles at peak over all cores), wave_peak_s (whole waves at peak), work_macs (the MACs
     the tiles execute, padding included: what the chip's power budget is spent on) and peak_memory_s (bytes plus
-    split-K partial sums at peak bandwidth).
+    split-K partial sums at peak bandwidth). The terms without m (shape_terms) are kept per (n, k, batch): a prefill
+    sweep changes m alone.
     """
-    tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
+    shape = shape_terms(n, k, batch, hardware, value_bytes)
+    tile_m, tile_n, split_k, k_slice = shape["tile_m"], shape["tile_n"], shape["split_k"], shape["k_slice"]
     cores = hardware.num_cores
-    tiles = tile_count(m, n, tile_m, tile_n, batch, split_k)
+    # tile_count(m, n, tile_m, tile_n, batch, split_k) and tile_count(m, n, tile_m, tile_n, batch): the same
+    # operations in the same order (np.multiply(batch, 1) is batch)
+    output_tiles = np.ceil(np.divide(m, tile_m)) * shape["n_tiles"]
+    tiles = output_tiles * shape["batch_split"]
     waves = wave_count(tiles, cores)
-    k_slice = np.ceil(k / split_k)
-    partial_sums = np.where(split_k > 1, 2.0 * PARTIAL_SUM_BYTES * split_k * m * n * batch, 0.0)
-    padded_macs = tile_count(m, n, tile_m, tile_n, batch) * tile_m * tile_n * k
+    partial_sums = np.where(shape["split"], shape["partial_scale"] * m * n * batch, 0.0)
+    padded_macs = output_tiles * batch * tile_m * tile_n * k
     return {
         "tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "tiles": tiles, "waves": waves,
         "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
         "work_macs": tiles * tile_m * tile_n * k_slice,
-        "peak_memory_s": (nbytes + partial_sums) / bandwidth,
+        "peak_memory_s": (nbytes + partial_sums) / bandwidth, "tie_break": shape["tie_break"],
     }
+
+
+SHAPES_KEPT = 64
+_SHAPES: dict = {}
+
+
+def shape_terms(n, k, batch, hardware: Hardware, value_bytes: float) -> dict[str, np.ndarray]:
+    """candidate_terms' parts without m (rows x candidates, read-only), kept for the last SHAPES_KEPT (n, k, batch,
+    tile shapes, SRAM, value bytes) by value: the candidates, ceil(n / tile_n), batch x split_k, ceil(k / split_k),
+    the split-K mask and 2 x PARTIAL_SUM_BYTES x split_k (the first factors of the partial sums' product)."""
+    key = None
+    if n.__class__ is np.ndarray and k.__class__ is np.ndarray and batch.__class__ is np.ndarray:   # else: not kept
+        key = (n.tobytes(), k.tobytes(), batch.tobytes(), n.shape, k.shape, batch.shape, n.dtype, k.dtype, batch.dtype,
+               hardware.gemm_tile_shapes, hardware.sram_per_core_bytes, float(value_bytes))
+    terms = None if key is None else _SHAPES.get(key)
+    if terms is None:
+        tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
+        terms = {"tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "n_tiles": np.ceil(np.divide(n, tile_n)),
+                 "batch_split": np.multiply(batch, split_k), "k_slice": np.ceil(k / split_k), "split": split_k > 1,
+                 "partial_scale": 2.0 * PARTIAL_SUM_BYTES * split_k,
+                 # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
+                 "tie_break": 1.0 + 1e-9 * np.arange(split_k.shape[1])}
+        if key is None:
+            return terms
+        for values in terms.values():
+            values.setflags(write=False)
+        if len(_SHAPES) >= SHAPES_KEPT:
+            _SHAPES.pop(next(iter(_SHAPES)))
+        _SHAPES[key] = terms
+    return terms
 
 
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
@@ -197,14 +231,14 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
                                             rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss)
-    # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
-    best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
-    chosen = (np.arange(len(best)), best)
-    pick = lambda a: a[chosen] if a.shape == time.shape else a[0][best]  # noqa: E731  (a candidate row: 1 x n)
+    best = np.argmin(time * terms["tie_break"], axis=1)
+    flat = best + np.arange(len(best)) * time.shape[1]      # each row's choice in the flattened rows x candidates
+    pick = lambda a: a.take(flat) if a.shape == time.shape else a.take(best)  # noqa: E731  (a candidate row: 1 x n)
+    chosen_compute, chosen_memory = pick(compute), pick(memory)
     return Tiling(
         tile_m=pick(terms["tile_m"]), tile_n=pick(terms["tile_n"]), split_k=pick(terms["split_k"]),
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
-        wave_compute_s=pick(terms["wave_peak_s"]), compute_s=pick(compute), peak_memory_s=pick(terms["peak_memory_s"]),
-        memory_s=pick(memory), time_s=pick(time),
-        overlap_s=rates.overlap_loss * np.minimum(pick(compute), pick(memory)),
+        wave_compute_s=pick(terms["wave_peak_s"]), compute_s=chosen_compute, peak_memory_s=pick(terms["peak_memory_s"]),
+        memory_s=chosen_memory, time_s=pick(time),
+        overlap_s=rates.overlap_loss * np.minimum(chosen_compute, chosen_memory),
     )
