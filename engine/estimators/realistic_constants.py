@@ -145,6 +145,11 @@ class RealisticConstants:
     # rate x 1 / (1 + flops x matrix MAC/s / (group x vector FLOP/s)) (gemm_condition.block_scale_efficiency; H100
     # fp8_g128 at 2 FLOPs, one FMA: x 0.80). Warm condition only; fitted leave-one-device-out (fit.py).
     gemm_block_scale_flops: dict = field(default_factory=dict)
+    # gemm_k_step_cycles: per dtype, core cycles each wave of tiles spends per TILE_K-deep step of its k loop beyond
+    # its matrix work and operand stream (a k-block's barrier wait and instruction issue, not hidden behind the MMA
+    # of a small tile): a candidate adds waves x ceil(k slice / TILE_K) x cycles / clock (tiling.candidate_times), so
+    # a deep k costs more than the floor alone says and split-K pays for small m. Warm condition only.
+    gemm_k_step_cycles: dict = field(default_factory=dict)
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
     # (AIConfigurator's collector: weight copies back to back in one CUDA graph, latency gemm_latency_cycles / clock;

@@ -11,7 +11,7 @@ import numpy as np
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
-    condition_efficiency, condition_latency, native_block_scales, overlap_loss, per_row, warm_byte_scale)
+    condition_efficiency, condition_latency, k_step_cycles, native_block_scales, overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
@@ -72,26 +72,27 @@ def _gemm_format_constants(out, rows, constants, dtypes: RowDtypes) -> tuple[np.
 
 
 def _tilings_by_efficiency(shapes: GemmShapes, table: KernelRows, efficiency, memory_efficiency=None,
-                           split_k_latency_s=None, power_macs_per_s=None, overlap=None):
+                           split_k_latency_s=None, power_macs_per_s=None, overlap=None, k_step_s=None):
     """choose_tilings once per distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited
-    MAC/s, overlap loss) (usually one or two), merged back per row."""
+    MAC/s, overlap loss, k-step seconds) (usually one or two), merged back per row."""
     rates = table.rates
     parts = {}
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
     split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
     power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
     overlap = np.zeros_like(efficiency) if overlap is None else overlap
-    stacked = np.stack([efficiency, memory_efficiency, split, power, overlap], axis=1)
+    k_step = np.zeros_like(efficiency) if k_step_s is None else k_step_s
+    stacked = np.stack([efficiency, memory_efficiency, split, power, overlap, k_step], axis=1)
     if len(stacked) and all_true(stacked == stacked[0]):           # the usual case: one class of GEMM
         pairs, inverse = stacked[:1], np.zeros(len(stacked), dtype=np.intp)
     else:
         pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
-    for number, (value, memory_value, split_value, power_value, overlap_value) in enumerate(pairs):
+    for number, (value, memory_value, split_value, power_value, overlap_value, step_value) in enumerate(pairs):
         mine = slice(None) if len(pairs) == 1 else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
-                               float(split_value), float(power_value), float(overlap_value))
+                               float(split_value), float(power_value), float(overlap_value), float(step_value))
         parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
                                              shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:
@@ -215,8 +216,10 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain) -> None:
         t3, part_compute, part_memory = _gemv_times(out, rows, nbytes, ideal, rates)
         tiles = dict.fromkeys(("tile_m", "tile_n", "split_k", "tiles", "waves"), np.full(len(ideal), np.nan))
     else:
+        steps = k_step_cycles(out, rows, constants, dtypes)
         tiling = _tilings_by_efficiency(shapes, table, efficiency, memory_efficiency, split_s, power,
-                                        overlap_loss(out, rows, constants, dtypes))
+                                        overlap_loss(out, rows, constants, dtypes),
+                                        None if steps is None else steps / rates.clock_hz)
         t1, t2, t3, part_compute, part_memory, tiles = _tiled_times(out, rows, tiling, gemv, nbytes, ideal, rates)
         if split_s is not None:     # a split-K tiling's reduction pass is device time beyond the work
             chain.latency[rows] += np.where((tiling.split_k > 1) & ~gemv, split_s, 0.0)

@@ -79,6 +79,7 @@ class GemmRates:
     # so a GEMM of few tiles is not slowed by cores it leaves idle and more cores are never slower.
     power_macs_per_s: float = np.inf
     overlap_loss: float = 0.0            # the fraction of the shorter of compute and memory the pipeline does not hide
+    k_step_s: float = 0.0                # each wave's time per TILE_K-deep k step beyond its work (k_step_cycles / clock)
 
 
 @dataclass
@@ -96,7 +97,8 @@ class Tiling:
     peak_memory_s: np.ndarray      # bytes incl. split-K partial sums at peak bandwidth
     memory_s: np.ndarray           # the same at the achievable bandwidth
     time_s: np.ndarray             # latency + max(compute_s, memory_s) + overlap_s
-    overlap_s: np.ndarray          # overlap_loss x min(compute_s, memory_s): operand loads and MMAs not overlapped
+    overlap_s: np.ndarray          # overlap_loss x min(compute_s, memory_s): operand loads and MMAs not overlapped,
+                                   # + k_step_s x waves x k steps: the k loop's per-step time not hidden
 
 
 def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates) -> Tiling:
@@ -164,11 +166,13 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
         "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
         "work_macs": tiles * tile_m * tile_n * k_slice,
         "peak_memory_s": (nbytes + partial_sums) / bandwidth,
+        "k_steps": waves * np.ceil(k_slice / TILE_K),
     }
 
 
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
-                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf, overlap_loss: float = 0.0):
+                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf, overlap_loss: float = 0.0,
+                    k_step_s: float = 0.0):
     """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
     rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction).
     Compute is at least the executed MACs at the chip's power-limited rate `power_macs_per_s` (a chip-level
@@ -185,6 +189,8 @@ def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float,
         time = time + overlap_loss * np.minimum(compute, memory)
     if split_k_latency_s:
         time = time + np.where(terms["split_k"] > 1, split_k_latency_s, 0.0)
+    if k_step_s:
+        time = time + k_step_s * terms["k_steps"]
     return time, compute, memory
 
 
@@ -196,7 +202,8 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
     """The fastest candidate of each row (column vectors: rows x 1)."""
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
-                                            rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss)
+                                            rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss,
+                                            rates.k_step_s)
     # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
     best = np.argmin(time * (1.0 + 1e-9 * np.arange(time.shape[1])), axis=1)
     chosen = (np.arange(len(best)), best)
@@ -206,5 +213,6 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
         wave_compute_s=pick(terms["wave_peak_s"]), compute_s=pick(compute), peak_memory_s=pick(terms["peak_memory_s"]),
         memory_s=pick(memory), time_s=pick(time),
-        overlap_s=rates.overlap_loss * np.minimum(pick(compute), pick(memory)),
+        overlap_s=(rates.overlap_loss * np.minimum(pick(compute), pick(memory))
+                   + rates.k_step_s * pick(terms["k_steps"])),
     )
