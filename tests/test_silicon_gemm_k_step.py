@@ -69,3 +69,20 @@ def test_model_condition_ignores_the_k_step_cycles():
     stepped = estimate_realistic(columns, h100, constants=replace(DEFAULT_CONSTANTS,
                                                                    gemm_k_step_cycles={"bf16": 40.0}))
     np.testing.assert_array_equal(stepped["kernel_time_s"], base["kernel_time_s"])
+
+
+def test_the_fit_finds_the_k_step_cycles_the_times_were_made_with():
+    devices = load_specs()
+    rows = tables.gemm_table(SUBSET)
+    rows = rows[rows["dtype"] == "bf16"].reset_index(drop=True)
+    groups = list(fit.device_gemms(rows.assign(framework="x"), devices).values())
+    for group in groups:        # times made with 20 cycles per step (46 rows: the other constants trade with it)
+        group.measured = group.predicted_clock(1.15, 4500.0, 0.0, 0.0, 0.1, 0.0, 20.0)
+    median = {}
+    for k_step in (True, False):
+        fitted = fit.fit_dtype_clock_block_scaled(groups, block_scale=False, quantize_bytes=False, k_step=k_step)
+        error = np.concatenate([g.predicted_clock(*fitted[:5], fitted[6], fitted[8]) / g.measured - 1.0
+                                for g in groups])
+        median[k_step] = np.median(np.abs(error))
+        assert (fitted[8] > 0) == k_step
+    assert median[True] < 0.01 < median[False]
