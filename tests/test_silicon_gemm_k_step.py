@@ -86,3 +86,35 @@ def test_the_fit_finds_the_k_step_cycles_the_times_were_made_with():
         median[k_step] = np.median(np.abs(error))
         assert (fitted[8] > 0) == k_step
     assert median[True] < 0.01 < median[False]
+
+
+# measured rows of the shipped TensorRT-LLM subset (tests/data/aiconfigurator, in the tables the constants were fitted
+# on): (device, m, n, k) -> the shipped constants' error, within 0.4% of the measured time (B200 -0.33%, -0.22%;
+# H100 +0.03%); bf16's k-step cycles x 0.85 give -1.08%, -1.26%, -0.43%, x 1.15 +0.43%, +0.82%, +0.49%, none -5.4%,
+# -7.2%, -3.0%
+K_STEP_ROWS = (("B200", 9, 6144, 2048), ("B200", 5, 5120, 4096), ("H100-SXM", 2305, 16384, 51200))
+
+
+def _k_step_row_errors(factor: float) -> list[float]:
+    from engine.calibration.silicon import score
+    from engine.calibration.silicon.conditions import table_constants
+    devices = load_specs()
+    rows = tables.gemm_table(SUBSET)
+    constants = table_constants("trtllm")
+    constants = replace(constants, gemm_k_step_cycles={"bf16": constants.gemm_k_step_cycles["bf16"] * factor})
+    errors = []
+    for device, m, n, k in K_STEP_ROWS:
+        row = rows[(rows["device"] == device) & (rows["dtype"] == "bf16") & (rows["m"] == m) & (rows["n"] == n)
+                   & (rows["k"] == k)].reset_index(drop=True)
+        assert len(row) == 1, (device, m, n, k)
+        columns, index = score.gemm_kernels(row)
+        predicted = score.method_seconds(columns, index, 1, devices[device], "realistic", constants)[0]
+        errors.append(predicted / row["time_s"].iloc[0] - 1.0)
+    return errors
+
+
+def test_measured_deep_rows_sit_within_their_bound_that_a_15_percent_change_of_the_k_step_cycles_breaks():
+    assert DEFAULT_CONSTANTS.gemm_k_step_cycles == {"bf16": 10.0}
+    assert max(abs(e) for e in _k_step_row_errors(1.0)) <= 0.004
+    for factor in (0.85, 1.15, 0.0):
+        assert max(abs(e) for e in _k_step_row_errors(factor)) > 0.004

@@ -16,7 +16,8 @@ the latency and caps the matrix rate by the board's power, again from workbook f
 
 (the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
 tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
-part of the shorter term a tile's pipeline does not hide; tiling.candidate_times).
+part of the shorter term a tile's pipeline does not hide; tiling.candidate_times) + waves x k steps x
+gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition).
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
