@@ -151,7 +151,8 @@ class RealisticConstants:
     # a deep k costs more than the floor alone says and split-K pays for small m. Warm condition only.
     # Shipped bf16 10 (h/gemm7: fit.fit_all(hold_power=True) on all 7 devices' tables over the grid 0/10/20/30, with
     # bf16's efficiency 1.13 -> 1.18, latency 4,700 -> 4,500 cycles, split-K 4,000 -> 4,100, loss 0.22 -> 0.14 refitted
-    # with it; the fp8 entries keep h/gemm5's fit at 4,700 cycles; docs/accuracy.md).
+    # with it; the fp8 entries keep h/gemm5's fit at 4,700 cycles: refitted at bf16's 4,500 with the power cap held,
+    # fp8 and fp8_g128 choose 0 k-step cycles and move by -0.5 to +0.4 points per device in-sample; docs/accuracy.md).
     gemm_k_step_cycles: dict = field(default_factory=lambda: {"bf16": 10.0})
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
