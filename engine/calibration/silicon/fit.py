@@ -63,7 +63,9 @@ BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
 FIT_BLOCK_SCALE = False
 # gemm_k_step_cycles: core cycles each wave spends per TILE_K-deep step of its k loop beyond the matrix work
 K_STEP_CYCLES_GRID = (0.0, 10.0, 20.0, 30.0)
-FIT_K_STEP = True
+# ... fitted for these dtypes in leave_one_device_out and fit_all (h/gemm7: fp8_g128's folds with the grid chose 20 where
+# a Hopper was held out and made Hopper 1.3-3.2 points worse: its tables lack the promotion cost, docs/accuracy.md)
+K_STEP_DTYPES = ("bf16", "fp8")
 QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
 # ... and the bytes it moves per activation value (3: read bf16, write e4m3 once; a dynamic per-tensor scale reads
 # the activation once more for its amax: 5)
@@ -197,16 +199,16 @@ def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: floa
 
 def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: float | None = None,
                                  joules_per_flop: float | None = None, block_scale: bool = True,
-                                 quantize_bytes: bool = True, k_step: bool | None = None) -> tuple:
+                                 quantize_bytes: bool = True, k_step: bool = False) -> tuple:
     """fit_dtype_clock_quantize's six values, gemm_block_scale_flops (BLOCK_SCALE_FLOPS_GRID; 0 where no group
     has a vector-unit promotion, DeviceGemms.block_scale_ratio), {framework: the quantize kernel's bytes per
     activation value} (QUANTIZE_BYTES_GRID; `quantize_bytes` False: QUANTIZE_BYTES_PER_VALUE; `block_scale` False:
-    no promotion fitted) and gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, default FIT_K_STEP, else 0).
+    no promotion fitted) and gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, else 0).
     The k-step cycles move the efficiency, latency and overlap loss with them, so each grid value gets its own
     coordinate descent and the one of the least objective is kept."""
     measured = np.concatenate([g.measured for g in groups])
     best, best_score = None, np.inf
-    for step in (K_STEP_CYCLES_GRID if (FIT_K_STEP if k_step is None else k_step) else [0.0]):
+    for step in (K_STEP_CYCLES_GRID if k_step else [0.0]):
         fitted = _fit_clock_at_step(groups, rounds, latency_cycles, joules_per_flop, block_scale, quantize_bytes,
                                     float(step))
         predicted = np.concatenate([g.predicted_clock(*fitted[:5], fitted[6], fitted[8], quantize_latency=fitted[5],
@@ -295,7 +297,7 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
             efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step = fit_dtype_clock_block_scaled(
-                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE)
+                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES)
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
             extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
@@ -350,7 +352,7 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
             held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
             fitted[dtype] = fit_dtype_clock_block_scaled(mine, latency_cycles=shared, joules_per_flop=held,
-                                                         block_scale=FIT_BLOCK_SCALE)
+                                                         block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES)
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted
