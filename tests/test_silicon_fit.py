@@ -20,7 +20,7 @@ SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 ADDITIVE = replace(DEFAULT_CONSTANTS, gemm_matrix_efficiency={"fp8": 0.69, "fp8_g128": 0.78},
                    gemm_format_latency_s={"fp8": 2.25e-6, "fp8_g128": 0.0}, gemm_latency_cycles={},
                    gemm_power_j_per_flop={}, gemm_split_k_cycles={}, gemm_model_matrix_efficiency={},
-                   gemm_quantize_latency_s={}, gemm_overlap_loss={})
+                   gemm_quantize_latency_s={}, gemm_overlap_loss={}, gemm_k_step_cycles={})
 UNCALIBRATED = replace(ADDITIVE, gemm_matrix_efficiency={}, gemm_format_latency_s={})
 
 

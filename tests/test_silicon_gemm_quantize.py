@@ -79,7 +79,7 @@ def test_model_condition_ignores_the_block_scale_promotion():
 
 
 # Leave-one-device-out, fp8 (per-tensor), trtllm + vLLM + SGLang pooled (200 rows per device and framework, n, k >= 128,
-# fixed sample; latency cycles held at bf16's shipped 4,700): every constant of the clock-and-power form, each
+# fixed sample; latency cycles held at 4,700, h/gemm5's bf16 value; no k-step cycles, h/gemm7's): every constant of the clock-and-power form, each
 # framework's quantize latency and its bytes per value fitted on the other devices. device -> (median, p90) at most,
 # just above the measured (2026-11-27, h/gemm5): B200 10.0% / 27.5%, B300 8.3 / 25.1, GB200 9.6 / 28.2, GB300 8.3 / 24.5,
 # H100 13.6 / 32.3, H200 14.4 / 34.9; with the quantize at 3 bytes per value (one pass, as before h/gemm5): 11.0 / 36.2,
@@ -94,9 +94,9 @@ def pooled_fp8_folds():
     devices = load_specs()
     rows = fit.fit_rows(devices, rows_per_group=200)
     groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices)
-    cycles = DEFAULT_CONSTANTS.gemm_latency_cycles["bf16"]
     return {device: (held_out, fit.fit_dtype_clock_block_scaled(
-                [g for (d, _, _), g in groups.items() if d != device], latency_cycles=cycles, block_scale=False))
+                [g for (d, _, _), g in groups.items() if d != device], latency_cycles=4700.0, block_scale=False,
+                k_step=False))
             for (device, _, framework), held_out in groups.items() if framework == "vllm"}, groups
 
 

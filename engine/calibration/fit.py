@@ -24,7 +24,7 @@ from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.realistic import (
     DEFAULT_CONSTANTS, ROW_CTAS_PER_CORE, DeviceRates, KernelClass, RealisticConstants,
 )
-from engine.estimators.tiling import candidate_terms
+from engine.estimators.tiling import candidate_terms, k_steps
 from engine.hardware.device import Hardware
 
 CLASS_OF_KIND = {"swiglu": "activation", "rmsnorm": "norm", "residual_add": "residual"}
@@ -78,9 +78,9 @@ class GemmModel:
         self.ideal_s = np.maximum(table["matrix_flops"] / hardware.matrix_flops_per_s(dtype), self.stream_peak_s)
 
     def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0,
-             power_macs_per_s: float = np.inf, overlap_loss: float = 0.0) -> np.ndarray:
+             power_macs_per_s: float = np.inf, overlap_loss: float = 0.0, k_step_s: float = 0.0) -> np.ndarray:
         """`power_macs_per_s`: the chip's power-limited matrix rate; `overlap_loss`: the part of min(compute, memory)
-        not hidden (tiling.candidate_times; inf, 0: none)."""
+        not hidden; `k_step_s`: seconds per wave per k step (tiling.candidate_times; inf, 0, 0: none)."""
         compute = self.terms["wave_peak_s"] / matrix
         if np.isfinite(power_macs_per_s):
             compute = np.maximum(compute, self.terms["work_macs"] / power_macs_per_s)
@@ -90,6 +90,8 @@ class GemmModel:
             candidates = candidates + overlap_loss * np.minimum(compute, streamed)
         if split_k_latency_s:       # a split-K candidate's reduction pass (tiling.candidate_times)
             candidates = candidates + np.where(self.terms["split_k"] > 1, split_k_latency_s, 0.0)
+        if k_step_s:                # each wave's k loop: seconds per TILE_K-deep step (tiling.candidate_times)
+            candidates = candidates + k_step_s * k_steps(self.terms)
         tiled = np.min(candidates, axis=1)
         gemv = np.maximum(self.vector_s, self.stream_peak_s / memory)
         return np.maximum(np.where(self.gemv, gemv, tiled), self.ideal_s)

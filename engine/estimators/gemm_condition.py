@@ -92,6 +92,15 @@ def overlap_loss(out, rows, constants, dtypes: RowDtypes | None = None):
     return per_row(out, rows, constants.gemm_overlap_loss, 0.0, dtypes)
 
 
+def k_step_cycles(out, rows, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row: gemm_k_step_cycles[dtype] (tiling.candidate_times: cycles per wave per TILE_K-deep step of the
+    k loop) in the warm condition, where it is fitted; None in the model condition and where the constants have
+    none."""
+    if constants.gemm_condition != "warm" or not constants.gemm_k_step_cycles:
+        return None
+    return per_row(out, rows, constants.gemm_k_step_cycles, 0.0, dtypes)
+
+
 def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
     """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
     fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default

@@ -11,7 +11,7 @@ import numpy as np
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
-    condition_efficiency, condition_latency, native_block_scales, overlap_loss, per_row, warm_byte_scale)
+    condition_efficiency, condition_latency, k_step_cycles, native_block_scales, overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.structure_memo import remembered
@@ -72,14 +72,17 @@ def _gemm_format_constants(out, rows, constants, dtypes: RowDtypes) -> tuple[np.
             per_row(out, rows, constants.gemm_format_latency_s, 0.0, dtypes))
 
 
-def tiling_classes(efficiency, memory_efficiency=None, split_k_latency_s=None, power_macs_per_s=None, overlap=None):
-    """The distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited MAC/s, overlap loss) of
-    the GEMM rows (usually one or two) and each row's class: (classes, inverse), inverse None for one class."""
+def tiling_classes(efficiency, memory_efficiency=None, split_k_latency_s=None, power_macs_per_s=None, overlap=None,
+                   k_step_s=None):
+    """The distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited MAC/s, overlap loss,
+    k-step seconds) of the GEMM rows (usually one or two) and each row's class: (classes, inverse), inverse None for
+    one class."""
     memory_efficiency = np.ones_like(efficiency) if memory_efficiency is None else memory_efficiency
     split = np.zeros_like(efficiency) if split_k_latency_s is None else split_k_latency_s
     power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
     overlap = np.zeros_like(efficiency) if overlap is None else overlap
-    stacked = np.stack([efficiency, memory_efficiency, split, power, overlap], axis=1)
+    k_step = np.zeros_like(efficiency) if k_step_s is None else k_step_s
+    stacked = np.stack([efficiency, memory_efficiency, split, power, overlap, k_step], axis=1)
     if len(stacked) and all_true(stacked == stacked[0]):           # the usual case: one class of GEMM
         return stacked[:1].tolist(), None
     pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
@@ -91,11 +94,11 @@ def _tilings_by_class(shapes: GemmShapes, table: KernelRows, classes: tuple):
     rates = table.rates
     pairs, inverse = classes
     parts = {}
-    for number, (value, memory_value, split_value, power_value, overlap_value) in enumerate(pairs):
+    for number, (value, memory_value, split_value, power_value, overlap_value, step_value) in enumerate(pairs):
         mine = slice(None) if inverse is None else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
-                               float(split_value), float(power_value), float(overlap_value))
+                               float(split_value), float(power_value), float(overlap_value), float(step_value))
         parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
                                              shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:
@@ -216,7 +219,9 @@ def gemm_constants(table: KernelRows, rows: np.ndarray) -> GemmConstants:
         power = np.where(grouped, np.inf, power)     # grouped MoE GEMMs: no board-power cap (moe_power_capped)
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
              else None)
-    classes = tiling_classes(efficiency, memory_efficiency, split_s, power, overlap_loss(out, rows, constants, dtypes))
+    steps = k_step_cycles(out, rows, constants, dtypes)
+    classes = tiling_classes(efficiency, memory_efficiency, split_s, power, overlap_loss(out, rows, constants, dtypes),
+                             None if steps is None else steps / rates.clock_hz)
     return GemmConstants(dtypes, efficiency, memory_efficiency, extra_latency, cycles, split_s, power, grouped, fused,
                          classes)
 

@@ -79,6 +79,7 @@ class GemmRates:
     # so a GEMM of few tiles is not slowed by cores it leaves idle and more cores are never slower.
     power_macs_per_s: float = np.inf
     overlap_loss: float = 0.0            # the fraction of the shorter of compute and memory the pipeline does not hide
+    k_step_s: float = 0.0                # each wave's time per TILE_K-deep k step beyond its work (k_step_cycles / clock)
 
 
 @dataclass
@@ -96,7 +97,8 @@ class Tiling:
     peak_memory_s: np.ndarray      # bytes incl. split-K partial sums at peak bandwidth
     memory_s: np.ndarray           # the same at the achievable bandwidth
     time_s: np.ndarray             # latency + max(compute_s, memory_s) + overlap_s
-    overlap_s: np.ndarray          # overlap_loss x min(compute_s, memory_s): operand loads and MMAs not overlapped
+    overlap_s: np.ndarray          # overlap_loss x min(compute_s, memory_s): operand loads and MMAs not overlapped,
+                                   # + k_step_s x waves x k steps: the k loop's per-step time not hidden
 
 
 def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates) -> Tiling:
@@ -168,6 +170,7 @@ def candidate_terms(m, n, k, batch, nbytes, per_core, hardware: Hardware, value_
         "padded_s": padded_macs / (per_core * cores), "wave_peak_s": waves * tile_m * tile_n * k_slice / per_core,
         "work_macs": tiles * tile_m * tile_n * k_slice,
         "peak_memory_s": (nbytes + partial_sums) / bandwidth, "tie_break": shape["tie_break"],
+        "k_loop_steps": shape["k_loop_steps"],
     }
 
 
@@ -188,6 +191,7 @@ def shape_terms(n, k, batch, hardware: Hardware, value_bytes: float) -> dict[str
         tile_m, tile_n, split_k = (c[None, :] for c in tile_candidates(hardware, value_bytes))
         terms = {"tile_m": tile_m, "tile_n": tile_n, "split_k": split_k, "n_tiles": np.ceil(np.divide(n, tile_n)),
                  "batch_split": np.multiply(batch, split_k), "k_slice": np.ceil(k / split_k), "split": split_k > 1,
+                 "k_loop_steps": np.ceil(np.ceil(k / split_k) / TILE_K),
                  "partial_scale": 2.0 * PARTIAL_SUM_BYTES * split_k,
                  # ties (to a few parts per billion) go to the earlier candidate: larger tiles, fewer splits
                  "tie_break": 1.0 + 1e-9 * np.arange(split_k.shape[1])}
@@ -201,8 +205,14 @@ def shape_terms(n, k, batch, hardware: Hardware, value_bytes: float) -> dict[str
     return terms
 
 
+def k_steps(terms: dict) -> np.ndarray:
+    """Each candidate's waves x TILE_K-deep steps of its k loop (k_step_s is charged per step)."""
+    return terms["waves"] * terms["k_loop_steps"]
+
+
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
-                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf, overlap_loss: float = 0.0):
+                    split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf, overlap_loss: float = 0.0,
+                    k_step_s: float = 0.0):
     """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
     rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction).
     Compute is at least the executed MACs at the chip's power-limited rate `power_macs_per_s` (a chip-level
@@ -219,6 +229,8 @@ def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float,
         time = time + overlap_loss * np.minimum(compute, memory)
     if split_k_latency_s:
         time = time + np.where(terms["split_k"] > 1, split_k_latency_s, 0.0)
+    if k_step_s:
+        time = time + k_step_s * k_steps(terms)
     return time, compute, memory
 
 
@@ -230,7 +242,8 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
     """The fastest candidate of each row (column vectors: rows x 1)."""
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
-                                            rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss)
+                                            rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss,
+                                            rates.k_step_s)
     best = np.argmin(time * terms["tie_break"], axis=1)
     flat = best + np.arange(len(best)) * time.shape[1]      # each row's choice in the flattened rows x candidates
     pick = lambda a: a.take(flat) if a.shape == time.shape else a.take(best)  # noqa: E731  (a candidate row: 1 x n)
@@ -240,5 +253,7 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
         wave_compute_s=pick(terms["wave_peak_s"]), compute_s=chosen_compute, peak_memory_s=pick(terms["peak_memory_s"]),
         memory_s=chosen_memory, time_s=pick(time),
-        overlap_s=rates.overlap_loss * np.minimum(chosen_compute, chosen_memory),
+        overlap_s=(rates.overlap_loss * np.minimum(chosen_compute, chosen_memory)
+                   + rates.k_step_s * pick(k_steps(terms)) if rates.k_step_s
+                   else rates.overlap_loss * np.minimum(chosen_compute, chosen_memory)),
     )

@@ -16,7 +16,8 @@ the latency and caps the matrix rate by the board's power, again from workbook f
 
 (the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
 tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
-part of the shorter term a tile's pipeline does not hide; tiling.candidate_times).
+part of the shorter term a tile's pipeline does not hide; tiling.candidate_times) + waves x k steps x
+gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition).
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
@@ -60,6 +61,11 @@ BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
 # tables are both too slow at small m and too fast at large m, and the promotion fits only the second (H200 17.2% ->
 # 15.5%, B200 8.4% -> 8.9%); the quantize bytes alone keep every device within 0.2 points and improve H100
 FIT_BLOCK_SCALE = False
+# gemm_k_step_cycles: core cycles each wave spends per TILE_K-deep step of its k loop beyond the matrix work
+K_STEP_CYCLES_GRID = (0.0, 10.0, 20.0, 30.0)
+# ... fitted for these dtypes in leave_one_device_out and fit_all (h/gemm7: fp8_g128's folds with the grid chose 20 where
+# a Hopper was held out and made Hopper 1.3-3.2 points worse: its tables lack the promotion cost, docs/accuracy.md)
+K_STEP_DTYPES = ("bf16", "fp8")
 QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
 # ... and the bytes it moves per activation value (3: read bf16, write e4m3 once; a dynamic per-tensor scale reads
 # the activation once more for its amax: 5)
@@ -121,7 +127,7 @@ class DeviceGemms:
                                max(rates.kernel_latency_s + extra_latency_s, 0.0)) + self.quantize_s(quantize_latency)
 
     def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0,
-                   overlap_loss: float = 0.0, block_scale_flops: float = 0.0) -> np.ndarray:
+                   overlap_loss: float = 0.0, block_scale_flops: float = 0.0, k_step_cycles: float = 0.0) -> np.ndarray:
         """The clock-and-power form's time without its latency (`block_scale_flops`: gemm_block_scale_flops, the
         matrix rate x 1 / (1 + flops x block_scale_ratio))."""
         power = np.inf      # the chip's power-limited MAC/s, a bound on its aggregate rate (tiling.candidate_times)
@@ -129,12 +135,15 @@ class DeviceGemms:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
         return self.model.work(matrix, self.rates.memory_fraction,
-                               split_k_cycles / self.rates.clock_hz, power, overlap_loss)
+                               split_k_cycles / self.rates.clock_hz, power, overlap_loss,
+                               k_step_cycles / self.rates.clock_hz)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
                         split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float = 0.0,
-                        quantize_latency: dict | None = None, quantize_bytes: dict | None = None) -> np.ndarray:
-        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss, block_scale_flops)
+                        k_step_cycles: float = 0.0, quantize_latency: dict | None = None,
+                        quantize_bytes: dict | None = None) -> np.ndarray:
+        return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss, block_scale_flops,
+                                k_step_cycles)
                 + latency_cycles / self.rates.clock_hz
                 + self.quantize_s(quantize_latency, quantize_bytes))
 
@@ -182,26 +191,47 @@ def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: floa
     """fit_dtype_clock's five constants and {framework: activation-quantize latency s} (empty: none quantized);
     `latency_cycles` given: held at that value (SHARED_LATENCY_DTYPES: bf16's), not fitted; `joules_per_flop` given:
     the power cap held (it binds the model condition too: fit_all's `hold_power`). The form before h/gemm5: no
-    block-scale promotion, the quantize kernel at QUANTIZE_BYTES_PER_VALUE (fit_dtype_clock_block_scaled fits both)."""
+    block-scale promotion, the quantize kernel at QUANTIZE_BYTES_PER_VALUE, no k-step cycles
+    (fit_dtype_clock_block_scaled fits all three)."""
     return fit_dtype_clock_block_scaled(groups, rounds, latency_cycles, joules_per_flop, block_scale=False,
-                                        quantize_bytes=False)[:6]
+                                        quantize_bytes=False, k_step=False)[:6]
 
 
 def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: float | None = None,
                                  joules_per_flop: float | None = None, block_scale: bool = True,
-                                 quantize_bytes: bool = True) -> tuple:
+                                 quantize_bytes: bool = True, k_step: bool = False) -> tuple:
     """fit_dtype_clock_quantize's six values, gemm_block_scale_flops (BLOCK_SCALE_FLOPS_GRID; 0 where no group
-    has a vector-unit promotion, DeviceGemms.block_scale_ratio) and {framework: the quantize kernel's bytes per
+    has a vector-unit promotion, DeviceGemms.block_scale_ratio), {framework: the quantize kernel's bytes per
     activation value} (QUANTIZE_BYTES_GRID; `quantize_bytes` False: QUANTIZE_BYTES_PER_VALUE; `block_scale` False:
-    no promotion fitted)."""
+    no promotion fitted) and gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, else 0).
+    The k-step cycles move the efficiency, latency and overlap loss with them, so each grid value gets its own
+    coordinate descent and the one of the least objective is kept."""
+    measured = np.concatenate([g.measured for g in groups])
+    best, best_score = None, np.inf
+    for step in (K_STEP_CYCLES_GRID if k_step else [0.0]):
+        fitted = _fit_clock_at_step(groups, rounds, latency_cycles, joules_per_flop, block_scale, quantize_bytes,
+                                    float(step))
+        predicted = np.concatenate([g.predicted_clock(*fitted[:5], fitted[6], fitted[8], quantize_latency=fitted[5],
+                                                      quantize_bytes=fitted[7]) for g in groups])
+        score = objective(predicted, measured)
+        if score < best_score:
+            best, best_score = fitted, score
+    return best
+
+
+def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, joules_per_flop: float | None,
+                       block_scale: bool, quantize_bytes: bool, step: float) -> tuple:
+    """fit_dtype_clock_block_scaled's values with gemm_k_step_cycles held at `step`."""
     fit_bytes = quantize_bytes
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
     block = 0.0
     block_grid = BLOCK_SCALE_FLOPS_GRID if block_scale and any(g.block_scale_ratio > 0 for g in groups) else [0.0]
-    def work(efficiency, joules, split, overlap, block_flops=None):
+    def work(efficiency, joules, split, overlap, block_flops=None, step_cycles=None):
         block_flops = block if block_flops is None else block_flops
-        return np.concatenate([g.clock_work(efficiency, joules, split, overlap, block_flops) for g in groups])
+        step_cycles = step if step_cycles is None else step_cycles
+        return np.concatenate([g.clock_work(efficiency, joules, split, overlap, block_flops, step_cycles)
+                               for g in groups])
     def extra(quantize, qbytes=None):
         qbytes = quantize_bytes if qbytes is None else qbytes
         return np.concatenate([np.broadcast_to(g.quantize_s(quantize, qbytes), g.measured.shape) for g in groups])
@@ -233,7 +263,7 @@ def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: 
             if fit_bytes:
                 quantize_bytes[framework] = float(min(QUANTIZE_BYTES_GRID, key=lambda b: objective(
                     done + cycles / clocks + extra(quantize, {**quantize_bytes, framework: b}), measured)))
-    return efficiency, cycles, joules, split, overlap, quantize, block, quantize_bytes
+    return efficiency, cycles, joules, split, overlap, quantize, block, quantize_bytes, step
 
 
 def errors(groups: list, efficiency: float, extra_latency_s: float, clock: tuple | None = None,
@@ -266,11 +296,11 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                    quantize_latency_of(dtype), quantize_bytes_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
-            efficiency, cycles, joules, split, overlap, quantize, block, qbytes = fit_dtype_clock_block_scaled(
-                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE)
+            efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step = fit_dtype_clock_block_scaled(
+                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES)
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
-            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block), quantize,
+            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
                                          qbytes)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
@@ -280,7 +310,7 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
                 "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
-                "block_scale_flops": block,
+                "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
                                          for f, v in quantize.items())}
         for label, values in (("before", (1.0, 0.0, None, None)), ("lodo", lodo), ("shipped", shipped)):
@@ -306,7 +336,8 @@ def _shipped_clock(dtype: str) -> tuple | None:
         return None
     return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
             c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0),
-            c.gemm_overlap_loss.get(dtype, 0.0), c.gemm_block_scale_flops.get(dtype, 0.0))
+            c.gemm_overlap_loss.get(dtype, 0.0), c.gemm_block_scale_flops.get(dtype, 0.0),
+            c.gemm_k_step_cycles.get(dtype, 0.0))
 
 
 def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_power: bool = False) -> dict:
@@ -321,7 +352,7 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
             held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
             fitted[dtype] = fit_dtype_clock_block_scaled(mine, latency_cycles=shared, joules_per_flop=held,
-                                                         block_scale=FIT_BLOCK_SCALE)
+                                                         block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES)
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted
@@ -340,7 +371,9 @@ def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
                    gemm_overlap_loss={d: values[4] for d, values in fitted.items()
                                       if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0},
                    gemm_block_scale_flops={d: values[6] for d, values in fitted.items()
-                                           if len(values) > 6 and values[6] > 0})
+                                           if len(values) > 6 and values[6] > 0},
+                   gemm_k_step_cycles={d: values[8] for d, values in fitted.items()
+                                       if len(values) > 8 and values[8] > 0})
 
 
 def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
