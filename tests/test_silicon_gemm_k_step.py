@@ -15,7 +15,7 @@ import pytest
 
 from engine.calibration.silicon import fit, tables
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
-from engine.estimators.tiling import TILE_K, candidate_terms, candidate_times
+from engine.estimators.tiling import TILE_K, candidate_terms, candidate_times, k_steps
 from engine.hardware.specs import load_specs
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
@@ -28,13 +28,13 @@ def test_a_candidate_pays_its_waves_k_steps_at_the_clock():
     # m = 4096, n = 4096 (on 256 x 128 tiles: 16 x 32 = 512 tiles, 4 waves over 132 SMs), k = 8192 (256 steps)
     terms = candidate_terms(column(4096), column(4096), column(8192), 1.0, column(1e8), column(1e12), h100, 2.0, 3.35e12)
     first = (terms["tile_m"][0] == 256) & (terms["tile_n"][0] == 128) & (terms["split_k"][0] == 1)
-    assert terms["k_steps"][0][first] == pytest.approx(4 * 8192 / TILE_K)
+    assert k_steps(terms)[0][first] == pytest.approx(4 * 8192 / TILE_K)
     base, _, _ = candidate_times(terms, 0.7, 0.9, 2e-6)
     stepped, _, _ = candidate_times(terms, 0.7, 0.9, 2e-6, k_step_s=20.0 / h100.clock_hz)
-    np.testing.assert_allclose(stepped - base, terms["k_steps"] * 20.0 / h100.clock_hz)
+    np.testing.assert_allclose(stepped - base, k_steps(terms) * 20.0 / h100.clock_hz)
     # a split-K candidate runs fewer steps per wave: split 2 halves the k slice
     split = (terms["tile_m"][0] == 256) & (terms["tile_n"][0] == 128) & (terms["split_k"][0] == 2)
-    assert terms["k_steps"][0][split] == pytest.approx(8 * 4096 / TILE_K)        # 1,024 tiles: 8 waves
+    assert k_steps(terms)[0][split] == pytest.approx(8 * 4096 / TILE_K)        # 1,024 tiles: 8 waves
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8"])

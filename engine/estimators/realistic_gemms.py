@@ -220,7 +220,8 @@ def gemm_constants(table: KernelRows, rows: np.ndarray) -> GemmConstants:
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
              else None)
     steps = k_step_cycles(out, rows, constants, dtypes)
-    classes = tiling_classes(efficiency, memory_efficiency, split_s, power, overlap_loss(out, rows, constants, dtypes),
+    overlap = overlap_loss(out, rows, constants, dtypes)
+    classes = tiling_classes(efficiency, memory_efficiency, split_s, power, overlap,
                              None if steps is None else steps / rates.clock_hz)
     return GemmConstants(dtypes, efficiency, memory_efficiency, extra_latency, cycles, split_s, power, grouped, fused,
                          classes)

@@ -79,7 +79,7 @@ class GemmRates:
     # so a GEMM of few tiles is not slowed by cores it leaves idle and more cores are never slower.
     power_macs_per_s: float = np.inf
     overlap_loss: float = 0.0            # the fraction of the shorter of compute and memory the pipeline does not hide
-    k_step_s: float = 0.0                # each wave's time per TILE_K-deep k step beyond its work (k_step_cycles / clock)
+    k_step_s: float = 0.0                # per wave per TILE_K-deep k step beyond its work (k_step_cycles / clock)
 
 
 @dataclass
