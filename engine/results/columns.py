@@ -327,14 +327,10 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
     def numbers(name):
         return np.asarray(kernels[name], dtype=float)
     phase = np.asarray(kernels["phase"])
+    names = list(dict.fromkeys(phase.tolist()))
     count = numbers("count")
     launches = count * (numbers("launches") if "launches" in kernels else 1.0)
     launches = np.where(np.asarray(kernels["op"]) == "bubble", 0.0, finite(launches))
-    zeros = np.zeros(len(count))
-    link_bytes, communication, hidden = (finite(kernels[name]) * count if name in kernels else zeros
-                                         for name in ("link_bytes", "communication_time_s", "hidden_time_s"))
-    time = numbers("time_s") * count
-    macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
     bound = np.asarray(kernels["bound"])
     present = set(bound.tolist())
     if bound.dtype != object or not all(label.__class__ is str for label in present):
@@ -342,22 +338,53 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
         present = set(bound.tolist())
     present |= {label for _, label in (by_bound or {})}
     labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
-    per_row = {"time_s": time, "macs": macs * count, "flops": flops * count, "bytes": traffic * count,
-               "kernel_launches": launches}
-    links = {"link_bytes": link_bytes, "communication_time_s": communication,
-             "hidden_communication_time_s": hidden}
-    names = list(dict.fromkeys(phase.tolist()))
+    one = _one_phase_sums(kernels, count) if len(names) == 1 else None
+    if one is not None:
+        products, sums = one
+        time = products[0]
+        per_row_sums = dict(zip(PER_ROW_TOTALS, sums[:4]))
+        per_row_sums["kernel_launches"] = np.add.reduce(launches)
+        link_sums = dict(zip(LINK_TOTALS, sums[4:]))
+    else:
+        zeros = np.zeros(len(count))
+        link_bytes, communication, hidden = (finite(kernels[name]) * count if name in kernels else zeros
+                                             for name in LINK_COLUMNS)
+        time = numbers("time_s") * count
+        macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
+        per_row = {"time_s": time, "macs": macs * count, "flops": flops * count, "bytes": traffic * count,
+                   "kernel_launches": launches}
+        links = dict(zip(LINK_TOTALS, (link_bytes, communication, hidden)))
     totals = {}
     for name in names:
         rows = None if len(names) == 1 else phase == name     # one phase: every row, no selection
         pick = (lambda values: values) if rows is None else (lambda values: values[rows])  # noqa: E731
-        row = {key: np.add.reduce(pick(values)) for key, values in per_row.items()}
+        row = (dict(per_row_sums) if one is not None
+               else {key: np.add.reduce(pick(values)) for key, values in per_row.items()})
         for label in labels:
             row[f"{label}_bound_time_s"] = (by_bound.get((name, label), 0.0) if by_bound is not None
                                             else np.add.reduce(pick(time)[pick(bound) == label]))
-        row.update({key: np.add.reduce(pick(values)) for key, values in links.items()})
+        row.update(link_sums if one is not None else {key: np.add.reduce(pick(values)) for key, values in links.items()})
         totals[name] = row
     return totals
+
+
+PER_ROW_TOTALS = ("time_s", "macs", "flops", "bytes")
+LINK_COLUMNS = ("link_bytes", "communication_time_s", "hidden_time_s")
+LINK_TOTALS = ("link_bytes", "communication_time_s", "hidden_communication_time_s")
+
+
+def _one_phase_sums(kernels, count: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """For a table of one phase: (time_s, macs, flops, bytes and the LINK_COLUMNS, each x count, as the rows of one
+    array; their sums), in one multiplication and one reduction (each row reduced as np.add.reduce reduces it alone:
+    the contiguous last axis of a C-ordered array). None where a value is not finite (the link columns then go
+    through `finite`) or a link column is missing."""
+    if not all(name in kernels for name in LINK_COLUMNS):
+        return None
+    values = np.array([kernels[name] for name in ("time_s", "macs", "flops", "bytes") + LINK_COLUMNS], dtype=float)
+    if not all_true(np.isfinite(values)):
+        return None
+    products = np.multiply(values, count)
+    return products, np.add.reduce(products, axis=1)
 
 
 def phase_frame(totals: dict[str, dict]):
