@@ -36,9 +36,20 @@ def codes_of(column) -> tuple[np.ndarray, np.ndarray] | None:
 def present_codes(labels: np.ndarray, codes: np.ndarray) -> tuple[list, np.ndarray]:
     """For the column labels[codes]: the labels present, sorted (str), and each row's position among them (what
     engine/results/columns.py bound_codes gives for any column)."""
+    if len(codes) <= SHORT_CODES:       # one step's rows: in Python (numpy's per-call set-up costs more)
+        items = codes.tolist()
+        present = {labels[code]: code for code in sorted(set(items))}
+        ordered = sorted(present)
+        position = dict.fromkeys(range(len(labels)), 0)
+        for new, label in enumerate(ordered):
+            position[present[label]] = new
+        return ordered, np.fromiter(map(position.__getitem__, items), dtype=np.intp, count=len(items))
     present = {labels[code]: code for code in np.flatnonzero(np.bincount(codes, minlength=len(labels))).tolist()}
     ordered = sorted(present)
     position = np.zeros(len(labels), dtype=np.intp)
     for new, label in enumerate(ordered):
         position[present[label]] = new
     return ordered, position[codes]
+
+
+SHORT_CODES = 64

@@ -17,6 +17,7 @@ from engine.common.arrays import all_true, any_true, finite  # noqa: F401  (fini
 from engine.estimators import STEP_MEAN_COLUMNS
 from engine.estimators.bound_labels import codes_of, present_codes
 from engine.estimators.roofline import intensity
+from engine.hardware.dtypes import compute_format
 from engine.kernels.table import group_runs, kernel_family
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
@@ -134,10 +135,10 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     computed when first read (DeferredColumns): an estimate's totals read a few, the DataFrame all.
     """
     groups = columns["group"]
-    codes, first, inverse = group_runs(groups)
-    if len(codes) == len(groups):
+    if _one_row_each(groups):
         count = np.asarray(columns["count"])
         return KernelColumns(columns, count > 0 if any_true(count <= 0) else None)
+    codes, first, inverse = group_runs(groups)
     count = columns["count"].astype(float)
     total_count = np.bincount(inverse, weights=count)
     divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
@@ -155,6 +156,13 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     combined = DeferredColumns(out, deferred)
     deferred["intensity"] = lambda: _intensity(combined["flops"], combined["bytes"])
     return KernelColumns(combined, total_count > 0 if any_true(total_count <= 0) else None)
+
+
+def _one_row_each(groups) -> bool:
+    """Whether `groups` is 0, 1, 2, ... (one row per kernel: a prefill or one decode step; group_runs' first test)."""
+    groups = np.asarray(groups)
+    rows = len(groups)
+    return bool(rows) and groups[-1] == rows - 1 and all_true(groups == np.arange(rows))
 
 
 def _step_mean(values, count, first, inverse, divisor) -> Callable[[], np.ndarray]:
@@ -300,12 +308,30 @@ def step_bound_times(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = 
     combined: the time during which each bound holds, step by step (a kernel compute bound over a short
     context and memory bound over a long one counts on both sides). `bounds`: bound_codes(columns), where the
     caller has it already."""
-    phase_code, phases = _phase_codes(columns)
     bounds, bound_code = bounds if bounds is not None else bound_codes(columns)
     work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
+    if len(work) <= SHORT_ROWS:
+        return _short_step_bound_times(columns, bounds, bound_code, work)
+    phase_code, phases = _phase_codes(columns)
     sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
     return {(str(p), str(b)): float(sums[i * len(bounds) + j])
             for i, p in enumerate(phases) for j, b in enumerate(bounds)}
+
+
+SHORT_ROWS = 64     # tables up to this many rows (one step's kernels) are summed in Python floats
+
+
+def _short_step_bound_times(columns: dict, bounds: list, bound_code: np.ndarray, work: np.ndarray) -> dict:
+    """step_bound_times of a short table: the same sums in Python floats (np.bincount adds each row's weight to
+    its bin in row order, from 0.0, in double precision, as these loops do)."""
+    phase_list = np.asarray(columns["phase"], dtype=object).tolist()
+    phases = list(dict.fromkeys(phase_list))
+    code_of = {phase: code for code, phase in enumerate(phases)}
+    width = len(bounds)
+    sums = [0.0] * (len(phases) * width)
+    for phase, bound, value in zip(phase_list, bound_code.tolist(), work.tolist()):
+        sums[code_of[phase] * width + bound] += value
+    return {(str(p), str(b)): sums[i * width + j] for i, p in enumerate(phases) for j, b in enumerate(bounds)}
 
 
 def _phase_codes(columns: dict) -> tuple[np.ndarray, list]:
@@ -417,7 +443,6 @@ def fallback_notes(kernels, hardware_name: str) -> list[str]:
     """A note per dtype whose matrix work runs at another format's rate (the device lacks its rate)."""
     if "matrix_rate_dtype" not in kernels:
         return []
-    from engine.hardware.dtypes import compute_format
     pairs = dict.fromkeys(zip(np.asarray(kernels["dtype"]).tolist(), np.asarray(kernels["matrix_rate_dtype"]).tolist()))
     return [f"{hardware_name} has no {dtype} matrix rate: {dtype} matrix work runs at the {rate} rate"
             for dtype, rate in pairs if rate and rate != compute_format(dtype)]
