@@ -355,7 +355,7 @@ def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] =
     phase = np.asarray(kernels["phase"])
     names = list(dict.fromkeys(phase.tolist()))
     count = numbers("count")
-    launches = count * (numbers("launches") if "launches" in kernels else 1.0)
+    launches = count * numbers("launches") if "launches" in kernels else count     # count x 1.0 is count
     launches = np.where(np.asarray(kernels["op"]) == "bubble", 0.0, finite(launches))
     bound = np.asarray(kernels["bound"])
     present = set(bound.tolist())

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Optional
 
+import numpy as np
 
 from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
@@ -46,7 +47,8 @@ def timed_steps(method, hardware, model, scenario: Scenario, table_scenario: Sce
     steps = method.estimate(method.decompose(model, table_scenario), hardware, scenario)
     activations = None
     if method.name != "seed" and not scenario.chunked_prefill:
-        activations = float(steps["activation_bytes"][~column_equals(steps, "op", "collective")].max())
+        # np.maximum.reduce is what ndarray.max runs (without its Python wrapper)
+        activations = float(np.maximum.reduce(steps["activation_bytes"][~column_equals(steps, "op", "collective")]))
     with_bubble = add_pipeline_bubble(steps, scenario, {"prefill": scenario.prefill_micro_batches})
     bounds = bound_codes(with_bubble)          # label codes of the per-step rows, once for both
     return TimedSteps(steps, combine_steps(with_bubble, bounds), step_bound_times(with_bubble, bounds), activations)
