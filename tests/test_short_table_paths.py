@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.decomposition.attention import one_row
 from engine.decomposition.passes import AttentionPart
 from engine.decomposition.transformer import decompose_columns
 from engine.estimators import bound_labels
@@ -135,4 +136,5 @@ def test_one_row_attention_part_matches_the_array_path(sequences, new_tokens, pr
         a, b = getattr(fast, name), getattr(general, name)
         assert a.shape == b.shape == (1,) and a.dtype == b.dtype and bits(a) == bits(b), name
     assert fast.per_row_count == general.per_row_count and fast.window is None
+    assert general.floats is None and one_row(fast) == one_row(general)      # the kept floats are the arrays' values
     assert fast.alike.sequences == sequences and fast.alike.prior.tolist() == [prior]

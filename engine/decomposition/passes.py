@@ -96,6 +96,8 @@ class AttentionPart:
     alike: AlikeSequences | None = None
     listed: ListedSequences | None = None
     window_builder: Callable[[int], "AttentionPart"] | None = field(default=None, repr=False, compare=False)
+    # a part of one row built from floats (`_one_row`): its six totals as those floats (attention.one_row reads them)
+    floats: tuple | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def uniform(cls, prefix: str, sequences, new_tokens, prior: np.ndarray, matrix_type: str,
@@ -131,11 +133,11 @@ class AttentionPart:
         context = p + q
         from_cache = q == 1 or p > 0
         tokens = s * q
-        return cls(prefix, matrix_type, np.array([s]), np.array([tokens]), np.array([context]),
-                   np.array([s * (q * p + q * (q + 1) / 2.0)]), np.array([s * context if from_cache else 0.0]),
-                   np.array([0.0 if from_cache else tokens]),
+        floats = (s, tokens, context, s * (q * p + q * (q + 1) / 2.0), s * context if from_cache else 0.0,
+                  0.0 if from_cache else tokens)
+        return cls(prefix, matrix_type, *(np.array([value]) for value in floats),
                    per_row_count=False if per_row_count is None else per_row_count, window=None,
-                   alike=AlikeSequences(sequences, new_tokens, prior))
+                   alike=AlikeSequences(sequences, new_tokens, prior), floats=floats)
 
     @classmethod
     def from_listed(cls, prefix: str, matrix_type: str, sequences: ListedSequences, window: int | None = None):
