@@ -14,9 +14,10 @@ from engine.decomposition.transformer import decompose_columns
 from engine.estimators import bound_labels
 from engine.estimators.roofline import estimate_roofline
 from engine.estimators.row_groups import RowGroups
-from engine.results import columns as columns_module
 from engine.results import energy as energy_module
-from engine.results.columns import KernelColumns, phase_total_rows, step_bound_times
+from engine.results import phase_totals as columns_module
+from engine.results.columns import KernelColumns
+from engine.results.phase_totals import phase_total_rows, step_bound_times
 
 CASES = [("meta-llama/Llama-3.1-70B", dict(phase="decode", context_length=1031)),
          ("meta-llama/Llama-3.1-70B", dict(phase="prefill", input_length=1029)),
@@ -138,3 +139,15 @@ def test_one_row_attention_part_matches_the_array_path(sequences, new_tokens, pr
     assert fast.per_row_count == general.per_row_count and fast.window is None
     assert general.floats is None and one_row(fast) == one_row(general)      # the kept floats are the arrays' values
     assert fast.alike.sequences == sequences and fast.alike.prior.tolist() == [prior]
+
+
+def test_equal_to_gives_numpys_comparison():
+    from engine.common.arrays import equal_to
+    labels = np.array(["gemm", "collective", None, 3, float("nan"), "bubble", "collective "], dtype=object)
+    for value in ("collective", "bubble", "", "nan"):
+        assert equal_to(labels, value).tolist() == (labels == value).tolist()
+        assert equal_to(labels, value).dtype == bool
+    long = np.array(["a", "b"] * 40, dtype=object)
+    assert equal_to(long, "a").tolist() == (long == "a").tolist()
+    assert equal_to(np.array([], dtype=object), "a").shape == (0,)
+    assert equal_to(np.array(["a", "b"]), "a").tolist() == [True, False]       # a str array: numpy's own compare

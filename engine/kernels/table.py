@@ -30,7 +30,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
-from engine.common.arrays import all_true
+from engine.common.arrays import all_true, equal_to
 
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
@@ -275,6 +275,6 @@ def column_equals(columns: dict, key: str, value: str) -> np.ndarray:
     when the table has the builder's groups, else row by row."""
     values = np.asarray(columns[key])
     if "group" not in columns or len(values) < 64:
-        return values == value
+        return equal_to(values, value)
     _, first, inverse = group_runs(columns["group"])
     return (values[first] == value)[inverse]

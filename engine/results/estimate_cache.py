@@ -21,7 +21,8 @@ from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
 from engine.kernels.table import column_equals
 from engine.models.config import ModelConfig
-from engine.results.columns import KernelColumns, bound_codes, combine_steps, step_bound_times
+from engine.results.columns import KernelColumns, bound_codes, combine_steps
+from engine.results.phase_totals import step_bound_times
 from engine.results.report import Estimate
 from engine.workload.parallel import add_pipeline_bubble
 from engine.workload.scenario import Scenario
