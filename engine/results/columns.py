@@ -137,7 +137,7 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     groups = columns["group"]
     if _one_row_each(groups):
         count = np.asarray(columns["count"])
-        return KernelColumns(columns, count > 0 if any_true(count <= 0) else None)
+        return KernelColumns(columns, count > _ZERO if any_true(count <= _ZERO) else None)
     codes, first, inverse = group_runs(groups)
     count = columns["count"].astype(float)
     total_count = np.bincount(inverse, weights=count)
@@ -162,7 +162,13 @@ def _one_row_each(groups) -> bool:
     """Whether `groups` is 0, 1, 2, ... (one row per kernel: a prefill or one decode step; group_runs' first test)."""
     groups = np.asarray(groups)
     rows = len(groups)
-    return bool(rows) and groups[-1] == rows - 1 and all_true(groups == np.arange(rows))
+    if rows <= _SHORT_GROUPS:        # a list comparison (no arange and ufunc set-up)
+        return bool(rows) and groups.tolist() == list(range(rows))
+    return groups[-1] == rows - 1 and all_true(groups == np.arange(rows))
+
+
+_SHORT_GROUPS = 64
+_ZERO = np.array(0.0)      # a 0-d operand: numpy converts a Python scalar operand on every call
 
 
 def _step_mean(values, count, first, inverse, divisor) -> Callable[[], np.ndarray]:

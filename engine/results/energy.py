@@ -94,6 +94,7 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
 
 
 SHORT_TABLE = 64        # rows up to which a table's per-row energy coefficients are kept per (device, dtypes, units)
+_ZERO, _INFINITY = np.array(0.0), np.array(np.inf)    # 0-d operands: no conversion of a Python scalar per call
 _INPUTS = ("macs", "vector_flops", "bytes", "link_bytes", "time_s")     # per row, in the order of _COEFFICIENTS' rows
 
 
@@ -114,7 +115,7 @@ def _short_table_energy(kernels, hardware: Hardware) -> Optional[dict]:
     if coefficients is None:
         return None
     values = np.array([kernels[name] for name in _INPUTS], dtype=float)
-    if not all_true((values >= 0.0) & (values < np.inf)):   # NaN, infinities (nan_to_num) or a negative value
+    if not all_true((values >= _ZERO) & (values < _INFINITY)):   # NaN, infinities (nan_to_num) or a negative value
         return None
     energies = np.multiply(values, coefficients)
     zeros = np.zeros((2, energies.shape[1]))
