@@ -33,3 +33,15 @@ def finite(values) -> np.ndarray:
     if values.__class__ is not np.ndarray or values.dtype != _FLOAT:     # a float array as it is (np.asarray's)
         values = np.asarray(values, dtype=float)
     return values if all_true(np.isfinite(values)) else np.nan_to_num(values)
+
+
+SHORT_OBJECTS = 64    # object arrays up to this long are compared in Python
+
+
+def equal_to(values: np.ndarray, value) -> np.ndarray:
+    """values == value for an array of labels. numpy compares an object array with a str through a conversion of the
+    str (~4x a plain ufunc call); a short object array is compared element by element in Python (the same rich
+    comparison numpy's object loop makes)."""
+    if values.dtype == object and len(values) <= SHORT_OBJECTS and values.ndim == 1:
+        return np.array([item == value for item in values.tolist()], dtype=bool)
+    return values == value

@@ -128,6 +128,9 @@ ONE_ROW_FIELDS = ("sequences", "query_tokens", "context", "pairs", "cache_tokens
 
 def one_row(part: AttentionPart) -> AttentionPart | OneRowPart:
     """`part` as a OneRowPart when each of its totals is one float value, else `part`."""
+    if part.floats is not None:      # built from these floats (AttentionPart._one_row): no arrays to read back
+        return OneRowPart(part.prefix, part.matrix_type, *part.floats, per_row_count=part.per_row_count,
+                          window=part.window)
     totals = [getattr(part, name) for name in ONE_ROW_FIELDS]
     if not all(isinstance(values, np.ndarray) and values.shape == (1,) and values.dtype == np.float64
                for values in totals):

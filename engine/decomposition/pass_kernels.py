@@ -5,6 +5,7 @@ MLA and MoE modules take it instead of loose arguments)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,6 +24,14 @@ class BytesPerValue:
     activation: float
     weight: float
     kv: float
+
+
+@lru_cache(maxsize=256)
+def _pass_dtypes(activation: str, weight: str, kv: str) -> tuple[BytesPerValue, str, str]:
+    """(bytes per activation, weight and KV value; the GEMM dtype; the attention dtype) of a scenario's dtypes, once
+    per combination (a frozen record, shared)."""
+    return (BytesPerValue(bytes_per_value(activation), bytes_per_value(weight), bytes_per_value(kv)),
+            gemm_dtype(weight, activation), compute_dtype(activation, kv))
 
 
 @dataclass(frozen=True)
@@ -46,11 +55,8 @@ class PassKernels:
     @classmethod
     def for_scenario(cls, builder: KernelTableBuilder, forward_pass: ForwardPass, scenario: Scenario) -> PassKernels:
         decode_only = all(part.matrix_type == "Va_Mqa" for part in forward_pass.attention)
-        value_bytes = BytesPerValue(bytes_per_value(scenario.activation_dtype), bytes_per_value(scenario.weight_dtype),
-                                    bytes_per_value(scenario.kv_dtype))
-        return cls(builder, forward_pass, value_bytes,
-                   gemm_dtype=gemm_dtype(scenario.weight_dtype, scenario.activation_dtype),
-                   attention_dtype=compute_dtype(scenario.activation_dtype, scenario.kv_dtype),
+        value_bytes, gemm, attention = _pass_dtypes(scenario.activation_dtype, scenario.weight_dtype, scenario.kv_dtype)
+        return cls(builder, forward_pass, value_bytes, gemm_dtype=gemm, attention_dtype=attention,
                    vector_dtype=scenario.activation_dtype, kv_dtype=scenario.kv_dtype,
                    weight_matrix_type="Va_Mw" if decode_only else "Ma_Mw",
                    collective_algorithm=scenario.collective_algorithm)

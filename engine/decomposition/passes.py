@@ -17,6 +17,8 @@ import numpy as np
 
 from engine.kernels.attention_window import causal_pairs, key_span
 
+_PLAIN_NUMBERS = (int, float)
+
 
 @dataclass(frozen=True)
 class AlikeSequences:
@@ -94,6 +96,8 @@ class AttentionPart:
     alike: AlikeSequences | None = None
     listed: ListedSequences | None = None
     window_builder: Callable[[int], "AttentionPart"] | None = field(default=None, repr=False, compare=False)
+    # a part of one row built from floats (`_one_row`): its six totals as those floats (attention.one_row reads them)
+    floats: tuple | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def uniform(cls, prefix: str, sequences, new_tokens, prior: np.ndarray, matrix_type: str,
@@ -103,6 +107,9 @@ class AttentionPart:
         `sequences` and `new_tokens` may also be arrays with one value per row (engine/explore/points.py
         stacks many scenarios that way); `per_row_count` then says whether each row is counted once
         (None: when there is more than one row, as for the steps of a request)."""
+        if (window is None and sequences.__class__ in _PLAIN_NUMBERS and new_tokens.__class__ in _PLAIN_NUMBERS
+                and prior.__class__ is np.ndarray and prior.shape == (1,)):
+            return cls._one_row(prefix, sequences, new_tokens, prior, matrix_type, per_row_count)
         q = np.asarray(new_tokens, dtype=float)
         context = key_span(q, prior, window)                      # keys the new tokens attend together
         rows = len(prior)
@@ -116,6 +123,21 @@ class AttentionPart:
                    np.where(from_cache, 0.0, tokens),
                    per_row_count=rows > 1 if per_row_count is None else per_row_count, window=window,
                    alike=AlikeSequences(sequences, new_tokens, prior))
+
+    @classmethod
+    def _one_row(cls, prefix: str, sequences, new_tokens, prior: np.ndarray, matrix_type: str,
+                 per_row_count: bool | None):
+        """`uniform` of one row without a window (a prefill, a decode step), in Python floats: the same operations
+        in the same order (key_span, causal_pairs, the masks), one one-value array per field."""
+        s, q, p = float(sequences), float(new_tokens), float(prior.item(0))
+        context = p + q
+        from_cache = q == 1 or p > 0
+        tokens = s * q
+        floats = (s, tokens, context, s * (q * p + q * (q + 1) / 2.0), s * context if from_cache else 0.0,
+                  0.0 if from_cache else tokens)
+        return cls(prefix, matrix_type, *(np.array([value]) for value in floats),
+                   per_row_count=False if per_row_count is None else per_row_count, window=None,
+                   alike=AlikeSequences(sequences, new_tokens, prior), floats=floats)
 
     @classmethod
     def from_listed(cls, prefix: str, matrix_type: str, sequences: ListedSequences, window: int | None = None):

@@ -9,32 +9,47 @@ the pipeline bubble) is a new array, which has none, and is labelled the slow wa
 from __future__ import annotations
 
 import weakref
+from functools import partial
 
 import numpy as np
 
-_CODES: dict[int, tuple[np.ndarray, np.ndarray]] = {}     # id(column) -> (labels, codes), while the column lives
+# id(column) -> (labels, codes, a weak reference to the column), while the column lives
+_CODES: dict[int, tuple[np.ndarray, np.ndarray, weakref.ref]] = {}
 
 
 def labelled(labels: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """labels[codes] (an object array of the label strings), its codes kept for `codes_of`."""
     column = labels[codes]
     key = id(column)
-    _CODES[key] = (labels, codes)
-    weakref.finalize(column, _CODES.pop, key, None)       # before the id can be reused
+    # dropped when the column dies, before its id can be reused: the reference calls _CODES.pop(key, reference)
+    # (a plain weak reference with a callback; weakref.finalize cost ~10x more); the entry keeps the reference alive
+    _CODES[key] = (labels, codes, weakref.ref(column, partial(_CODES.pop, key)))
     return column
 
 
 def codes_of(column) -> tuple[np.ndarray, np.ndarray] | None:
     """(labels, codes) of a column made by `labelled`, else None."""
-    return _CODES.get(id(column))
+    known = _CODES.get(id(column))
+    return None if known is None else known[:2]
 
 
 def present_codes(labels: np.ndarray, codes: np.ndarray) -> tuple[list, np.ndarray]:
     """For the column labels[codes]: the labels present, sorted (str), and each row's position among them (what
     engine/results/columns.py bound_codes gives for any column)."""
+    if len(codes) <= SHORT_CODES:       # one step's rows: in Python (numpy's per-call set-up costs more)
+        items = codes.tolist()
+        present = {labels[code]: code for code in sorted(set(items))}
+        ordered = sorted(present)
+        position = dict.fromkeys(range(len(labels)), 0)
+        for new, label in enumerate(ordered):
+            position[present[label]] = new
+        return ordered, np.fromiter(map(position.__getitem__, items), dtype=np.intp, count=len(items))
     present = {labels[code]: code for code in np.flatnonzero(np.bincount(codes, minlength=len(labels))).tolist()}
     ordered = sorted(present)
     position = np.zeros(len(labels), dtype=np.intp)
     for new, label in enumerate(ordered):
         position[present[label]] = new
     return ordered, position[codes]
+
+
+SHORT_CODES = 64

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.common.arrays import any_true
 from engine.hardware.device import Hardware
 from engine.kernels.table import column_equals
 from engine.kernels.collective_kinds import KIND_BY_PREFIX, KINDS, bandwidth_factor, hops, kind_of  # noqa: F401  (re-exported)
@@ -328,9 +329,10 @@ def time_collectives(out: dict, hardware: Hardware, scenario) -> dict:
     rows_total = len(out["time_s"])
     out["communication_time_s"] = np.zeros(rows_total)
     out["hidden_time_s"] = np.zeros(rows_total)
-    rows = np.flatnonzero(column_equals(out, "op", "collective")) if rows_total else np.zeros(0, dtype=int)
-    if rows.size == 0:
+    collective = column_equals(out, "op", "collective") if rows_total else None
+    if collective is None or not any_true(collective):      # no collective row (one device): nothing to time
         return out
+    rows = np.flatnonzero(collective)
     seconds = collective_row_seconds(np.asarray(out["name"])[rows], out["group_size"][rows], out["link_bytes"][rows],
                                      hardware, scenario)
     hidden = np.zeros(rows.size)

@@ -13,7 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.estimators.attention_cache_width import eight_bit_prefill_rates
+from engine.common.arrays import any_true
+from engine.estimators.attention_cache_width import EIGHT_BIT_BELOW, eight_bit_prefill_rates
 from engine.estimators.bound_labels import labelled
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, unique_inverse
 from engine.hardware.device import Hardware
@@ -21,6 +22,9 @@ from engine.kernels.table import as_columns
 
 
 _MEMORY_COMPUTE = np.array(["memory", "compute"], dtype=object)
+# 0-d operands: numpy converts a Python scalar operand to an array on every call (~1/3 of a small ufunc call)
+_ZERO = np.array(0.0)
+_NO_RATE = np.array("", dtype=object)
 
 
 def matrix_peaks(dtypes: np.ndarray, hardware: Hardware) -> tuple[np.ndarray, np.ndarray]:
@@ -46,6 +50,16 @@ def fp8_matrix_flops_per_s(hardware: Hardware) -> float:
 
 
 @lru_cache(maxsize=256)
+def _row_rates(hardware: Hardware, dtypes: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """matrix_peaks of a short table's dtype column (a tuple of its values), kept per (device, column): a sweep's
+    tables repeat their dtypes. Read-only arrays (every caller shares them)."""
+    peaks, rate_dtypes = matrix_peaks(np.array(dtypes, dtype=object), hardware)
+    peaks.setflags(False)
+    rate_dtypes.setflags(False)
+    return peaks, rate_dtypes
+
+
+@lru_cache(maxsize=256)
 def _matrix_rate(hardware: Hardware, dtype: str) -> tuple[float, str]:
     """(peak matrix FLOP/s, the format the matrix units run it in) of `dtype` on `hardware` (frozen: once each)."""
     return hardware.matrix_flops_per_s(dtype), hardware.matrix_rate_dtype(dtype)
@@ -61,7 +75,13 @@ def intensity(flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     where it does not keep the quotient (no floating-point warnings to silence, no errstate)."""
     values = np.empty(np.shape(nbytes))
     values.fill(np.inf)
-    return np.divide(flops, nbytes, out=values, where=nbytes > 0)
+    return np.divide(flops, nbytes, out=values, where=nbytes > _ZERO)
+
+
+def _narrow_cache(out) -> bool:
+    """Whether a row's kv_value_bytes is below EIGHT_BIT_BELOW (NaN compares False, without a warning): only then can
+    eight_bit_prefill_rates raise a rate (one comparison instead of its mask and error-state set-up)."""
+    return "kv_value_bytes" in out and any_true(np.asarray(out["kv_value_bytes"], dtype=float) < EIGHT_BIT_BELOW)
 
 
 def estimate_roofline(table, hardware: Hardware, scenario=None,
@@ -72,17 +92,22 @@ def estimate_roofline(table, hardware: Hardware, scenario=None,
     # read-only views (no copy: the table's number columns are floats already)
     matrix_flops, vector_flops, flops, nbytes = (np.asarray(out[c], dtype=float)
                                                  for c in ("matrix_flops", "vector_flops", "flops", "bytes"))
-    groups = row_groups or RowGroups(out)   # dtype lookups once per kernel, not once per decode-step row
-    matrix_peak, rate_dtype = (values[groups.inverse]
-                               for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))
-    raised = eight_bit_prefill_rates(out, matrix_peak, fp8_matrix_flops_per_s(hardware), groups)
-    if raised is not matrix_peak:           # an 8-bit cache's prefill attention: the fp8 rate, as realistic runs it
-        rate_dtype = np.where(raised > matrix_peak, "fp8", rate_dtype).astype(object)
-        matrix_peak = raised
+    if row_groups is None and len(matrix_flops) <= SMALL_UNIQUE:    # one step's kernels: its dtypes' rates kept
+        groups = None
+        matrix_peak, rate_dtype = _row_rates(hardware, tuple(np.asarray(out["dtype"]).tolist()))
+    else:
+        groups = row_groups or RowGroups(out)   # dtype lookups once per kernel, not once per decode-step row
+        matrix_peak, rate_dtype = (values[groups.inverse]
+                                   for values in matrix_peaks(np.asarray(out["dtype"])[groups.first], hardware))
+    if _narrow_cache(out):
+        raised = eight_bit_prefill_rates(out, matrix_peak, fp8_matrix_flops_per_s(hardware), groups)
+        if raised is not matrix_peak:           # an 8-bit cache's prefill attention: the fp8 rate, as realistic runs it
+            rate_dtype = np.where(raised > matrix_peak, "fp8", rate_dtype).astype(object)
+            matrix_peak = raised
     compute_time, memory_time = roofline_times(matrix_flops, vector_flops, nbytes, matrix_peak,
                                                hardware.vector_flops_per_s, hardware.memory_bandwidth_bytes_per_s)
     out["intensity"] = intensity(flops, nbytes)
-    out["matrix_rate_dtype"] = np.where(matrix_flops > 0, rate_dtype, "")
+    out["matrix_rate_dtype"] = np.where(matrix_flops > _ZERO, rate_dtype, _NO_RATE)
     out["compute_time_s"] = compute_time
     out["memory_time_s"] = memory_time
     out["time_s"] = np.maximum(compute_time, memory_time)

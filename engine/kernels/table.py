@@ -30,7 +30,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
-from engine.common.arrays import all_true
+from engine.common.arrays import all_true, equal_to
 
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
@@ -214,9 +214,10 @@ class KernelTableBuilder:
         """The table as a dict of numpy arrays (the engine's fast internal form); `read_only`: every array
         read-only (the number and string columns by their two blocks, not one by one)."""
         adds = len(self._lengths)
-        lengths = np.array(self._lengths, dtype=np.int64)
-        ends = np.cumsum(lengths)
-        single = not adds or ends[-1] == adds     # one row per kernel (a prefill or decode step)
+        single = sum(self._lengths) == adds      # one row per kernel (a prefill or decode step)
+        if not single or self._wide:
+            lengths = np.array(self._lengths, dtype=np.int64)
+            ends = np.cumsum(lengths)
         # scalars (and one-value arrays) repeat over their rows; longer arrays are copied in place
         # np.fromiter: the values converted one by one as np.array converts them, without its shape discovery
         firsts = np.fromiter(self._numbers, dtype=float, count=len(self._numbers)).reshape(adds, len(NUMBER_COLUMNS))
@@ -236,10 +237,9 @@ class KernelTableBuilder:
         data["group"] = np.arange(adds) if single else np.repeat(np.arange(adds), lengths)
         data["flops"] = data["matrix_flops"] + data["vector_flops"]
         data["bytes"] = data["weight_bytes"] + data["activation_bytes"] + data["kv_bytes"]
-        if read_only:
-            for values in data.values():     # the rows of the two blocks are read-only views already
-                if values.base is not numbers and values.base is not strings:
-                    values.setflags(False)
+        if read_only:                        # the rows of the two blocks are read-only views already
+            for name in ("group", "flops", "bytes"):
+                data[name].setflags(False)
         return {c: data[c] for c in KERNEL_COLUMNS}
 
     def build(self) -> pd.DataFrame:
@@ -275,6 +275,6 @@ def column_equals(columns: dict, key: str, value: str) -> np.ndarray:
     when the table has the builder's groups, else row by row."""
     values = np.asarray(columns[key])
     if "group" not in columns or len(values) < 64:
-        return values == value
+        return equal_to(values, value)
     _, first, inverse = group_runs(columns["group"])
     return (values[first] == value)[inverse]

@@ -13,10 +13,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from engine.common.arrays import all_true, any_true, finite  # noqa: F401  (finite: imported from here too)
+from engine.common.arrays import all_true, any_true, equal_to, finite  # noqa: F401  (finite: imported from here too)
 from engine.estimators import STEP_MEAN_COLUMNS
 from engine.estimators.bound_labels import codes_of, present_codes
 from engine.estimators.roofline import intensity
+from engine.hardware.dtypes import compute_format
 from engine.kernels.table import group_runs, kernel_family
 
 # per-occurrence columns that are averaged (weighted by count) when decode steps are summed up
@@ -134,10 +135,10 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     computed when first read (DeferredColumns): an estimate's totals read a few, the DataFrame all.
     """
     groups = columns["group"]
-    codes, first, inverse = group_runs(groups)
-    if len(codes) == len(groups):
+    if _one_row_each(groups):
         count = np.asarray(columns["count"])
-        return KernelColumns(columns, count > 0 if any_true(count <= 0) else None)
+        return KernelColumns(columns, count > _ZERO if any_true(count <= _ZERO) else None)
+    codes, first, inverse = group_runs(groups)
     count = columns["count"].astype(float)
     total_count = np.bincount(inverse, weights=count)
     divisor = np.where(total_count > 0, total_count, 1.0)      # a kernel no iteration runs: dropped below
@@ -155,6 +156,19 @@ def combine_steps(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = Non
     combined = DeferredColumns(out, deferred)
     deferred["intensity"] = lambda: _intensity(combined["flops"], combined["bytes"])
     return KernelColumns(combined, total_count > 0 if any_true(total_count <= 0) else None)
+
+
+def _one_row_each(groups) -> bool:
+    """Whether `groups` is 0, 1, 2, ... (one row per kernel: a prefill or one decode step; group_runs' first test)."""
+    groups = np.asarray(groups)
+    rows = len(groups)
+    if rows <= _SHORT_GROUPS:        # a list comparison (no arange and ufunc set-up)
+        return bool(rows) and groups.tolist() == list(range(rows))
+    return groups[-1] == rows - 1 and all_true(groups == np.arange(rows))
+
+
+_SHORT_GROUPS = 64
+_ZERO = np.array(0.0)      # a 0-d operand: numpy converts a Python scalar operand on every call
 
 
 def _step_mean(values, count, first, inverse, divisor) -> Callable[[], np.ndarray]:
@@ -295,83 +309,10 @@ def presentation_columns(kernels) -> dict:
     return {"family": family, "total_time_s": total_time, "time_share": share}
 
 
-def step_bound_times(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = None) -> dict[tuple[str, str], float]:
-    """{(phase, bound label): count x time_s summed} over the rows of a timed table before decode steps are
-    combined: the time during which each bound holds, step by step (a kernel compute bound over a short
-    context and memory bound over a long one counts on both sides). `bounds`: bound_codes(columns), where the
-    caller has it already."""
-    phase_code, phases = _phase_codes(columns)
-    bounds, bound_code = bounds if bounds is not None else bound_codes(columns)
-    work = np.asarray(columns["count"], dtype=float) * np.asarray(columns["time_s"], dtype=float)
-    sums = np.bincount(phase_code * len(bounds) + bound_code, weights=work, minlength=len(phases) * len(bounds))
-    return {(str(p), str(b)): float(sums[i * len(bounds) + j])
-            for i, p in enumerate(phases) for j, b in enumerate(bounds)}
-
-
-def _phase_codes(columns: dict) -> tuple[np.ndarray, list]:
-    """first_seen_codes of the `phase` column, read once per `group` (a group's rows share their phase)."""
-    if "group" not in columns or len(columns["group"]) < 64:     # a short table: row by row is quicker
-        return first_seen_codes(columns["phase"])
-    _, first, inverse = group_runs(columns["group"])
-    order = np.argsort(first, kind="stable")           # groups by their first row: phases seen in row order
-    codes, phases = first_seen_codes(np.asarray(columns["phase"])[first[order]])
-    code_of_group = np.empty(len(first), dtype=np.intp)
-    code_of_group[order] = codes
-    return code_of_group[inverse], phases
-
-
-def phase_total_rows(kernels, by_bound: Optional[dict[tuple[str, str], float]] = None) -> dict[str, dict]:
-    """{phase: {time_s, macs, flops, bytes, kernel_launches, <bound>_bound_time_s..., link_bytes,
-    communication_time_s, hidden_communication_time_s}} from a kernel table (DataFrame or KernelColumns);
-    report.phase_totals documents the columns."""
-    def numbers(name):
-        return np.asarray(kernels[name], dtype=float)
-    phase = np.asarray(kernels["phase"])
-    count = numbers("count")
-    launches = count * (numbers("launches") if "launches" in kernels else 1.0)
-    launches = np.where(np.asarray(kernels["op"]) == "bubble", 0.0, finite(launches))
-    zeros = np.zeros(len(count))
-    link_bytes, communication, hidden = (finite(kernels[name]) * count if name in kernels else zeros
-                                         for name in ("link_bytes", "communication_time_s", "hidden_time_s"))
-    time = numbers("time_s") * count
-    macs, flops, traffic = numbers("macs"), numbers("flops"), numbers("bytes")
-    bound = np.asarray(kernels["bound"])
-    present = set(bound.tolist())
-    if bound.dtype != object or not all(label.__class__ is str for label in present):
-        bound = bound.astype(str)               # labels as str (an object array of str objects compares alike)
-        present = set(bound.tolist())
-    present |= {label for _, label in (by_bound or {})}
-    labels = ["compute", "memory"] + sorted(present - {"compute", "memory"})
-    per_row = {"time_s": time, "macs": macs * count, "flops": flops * count, "bytes": traffic * count,
-               "kernel_launches": launches}
-    links = {"link_bytes": link_bytes, "communication_time_s": communication,
-             "hidden_communication_time_s": hidden}
-    names = list(dict.fromkeys(phase.tolist()))
-    totals = {}
-    for name in names:
-        rows = None if len(names) == 1 else phase == name     # one phase: every row, no selection
-        pick = (lambda values: values) if rows is None else (lambda values: values[rows])  # noqa: E731
-        row = {key: np.add.reduce(pick(values)) for key, values in per_row.items()}
-        for label in labels:
-            row[f"{label}_bound_time_s"] = (by_bound.get((name, label), 0.0) if by_bound is not None
-                                            else np.add.reduce(pick(time)[pick(bound) == label]))
-        row.update({key: np.add.reduce(pick(values)) for key, values in links.items()})
-        totals[name] = row
-    return totals
-
-
-def phase_frame(totals: dict[str, dict]):
-    """The `phases` DataFrame of phase_total_rows (one row per phase, index named `phase`)."""
-    import pandas as pd
-    frame = pd.DataFrame.from_dict(totals, orient="index")
-    frame.index.name = "phase"
-    return frame
-
-
 def experts_touched(kernels) -> dict[str, float]:
     """Per phase: routed experts whose weights one device reads per MoE layer per step (the mean over the
     phase's steps), from the expert GEMMs' `batch` (engine/decomposition/moe.py). Empty for dense models."""
-    rows = np.asarray(kernels["name"]) == "Expert_up"
+    rows = equal_to(np.asarray(kernels["name"]), "Expert_up")
     if not any_true(rows):
         return {}
     phase = np.asarray(kernels["phase"])[rows]
@@ -390,7 +331,6 @@ def fallback_notes(kernels, hardware_name: str) -> list[str]:
     """A note per dtype whose matrix work runs at another format's rate (the device lacks its rate)."""
     if "matrix_rate_dtype" not in kernels:
         return []
-    from engine.hardware.dtypes import compute_format
     pairs = dict.fromkeys(zip(np.asarray(kernels["dtype"]).tolist(), np.asarray(kernels["matrix_rate_dtype"]).tolist()))
     return [f"{hardware_name} has no {dtype} matrix rate: {dtype} matrix work runs at the {rate} rate"
             for dtype, rate in pairs if rate and rate != compute_format(dtype)]

@@ -15,11 +15,12 @@ estimate needs has no energy (`Estimate.energy` is None and a note says which va
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
 
-from engine.common.arrays import any_true
+from engine.common.arrays import all_true, any_true
 from engine.hardware.device import Hardware
 from engine.results.columns import KernelColumns, finite
 
@@ -42,6 +43,9 @@ def _mac_energy(hardware: Hardware, rate_dtype: str) -> Optional[float]:
 def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str]]:
     """Per-occurrence energy columns (joules) for every kernel row, or (None, [why]) when the spec lacks a value.
     `kernels`: a kernel DataFrame or a dict of column arrays (engine/explore/evaluation.py)."""
+    fast = _short_table_energy(kernels, hardware)
+    if fast is not None:
+        return fast, []
     missing = []
     macs = _column(kernels, "macs") * (np.asarray(kernels["unit"]) == "matrix" if "unit" in kernels else 1.0)
     per_mac = np.zeros(len(macs))
@@ -87,6 +91,62 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     # the sum starts 0 + matrix, so no partial sum is -0.0 and adding +0.0 changes no bit: the zeros are skipped
     out["energy_j"] = sum(out[c] for c in ENERGY_COLUMNS[:-1] if c not in no_traffic)
     return out, notes
+
+
+SHORT_TABLE = 64        # rows up to which a table's per-row energy coefficients are kept per (device, dtypes, units)
+_ZERO, _INFINITY = np.array(0.0), np.array(np.inf)    # 0-d operands: no conversion of a Python scalar per call
+_INPUTS = ("macs", "vector_flops", "bytes", "link_bytes", "time_s")     # per row, in the order of _COEFFICIENTS' rows
+
+
+def _short_table_energy(kernels, hardware: Hardware) -> Optional[dict]:
+    """kernel_energy's columns of a short table (a prefill or a decode step) without traffic at the LLC or SRAM, in one
+    multiplication: the rows of [macs, vector FLOPs, HBM bytes, link bytes, time_s] times per-row coefficients
+    [pJ/MAC of the row's dtype where its unit is matrix (else 0), pJ/FLOP, pJ/B, 8 x pJ/bit, static W] kept per
+    (device, dtype column, unit column). The same bits as kernel_energy's steps: (macs x unit) x energy =
+    macs x (unit x energy) and (link x 8) x energy = link x (8 x energy) (x 8 and x 0/1 are exact), and the
+    sum 0 + matrix + vector + hbm + link + static is np.add.reduce over the rows from 0.0 in that order. None (the
+    general path) where the table is longer, has LLC/SRAM/HBM traffic columns or no unit column, a value is not
+    finite, or the device lacks an energy."""
+    if ("llc_bytes" in kernels or "sram_bytes" in kernels or "hbm_bytes" in kernels or "unit" not in kernels
+            or not all(name in kernels for name in _INPUTS) or len(kernels["count"]) > SHORT_TABLE):
+        return None
+    coefficients = _coefficients(hardware, tuple(np.asarray(kernels["dtype"]).tolist()),
+                                 tuple(np.asarray(kernels["unit"]).tolist()))
+    if coefficients is None:
+        return None
+    values = np.array([kernels[name] for name in _INPUTS], dtype=float)
+    if not all_true((values >= _ZERO) & (values < _INFINITY)):   # NaN, infinities (nan_to_num) or a negative value
+        return None
+    energies = np.multiply(values, coefficients)
+    zeros = np.zeros((2, energies.shape[1]))
+    matrix, vector, hbm, link, static = energies
+    return {"matrix_energy_j": matrix, "vector_energy_j": vector, "hbm_energy_j": hbm, "link_energy_j": link,
+            "static_energy_j": static, "llc_energy_j": zeros[0], "sram_energy_j": zeros[1],
+            "energy_j": np.add.reduce(energies, axis=0, initial=0.0)}
+
+
+@lru_cache(maxsize=256)
+def _coefficients(hardware: Hardware, dtypes: tuple, units: tuple) -> Optional[np.ndarray]:
+    """_short_table_energy's per-row coefficients (read-only), None where an energy is missing, not finite or
+    negative (a zero's sign would then differ from the general path's). With every input >= 0 a row whose dtype has
+    no positive MACs has macs 0 (x 0 or x its energy: +0 either way), so each row's energy of its dtype is used."""
+    per_mac = {}
+    try:
+        for dtype in dict.fromkeys(dtypes):
+            per_mac[dtype] = _mac_energy(hardware, hardware.matrix_rate_dtype(dtype))
+    except (AttributeError, KeyError, ValueError):      # a dtype without a matrix rate: the general path decides
+        return None
+    constants = (hardware.vector_energy_j_per_flop, hardware.memory_energy_j_per_byte, hardware.link_energy_j_per_bit,
+                 hardware.static_power_w, *per_mac.values())
+    if any(value is None or not 0.0 <= value < float("inf") for value in constants):
+        return None
+    rows = len(dtypes)
+    matrix = [per_mac[dtype] * (unit == "matrix") for dtype, unit in zip(dtypes, units)]
+    coefficients = np.array([matrix, [hardware.vector_energy_j_per_flop] * rows,
+                             [hardware.memory_energy_j_per_byte] * rows, [8.0 * hardware.link_energy_j_per_bit] * rows,
+                             [hardware.static_power_w] * rows], dtype=float)
+    coefficients.setflags(False)
+    return coefficients
 
 
 def add_energy(kernels, hardware: Hardware) -> list[str]:

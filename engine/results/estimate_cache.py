@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Optional
 
+import numpy as np
 
 from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
 from engine.kernels.table import column_equals
 from engine.models.config import ModelConfig
-from engine.results.columns import KernelColumns, bound_codes, combine_steps, step_bound_times
+from engine.results.columns import KernelColumns, bound_codes, combine_steps
+from engine.results.phase_totals import step_bound_times
 from engine.results.report import Estimate
 from engine.workload.parallel import add_pipeline_bubble
 from engine.workload.scenario import Scenario
@@ -46,10 +48,19 @@ def timed_steps(method, hardware, model, scenario: Scenario, table_scenario: Sce
     steps = method.estimate(method.decompose(model, table_scenario), hardware, scenario)
     activations = None
     if method.name != "seed" and not scenario.chunked_prefill:
-        activations = float(steps["activation_bytes"][~column_equals(steps, "op", "collective")].max())
+        activations = peak_activations(steps)
     with_bubble = add_pipeline_bubble(steps, scenario, {"prefill": scenario.prefill_micro_batches})
     bounds = bound_codes(with_bubble)          # label codes of the per-step rows, once for both
     return TimedSteps(steps, combine_steps(with_bubble, bounds), step_bound_times(with_bubble, bounds), activations)
+
+
+def peak_activations(steps: dict) -> float:
+    """The largest activation bytes of a row that is not a collective (np.maximum.reduce is what ndarray.max runs,
+    without its Python wrapper); a short table without a collective takes every row without a mask."""
+    op = steps["op"]
+    if len(op) <= 64 and "collective" not in np.asarray(op).tolist():
+        return float(np.maximum.reduce(steps["activation_bytes"]))
+    return float(np.maximum.reduce(steps["activation_bytes"][~column_equals(steps, "op", "collective")]))
 
 
 def kept_estimate(compute: Callable[..., Estimate], hardware, model, scenario, method: str) -> Estimate:

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from engine.results.memory import MemoryFootprint, kv_tokens, memory_footprint  # noqa: F401  (re-exported)
-from engine.results.columns import (MEAN_COLUMNS, KernelColumns, combine_steps, phase_frame,  # noqa: F401
-                                   phase_total_rows, presentation_columns, step_bound_times)
+from engine.results.columns import MEAN_COLUMNS, KernelColumns, combine_steps, presentation_columns  # noqa: F401
+from engine.results.phase_totals import phase_frame, phase_total_rows, step_bound_times
 
 JSON_KERNEL_COLUMNS = (
     "phase", "name", "type", "op", "unit", "dtype", "m", "k", "n", "batch", "context", "attention_window", "count",

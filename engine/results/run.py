@@ -16,8 +16,8 @@ from engine.kernels.table import KernelTableBuilder
 from engine.results.memory import memory_footprint
 from engine.workload.parallel import parallel_layout
 from engine.results.report import Estimate, latency_metrics
-from engine.results.columns import (experts_touched, fallback_notes, lazy_presentation_columns,
-                                   phase_total_rows)
+from engine.results.columns import experts_touched, fallback_notes, lazy_presentation_columns
+from engine.results.phase_totals import phase_total_rows
 from engine.results.estimate_cache import kept_estimate, timed_steps
 from engine.workload.scenario import Scenario
 

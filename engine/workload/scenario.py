@@ -124,6 +124,8 @@ class Scenario(BaseModel):
         largest divisor of `batch` that is <= pp (pp for a batch that pp divides; 1 without a pipeline)."""
         if self.micro_batches is not None:
             return self.micro_batches
+        if self.pp == 1 or self.batch == 1:      # the only divisor <= 1 (without the generator's cost)
+            return 1
         return max(m for m in range(1, min(self.pp, self.batch) + 1) if self.batch % m == 0)
 
     @property
