@@ -68,6 +68,7 @@ class BackendProfile:
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
     kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
     prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
+    request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -142,6 +143,24 @@ def prefill_scale(options, method: str) -> float:
     if options.prefill_time_scale is not None:
         return options.prefill_time_scale
     return 1.0 if method in IDEAL_METHODS else backend_profile(options.backend).prefill_time_scale
+
+
+def routed_expert_layers(model) -> int:
+    """Routed experts summed over the MoE layers (num_moe_layers x num_experts; 0 for a dense model): what the
+    per-request host time `request_overhead_per_expert_layer_s` scales with."""
+    return int(model.num_moe_layers * model.num_experts) if model.num_experts else 0
+
+
+def request_overhead(options, method: str, model) -> tuple[float, float]:
+    """(request overhead in seconds, its part per routed expert-layer) for `options` under `method`: the options'
+    request_overhead_s where given (the whole per-request time), else the backend's fixed part plus its per
+    expert-layer part x routed_expert_layers(model); none for the ideal methods."""
+    per_expert = options.request_overhead_per_expert_layer_s
+    if per_expert is None:
+        per_expert = 0.0 if method in IDEAL_METHODS else backend_profile(options.backend).request_overhead_per_expert_layer_s
+    if options.request_overhead_s is not None:
+        return options.request_overhead_s, per_expert
+    return overheads(options.backend, method)[1] + per_expert * routed_expert_layers(model), per_expert
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:
