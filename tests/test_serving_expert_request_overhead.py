@@ -43,6 +43,11 @@ def test_serve_adds_the_per_expert_layer_time_to_ttft_and_latency_only(moe):
     # a request overhead given in the options is the whole per-request time: nothing added to it
     given = serve(*moe, **FIELDS, request_overhead_s=0.05, request_overhead_per_expert_layer_s=5e-6)
     assert given.options.request_overhead_s == pytest.approx(0.05)
+    # left to the backend: TensorRT-LLM's shipped part per expert-layer
+    shipped = serve(*moe, **FIELDS)
+    assert shipped.options.request_overhead_s == pytest.approx(
+        fixed + BACKENDS["trtllm"].request_overhead_per_expert_layer_s * 768)
+    assert BACKENDS["trtllm"].request_overhead_per_expert_layer_s > 0
     # the ideal methods add no host time
     assert serve(*moe, **FIELDS, method="roofline").options.request_overhead_s == 0.0
 

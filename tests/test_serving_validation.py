@@ -184,8 +184,13 @@ def in_bounds(summary) -> bool:
     # Merged (h/dattn5 + h/serve5, 2026-11-27), re-measured: 0.1047, +0.0453, 0.4915, +0.4257; 15% off moves TPOT bias to
     # +0.059 / +0.031 (graph latency overlap), +0.032 / +0.0488 (per-decoding-request overhead), TTFT bias to +0.367 /
     # +0.476 (request overhead) and +0.401 / +0.436 (arrival wait share): h/serve5's bands hold.
+    # With TensorRT-LLM's request overhead as 60 ms + 8 us per routed expert-layer (120 ms flat before; h/serve6),
+    # re-measured: 0.1047, +0.0453, 0.4208, +0.3530 (its 24 subset runs' TTFT bias +0.332 -> +0.207); 15% off moves TTFT
+    # to 0.380 / 0.498 (bias +0.271 / +0.404, request overhead) and bias +0.337 / +0.374 (arrival wait share), TPOT as
+    # above (bias +0.059 / +0.031, graph latency overlap; +0.032 / +0.049, per-decoding-request overhead): TTFT bias band
+    # 0.415-0.43 -> 0.345-0.36, TTFT median bound 0.54 -> 0.45.
     return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.048
-            and summary["ttft_median"] <= 0.54 and 0.415 <= summary["ttft_bias"] <= 0.43)
+            and summary["ttft_median"] <= 0.45 and 0.345 <= summary["ttft_bias"] <= 0.36)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",
