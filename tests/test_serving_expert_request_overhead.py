@@ -85,6 +85,8 @@ def test_fit_recovers_a_planted_per_expert_layer_time():
 
 def test_only_the_listed_backends_fit_the_term():
     assert "expert_grid" not in backend_grids("trtllm", {})
+    assert backend_grids("trtllm", {})["prefill_scale_grid"] == [1.0]
+    assert "prefill_scale_grid" not in backend_grids("sglang", {})
     assert backend_grids("vllm", {})["expert_grid"] == [0.0]
     assert backend_grids("vllm", {"expert_grid": [1e-6]})["expert_grid"] == [1e-6]
 
