@@ -101,8 +101,9 @@ def test_decode_attention_streams_the_kv_cache_once(devices, llama8b):
     decode stream cap, x 2.039 TB/s) + each (sequence, KV head)'s share at decode_pair_bytes_per_core_cycle x 108
     cores x 1.41 GHz (added to the stream since h/dattn5) + 8 (sequence, KV head) units x (decode cycles + the
     wide-KV cycles of a grouped-query decode over a 16-bit cache) / (108 cores x 1.41 GHz) + the split-KV reduction
-    beyond 256 cached tokens (its cycles + the ramp x 2.039 TB/s / (108 x 1.41 GHz) bytes per core cycle) at the
-    clock, plus what the separate rows' roofline charges beyond the fused roofline."""
+    beyond 32,768 cached values per head (4,097 tokens x 128 head dim splits; its cycles + the ramp x 2.039 TB/s /
+    (108 x 1.41 GHz) bytes per core cycle) at the clock, plus what the separate rows' roofline charges beyond the
+    fused roofline."""
     from engine.estimators.realistic import DEFAULT_CONSTANTS as C
     O = C.attention_overheads
     hw = devices["A100-80GB-SXM"]

@@ -41,9 +41,11 @@ MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 # query heads per KV head a tensor-core decode kernel takes (TensorRT-LLM's XQA); beyond it the measured decode
 # kernels run 3-20x slower on every device (aiconfigurator's tables, groups of 48-128): the vector units compute
 DECODE_MATRIX_GROUP_MAX = 32
-# a decode context beyond this many tokens is split over several CTAs per (sequence, KV head) (flash-decoding); on
-# older tensor cores the split pays a reduction (AttentionOverheads.decode_split_cycles; 256 fits better than 512, 1024)
-DECODE_SPLIT_TOKENS = 256
+# a decode context of more than this many cached values per head (tokens x head dim) is split over several CTAs per
+# (sequence, KV head) (flash-decoding); on older tensor cores the split pays a reduction
+# (AttentionOverheads.decode_split_cycles). The Hopper tables step up by ~5 us past 512 tokens at head dim 64, 256 at
+# 128 and 128 at 256, for bf16 and fp8 caches alike (h/dattn6; was 256 tokens at every head dim)
+DECODE_SPLIT_VALUES = 32768
 # query heads one CTA of a grouped-query decode takes (one 16-row matrix fragment); a wider group (up to
 # DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time
 # (AttentionOverheads.decode_fragment_share)
@@ -243,7 +245,8 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
                 over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels);
                 decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
-    split_s     on such a device, a context beyond DECODE_SPLIT_TOKENS splits over CTAs and pays a reduction:
+    split_s     on such a device, more than DECODE_SPLIT_VALUES cached values per head (context x head dim) split
+                over CTAs and pay a reduction:
                 decode_split_cycles + decode_split_ramp_cycles x the HBM bytes per core cycle, at the clock
     convert_s   Hopper's 8-bit one-head-per-KV-head kernel: decode_fp8_value_cycles per K/V value, a bound beside the
                 stream (the tables: 2.5 / 2.75 TB/s on H100 / H200 at every length)
@@ -266,7 +269,7 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
             cta_cycles = cta_cycles + where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
         bytes_per_core_cycle = rates.bandwidth * core_cycles_s
         split_cycles = overheads.decode_split_cycles + overheads.decode_split_ramp_cycles * bytes_per_core_cycle
-        split_s = where((n > DECODE_SPLIT_TOKENS) & not_latent, split_cycles / rates.clock_hz, 0.0)
+        split_s = where((n * shapes.k > DECODE_SPLIT_VALUES) & not_latent, split_cycles / rates.clock_hz, 0.0)
         if overheads.decode_fp8_cta_cycles is not None:
             cta_cycles = where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
     fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),

@@ -81,8 +81,10 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     decode_pair_bytes_per_core_cycle=14.3,   # each (sequence, KV head) streams at this x cores x clock, added to the
                                              # HBM stream's time (h/dattn5, MLA's latent kernels too; was 5.5 as a
                                              # bound beside it, not on MLA)
-    decode_split_cycles=4020.0,              # split-KV reduction beyond 256 cached tokens, devices without fp4 units
-    decode_split_ramp_cycles=272.0,          # ... + this x the HBM bytes per core cycle (h/dattn5: H100 7,800, H200 9,440)
+    # split-KV reduction beyond 32,768 cached values per head (tokens x head dim; h/dattn6, was 256 tokens), devices
+    # without fp4 units, + the ramp x the HBM bytes per core cycle (H100 7,940, H200 9,850, A100 7,770 cycles)
+    decode_split_cycles=3530.0,
+    decode_split_ramp_cycles=317.0,
     decode_fp8_cta_cycles=1830.0,            # the 8-bit matrix decode kernel's cycles per (sequence, KV head) (Hopper fp8)
     decode_fragment_share=0.18,              # groups of 17-32 query heads: + 18% of the kernel time per extra 16 heads
     decode_stream_cap=0.973,                 # the HBM stream at most 97% of the peak (was 0.933 with the pair bound)

@@ -1,0 +1,52 @@
+"""The split-KV reduction of the older decode kernels (no fp4 units) starts beyond 32,768 cached values per head
+(tokens x head dim), not at a fixed context (h/dattn6).
+
+Measured (aiconfigurator-core 0.12.0, trtllm generation attention, H200-SXM, bf16): one query head per KV head at head
+dim 64 takes 9.6 us at 512 tokens (4 pairs) and 15.6 us at 1,024 (16 pairs); head dim 256, 6 query heads per KV
+head, 4 pairs, 15.4 us already at 256 tokens. The step sits at the same cached values per head, 512 x 64 = 256 x 128
+= 128 x 256 = 32,768, for bf16 and fp8 caches alike (not at equal bytes). Under the old 256-token rule the first row
+was predicted +55% slow and the third -42% fast.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from engine.calibration.silicon import attention_fit, score
+from engine.hardware.specs import load_specs
+
+NO_SPLIT = {"decode_split_cycles": 0.0, "decode_split_ramp_cycles": 0.0}
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return load_specs()
+
+
+def _row(batch, heads, kv_heads, head_dim, context, measured_s):
+    return pd.DataFrame({"device": ["H200-SXM"], "batch": [float(batch)], "heads": heads, "kv_heads": kv_heads,
+                         "head_dim": head_dim, "dtype": "bf16", "kv_dtype": "bf16", "window_size": 0,
+                         "time_s": measured_s, "input_length": 1.0, "prior_tokens": [context - 1.0],
+                         "context_length": [float(context)]})
+
+
+def _error(devices, frame, values=None):
+    constants = None if values is None else attention_fit.constants_with(values)
+    predicted = score.predicted_seconds(frame, "decode_attention", devices["H200-SXM"], "realistic", constants)[0]
+    return predicted / frame["time_s"].iloc[0] - 1.0
+
+
+@pytest.mark.parametrize("batch, heads, kv_heads, head_dim, context, measured_s, splits", [
+    (1, 4, 4, 64, 512, 9.58e-6, False),     # 32,768 values per head: not split
+    (2, 8, 8, 64, 1024, 15.59e-6, True),    # 65,536
+    (1, 24, 4, 256, 256, 15.39e-6, True),   # 65,536 at 256 tokens
+    (4, 20, 4, 128, 32, 9.32e-6, False),    # 4,096
+])
+def test_split_starts_beyond_32768_values_per_head(devices, batch, heads, kv_heads, head_dim, context, measured_s,
+                                                   splits):
+    frame = _row(batch, heads, kv_heads, head_dim, context, measured_s)
+    assert abs(_error(devices, frame)) < 0.15
+    split_s = (_error(devices, frame) - _error(devices, frame, NO_SPLIT)) * measured_s
+    # the reduction at the H200's clock: 3,530 + 317 x 4.8 TB/s / (132 x 1.83 GHz) cycles ~ 9,850 cycles ~ 5.4 us
+    assert split_s == pytest.approx(5.38e-6 if splits else 0.0, rel=0.02, abs=1e-9)
