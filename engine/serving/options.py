@@ -97,6 +97,7 @@ class ServingOptions(BaseModel):
     arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
     kv_admitted_output_share: Optional[float] = Field(None, ge=0.0, le=1.0)
     prefill_time_scale: Optional[float] = Field(None, gt=0.0, le=10.0)
+    request_overhead_per_expert_layer_s: Optional[float] = Field(None, ge=0.0, le=1e-3)
 
     @field_validator("backend")
     @classmethod

@@ -38,7 +38,7 @@ from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
 from engine.serving.backends import (admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads,
-                                     prefill_scale, scheduling)
+                                     prefill_scale, request_overhead, scheduling)
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -128,7 +128,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     chosen = get_method(method)
     _check_supported(model, cost_scenario, chosen.name)
     check_fits_model(model, cost_scenario)
-    options = resolved_options(options, chosen.name)
+    options = resolved_options(options, chosen.name, model)
     graphed = chosen.name == "realistic" and options.graph_decode
     overhead, overlap, jitter = options.iteration_overhead_s, options.graph_latency_overlap, options.arrival_jitter
     admitted_share = options.kv_admitted_output_share
@@ -166,9 +166,10 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     return result
 
 
-def resolved_options(options: ServingOptions, method: str) -> ServingOptions:
+def resolved_options(options: ServingOptions, method: str, model=None) -> ServingOptions:
     """`options` with every backend-dependent field settled: the options' value where given, else the backend's
-    (engine/serving/backends.py; none of the host-side times for the ideal methods)."""
+    (engine/serving/backends.py; none of the host-side times for the ideal methods). With `model`, the request
+    overhead includes the backend's part per routed expert-layer (backends.request_overhead)."""
     fitted = overheads(options.backend, method)
     profile = backend_profile(options.backend)
     graphed = method == "realistic" and options.graph_decode
@@ -176,9 +177,11 @@ def resolved_options(options: ServingOptions, method: str) -> ServingOptions:
                else options.graph_latency_overlap) if graphed else 0.0
     jitter, benchmark_requests = scheduling(options, method)
     per_decoding, wait_share = host_terms(options, method)
+    request, per_expert = request_overhead(options, method, model) if model is not None else (
+        fitted[1] if options.request_overhead_s is None else options.request_overhead_s, 0.0)
     return options.model_copy(update={
         "iteration_overhead_s": fitted[0] if options.iteration_overhead_s is None else options.iteration_overhead_s,
-        "request_overhead_s": fitted[1] if options.request_overhead_s is None else options.request_overhead_s,
+        "request_overhead_s": request, "request_overhead_per_expert_layer_s": per_expert,
         "mixed_prefill": profile.mixed_prefill if options.mixed_prefill is None else options.mixed_prefill,
         "chunked_prefill": profile.chunked_prefill if options.chunked_prefill is None else options.chunked_prefill,
         "graph_latency_overlap": overlap, "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,

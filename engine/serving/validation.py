@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from engine.serving.backends import BACKENDS
+from engine.serving.backends import BACKENDS, routed_expert_layers
 from engine.serving.validation_express import ModelSource, concurrency_of, express, family_of
 from engine.serving.validation_windows import window_terms
 
@@ -57,12 +57,15 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
                      "iteration_overhead_per_request_s": result.options.iteration_overhead_per_request_s or 0.0,
                      "arrival_wait_share": result.options.arrival_wait_share or 0.0,
                      "prefill_time_scale": result.options.prefill_time_scale or 1.0,
+                     "request_overhead_per_expert_layer_s":
+                         result.options.request_overhead_per_expert_layer_s or 0.0,
+                     "routed_expert_layers": routed_expert_layers(model),
                      "decode_kernel_latency_s": result.decode_kernel_latency_s, **window_terms(result)})
     return pd.DataFrame(rows)
 
 
 def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap=None, per_request_s=None,
-                   wait_share=None, prefill_scale=None) -> pd.DataFrame:
+                   wait_share=None, prefill_scale=None, per_expert_layer_s=None) -> pd.DataFrame:
     """`scored` re-timed with other serving terms (per row or scalars): TPOT moves by the iteration overhead
     and by the change in graph_latency_overlap x the decode step's summed kernel latency (as if every
     iteration between first and last token were decode-only: exact for decode-dominated runs); TTFT by the
@@ -70,8 +73,14 @@ def with_overheads(scored: pd.DataFrame, iteration_s, request_s, latency_overlap
     time per decoding request per iteration) moves both by the decoding requests summed over their windows, and
     `wait_share` TTFT by the iteration a later request waits for (engine/serving/validation_windows.py). `prefill_scale`
     (prefill_time_scale) moves both by its change x the seconds of iterations with prompt chunks in their windows (exact
-    up to the host time inside those iterations, which serve() does not scale: under 1% of them)."""
+    up to the host time inside those iterations, which serve() does not scale: under 1% of them). `per_expert_layer_s`
+    (request_overhead_per_expert_layer_s) adds its value x the run's routed_expert_layers to the request overhead
+    (`request_s` is then the fixed part; the recorded request_overhead_s is the whole per-request time)."""
     out = scored.copy()
+    if per_expert_layer_s is not None:
+        request_s = np.asarray(request_s, dtype=float) + np.asarray(per_expert_layer_s, dtype=float) * \
+            _column(out, "routed_expert_layers")
+        out["request_overhead_per_expert_layer_s"] = per_expert_layer_s
     if prefill_scale is not None:
         d_scale = np.asarray(prefill_scale, dtype=float) - _column(out, "prefill_time_scale", 1.0)
         out["ttft_s"] = out["ttft_s"] + d_scale * out["ttft_mixed_s"]
@@ -128,13 +137,27 @@ REQUEST_GRID_S = np.arange(0.0, 0.401, 0.005)
 OVERLAP_GRID = np.arange(0.0, 0.951, 0.05)
 PER_REQUEST_GRID_S = np.arange(0.0, 40.1e-6, 5e-6)
 WAIT_SHARE_GRID = np.arange(0.0, 1.01, 0.25)
+# the request overhead's part per routed expert-layer (0-12 us; fit_overheads' expert_grid narrows it, a single 0
+# leaves the term out)
+EXPERT_LAYER_GRID_S = np.arange(0.0, 12.1e-6, 2e-6)
+EXPERT_LAYER_BACKENDS = ("trtllm",)     # the backends whose fits include it (the others: 0)
+
+
+def backend_grids(backend, grids: dict) -> dict:
+    """fit_overheads' grids for `backend`'s runs: `grids`, with the per expert-layer request overhead left out (0)
+    for a backend outside EXPERT_LAYER_BACKENDS, and the prefill time scale left at 1 for one inside it (TensorRT-LLM's
+    folds chose 1 in every full run since the scale was added, and leaving it out pays for the expert grid's time),
+    unless `grids` name them."""
+    if backend in EXPERT_LAYER_BACKENDS:
+        return {"prefill_scale_grid": [1.0], **grids}
+    return {"expert_grid": [0.0], **grids}
 # the prefill time scale's candidates (fit_overheads; each costs a whole fit, 1 alone leaves the term out; the
 # benchmark's --prefill-scales overrides them). Chosen on the full leave-one-system-out run of 2026-11-27 (h/serve5):
 # 1 alone TPOT 12.5% / 40.6%, TTFT 28.2% / 88.8%; 0.8, 0.9, 1 TPOT 12.0% / 39.7%, TTFT 27.9% / 87.7% (SGLang's folds
 # pick 0.8-0.9, TensorRT-LLM's and vLLM's 1)
 PREFILL_SCALE_GRID = np.array([0.8, 0.9, 1.0])
 TERMS = ("iteration_overhead_s", "request_overhead_s", "graph_latency_overlap", "iteration_overhead_per_request_s",
-         "arrival_wait_share", "prefill_time_scale")
+         "arrival_wait_share", "prefill_time_scale", "request_overhead_per_expert_layer_s")
 
 
 # The headline has median and p90 targets: the fits weigh the p90 of |log error| beside the median, chosen among
@@ -148,8 +171,22 @@ def fit_loss(deviations: np.ndarray, metric: str) -> np.ndarray:
     weight = TAIL_WEIGHT[metric]
     if not weight:
         return np.median(deviations, axis=1)
-    median, p90 = np.quantile(deviations, [0.5, 0.9], axis=1)
+    median, p90 = _quantiles(deviations, (0.5, 0.9))
     return median + weight * p90
+
+
+def _quantiles(values: np.ndarray, qs) -> list[np.ndarray]:
+    """np.quantile(values, q, axis=1) for each q (linear interpolation), from one partial sort instead of a sort."""
+    n = values.shape[1]
+    positions = [q * (n - 1) for q in qs]
+    ks = sorted({k for p in positions for k in (int(np.floor(p)), min(int(np.floor(p)) + 1, n - 1))})
+    part = np.partition(values, ks, axis=1)
+    out = []
+    for p in positions:
+        lo = int(np.floor(p))
+        hi = min(lo + 1, n - 1)
+        out.append(part[:, lo] + (part[:, hi] - part[:, lo]) * (p - lo))
+    return out
 
 
 def _column(frame, name, default: float = 0.0):
@@ -157,17 +194,22 @@ def _column(frame, name, default: float = 0.0):
 
 
 def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_grid=None, wait_share_grid=None,
-                  prefill_scale_grid=None) -> tuple:
+                  prefill_scale_grid=None, expert_grid=None) -> tuple:
     """The TERMS (iteration overhead, request overhead, graph latency overlap, per-decoding-request iteration
     overhead, arrival wait share, prefill time scale) that minimise median |log(pred / meas)| of TPOT plus TTFT over
     `scored`'s expressed runs, re-timed as with_overheads does (a grid search: 0-3 ms per iteration, 0-400 ms per
     request, 0-0.95 of the decode kernels' latency hidden, 0-40 us per decoding request and iteration, 0-1 of the
-    running iteration waited for, PREFILL_SCALE_GRID for the iterations with prompt chunks); `with_loss`: the loss as a
-    last value. The last three grids may be narrowed (a single 0, or 1 for the scale, leaves the term out)."""
+    running iteration waited for, PREFILL_SCALE_GRID for the iterations with prompt chunks, EXPERT_LAYER_GRID_S per
+    routed expert-layer in the request overhead, whose fixed part the request value is); `with_loss`: the loss as a
+    last value. The last four grids may be narrowed (a single 0, or 1 for the scale, leaves the term out)."""
     ok = scored[scored["reason"] == ""]
     per_request_grid = PER_REQUEST_GRID_S if per_request_grid is None else np.asarray(per_request_grid, dtype=float)
     wait_share_grid = WAIT_SHARE_GRID if wait_share_grid is None else np.asarray(wait_share_grid, dtype=float)
     scale_grid = PREFILL_SCALE_GRID if prefill_scale_grid is None else np.asarray(prefill_scale_grid, dtype=float)
+    expert_grid = EXPERT_LAYER_GRID_S if expert_grid is None else np.asarray(expert_grid, dtype=float)
+    expert_layers = _column(ok, "routed_expert_layers")
+    if not expert_layers.any():
+        expert_grid = expert_grid[:1] * 0.0     # no MoE run: the term has nothing to fit
     it0, rq0, overlap0, per0, share0 = (_column(ok, name) for name in TERMS[:5])
     scale0 = _column(ok, "prefill_time_scale", 1.0)
     floor, first = _column(ok, "decode_kernel_latency_s"), _column(ok, "first_token_iterations")
@@ -186,12 +228,15 @@ def fit_overheads(scored: pd.DataFrame, with_loss: bool = False, per_request_gri
                 for share in wait_share_grid:
                     base = ttft + (iteration - it0) * first - rq0 + (per_request - per0) * ttft_batch + \
                         (share - share0) * residual
-                    ttft_losses = fit_loss(np.abs(np.log(np.maximum(base[None, :] + REQUEST_GRID_S[:, None], 1e-9))
-                                                - log_ttft), "ttft")
-                    m = int(np.argmin(ttft_losses))
-                    if tpot_losses[k] + ttft_losses[m] < best[0]:
-                        best = (tpot_losses[k] + ttft_losses[m], float(iteration), float(REQUEST_GRID_S[m]),
-                                float(OVERLAP_GRID[k]), float(per_request), float(share), float(scale))
+                    for per_expert in expert_grid:
+                        shifted = base + per_expert * expert_layers
+                        ttft_losses = fit_loss(np.abs(np.log(np.maximum(shifted[None, :] + REQUEST_GRID_S[:, None],
+                                                                        1e-9)) - log_ttft), "ttft")
+                        m = int(np.argmin(ttft_losses))
+                        if tpot_losses[k] + ttft_losses[m] < best[0]:
+                            best = (tpot_losses[k] + ttft_losses[m], float(iteration), float(REQUEST_GRID_S[m]),
+                                    float(OVERLAP_GRID[k]), float(per_request), float(share), float(scale),
+                                    float(per_expert))
     return (*best[1:], best[0]) if with_loss else best[1:]
 
 
@@ -227,7 +272,8 @@ def leave_one_system_out(scored, by_backend: bool = True, **grids) -> pd.DataFra
             train = ~held & ((ok["backend"] == backend) if by_backend else True)
             if not train.any():
                 train = ~held
-            jitter, *terms = fit_serving_terms(alternatives, train, **grids)
+            jitter, *terms = fit_serving_terms(alternatives, train, **(backend_grids(backend, grids) if by_backend
+                                                                       else grids))
             chosen = with_overheads(alternatives[jitter][test], *terms)
             parts.append(chosen.assign(arrival_jitter=jitter) if jitter is not None else chosen)
     return pd.concat(parts) if parts else ok.iloc[:0]
@@ -245,7 +291,7 @@ def shipped(alternatives: dict) -> pd.DataFrame:
         parts.append(with_overheads(ok[profile.arrival_jitter].loc[group.index], profile.iteration_overhead_s,
                                     profile.request_overhead_s, profile.graph_latency_overlap,
                                     profile.iteration_overhead_per_request_s, profile.arrival_wait_share,
-                                    profile.prefill_time_scale))
+                                    profile.prefill_time_scale, profile.request_overhead_per_expert_layer_s))
     return pd.concat(parts).sort_index()
 
 
