@@ -50,3 +50,36 @@ def test_split_starts_beyond_32768_values_per_head(devices, batch, heads, kv_hea
     split_s = (_error(devices, frame) - _error(devices, frame, NO_SPLIT)) * measured_s
     # the reduction at the H200's clock: 3,530 + 317 x 4.8 TB/s / (132 x 1.83 GHz) cycles ~ 9,850 cycles ~ 5.4 us
     assert split_s == pytest.approx(5.38e-6 if splits else 0.0, rel=0.02, abs=1e-9)
+
+
+def _decode_seconds(hardware, context=4097):
+    """The realistic decode attention of one sequence, Llama-3.1-8B's shape (32 query heads, 8 KV heads, head dim 128),
+    through the scoring path the fit uses."""
+    frame = _row(1, 32, 8, 128, context, 1e-5).assign(device=hardware.name)
+    return score.predicted_seconds(frame, "decode_attention", hardware, "realistic", None)[0]
+
+
+@pytest.mark.parametrize("scale", [3.0, 30.0, 250.0])
+def test_more_bandwidth_never_lengthens_decode_attention(devices, scale):
+    # physics, not the fit: the same kernel with more HBM bandwidth is never slower (the ramp term grows with bytes
+    # per core cycle; past the fitted devices' 13.4-19.9 B it is held at DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE)
+    from engine.hardware.what_if import apply_edits
+    h100 = devices["H100-SXM"]
+    faster = apply_edits(h100, {"memory_bandwidth": 3350.0 * scale})
+    assert _decode_seconds(faster) <= _decode_seconds(h100)
+
+
+def test_the_ramp_is_held_beyond_the_fitted_devices(devices):
+    # H100 with 30x and 100x its bandwidth: 416 and 1,387 B per core cycle (3.35 TB/s x scale / (132 x 1.83 GHz)), far
+    # beyond the cap; the reduction is charged at the cap at both: (3,530 + 317 x 20) / 1.83 GHz = 5.39 us, not
+    # (3,530 + 317 x 416) / 1.83 GHz = 74 us
+    from engine.estimators.fused_attention import DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE
+    from engine.hardware.what_if import apply_edits
+    assert DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE == 20.0
+    for scale in (30.0, 100.0):
+        edited = apply_edits(devices["H100-SXM"], {"memory_bandwidth": 3350.0 * scale})
+        frame = _row(1, 32, 8, 128, 4097, 1e-5).assign(device=edited.name)
+        split_s = (score.predicted_seconds(frame, "decode_attention", edited, "realistic", None)[0]
+                   - score.predicted_seconds(frame, "decode_attention", edited, "realistic",
+                                             attention_fit.constants_with(NO_SPLIT))[0])
+        assert split_s == pytest.approx((3530 + 317 * 20.0) / 1.83e9, rel=0.01)

@@ -46,6 +46,11 @@ DECODE_MATRIX_GROUP_MAX = 32
 # (AttentionOverheads.decode_split_cycles). The Hopper tables step up by ~5 us past 512 tokens at head dim 64, 256 at
 # 128 and 128 at 256, for bf16 and fp8 caches alike (h/dattn6; was 256 tokens at every head dim)
 DECODE_SPLIT_VALUES = 32768
+# the split-KV reduction's ramp (AttentionOverheads.decode_split_ramp_cycles) grows with the HBM bytes per core cycle,
+# fitted on A100, H100 and H200 (13.4-19.9 B per core cycle); held at this beyond them, so a device or a what-if edit
+# with more bandwidth per core (TPU-v5e's one core: 546) never pays a reduction the data never showed, and raising a
+# device's bandwidth never lengthens its decode attention past the fitted range
+DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE = 20.0
 # query heads one CTA of a grouped-query decode takes (one 16-row matrix fragment); a wider group (up to
 # DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time
 # (AttentionOverheads.decode_fragment_share)
@@ -77,7 +82,8 @@ class AttentionOverheads:
                           1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
     decode_split_ramp_cycles      the split-KV reduction's cycles grow by this x the HBM bytes per core cycle
-                          (bandwidth / (cores x clock)) on devices without fp4 units (0: none)
+                          (bandwidth / (cores x clock), at most DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE) on
+                          devices without fp4 units (0: none)
     decode_fp8_value_cycles       core cycles per K/V value of a one-query-head-per-KV-head decode over an 8-bit
                           cache on a device whose matrix units take fp8 and not fp4 (the conversion; 0: none)
     prefill_score_vector_flops    vector FLOPs per (padded) score of a flash prefill after its matrix work (the online
@@ -247,7 +253,8 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
                 decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
     split_s     on such a device, more than DECODE_SPLIT_VALUES cached values per head (context x head dim) split
                 over CTAs and pay a reduction:
-                decode_split_cycles + decode_split_ramp_cycles x the HBM bytes per core cycle, at the clock
+                decode_split_cycles + decode_split_ramp_cycles x the HBM bytes per core cycle (at most
+                DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE), at the clock
     convert_s   Hopper's 8-bit one-head-per-KV-head kernel: decode_fp8_value_cycles per K/V value, a bound beside the
                 stream (the tables: 2.5 / 2.75 TB/s on H100 / H200 at every length)
     scale       1 + decode_fragment_share x the 16-head fragments beyond the first of a grouped-query decode wider than
@@ -267,7 +274,7 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
         if shapes.kv_value_bytes is not None:
             wide = (m > 1) & logical_not(generic) & not_latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False
             cta_cycles = cta_cycles + where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-        bytes_per_core_cycle = rates.bandwidth * core_cycles_s
+        bytes_per_core_cycle = min(rates.bandwidth * core_cycles_s, DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE)
         split_cycles = overheads.decode_split_cycles + overheads.decode_split_ramp_cycles * bytes_per_core_cycle
         split_s = where((n * shapes.k > DECODE_SPLIT_VALUES) & not_latent, split_cycles / rates.clock_hz, 0.0)
         if overheads.decode_fp8_cta_cycles is not None:
