@@ -19,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Optional
 
+from engine.common.kept import touch, trim
 from engine.kernels.table import KernelTableBuilder, TableSegment
 
 PASS_TEMPLATES_KEPT = 64      # structures kept (a template is a few kB: the rows of one pass without its attention)
@@ -57,7 +58,7 @@ def add_pass(builder: KernelTableBuilder, key: Optional[Hashable], build_pass: C
     elif entry[1] is None:                        # the second pass of this structure: keep its rows
         _build_and_record(builder, code, key, build_pass)
     else:
-        _KEPT.move_to_end(code)                   # kept the longest: the structures used last
+        touch(_KEPT, code)                        # kept the longest: the structures used last
         _add_from_template(builder, entry[1], build_pass, add_attention_rows)
 
 
@@ -83,9 +84,8 @@ def _build_and_record(builder: KernelTableBuilder, code: int, key: Hashable, bui
 
 
 def _keep(code: int, entry: tuple) -> None:
-    if code not in _KEPT and len(_KEPT) >= PASS_TEMPLATES_KEPT:
-        _KEPT.popitem(last=False)       # the least recently used
     _KEPT[code] = entry
+    trim(_KEPT, PASS_TEMPLATES_KEPT)    # the least recently used out
 
 
 def templates() -> int:

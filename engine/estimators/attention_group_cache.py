@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from engine.common.kept import touch, trim
 from engine.estimators.fused_attention import attention_groups
 from engine.estimators.row_groups import RowGroups
 
@@ -35,10 +36,9 @@ def kept_attention_groups(columns: dict, row_groups: RowGroups, launches=None) -
         fused = attention_groups(columns, row_groups)
         kept = (fused, None if launches is None else launches(fused))
         _KEPT[key] = tuple(None if values is None else values.copy() for values in kept)
-        if len(_KEPT) > KEPT:
-            _KEPT.popitem(last=False)
+        trim(_KEPT, KEPT)
         return kept
-    _KEPT.move_to_end(key)
+    touch(_KEPT, key)
     return tuple(None if values is None else values.copy() for values in kept)
 
 

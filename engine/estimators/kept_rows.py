@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from engine.common.arrays import any_true
+from engine.common.kept import touch, trim
 from engine.estimators.realistic_gemms import KernelRows, TimeChain
 
 KEPT = 64
@@ -46,13 +47,12 @@ def timed_rows(table: KernelRows, rows: np.ndarray, chain: TimeChain, time_rows:
         return
     kept = _KEPT.get(key)
     if kept is not None and kept[0] is table.constants:
-        _KEPT.move_to_end(key)
+        touch(_KEPT, key)
         _write(table, rows, chain, kept[1])
         return
     time_rows()
     _KEPT[key] = (table.constants, _written(table, rows, chain))
-    if len(_KEPT) > KEPT:
-        _KEPT.popitem(last=False)
+    trim(_KEPT, KEPT)
 
 
 def clear() -> None:

@@ -23,6 +23,8 @@ from typing import Callable
 
 import numpy as np
 
+from engine.common.kept import touch, trim
+
 KEPT = 64
 _KEPT: OrderedDict = OrderedDict()
 _OBJECT = np.dtype(object)
@@ -47,12 +49,11 @@ def memo_for(out: dict, row_groups, hardware, constants, launch: str) -> dict | 
     except TypeError:           # an unhashable value in a string column: no memo
         return None
     if entry is not None and entry[0] is constants:
-        _KEPT.move_to_end(key)
+        touch(_KEPT, key)
         return entry[1]
     memo: dict = {}
     _KEPT[key] = (constants, memo)
-    if len(_KEPT) > KEPT:
-        _KEPT.popitem(last=False)
+    trim(_KEPT, KEPT)
     return memo
 
 
