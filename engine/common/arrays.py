@@ -35,13 +35,15 @@ def finite(values) -> np.ndarray:
     return values if all_true(np.isfinite(values)) else np.nan_to_num(values)
 
 
-SHORT_OBJECTS = 64    # object arrays up to this long are compared in Python
+# rows up to which a table (a prefill or a decode step: ~20-40 rows) takes the short paths: labels compared in Python,
+# no per-group bookkeeping, energy coefficients and timed rows kept per structure (one number for all of them)
+SHORT_ROWS = 64
 
 
 def equal_to(values: np.ndarray, value) -> np.ndarray:
     """values == value for an array of labels. numpy compares an object array with a str through a conversion of the
     str (~4x a plain ufunc call); a short object array is compared element by element in Python (the same rich
     comparison numpy's object loop makes)."""
-    if values.dtype == object and len(values) <= SHORT_OBJECTS and values.ndim == 1:
+    if values.dtype == object and len(values) <= SHORT_ROWS and values.ndim == 1:
         return np.array([item == value for item in values.tolist()], dtype=bool)
     return values == value

@@ -26,12 +26,12 @@ from typing import Callable
 
 import numpy as np
 
-from engine.common.arrays import any_true
+from engine.common.arrays import SHORT_ROWS, any_true
 from engine.common.kept import touch, trim
 from engine.estimators.realistic_gemms import KernelRows, TimeChain
 
 KEPT = 64
-SHORT_TABLE_ROWS = 64
+SHORT_TABLE_ROWS = SHORT_ROWS
 CHAIN_FIELDS = ("ideal", "t1", "t2", "t3", "compute", "memory", "latency", "floor")
 TILE_COLUMNS = ("tile_m", "tile_n", "split_k", "tiles", "waves")
 _KEPT: OrderedDict = OrderedDict()

@@ -30,7 +30,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
-from engine.common.arrays import all_true, equal_to
+from engine.common.arrays import SHORT_ROWS, all_true, equal_to
 
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
@@ -274,7 +274,7 @@ def column_equals(columns: dict, key: str, value: str) -> np.ndarray:
     """Per row: columns[key] == value, compared once per `group` (a group's rows share every string column)
     when the table has the builder's groups, else row by row."""
     values = np.asarray(columns[key])
-    if "group" not in columns or len(values) < 64:
+    if "group" not in columns or len(values) < SHORT_ROWS:
         return equal_to(values, value)
     _, first, inverse = group_runs(columns["group"])
     return (values[first] == value)[inverse]

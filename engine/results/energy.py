@@ -20,9 +20,9 @@ from typing import Optional
 
 import numpy as np
 
-from engine.common.arrays import all_true, any_true
+from engine.common.arrays import SHORT_ROWS, all_true, any_true, finite
 from engine.hardware.device import Hardware
-from engine.results.columns import KernelColumns, finite
+from engine.results.columns import KernelColumns
 
 ENERGY_COLUMNS = ("matrix_energy_j", "vector_energy_j", "hbm_energy_j", "llc_energy_j", "sram_energy_j",
                   "link_energy_j", "static_energy_j", "energy_j")
@@ -93,7 +93,6 @@ def kernel_energy(kernels, hardware: Hardware) -> tuple[Optional[dict], list[str
     return out, notes
 
 
-SHORT_TABLE = 64        # rows up to which a table's per-row energy coefficients are kept per (device, dtypes, units)
 _ZERO, _INFINITY = np.array(0.0), np.array(np.inf)    # 0-d operands: no conversion of a Python scalar per call
 _INPUTS = ("macs", "vector_flops", "bytes", "link_bytes", "time_s")     # per row, in the order of _COEFFICIENTS' rows
 
@@ -108,7 +107,7 @@ def _short_table_energy(kernels, hardware: Hardware) -> Optional[dict]:
     general path) where the table is longer, has LLC/SRAM/HBM traffic columns or no unit column, a value is not
     finite, or the device lacks an energy."""
     if ("llc_bytes" in kernels or "sram_bytes" in kernels or "hbm_bytes" in kernels or "unit" not in kernels
-            or not all(name in kernels for name in _INPUTS) or len(kernels["count"]) > SHORT_TABLE):
+            or not all(name in kernels for name in _INPUTS) or len(kernels["count"]) > SHORT_ROWS):
         return None
     coefficients = _coefficients(hardware, tuple(np.asarray(kernels["dtype"]).tolist()),
                                  tuple(np.asarray(kernels["unit"]).tolist()))

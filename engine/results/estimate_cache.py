@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from engine.common.arrays import SHORT_ROWS
 from engine.estimators import _decomposition, worth_keeping
 from engine.hardware.device import Hardware
 from engine.kernels.table import column_equals
@@ -58,7 +59,7 @@ def peak_activations(steps: dict) -> float:
     """The largest activation bytes of a row that is not a collective (np.maximum.reduce is what ndarray.max runs,
     without its Python wrapper); a short table without a collective takes every row without a mask."""
     op = steps["op"]
-    if len(op) <= 64 and "collective" not in np.asarray(op).tolist():
+    if len(op) <= SHORT_ROWS and "collective" not in np.asarray(op).tolist():
         return float(np.maximum.reduce(steps["activation_bytes"]))
     return float(np.maximum.reduce(steps["activation_bytes"][~column_equals(steps, "op", "collective")]))
 

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from engine.common.arrays import all_true, equal_to, finite
+from engine.common.arrays import SHORT_ROWS, all_true, equal_to, finite
 from engine.kernels.table import group_runs
 from engine.results.columns import bound_codes, first_seen_codes
 
@@ -30,9 +30,6 @@ def step_bound_times(columns: dict, bounds: Optional[tuple[list, np.ndarray]] = 
             for i, p in enumerate(phases) for j, b in enumerate(bounds)}
 
 
-SHORT_ROWS = 64     # tables up to this many rows (one step's kernels) are summed in Python floats
-
-
 def _short_step_bound_times(columns: dict, bounds: list, bound_code: np.ndarray, work: np.ndarray) -> dict:
     """step_bound_times of a short table: the same sums in Python floats (np.bincount adds each row's weight to
     its bin in row order, from 0.0, in double precision, as these loops do)."""
@@ -48,7 +45,7 @@ def _short_step_bound_times(columns: dict, bounds: list, bound_code: np.ndarray,
 
 def _phase_codes(columns: dict) -> tuple[np.ndarray, list]:
     """first_seen_codes of the `phase` column, read once per `group` (a group's rows share their phase)."""
-    if "group" not in columns or len(columns["group"]) < 64:     # a short table: row by row is quicker
+    if "group" not in columns or len(columns["group"]) < SHORT_ROWS:     # a short table: row by row is quicker
         return first_seen_codes(columns["phase"])
     _, first, inverse = group_runs(columns["group"])
     order = np.argsort(first, kind="stable")           # groups by their first row: phases seen in row order

@@ -151,6 +151,8 @@ def backend_grids(backend, grids: dict) -> dict:
     if backend in EXPERT_LAYER_BACKENDS:
         return {"prefill_scale_grid": [1.0], **grids}
     return {"expert_grid": [0.0], **grids}
+
+
 # the prefill time scale's candidates (fit_overheads; each costs a whole fit, 1 alone leaves the term out; the
 # benchmark's --prefill-scales overrides them). Chosen on the full leave-one-system-out run of 2026-11-27 (h/serve5):
 # 1 alone TPOT 12.5% / 40.6%, TTFT 28.2% / 88.8%; 0.8, 0.9, 1 TPOT 12.0% / 39.7%, TTFT 27.9% / 87.7% (SGLang's folds
