@@ -65,14 +65,17 @@ def test_ep_one_is_unchanged(mixtral):
     assert (plain["macs"] == replicated["macs"]).all() and (plain["link_bytes"] == replicated["link_bytes"]).all()
 
 
-def test_sglang_serves_its_moe_layers_without_all_to_all(devices, mixtral):
-    """The SGLang profile's layout default: serve() under backend sglang takes moe_dispatch 'all_reduce' unless the
-    fields say otherwise (the same TPOT as naming it), and times a faster decode step than with the all-to-alls."""
-    assert backend_profile("sglang").moe_dispatch == "all_reduce"
-    assert backend_profile("vllm").moe_dispatch == backend_profile("trtllm").moe_dispatch == "all_to_all"
+def test_serve_takes_the_backend_profiles_moe_dispatch(devices, mixtral, monkeypatch):
+    """serve() takes the backend profile's moe_dispatch unless the fields name it: a profile with 'all_reduce' gives
+    the same TPOT as naming it, and a faster decode step than the all-to-alls (every shipped profile: 'all_to_all')."""
+    import dataclasses
+    from engine.serving import backends
+    assert all(profile.moe_dispatch == "all_to_all" for profile in backends.BACKENDS.values())
     fields = dict(concurrency=4, input_length=256, output_length=32, tp=2, ep=2, backend="sglang")
-    default = engine.serve(devices["H100-SXM"], mixtral, **fields)
+    dispatched = engine.serve(devices["H100-SXM"], mixtral, **fields)
     named = engine.serve(devices["H100-SXM"], mixtral, moe_dispatch="all_reduce", **fields)
-    dispatched = engine.serve(devices["H100-SXM"], mixtral, moe_dispatch="all_to_all", **fields)
+    monkeypatch.setitem(backends.BACKENDS, "sglang", dataclasses.replace(backend_profile("sglang"),
+                                                                          moe_dispatch="all_reduce"))
+    default = engine.serve(devices["H100-SXM"], mixtral, **fields)
     assert default.tpot_s == named.tpot_s
     assert default.tpot_s < dispatched.tpot_s

@@ -38,13 +38,15 @@ Three fitted host-side terms, each a software property, not a device's:
   TTFT gains this share of that iteration (the iteration-level schedule starts it at the next boundary). The
   clients' first requests find the server idle.
 
-One layout term, taken from the engine's documented default (not fitted):
+One layout term (not fitted):
 - `moe_dispatch`: how a MoE layer whose experts spread over the tp devices (ep = tp > 1, no attention data
-  parallelism) reaches them (Scenario.moe_dispatch). SGLang's `--moe-a2a-backend` defaults to "none": its
-  attention's all-reduce leaves every rank with all the tokens, each rank runs its own experts on those routed to
-  them, and the MoE all-reduce over the tp group sums the outputs, with no all-to-all ("all_reduce"; DeepEP's
-  all-to-all only with `--moe-a2a-backend deepep`). The others keep "all_to_all" (each TP rank's token share
-  dispatched to the experts' devices and combined back, then the all-reduce).
+  parallelism) reaches them (Scenario.moe_dispatch; serve() takes the profile's unless the fields name it). Every
+  profile ships "all_to_all" (each TP rank's token share dispatched to the experts' devices and combined back, then
+  the all-reduce). SGLang's `--moe-a2a-backend` defaults to "none": its attention's all-reduce leaves every rank with
+  all the tokens, each rank runs its own experts on those routed to them, and the MoE all-reduce over the tp group
+  sums the outputs, with no all-to-all ("all_reduce"). Tried for SGLang on all 3,107 runs (2026-11-27, h/serve8):
+  held out TPOT p90 40.5% -> 38.9% but TTFT p90 79.3% -> 80.3% through the folds' refitted terms
+  (docs/serving.md), so not shipped yet.
 
 One admission term, taken from the engines' documented allocators (not fitted):
 - `kv_admitted_output_share`: the share of a request's output tokens whose KV cache counts against the cache from
@@ -104,7 +106,7 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
                    "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
-                   arrival_wait_share=0.5, kv_admitted_output_share=0.5, moe_dispatch="all_reduce"),
+                   arrival_wait_share=0.5, kv_admitted_output_share=0.5),
     # TensorRT-LLM's request overhead: 60 ms + 8 us per routed expert-layer (120 ms flat before; 2026-11-27, h/serve6:
     # the two refitted on all its runs with its other terms as shipped; every leave-one-system-out fold picks 8 us)
     BackendProfile("trtllm", 0.0004, 0.060, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "
