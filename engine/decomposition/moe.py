@@ -55,21 +55,27 @@ def expected_active_experts(experts_held, num_experts, experts_per_token, tokens
 
 
 def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayout, count,
-                  routing_skew: float = 0.0) -> None:
+                  routing_skew: float = 0.0, moe_dispatch: str = "all_to_all") -> None:
     """One MoE MLP on one device (docs/parallelism.md): router, [dispatch], routed experts as grouped
-    GEMMs over the experts the tokens reach, [combine], weighted sum of the k outputs, shared experts."""
+    GEMMs over the experts the tokens reach, [combine], weighted sum of the k outputs, shared experts.
+    `moe_dispatch` "all_reduce" with ep = tp > 1: every rank routes all the (replicated) tokens and runs its own
+    experts on the T x k / ep pairs that reach them, no all-to-all; the MoE all-reduce sums the outputs."""
     hidden, k, tp, ep = model.hidden_size, model.experts_per_token, layout.tp, layout.ep
     activation = kernels.value_bytes.activation
     tokens = kernels.tokens
-    routed_tokens = tokens / tp if ep > 1 else tokens   # with ep > 1 each TP rank routes its share of the tokens
-    assignments = routed_tokens * k                 # (token, expert) pairs sent out = received (balanced)
-    active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, routed_tokens * ep,
-                                                routing_skew), 1e-9)
+    replicated = moe_dispatch == "all_reduce" and 1 < ep <= tp
+    dispatched = ep > 1 and not replicated
+    routed_tokens = tokens / tp if dispatched else tokens   # dispatching, each TP rank routes its share of the tokens
+    # (token, expert) pairs on the device: sent out = received when dispatched (balanced), else the share of all
+    # pairs that reach the device's num_experts / ep experts
+    assignments = routed_tokens * k / ep if replicated else routed_tokens * k
+    reaching = tokens if replicated else routed_tokens * ep     # tokens able to reach the device's experts
+    active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, reaching, routing_skew), 1e-9)
     experts = RoutedExperts(kernels, assignments, active, count, model.expert_bias, layout.experts)
     inner = layout.expert_intermediate
     router = kernels.gemm("MoE_router", routed_tokens, hidden, model.num_experts, count, model.router_bias)
     kernels.elementwise("MoE_topk", "topk", topk_fields(routed_tokens, model.num_experts, k, activation), count)
-    if ep > 1:
+    if dispatched:
         kernels.collective("AllToAll_dispatch", assignments, hidden, assignments * hidden * activation, ep, count,
                            router)
     experts.gemm("Expert_up", hidden, inner)
@@ -78,7 +84,7 @@ def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayo
     kernels.elementwise("Expert_act", "activation",
                         mlp_activation_fields(assignments, inner, model.hidden_act, model.gated_mlp, activation), count)
     down = experts.gemm("Expert_down", inner, hidden)
-    if ep > 1:
+    if dispatched:
         kernels.collective("AllToAll_combine", assignments, hidden, assignments * hidden * activation, ep, count,
                            down)
     kernels.elementwise("MoE_combine", "residual",   # weighted sum of each token's k expert outputs
@@ -93,7 +99,7 @@ def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayo
                             mlp_activation_fields(tokens, shared, model.hidden_act, model.gated_mlp, activation),
                             count)
         down = kernels.gemm("Shared_down", tokens, shared, hidden, count, model.mlp_bias)
-    if tp > 1:   # partial sums of TP-split experts (or the token shares of EP ranks) completed over tp
+    if tp > 1:   # partial sums of TP-split experts (or of EP ranks' experts, or their token shares) completed over tp
         kernels.collective("AllReduce_moe", tokens, hidden, tokens * hidden * activation, tp, count, down)
 
 

@@ -90,8 +90,9 @@ def pass_structure(builder: KernelTableBuilder, model: ModelConfig, scenario: Sc
         return None
     parts = tuple((part.prefix, part.matrix_type, part.per_row_count, part.window) for part in forward_pass.attention)
     return (model, layout, scenario.activation_dtype, scenario.weight_dtype, scenario.kv_dtype,
-            scenario.collective_algorithm, scenario.routing_skew, forward_pass.phase, tokens.__class__, tokens,
-            logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches, parts, builder.size)
+            scenario.collective_algorithm, scenario.routing_skew, scenario.moe_dispatch, forward_pass.phase,
+            tokens.__class__, tokens, logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches,
+            parts, builder.size)
 
 
 def _add_attention_rows_only(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
@@ -212,7 +213,7 @@ def _add_mlp_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario,
         _add_dense_mlp(kernels, model, layout, dense_layers / layout.pp * kernels.steps)
     if model.num_moe_layers:
         add_moe_block(kernels, model, layout, model.num_moe_layers / layout.pp * kernels.steps,
-                      routing_skew=scenario.routing_skew)
+                      routing_skew=scenario.routing_skew, moe_dispatch=scenario.moe_dispatch)
     if model.norms_per_layer == 4:   # Gemma: RMSNorm of the MLP output before the residual
         _norm(kernels, model, "Norm_post_ffn", layer_count)
     _residual(kernels, model, "Residual_ffn", layer_count)

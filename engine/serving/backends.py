@@ -38,6 +38,16 @@ Three fitted host-side terms, each a software property, not a device's:
   TTFT gains this share of that iteration (the iteration-level schedule starts it at the next boundary). The
   clients' first requests find the server idle.
 
+One layout term (not fitted):
+- `moe_dispatch`: how a MoE layer whose experts spread over the tp devices (ep = tp > 1, no attention data
+  parallelism) reaches them (Scenario.moe_dispatch; serve() takes the profile's unless the fields name it). Every
+  profile ships "all_to_all" (each TP rank's token share dispatched to the experts' devices and combined back, then
+  the all-reduce). SGLang's `--moe-a2a-backend` defaults to "none": its attention's all-reduce leaves every rank with
+  all the tokens, each rank runs its own experts on those routed to them, and the MoE all-reduce over the tp group
+  sums the outputs, with no all-to-all ("all_reduce"). Tried for SGLang on all 3,107 runs (2026-11-27, h/serve8):
+  held out TPOT p90 40.5% -> 38.9% but TTFT p90 79.3% -> 80.3% through the folds' refitted terms
+  (docs/serving.md), so not shipped yet.
+
 One admission term, taken from the engines' documented allocators (not fitted):
 - `kv_admitted_output_share`: the share of a request's output tokens whose KV cache counts against the cache from
   its admission on. TensorRT-LLM's guaranteed-no-evict capacity scheduler reserves the whole sequence (1.0); vLLM
@@ -77,6 +87,7 @@ class BackendProfile:
     kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
     prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
     request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
+    moe_dispatch: str = "all_to_all"    # MoE layers with ep = tp: Scenario.moe_dispatch (the engine's default path)
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)

@@ -46,7 +46,7 @@ from engine.serving.speculative import draft_kv_per_token, draft_scenario, draft
 from engine.workload.scenario import Scenario
 
 SCENARIO_FIELDS = ("tp", "pp", "dp", "ep", "devices", "weight_dtype", "activation_dtype", "kv_dtype",
-                   "overlap_communication", "collective_algorithm", "routing_skew", "mla_decode")
+                   "overlap_communication", "collective_algorithm", "routing_skew", "mla_decode", "moe_dispatch")
 METRICS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p50_s", "tpot_p90_s", "e2e_s",
            "e2e_p90_s", "tokens_per_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "requests_per_s")
 
@@ -120,6 +120,8 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     options = ServingOptions(**dict(options))       # validated again after the update
     base = scenario.model_dump() if scenario is not None else {}
     base.update(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
+    if "moe_dispatch" not in scenario_fields and (scenario is None or "moe_dispatch" not in scenario.model_fields_set):
+        base["moe_dispatch"] = backend_profile(options.backend).moe_dispatch   # how the engine runs EP MoE layers
     if any(name in scenario_fields for name in ("tp", "pp", "dp")) and "devices" not in scenario_fields:
         base["devices"] = None
     longest = options.lengths(options.concurrency)

@@ -49,6 +49,13 @@ class Scenario(BaseModel):
     transformers does, decompressing the whole cached latent through kv_b_proj every step and running
     ordinary multi-head attention over the decompressed K/V. The KV cache holds the latent either way;
     prompts always run the naive form (docs/methods.md, "Multi-head latent attention").
+
+    `moe_dispatch` (MoE models with ep = tp > 1, no attention data parallelism): how tokens reach the experts.
+    "all_to_all" (the default): each TP rank routes its share of the tokens and sends them to the experts' devices and
+    back (AllToAll_dispatch / AllToAll_combine), the shares completed by the all-reduce; "all_reduce": every rank
+    holds all the tokens already (attention's all-reduce replicated them), runs its own experts on those routed to
+    them, and the MoE all-reduce sums the experts' outputs: no all-to-all (SGLang without a DeepEP-style
+    `--moe-a2a-backend`, its default "none"). Wider expert groups (ep > tp) always dispatch (docs/parallelism.md).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,6 +84,10 @@ class Scenario(BaseModel):
     mla_decode: Literal["absorbed", "naive"] = Field("absorbed", description="MLA decode form: 'absorbed' "
                                                      "(serving engines) or 'naive' (transformers); "
                                                      "engine/decomposition/mla.py")
+    moe_dispatch: Literal["all_to_all", "all_reduce"] = Field(
+        "all_to_all", description="MoE layers with ep = tp: 'all_to_all' sends each TP rank's token share to the "
+        "experts' devices; 'all_reduce' (SGLang's default moe_a2a_backend 'none') runs every rank's experts on the "
+        "replicated tokens and sums their outputs in the all-reduce alone; engine/decomposition/moe.py")
 
     @field_validator("weight_dtype", "activation_dtype", "kv_dtype")
     @classmethod
