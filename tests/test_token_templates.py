@@ -118,3 +118,51 @@ def test_reading_a_traced_value_refuses(use):
 def test_arrays_cannot_be_compiled():
     with pytest.raises(NotTraceable):
         compile_traced([[np.array([1.0, 2.0]) * Traced.variable()]])
+
+
+def test_a_pass_that_names_its_rows_by_the_token_count_is_not_traced():
+    def build(builder, tokens):
+        builder.add(phase="prefill", name=f"before{tokens}", type="Norm", op="norm", unit="vector", dtype="bf16",
+                    m=tokens, vector_flops=tokens * 3)
+        builder.mark()
+        builder.add(phase="prefill", name="attention", type="Softmax", op="softmax", unit="vector", dtype="bf16")
+        builder.mark()
+        builder.add(phase="prefill", name="after", type="Norm", op="norm", unit="vector", dtype="bf16", m=tokens)
+
+    def table(tokens):
+        builder = KernelTableBuilder()
+        pass_template.add_pass(builder, "key", lambda: build(builder, tokens), lambda: None, tokens,
+                               lambda variable: build(builder, variable))
+        return builder.build_columns()
+
+    pass_template.clear()
+    for tokens in (5, 6, 7, 8):
+        columns = table(tokens)
+        assert list(columns["name"]) == [f"before{tokens}", "attention", "after"]
+        assert list(columns["vector_flops"]) == [tokens * 3, 0, 0] and list(columns["m"]) == [tokens, 0, tokens]
+    assert pass_template.token_templates() == 0
+
+
+def test_a_traceable_toy_pass_is_evaluated_for_new_token_counts():
+    def build(builder, tokens, attention=True):
+        builder.add(phase="prefill", name="before", type="Norm", op="norm", unit="vector", dtype="bf16",
+                    m=tokens, n=tokens * 7 / tokens, vector_flops=tokens * 3 + 0.5)
+        builder.mark()
+        builder.add(phase="prefill", name="attention", type="Softmax", op="softmax", unit="vector", dtype="bf16")
+        builder.mark()
+        builder.add(phase="prefill", name="after", type="Gemm", op="gemm", unit="matrix", dtype="bf16", macs=tokens * 9)
+
+    def table(tokens):
+        builder = KernelTableBuilder()
+        pass_template.add_pass(builder, "key", lambda: build(builder, tokens),
+                               lambda: builder.add(phase="prefill", name="attention", type="Softmax", op="softmax",
+                                                   unit="vector", dtype="bf16"),
+                               tokens, lambda variable: build(builder, variable))
+        return builder.build_columns()
+
+    pass_template.clear()
+    for tokens in (5, 6, 7, 2**40 + 3):
+        columns = table(tokens)
+        assert list(columns["vector_flops"]) == [tokens * 3 + 0.5, 0, 0]
+        assert list(columns["matrix_flops"]) == [0, 0, 2.0 * tokens * 9] and list(columns["n"]) == [7.0, 0, 0]
+    assert pass_template.token_templates() == 1

@@ -6,7 +6,8 @@ order; `compile_traced` turns lists of recorded values (and plain constants) int
 variable that performs exactly those operations, in that order, on the same operand objects. For a variable of the
 type it was traced with, the function gives every value the traced code would have computed (bit for bit: it is
 the same computation), as long as the traced code did not branch on the variable's value. Anything that would
-read the value (comparisons, truth tests, float()/int(), numpy conversion or ufuncs, powers) raises `NotTraceable`
+read the value (comparisons, truth tests, float()/int(), str()/formatting, numpy conversion or ufuncs, powers)
+raises `NotTraceable`
 or numpy's TypeError, so such code cannot be traced and callers fall back to computing directly.
 """
 
@@ -34,6 +35,7 @@ class Traced:
     __array__ = __bool__ = __float__ = __int__ = __index__ = __complex__ = _refuse
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _refuse
     __pow__ = __rpow__ = __mod__ = __rmod__ = __abs__ = __round__ = __floor__ = __ceil__ = __trunc__ = _refuse
+    __str__ = __format__ = __len__ = __iter__ = __getitem__ = _refuse    # no value in a name or a shape either
     __hash__ = None
 
     def __init__(self, op: str | None, left=None, right=None) -> None:

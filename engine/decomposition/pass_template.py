@@ -127,8 +127,8 @@ def _trace(builder: KernelTableBuilder, trace_pass: Callable[[Traced], None], to
         if before.wide or after.wide or any(length != 1 for length in before.lengths + after.lengths):
             return None
         template = TokenTemplate(before, after, compile_traced([list(before.numbers), list(after.numbers)]))
-    except (TypeError, ValueError, ArithmeticError, AttributeError):  # NotTraceable is a TypeError:   # the pass needs the tokens' value
-        return None
+    except Exception:       # noqa: BLE001  a probe: whatever stops the trace (NotTraceable where the pass reads
+        return None         # the tokens' value) leaves the pass to the direct build, which raises its own errors
     finally:
         builder.truncate(start)
         del builder.marks[marks:]
@@ -136,12 +136,15 @@ def _trace(builder: KernelTableBuilder, trace_pass: Callable[[Traced], None], to
     spans = builder.marks[marks:]
     if spans != [start + len(before.lengths), after.start] or builder.size != after.start + len(after.lengths):
         return None                               # other rows than traced
-    expected = builder.segment(start, spans[0]).numbers + builder.segment(spans[1], builder.size).numbers
+    built_before, built_after = builder.segment(start, spans[0]), builder.segment(spans[1], builder.size)
+    if (built_before.lengths, built_before.strings, built_after.lengths, built_after.strings) != (
+            before.lengths, before.strings, after.lengths, after.strings) or built_before.wide or built_after.wide:
+        return None
     try:
         numbers_before, numbers_after = template.evaluate(tokens)
     except ArithmeticError:
         return None
-    return template if _same_bits(numbers_before + numbers_after, expected) else None
+    return template if _same_bits(numbers_before + numbers_after, built_before.numbers + built_after.numbers) else None
 
 
 def _same_bits(actual: list, expected: tuple) -> bool:

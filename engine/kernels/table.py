@@ -179,7 +179,8 @@ class KernelTableBuilder:
             vector_flops=0, weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1,
             overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
-        matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
+        plain = macs.__class__ in _PLAIN_NUMBERS or macs.__class__ is Traced    # Traced: a pass template's trace
+        matrix_flops = 2.0 * macs if plain else np.multiply(2.0, macs)
         numbers = [m, k, n, batch, context, attention_window, kv_value_bytes, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
         return self._append(numbers, (phase, name, type, op, unit, dtype))
