@@ -10,6 +10,10 @@ count, the kinds of attention parts, where the pass starts in the table), not on
 sweep over the context of a decode step, or over the output length of a request, builds them once: the next pass
 of that structure appends the recorded rows (the same numbers, so results are bit-identical) and computes only its
 attention rows. A pass whose attention rows come out in a different number than recorded is built in full.
+The rows around the attention are arithmetic on the pass's token count, so a structure met with a second token
+count (a sweep over the prompt length or the chunk size) is also traced with the count as a variable
+(engine/common/traced.py): a TokenTemplate replays that arithmetic for any count (kept only where it reproduces the
+pass it was traced beside, bit for bit; passes that need the count's value, MoE routing, keep building in full).
 What is kept is structure (rows of a model on a layout), never a result: the estimate computes every time.
 """
 
@@ -22,7 +26,7 @@ from typing import Callable, Hashable, Optional
 import numpy as np
 
 from engine.common.kept import touch, trim
-from engine.common.traced import NotTraceable, Traced, compile_traced
+from engine.common.traced import Traced, compile_traced
 from engine.kernels.table import KernelTableBuilder, TableSegment
 
 PASS_TEMPLATES_KEPT = 64      # structures kept (a template is a few kB: the rows of one pass without its attention)
