@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
 
+from engine.common.traced import as_float
 from engine.decomposition.passes import ForwardPass
 from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.kernels.collective_kinds import bandwidth_factor, kind_of
@@ -88,7 +88,7 @@ class PassKernels:
         is the kernel whose output it carries (an overlapped collective hides behind it)."""
         factor = bandwidth_factor(kind_of(name), group, self.collective_algorithm)
         return self.add(name=name, type="Collective", op="collective", unit="link", dtype=self.vector_dtype,
-                        m=tokens, n=width, count=count, link_bytes=factor * np.asarray(message_bytes, dtype=float),
+                        m=tokens, n=width, count=count, link_bytes=factor * as_float(message_bytes),
                         group_size=group, overlap_group=producer)
 
     def hidden_state_collective(self, name: str, hidden: int, group: int, count, producer: int = -1) -> int:

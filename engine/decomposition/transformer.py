@@ -31,6 +31,7 @@ attention rows by engine/decomposition/attention.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -74,7 +75,8 @@ def add_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: 
     layout = layout or parallel_layout(model, scenario)
     add_pass(builder, pass_structure(builder, model, scenario, forward_pass, layout),
              partial(_build_forward_pass, builder, model, scenario, forward_pass, layout),
-             partial(_add_attention_rows_only, builder, model, scenario, forward_pass, layout))
+             partial(_add_attention_rows_only, builder, model, scenario, forward_pass, layout), forward_pass.tokens,
+             partial(_trace_forward_pass, builder, model, scenario, forward_pass, layout))
 
 
 _PLAIN_NUMBERS = (int, float)
@@ -83,7 +85,8 @@ _PLAIN_NUMBERS = (int, float)
 def pass_structure(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario, forward_pass: ForwardPass,
                    layout: ParallelLayout) -> tuple | None:
     """What the pass's rows outside its attention rows depend on (every input `_build_forward_pass` reads but the
-    attention parts' values), or None where no template is kept: latent attention, tokens given per row (arrays)."""
+    attention parts' values and the token count, whose type it names), or None where no template is kept: latent
+    attention, tokens given per row (arrays)."""
     tokens, logit_rows = forward_pass.tokens, forward_pass.logit_rows
     if (type(model) is not ModelConfig or model.attention_kind == "mla" or tokens.__class__ not in _PLAIN_NUMBERS
             or logit_rows.__class__ not in _PLAIN_NUMBERS):
@@ -91,8 +94,8 @@ def pass_structure(builder: KernelTableBuilder, model: ModelConfig, scenario: Sc
     parts = tuple((part.prefix, part.matrix_type, part.per_row_count, part.window) for part in forward_pass.attention)
     return (model, layout, scenario.activation_dtype, scenario.weight_dtype, scenario.kv_dtype,
             scenario.collective_algorithm, scenario.routing_skew, scenario.moe_dispatch, forward_pass.phase,
-            tokens.__class__, tokens, logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches,
-            parts, builder.size)
+            tokens.__class__, logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches, parts,
+            builder.size)
 
 
 def _add_attention_rows_only(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
@@ -101,6 +104,12 @@ def _add_attention_rows_only(builder: KernelTableBuilder, model: ModelConfig, sc
     kernels = PassKernels.for_scenario(builder, forward_pass, scenario)
     attention = AttentionRows(kernels, sinks=model.attention_sinks, softcap=model.attn_logit_softcapping is not None)
     _add_mha_attention_rows(attention, model, layout, attention_layer_kinds(model, layout))
+
+
+def _trace_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
+                        forward_pass: ForwardPass, layout: ParallelLayout, tokens) -> None:
+    """`_build_forward_pass` with `tokens` (a traced variable: engine/common/traced.py) as the pass's token count."""
+    _build_forward_pass(builder, model, scenario, replace(forward_pass, tokens=tokens), layout)
 
 
 def _build_forward_pass(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,

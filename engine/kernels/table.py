@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from engine.common.arrays import SHORT_ROWS, all_true, equal_to
+from engine.common.traced import Traced
 
 STRING_COLUMNS = ("phase", "name", "type", "op", "unit", "dtype")
 NUMBER_COLUMNS = (
@@ -158,6 +159,15 @@ class KernelTableBuilder:
         self._strings.extend(segment.strings)
         self._wide.update(segment.wide)
 
+    def extend_numbers(self, segment: TableSegment, numbers: list) -> None:
+        """Append the kernels of `segment` with `numbers` (its NUMBER_COLUMNS values in the same flat order, plain
+        numbers) in place of its own: a pass template evaluated for another token count."""
+        if segment.start != len(self._lengths):
+            raise ValueError(f"a table segment recorded at kernel {segment.start} appended at {len(self._lengths)}")
+        self._lengths.extend(segment.lengths)
+        self._numbers.extend(numbers)
+        self._strings.extend(segment.strings)
+
     def truncate(self, size: int) -> None:
         """Drop the kernels added after the first `size`."""
         del self._lengths[size:], self._numbers[size * len(NUMBER_COLUMNS):], self._strings[size * len(STRING_COLUMNS):]
@@ -169,7 +179,8 @@ class KernelTableBuilder:
             vector_flops=0, weight_bytes=0, activation_bytes=0, kv_bytes=0, link_bytes=0, group_size=1,
             overlap_group=-1) -> int:
         """Add one kernel (array values: one row per decode step / iteration); returns its group id."""
-        matrix_flops = 2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs)
+        plain = macs.__class__ in _PLAIN_NUMBERS or macs.__class__ is Traced    # Traced: a pass template's trace
+        matrix_flops = 2.0 * macs if plain else np.multiply(2.0, macs)
         numbers = [m, k, n, batch, context, attention_window, kv_value_bytes, count, macs, matrix_flops, vector_flops,
                    weight_bytes, activation_bytes, kv_bytes, link_bytes, group_size, overlap_group]  # NUMBER_COLUMNS
         return self._append(numbers, (phase, name, type, op, unit, dtype))
@@ -181,7 +192,8 @@ class KernelTableBuilder:
             raise TypeError(f"add_row: unknown kernel columns {sorted(set(columns) - set(_ROW_DEFAULTS))}")
         macs = merged["macs"]
         numbers = [*_NUMBERS_BEFORE_MATRIX_FLOPS(merged),
-                   2.0 * macs if macs.__class__ in _PLAIN_NUMBERS else np.multiply(2.0, macs),
+                   2.0 * macs if macs.__class__ in _PLAIN_NUMBERS or macs.__class__ is Traced
+                   else np.multiply(2.0, macs),
                    *_NUMBERS_AFTER_MATRIX_FLOPS(merged)]    # NUMBER_COLUMNS
         strings = _ROW_STRINGS(merged)
         if None in strings:
