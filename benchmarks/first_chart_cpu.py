@@ -68,8 +68,10 @@ def chromium_root() -> psutil.Process:
 
 
 def one_visit(browser, url: str, server: psutil.Process | None, profile: bool, by_file: collections.Counter,
-              by_function: collections.Counter, returning: bool = False) -> dict:
+              by_function: collections.Counter, returning: bool = False, cookies: list | None = None) -> dict:
     context = browser.new_context(viewport={"width": 1440, "height": 900})
+    if cookies:
+        context.add_cookies(cookies)
     page = context.new_page()
     if returning:                 # a first visit, not measured: the context's HTTP cache and V8 code cache fill
         page.goto(url, wait_until="commit")
