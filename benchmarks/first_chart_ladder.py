@@ -28,8 +28,46 @@ import psutil  # noqa: E402
 from benchmarks.first_chart_cpu import one_visit  # noqa: E402
 from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, free_port, start_dashboard  # noqa: E402
 
+
 APP = REPO / "benchmarks" / "ladder_app.py"
 STEPS = ("chart", "preload", "sidebar", "headline", "chart area", "sections", "app")   # ladder_app.STEPS
+# --timeline: milestones of each visit, ms after navigation started (performance.now()), recorded in the page
+TIMELINE = """(() => {
+  const marks = window.__marks = {};
+  const mark = (name) => { if (!(name in marks)) marks[name] = performance.now(); };
+  const Socket = window.WebSocket;
+  window.WebSocket = class extends Socket {
+    constructor(...args) {
+      super(...args);
+      mark('socket made');
+      this.addEventListener('open', () => mark('socket open'));
+      this.addEventListener('message', () => mark('first message'));
+    }
+  };
+  let plotly;
+  Object.defineProperty(window, 'Plotly', { configurable: true,
+    get: () => plotly, set: (value) => { plotly = value; mark('plotly evaluated'); } });
+  const seen = { 'app shell': '[data-testid="stApp"]', 'first element': '.stElementContainer',
+    'sidebar widget': '[data-testid="stSidebar"] .stElementContainer',
+    'main element': '[data-testid="stMain"] .stElementContainer', 'chart element': '.llm-plot',
+    'chart drawn': '.js-plotly-plot .main-svg' };
+  new MutationObserver(() => {
+    for (const [name, selector] of Object.entries(seen))
+      if (!(name in marks) && document.querySelector(selector)) mark(name);
+  }).observe(document, { subtree: true, childList: true });
+})()"""
+MILESTONES = ("html", "main script", "plotly fetched", "app shell", "socket open", "first message", "first element",
+              "sidebar widget", "main element", "chart element", "plotly evaluated", "chart drawn")
+READ_TIMELINE = """() => {
+  const marks = Object.assign({}, window.__marks);
+  const nav = performance.getEntriesByType('navigation')[0];
+  if (nav) marks['html'] = nav.responseEnd;
+  for (const entry of performance.getEntriesByType('resource')) {
+    if (entry.name.includes('/static/js/index.')) marks['main script'] = entry.responseEnd;
+    if (entry.name.includes('plotly-cartesian')) marks['plotly fetched'] = entry.responseEnd;
+  }
+  return marks;
+}"""
 SHOWN = ("wall", "chromium", "chromium renderer", "chromium gpu-process", "chromium browser", "chromium utility",
          "server")
 
@@ -37,7 +75,11 @@ SHOWN = ("wall", "chromium", "chromium renderer", "chromium gpu-process", "chrom
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--timeline", action="store_true", help="also the milestones of each visit (ms)")
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated steps (default: all)")
+    parser.add_argument("--against", type=Path,
+                        help="another checkout (e.g. main before a change): its own dashboard is served too and "
+                             "visited in turn with the steps, as 'app @ base'")
     args = parser.parse_args(argv)
     steps = [name.strip() for name in args.steps.split(",")]
     unknown = [name for name in steps if name not in STEPS]
@@ -45,34 +87,59 @@ def main(argv=None) -> int:
         parser.error(f"--steps: unknown {', '.join(unknown)}; expected some of {', '.join(STEPS)}")
     from playwright.sync_api import sync_playwright
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    port = free_port()
-    process = start_dashboard(port, app=str(APP))
-    url = f"http://127.0.0.1:{port}/"
-    server = psutil.Process(process.pid)
-    records: dict[str, list[dict]] = {name: [] for name in steps}
+    ports = [free_port()]
+    processes = [start_dashboard(ports[0], app=str(APP))]
+    variants = [(name, f"http://127.0.0.1:{ports[0]}/", processes[0], STEPS.index(name)) for name in steps]
+    if args.against is not None:
+        ports.append(free_port())
+        processes.append(start_dashboard(ports[1], repo=args.against.resolve()))
+        variants.append(("app @ base", f"http://127.0.0.1:{ports[1]}/", processes[1], None))
+    records: dict[str, list[dict]] = {variant[0]: [] for variant in variants}
     unused = collections.Counter()
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
-            def visit(name: str, measured: dict | None) -> dict:
-                cookie = [{"name": "ladder_step", "value": str(STEPS.index(name)), "url": url}]
-                return one_visit(browser, url, measured, False, unused, unused, cookies=cookie)
-            for name in steps:
-                visit(name, None)
+            def visit(variant, measured: bool) -> dict:
+                _, url, process, step = variant
+
+                def prepare(context):
+                    if step is not None:
+                        context.add_cookies([{"name": "ladder_step", "value": str(step), "url": url}])
+                    if args.timeline:
+                        context.add_init_script(TIMELINE)
+
+                def collect(page) -> dict:
+                    marks = page.evaluate(READ_TIMELINE) if args.timeline else {}
+                    return {f"at {milestone}": value / 1e3 for milestone, value in marks.items()}
+                server = psutil.Process(process.pid) if measured else None
+                return one_visit(browser, url, server, False, unused, unused, prepare=prepare, collect=collect)
+            for variant in variants:
+                visit(variant, False)
             for round_ in range(args.rounds):
-                for name in steps if round_ % 2 == 0 else steps[::-1]:
-                    records[name].append(visit(name, server))
+                for variant in variants if round_ % 2 == 0 else variants[::-1]:
+                    records[variant[0]].append(visit(variant, True))
             browser.close()
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=20)
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"medians of {args.rounds} visits per step (seconds; CPU seconds for chromium and server)")
     print(f"{'step':<12}" + "".join(f"{column.replace('chromium ', ''):>12}" for column in SHOWN))
+    steps = list(records)
     for name in steps:
         row = [statistics.median(r.get(column, 0.0) for r in records[name]) for column in SHOWN]
         print(f"{name:<12}" + "".join(f"{value:12.2f}" for value in row))
+    if args.timeline:
+        print("timeline: median seconds after navigation started at which each milestone was reached")
+        print(f"{'milestone':<18}" + "".join(f"{name[:11]:>12}" for name in steps))
+        for milestone in MILESTONES:
+            cells = []
+            for name in steps:
+                values = [r[f"at {milestone}"] for r in records[name] if f"at {milestone}" in r]
+                cells.append(f"{statistics.median(values):12.2f}" if values else f"{'-':>12}")
+            print(f"{milestone:<18}" + "".join(cells))
     return 0
 
 
