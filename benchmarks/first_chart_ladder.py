@@ -35,29 +35,19 @@ STEPS = ("chart", "preload", "sidebar", "headline", "chart area", "sections", "a
 TIMELINE = """(() => {
   const marks = window.__marks = {};
   const mark = (name) => { if (!(name in marks)) marks[name] = performance.now(); };
-  const Socket = window.WebSocket;
-  window.WebSocket = class extends Socket {
-    constructor(...args) {
-      super(...args);
-      mark('socket made');
-      this.addEventListener('open', () => mark('socket open'));
-      this.addEventListener('message', () => mark('first message'));
-    }
-  };
   let plotly;
   Object.defineProperty(window, 'Plotly', { configurable: true,
     get: () => plotly, set: (value) => { plotly = value; mark('plotly evaluated'); } });
-  const seen = { 'app shell': '[data-testid="stApp"]', 'first element': '.stElementContainer',
-    'sidebar widget': '[data-testid="stSidebar"] .stElementContainer',
-    'main element': '[data-testid="stMain"] .stElementContainer', 'chart element': '.llm-plot',
+  const seen = { 'app shell': '[data-testid="stApp"]', 'sidebar widget': '[data-testid="stSidebar"] .stElementContainer',
+    'chart element': '.llm-plot',
     'chart drawn': '.js-plotly-plot .main-svg' };
   new MutationObserver(() => {
     for (const [name, selector] of Object.entries(seen))
       if (!(name in marks) && document.querySelector(selector)) mark(name);
   }).observe(document, { subtree: true, childList: true });
 })()"""
-MILESTONES = ("html", "main script", "plotly fetched", "app shell", "socket open", "first message", "first element",
-              "sidebar widget", "main element", "chart element", "plotly evaluated", "chart drawn")
+MILESTONES = ("html", "main script", "plotly fetched", "app shell", "sidebar widget", "chart element",
+              "plotly evaluated", "chart drawn")
 READ_TIMELINE = """() => {
   const marks = Object.assign({}, window.__marks);
   const nav = performance.getEntriesByType('navigation')[0];
