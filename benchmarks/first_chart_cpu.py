@@ -68,8 +68,12 @@ def chromium_root() -> psutil.Process:
 
 
 def one_visit(browser, url: str, server: psutil.Process | None, profile: bool, by_file: collections.Counter,
-              by_function: collections.Counter, returning: bool = False) -> dict:
+              by_function: collections.Counter, returning: bool = False, prepare=None, collect=None) -> dict:
+    """One fresh context's visit; `prepare(context)` before it (cookies, init scripts), `collect(page)` -> more
+    figures for the record, read once the first chart is drawn (benchmarks/first_chart_ladder.py)."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
+    if prepare is not None:
+        prepare(context)
     page = context.new_page()
     if returning:                 # a first visit, not measured: the context's HTTP cache and V8 code cache fill
         page.goto(url, wait_until="commit")
@@ -95,6 +99,8 @@ def one_visit(browser, url: str, server: psutil.Process | None, profile: bool, b
     record = {"wall": wall, "chromium": sum(chromium1.values()), "server": server1 - server0}
     record.update({f"chromium {kind}": seconds for kind, seconds in chromium1.items()})
     record.update({name: after.get(name, 0.0) - before.get(name, 0.0) for name in METRICS})
+    if collect is not None:
+        record.update(collect(page))
     if profile:
         add_profile(cdp.send("Profiler.stop")["profile"], by_file, by_function)
     wait_idle(page, TIMEOUT_MS)

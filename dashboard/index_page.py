@@ -16,12 +16,13 @@ the first chart 0.55 -> 0.17 s, docs/responsiveness.md).
 `with_early_plotly(app)` wraps the ASGI app that serves Streamlit's static files: every HTML answer to a GET gets the
 tag before `</head>` (its Content-Length set to match; no ETag, as the file's no longer describes it), and the
 vendored folder is registered with the running server first (`plotly_view.serve_bundle`), so the tag's URL answers
-from the very first visit.
+from the very first visit. Inside it, Streamlit's hashed files are answered from memory after their first request
+(dashboard/static_cache.py).
 """
 
 from __future__ import annotations
 
-from dashboard import plotly_view, preload
+from dashboard import plotly_view, preload, static_cache
 
 HEAD_END = b"</head>"
 # the bundle's preload, then the style that stills the loading placeholders and the running man (dashboard/preload.py)
@@ -86,6 +87,7 @@ def install() -> None:
         return
 
     def create_streamlit_static_handler(*args, **kwargs):
-        return with_early_plotly(make(*args, **kwargs))
+        # hashed files answered from memory after their first request (dashboard/static_cache.py)
+        return with_early_plotly(static_cache.with_memory(make(*args, **kwargs)))
     create_streamlit_static_handler.early_plotly = True
     routes.create_streamlit_static_handler = create_streamlit_static_handler

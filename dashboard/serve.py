@@ -57,7 +57,9 @@ def _warm(started: float) -> float:
     return time.perf_counter() - started
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, app: Path = APP) -> int:
+    """Warm, then `streamlit run <app> <argv>` (`app`: the dashboard's; benchmarks/first_chart_ladder.py serves
+    another script the same way)."""
     options = sys.argv[1:] if argv is None else argv
     seconds = warm()
     print(f"llm-roofline: warmed in {seconds:.1f} s (modules imported, default view estimated); starting Streamlit",
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     from dashboard import index_page
     index_page.install()          # the page asks for the charts' Plotly bundle in its head (dashboard/index_page.py)
     from streamlit.web import cli
-    sys.argv = ["streamlit", "run", str(APP), *options]
+    sys.argv = ["streamlit", "run", str(app), *options]
     return cli.main()
 
 

@@ -60,14 +60,20 @@ async def wait_idle_async(page, timeout_ms: int = TIMEOUT_MS) -> None:
     await page.wait_for_function(IDLE, polling=POLL_MS, timeout=timeout_ms)
 
 
-def start_dashboard(port: int, log=subprocess.DEVNULL, timeout_s: float = 120.0) -> subprocess.Popen:
+def start_dashboard(port: int, log=subprocess.DEVNULL, timeout_s: float = 120.0, app: str | None = None,
+                    repo: Path = REPO) -> subprocess.Popen:
     """The dashboard on 127.0.0.1:`port` (offline), started as scripts/dashboard.sh starts it (`python -m
-    dashboard.serve`: warmed, then `streamlit run dashboard/app.py`), returned once its health check answers."""
+    dashboard.serve`: warmed, then `streamlit run dashboard/app.py`), returned once its health check answers.
+    `app`: another script served the same way; `repo`: another checkout's dashboard (benchmarks/first_chart_ladder.py)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    if repo != REPO:
+        env["PYTHONPATH"] = str(repo)
+    launcher = ["-m", "dashboard.serve"] if app is None else \
+        ["-c", "import sys; from dashboard import serve; sys.exit(serve.main(sys.argv[1:], app=%r))" % str(app)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.serve", "--server.headless", "true",
+        [sys.executable, *launcher, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT if log is not subprocess.DEVNULL else log)
+        cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT if log is not subprocess.DEVNULL else log)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

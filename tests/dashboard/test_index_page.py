@@ -87,6 +87,8 @@ def test_install_wraps_the_static_files_of_streamlits_server_once(monkeypatch):
     wrapped = routes.create_streamlit_static_handler
     assert wrapped is not original and wrapped.early_plotly
     monkeypatch.setattr(index_page, "with_early_plotly", lambda app: ("wrapped", app))
+    monkeypatch.setattr(index_page.static_cache, "with_memory", lambda app: ("from memory", app))
     monkeypatch.setattr(routes, "create_streamlit_static_handler", wrapped)
     made = routes.create_streamlit_static_handler(directory=str(plotly_view.VENDOR), base_url=None)
-    assert made[0] == "wrapped" and type(made[1]).__name__ == "_StreamlitStaticFiles"    # not wrapped twice
+    assert made[0] == "wrapped" and made[1][0] == "from memory"          # the page's tags; hashed files kept
+    assert type(made[1][1]).__name__ == "_StreamlitStaticFiles"                             # not wrapped twice
