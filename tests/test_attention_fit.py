@@ -157,13 +157,13 @@ def test_hoppers_8_bit_grouped_decode_runs_its_own_kernel(devices, device, batch
     from engine.estimators.fused_attention import FusedRates, FusedShapes, fp8_matrix_decode
     from engine.estimators.realistic import DeviceRates
     rates = DeviceRates.of(devices[device])
-    shapes = FusedShapes(decode=np.array([True] * 4), m=np.array([4.0, 1.0, 16.0, 4.0]), k=np.full(4, 128.0),
+    shapes = FusedShapes(decode=np.array([True] * 4), m=np.array([4.0, 1.0, 32.0, 4.0]), k=np.full(4, 128.0),
                          n=np.full(4, 4.0), batch=np.full(4, 8.0), matrix_macs=np.ones(4), vector_flops=np.ones(4),
                          nbytes=np.ones(4), kv_value_bytes=np.array([1.0, 1.0, 1.0, 2.0]))
     fused = FusedRates(macs_per_s_per_core=np.ones(4), cores=rates.cores, clock_hz=rates.clock_hz,
                        vector_flops_per_s=1.0, bandwidth=1.0, matrix_fraction=1.0, memory_fraction=1.0,
                        matrix_fp4=rates.matrix_fp4, matrix_fp8=rates.matrix_fp8)
-    # group 4 over an 8-bit cache only: not MHA, not a group of 16, not a 16-bit cache
+    # group 4 over an 8-bit cache only: not MHA, not a group of 32 (the kernel takes up to 16), not a 16-bit cache
     assert fp8_matrix_decode(shapes, fused).tolist() == [expected_kernel, False, False, False]
     if measured_s is not None:
         frame = _decode_row(device, batch, 32, 8, "fp8", 4, measured_s)

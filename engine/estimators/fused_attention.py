@@ -42,22 +42,21 @@ MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 # kernels run 3-20x slower on every device (aiconfigurator's tables, groups of 48-128): the vector units compute
 DECODE_MATRIX_GROUP_MAX = 32
 # a decode context of more than this many cached values per head (tokens x head dim) is split over several CTAs per
-# (sequence, KV head) (flash-decoding); on older tensor cores the split pays a reduction
-# (AttentionOverheads.decode_split_cycles). The Hopper tables step up by ~5 us past 512 tokens at head dim 64, 256 at
-# 128 and 128 at 256, for bf16 and fp8 caches alike (h/dattn6; was 256 tokens at every head dim)
+# (sequence, KV head); on older tensor cores it pays a reduction (AttentionOverheads.decode_split_cycles). The Hopper
+# tables step up ~5 us past 512 tokens at head dim 64, 256 at 128, 128 at 256, bf16 and fp8 alike (h/dattn6)
 DECODE_SPLIT_VALUES = 32768
 # the split-KV reduction's ramp (AttentionOverheads.decode_split_ramp_cycles) grows with the HBM bytes per core cycle,
-# fitted on A100, H100 and H200 (13.4-19.9 B per core cycle); held at this beyond them, so a device or a what-if edit
-# with more bandwidth per core (TPU-v5e's one core: 546) never pays a reduction the data never showed, and raising a
-# device's bandwidth never lengthens its decode attention past the fitted range
+# fitted on A100, H100 and H200 (13.4-19.9 B per core cycle); held at this beyond them, so a device or edit with more
+# bandwidth per core (TPU-v5e's one core: 546) never pays a reduction the data never showed, nor a slower decode
 DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE = 20.0
 # query heads one CTA of a grouped-query decode takes (one 16-row matrix fragment); a wider group (up to
 # DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time
 # (AttentionOverheads.decode_fragment_share)
 DECODE_FRAGMENT_HEADS = 16
 # the 8-bit decode kernel of devices whose matrix units take fp8 but not fp4 (AttentionOverheads.decode_fp8_cta_cycles,
-# RealisticConstants.attention_decode_fp8_latency_cycles) takes groups of 2 to this many query heads per KV head
-DECODE_FP8_GROUP_MAX = 8
+# RealisticConstants.attention_decode_fp8_latency_cycles) takes groups of 2 to this many query heads per KV head (was 8;
+# Hopper's fp8 groups of 12-16 run near its ~6 us floor), in fragments of 8 heads (decode_fp8_fragment_share)
+DECODE_FP8_GROUP_MAX, DECODE_FP8_FRAGMENT_HEADS = 16, 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +79,7 @@ class AttentionOverheads:
                           decode_cta_cycles (_decode_terms' `fp8_matrix`; None: decode_cta_cycles)
     decode_fragment_share a grouped-query decode of more than DECODE_FRAGMENT_HEADS query heads per KV head takes
                           1 + share x (its extra 16-head fragments) times the kernel's time (0: none)
+    decode_fp8_fragment_share     the same for the 8-bit matrix kernel (fp8_matrix_decode) and its 8-head fragments
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
     decode_split_ramp_cycles      the split-KV reduction's cycles grow by this x the HBM bytes per core cycle
                           (bandwidth / (cores x clock), at most DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE) on
@@ -110,6 +110,7 @@ class AttentionOverheads:
     decode_split_ramp_cycles: float = 0.0
     prefill_score_vector_flops: float = 0.0
     prefill_cta_softmax_share: float = 0.0
+    decode_fp8_fragment_share: float = 0.0
 
 
 def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.ndarray:
@@ -259,7 +260,8 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
                 stream (the tables: 2.5 / 2.75 TB/s on H100 / H200 at every length)
     scale       1 + decode_fragment_share x the 16-head fragments beyond the first of a grouped-query decode wider than
                 DECODE_FRAGMENT_HEADS (the tables: groups of 24 and 32 take 1.13-1.26x the time of 16 at equal KV
-                on every device, at every length; groups of 2-16 within 10%)"""
+                on every device, at every length; groups of 2-16 within 10%), + decode_fp8_fragment_share x the 8-bit
+                matrix kernel's 8-head fragments beyond the first"""
     m, n, batch = shapes.m, shapes.n, shapes.batch
     latent = shapes.k > 256         # MLA's latent kernels (FlashMLA-style): none of the terms below but generic_s, pair_s
     core_cycles_s = 1.0 / (rates.cores * rates.clock_hz)
@@ -281,13 +283,14 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
             cta_cycles = where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
     fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),
                       ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
+    fp8_fragments = where(fp8_matrix_decode(shapes, rates), ceil(m / DECODE_FP8_FRAGMENT_HEADS) - 1, 0.0)
     convert_s = full_like(m, 0.0)
     if overheads.decode_fp8_value_cycles and rates.matrix_fp8 and not rates.matrix_fp4 \
             and shapes.kv_value_bytes is not None:
         eight_bit_mha = (nan_to(shapes.kv_value_bytes, nan=2.0) < 1.5) & (m == 1) & not_latent
         convert_s = where(eight_bit_mha, shapes.nbytes * overheads.decode_fp8_value_cycles * core_cycles_s, 0.0)
     return {"convert_s": convert_s, "generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
-            "scale": 1.0 + overheads.decode_fragment_share * fragments}
+            "scale": 1.0 + overheads.decode_fragment_share * fragments + overheads.decode_fp8_fragment_share * fp8_fragments}
 
 
 def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, kind_is_decode,

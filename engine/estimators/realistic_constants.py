@@ -70,24 +70,25 @@ ATTENTION_OVERHEADS = AttentionOverheads(
     prefill_cta_softmax_share=0.59,     # ... of which this share runs at the softmax rate (Blackwell Ultra's faster)
     prefill_score_vector_flops=6.8,     # vector FLOPs per padded score after the matrix work (the online softmax)
     decode_cta_cycles=2310.0,           # core cycles per decode CTA: (sequence, KV head); generic: (sequence, query head)
-    decode_bandwidth_efficiency=1.42,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.40)
+    decode_bandwidth_efficiency=1.43,   # the decode KV stream's rate relative to a GEMM operand stream's (was 1.42)
     # the generic decode kernel (more than 32 query heads per KV head): core cycles per MAC (was the vector units'
     # peak, 2 FLOPs per MAC: 10x too fast at long contexts); every leave-one-device-out fold 0.070-0.074
     decode_generic_mac_cycles=0.071,
     # The kernel-generation decode form (fused_attention._decode_terms; docs/accuracy.md, "Decode attention, fourth
     # step" and "fifth step"), fitted on all seven devices with the constants above and attention_decode_latency_s /
     # attention_decode_latency_cycles / attention_decode_fp8_latency_cycles:
-    decode_wide_kv_cta_cycles=5500.0,        # + per grouped-query CTA over a 16-bit cache, devices without fp4 units
-    decode_pair_bytes_per_core_cycle=14.3,   # each (sequence, KV head) streams at this x cores x clock, added to the
+    decode_wide_kv_cta_cycles=5440.0,        # + per grouped-query CTA over a 16-bit cache, devices without fp4 units
+    decode_pair_bytes_per_core_cycle=14.4,   # each (sequence, KV head) streams at this x cores x clock, added to the
                                              # HBM stream's time (h/dattn5, MLA's latent kernels too; was 5.5 as a
                                              # bound beside it, not on MLA)
     # split-KV reduction beyond 32,768 cached values per head (tokens x head dim; h/dattn6, was 256 tokens), devices
-    # without fp4 units, + the ramp x the HBM bytes per core cycle (H100 7,940, H200 9,850, A100 7,770 cycles)
-    decode_split_cycles=3530.0,
-    decode_split_ramp_cycles=317.0,
-    decode_fp8_cta_cycles=1830.0,            # the 8-bit matrix decode kernel's cycles per (sequence, KV head) (Hopper fp8)
+    # without fp4 units, + the ramp x the HBM bytes per core cycle (H100 7,570, H200 9,380, A100 7,420 cycles)
+    decode_split_cycles=3380.0,
+    decode_split_ramp_cycles=302.0,
+    decode_fp8_cta_cycles=1890.0,            # the 8-bit matrix decode kernel's cycles per (sequence, KV head) (Hopper fp8)
+    decode_fp8_fragment_share=0.24,          # ... and its groups of 9-16 query heads: + 24% per extra 8-head fragment
     decode_fragment_share=0.18,              # groups of 17-32 query heads: + 18% of the kernel time per extra 16 heads
-    decode_stream_cap=0.973,                 # the HBM stream at most 97% of the peak (was 0.933 with the pair bound)
+    decode_stream_cap=0.975,                 # the HBM stream at most 97.5% of the peak (was 0.933 with the pair bound)
     decode_fp8_value_cycles=0.093)           # Hopper's 8-bit one-head-per-KV-head kernel: core cycles per K/V value
 # Shipped for serving: with it the leave-one-system-out serving benchmark (benchmarks/serving_accuracy.py --limit 500,
 # 441 runs) goes TPOT median / p90 13.0 / 44.3% -> 13.2 / 43.0%, TTFT 33.4 / 91.9% -> 31.9 / 89.3%, and decode
@@ -250,10 +251,10 @@ class RealisticConstants:
     # on older tensor cores (no fp4 in the workbook) the decode floor as core cycles at the clock instead (A100's
     # and Hopper's tables: ~10.9 us at 1.41 GHz, ~8.6 us at 1.83 GHz, both ~15,500 cycles; None: the seconds above;
     # fitted 14,900 with the kernel-generation form)
-    attention_decode_latency_cycles: float | None = 15440.0
+    attention_decode_latency_cycles: float | None = 15720.0
     # the 8-bit matrix decode kernel's floor (fused_attention.fp8_matrix_decode: Hopper's fp8 caches, ~6 us at 1.83
     # GHz), core cycles at the clock (None: attention_decode_latency_cycles)
-    attention_decode_fp8_latency_cycles: float | None = 10960.0
+    attention_decode_fp8_latency_cycles: float | None = 10660.0
 
 
 DEFAULT_CONSTANTS = RealisticConstants()

@@ -55,7 +55,8 @@ PARAMETERS = {
                          ("decode_fragment_share", 0.0, 2.0, 0.2), ("decode_stream_cap", 0.5, 1.0, 0.93),
                          ("decode_fp8_cta_cycles", 0.0, 50000.0, 1800.0),
                          ("attention_decode_fp8_latency_cycles", 0.0, 100000.0, 11000.0),
-                         ("decode_fp8_value_cycles", 0.0, 2.0, 0.09), ("decode_split_ramp_cycles", 0.0, 100000.0, 1000.0)),
+                         ("decode_fp8_value_cycles", 0.0, 2.0, 0.09), ("decode_split_ramp_cycles", 0.0, 100000.0, 1000.0),
+                         ("decode_fp8_fragment_share", 0.0, 2.0, 0.25)),
 }
 SCALE = {"attention_prefill_latency_s": 1e-6, "attention_decode_latency_s": 1e-6,
          "attention_decode_latency_cycles": 1e3, "decode_split_cycles": 1e3,
@@ -89,7 +90,8 @@ def uncalibrated(family: str) -> dict:
         {"decode_bandwidth_efficiency": 1.0, "decode_cta_cycles": 0.0, "attention_decode_latency_s": None,
          "decode_wide_kv_cta_cycles": 0.0, "decode_pair_bytes_per_core_cycle": 0.0, "decode_split_cycles": 0.0,
          "attention_decode_latency_cycles": None, "decode_fragment_share": 0.0, "decode_stream_cap": 1.0,
-         "decode_fp8_cta_cycles": None, "attention_decode_fp8_latency_cycles": None, "decode_fp8_value_cycles": 0.0, "decode_split_ramp_cycles": 0.0}
+         "decode_fp8_cta_cycles": None, "attention_decode_fp8_latency_cycles": None, "decode_fp8_value_cycles": 0.0, "decode_split_ramp_cycles": 0.0,
+         "decode_fp8_fragment_share": 0.0}
 
 
 def fit_rows(family: str, devices: dict, root=None, rows_per_device: int = 4000, seed: int = 0) -> pd.DataFrame:
