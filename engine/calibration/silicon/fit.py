@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from engine.calibration.fit import GemmModel, objective
-from engine.estimators.gemm_condition import QUANTIZE_BYTES_PER_VALUE, block_scale_ratio, warm_byte_scale
+from engine.estimators.gemm_condition import (QUANTIZE_BYTES_PER_VALUE, block_scale_ratio, epilogue_s_per_value,
+                                              warm_byte_scale)
 from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
@@ -100,7 +101,8 @@ class DeviceGemms:
         table = {key: values[np.argsort(index)] for key, values in columns.items()}
         warm = condition == "warm"
         scale = warm_byte_scale(table["weight_bytes"], table["activation_bytes"], hardware) if warm else 1.0
-        self.model = GemmModel(table, hardware, byte_scale=scale)
+        epilogue = epilogue_s_per_value(hardware, replace(DEFAULT_CONSTANTS, gemm_condition=condition))
+        self.model = GemmModel(table, hardware, byte_scale=scale, epilogue_s=epilogue)
         self.measured = rows["time_s"].to_numpy(dtype=float)
         self.rates = DeviceRates.of(hardware)
         self.dtype = str(table["dtype"][0])
