@@ -22,11 +22,8 @@ pytestmark = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigurat
 # overlap loss, max(c, m) + loss x min(c, m)): A100 10.6% / 25.4%, B200 7.6 / 17.9, B300 7.9 / 25.2, GB200 9.0 / 21.7,
 # GB300 6.9 / 20.4, H100 5.4 / 15.1, H200 6.1 / 15.9 (h/gemm2 without it: 9.5 / 25.6, 10.6 / 23.2, 10.4 / 26.5,
 # 10.8 / 24.2, 9.2 / 23.7, 7.3 / 17.2, 7.7 / 16.9; the additive form, kernel_latency + a per-dtype extra: A100 17.1%)
-# h/gemm8 (A100's unhidden epilogue in the warm condition): in this form (TensorRT-LLM alone, no k-step cycles) the B200
-# fold's descent lands at 4,800 latency cycles instead of 4,500 (B200 7.57% / 17.9% -> 8.99% / 20.7%) and GB300's p90 moves
-# 20.4% -> 20.8%; the shipped form (three frameworks, k-step cycles) improves B200 7.6% -> 7.3% (docs/accuracy.md)
-FLOORS = {"A100-80GB-SXM": (0.1065, 0.2575), "B200": (0.0905, 0.2085), "B300": (0.0801, 0.255),
-          "GB200": (0.0907, 0.2196), "GB300": (0.0703, 0.2085), "H100-SXM": (0.0552, 0.154),
+FLOORS = {"A100-80GB-SXM": (0.1065, 0.2575), "B200": (0.0767, 0.1821), "B300": (0.0801, 0.255),
+          "GB200": (0.0907, 0.2196), "GB300": (0.0703, 0.2072), "H100-SXM": (0.0552, 0.154),
           "H200-SXM": (0.0619, 0.1622)}
 CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles", "overlap_loss")
 
