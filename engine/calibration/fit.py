@@ -24,7 +24,7 @@ from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.realistic import (
     DEFAULT_CONSTANTS, ROW_CTAS_PER_CORE, DeviceRates, KernelClass, RealisticConstants,
 )
-from engine.estimators.tiling import candidate_terms, k_steps
+from engine.estimators.tiling import candidate_terms, epilogue_values, k_steps
 from engine.hardware.device import Hardware
 
 CLASS_OF_KIND = {"swiglu": "activation", "rmsnorm": "norm", "residual_add": "residual"}
@@ -63,8 +63,9 @@ def objective(predicted: np.ndarray, measured: np.ndarray) -> float:
 class GemmModel:
     """The realistic GEMM time of many rows as a fast function of (matrix, memory, latency)."""
 
-    def __init__(self, table: dict, hardware: Hardware, byte_scale=1.0):
-        """`byte_scale`: per row, bytes counted x this (the warm condition's LLC reads, gemm_condition.py)."""
+    def __init__(self, table: dict, hardware: Hardware, byte_scale=1.0, epilogue_s: float = 0.0):
+        """`byte_scale`: per row, bytes counted x this (the warm condition's LLC reads, gemm_condition.py);
+        `epilogue_s`: seconds per output value of each wave's tiles (gemm_condition.epilogue_s_per_value)."""
         rates = DeviceRates.of(hardware)
         m, n, k = (table[c].astype(float)[:, None] for c in ("m", "n", "k"))
         nbytes = (table["bytes"].astype(float) * byte_scale)[:, None]
@@ -76,6 +77,7 @@ class GemmModel:
         self.vector_s = table["matrix_flops"].astype(float) / rates.vector_flops_per_s
         self.stream_peak_s = nbytes[:, 0] / rates.bandwidth
         self.ideal_s = np.maximum(table["matrix_flops"] / hardware.matrix_flops_per_s(dtype), self.stream_peak_s)
+        self.epilogue = epilogue_s * epilogue_values(self.terms) if epilogue_s else None
 
     def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0,
              power_macs_per_s: float = np.inf, overlap_loss: float = 0.0, k_step_s: float = 0.0) -> np.ndarray:
@@ -92,6 +94,8 @@ class GemmModel:
             candidates = candidates + np.where(self.terms["split_k"] > 1, split_k_latency_s, 0.0)
         if k_step_s:                # each wave's k loop: seconds per TILE_K-deep step (tiling.candidate_times)
             candidates = candidates + k_step_s * k_steps(self.terms)
+        if self.epilogue is not None:   # each wave's unhidden epilogue (tiling.candidate_times)
+            candidates = candidates + self.epilogue
         tiled = np.min(candidates, axis=1)
         gemv = np.maximum(self.vector_s, self.stream_peak_s / memory)
         return np.maximum(np.where(self.gemv, gemv, tiled), self.ideal_s)

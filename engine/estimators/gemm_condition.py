@@ -101,6 +101,25 @@ def k_step_cycles(out, rows, constants, dtypes: RowDtypes | None = None):
     return per_row(out, rows, constants.gemm_k_step_cycles, 0.0, dtypes)
 
 
+def synchronous_epilogue(hardware) -> bool:
+    """Do the device's GEMM kernels write each output tile through shared memory after the k loop, unhidden? The
+    workbook has no field for asynchronous tensor-memory copies (TMA, Hopper on); a matrix unit without an fp8 rate is
+    its proxy (Ampere, Turing, Volta: yes; Hopper, Blackwell: no). Ada (L4) has fp8 but no TMA: the proxy misses it."""
+    return hardware.kind == "gpu" and "fp8" not in hardware.matrix_dtypes and bool(
+        hardware.sram_bandwidth_bytes_per_cycle_per_core)
+
+
+def epilogue_s_per_value(hardware, constants) -> float:
+    """Seconds per output value of a tile's epilogue in each wave (warm condition, synchronous_epilogue devices):
+    gemm_epilogue_bytes_per_value / sram_bandwidth_bytes_per_cycle_per_core / clock_hz; 0 elsewhere (tiling.
+    candidate_times adds waves x tile_m x tile_n x this)."""
+    if (constants.gemm_condition != "warm" or not constants.gemm_epilogue_bytes_per_value
+            or not synchronous_epilogue(hardware)):
+        return 0.0
+    return (constants.gemm_epilogue_bytes_per_value / hardware.sram_bandwidth_bytes_per_cycle_per_core
+            / hardware.clock_hz)
+
+
 def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
     """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
     fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default

@@ -157,6 +157,15 @@ class RealisticConstants:
     # with it; the fp8 entries keep h/gemm5's fit at 4,700 cycles: refitted at bf16's 4,500 with the power cap held,
     # fp8 and fp8_g128 choose 0 k-step cycles and move by -0.5 to +0.4 points per device in-sample; docs/accuracy.md).
     gemm_k_step_cycles: dict = field(default_factory=lambda: {"bf16": 10.0})
+    # gemm_epilogue_bytes_per_value: on devices whose GEMM kernels write their output tile through shared memory
+    # after the k loop, not overlapped with the next tile's loads (no asynchronous tensor-memory copies, TMA: before
+    # Hopper; the workbook's proxy is a matrix unit without an fp8 rate, gemm_condition.synchronous_epilogue), each
+    # wave pays tile_m x tile_n x bytes / sram_bandwidth_bytes_per_cycle_per_core cycles at the clock
+    # (tiling.candidate_times). 8 would be the fp32 accumulator stored to shared memory and read back (4 + 4 bytes),
+    # not fitted (A100 is the only such device in the tables, so no leave-one-device-out fold could fit it). Warm
+    # condition only; 0: none. Shipped 0 (tried and not kept, h/gemm8, docs/accuracy.md: A100's bf16 leave-one-device-out
+    # 9.05% -> 8.35%, but the bf16 folds' latency cycles, which fp8_g128 shares, move and GB200's fp8_g128 gets 1 point worse).
+    gemm_epilogue_bytes_per_value: float = 0.0
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
     # (AIConfigurator's collector: weight copies back to back in one CUDA graph, latency gemm_latency_cycles / clock;

@@ -11,7 +11,7 @@ import numpy as np
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
-    condition_efficiency, condition_latency, k_step_cycles, native_block_scales, overlap_loss, per_row, warm_byte_scale)
+    condition_efficiency, condition_latency, epilogue_s_per_value, k_step_cycles, native_block_scales, overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.structure_memo import remembered
@@ -93,12 +93,14 @@ def _tilings_by_class(shapes: GemmShapes, table: KernelRows, classes: tuple):
     """choose_tilings once per tiling class (tiling_classes), merged back per row."""
     rates = table.rates
     pairs, inverse = classes
+    epilogue = epilogue_s_per_value(table.hardware, table.constants)    # per device, the same for every class
     parts = {}
     for number, (value, memory_value, split_value, power_value, overlap_value, step_value) in enumerate(pairs):
         mine = slice(None) if inverse is None else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
-                               float(split_value), float(power_value), float(overlap_value), float(step_value))
+                               float(split_value), float(power_value), float(overlap_value), float(step_value),
+                               epilogue)
         parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
                                              shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:

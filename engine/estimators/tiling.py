@@ -80,6 +80,7 @@ class GemmRates:
     power_macs_per_s: float = np.inf
     overlap_loss: float = 0.0            # the fraction of the shorter of compute and memory the pipeline does not hide
     k_step_s: float = 0.0                # per wave per TILE_K-deep k step beyond its work (k_step_cycles / clock)
+    epilogue_s: float = 0.0              # per wave per output value of a tile: an epilogue not overlapped
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Tiling:
     time_s: np.ndarray             # latency + max(compute_s, memory_s) + overlap_s
     overlap_s: np.ndarray          # overlap_loss x min(compute_s, memory_s): operand loads and MMAs not overlapped,
                                    # + k_step_s x waves x k steps: the k loop's per-step time not hidden
+                                   # + epilogue_s x waves x tile_m x tile_n: the epilogue not hidden
 
 
 def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates) -> Tiling:
@@ -210,9 +212,15 @@ def k_steps(terms: dict) -> np.ndarray:
     return terms["waves"] * terms["k_loop_steps"]
 
 
+def epilogue_values(terms: dict) -> np.ndarray:
+    """Each candidate's waves x tile_m x tile_n: the output values its cores write per wave, summed over waves
+    (epilogue_s is charged per value)."""
+    return terms["waves"] * terms["tile_m"] * terms["tile_n"]
+
+
 def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float, latency_s: float,
                     split_k_latency_s: float = 0.0, power_macs_per_s: float = np.inf, overlap_loss: float = 0.0,
-                    k_step_s: float = 0.0):
+                    k_step_s: float = 0.0, epilogue_s: float = 0.0):
     """(time, compute, memory) of every candidate: latency + max(whole waves at the achievable matrix
     rate, bytes at the achievable bandwidth), + split_k_latency_s for split-K candidates (their reduction).
     Compute is at least the executed MACs at the chip's power-limited rate `power_macs_per_s` (a chip-level
@@ -231,6 +239,8 @@ def candidate_times(terms: dict, matrix_fraction: float, memory_fraction: float,
         time = time + np.where(terms["split_k"] > 1, split_k_latency_s, 0.0)
     if k_step_s:
         time = time + k_step_s * k_steps(terms)
+    if epilogue_s:
+        time = time + epilogue_s * epilogue_values(terms)
     return time, compute, memory
 
 
@@ -243,7 +253,7 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
     terms = candidate_terms(m, n, k, batch, nbytes, per_core, hardware, value_bytes, rates.bandwidth_bytes_per_s)
     time, compute, memory = candidate_times(terms, rates.matrix_fraction, rates.memory_fraction, rates.latency_s,
                                             rates.split_k_latency_s, rates.power_macs_per_s, rates.overlap_loss,
-                                            rates.k_step_s)
+                                            rates.k_step_s, rates.epilogue_s)
     best = np.argmin(time * terms["tie_break"], axis=1)
     flat = best + np.arange(len(best)) * time.shape[1]      # each row's choice in the flattened rows x candidates
     pick = lambda a: a.take(flat) if a.shape == time.shape else a.take(best)  # noqa: E731  (a candidate row: 1 x n)
@@ -253,7 +263,15 @@ def _choose(m, n, k, batch, nbytes, per_core, hardware: Hardware, rates: GemmRat
         tiles=pick(terms["tiles"]), waves=pick(terms["waves"]), padded_compute_s=pick(terms["padded_s"]),
         wave_compute_s=pick(terms["wave_peak_s"]), compute_s=chosen_compute, peak_memory_s=pick(terms["peak_memory_s"]),
         memory_s=chosen_memory, time_s=pick(time),
-        overlap_s=(rates.overlap_loss * np.minimum(chosen_compute, chosen_memory)
-                   + rates.k_step_s * pick(k_steps(terms)) if rates.k_step_s
-                   else rates.overlap_loss * np.minimum(chosen_compute, chosen_memory)),
+        overlap_s=_unhidden(rates, terms, pick, chosen_compute, chosen_memory),
     )
+
+
+def _unhidden(rates: GemmRates, terms: dict, pick, chosen_compute, chosen_memory) -> np.ndarray:
+    """The chosen candidates' time beyond max(compute, memory): the overlap loss, k-step and epilogue terms."""
+    unhidden = rates.overlap_loss * np.minimum(chosen_compute, chosen_memory)
+    if rates.k_step_s:
+        unhidden = unhidden + rates.k_step_s * pick(k_steps(terms))
+    if rates.epilogue_s:
+        unhidden = unhidden + rates.epilogue_s * pick(epilogue_values(terms))
+    return unhidden
