@@ -3,8 +3,7 @@ serve() fields (engine/serving/validation.py scores them).
 
 Layout: tp, pp as given; attention data parallelism (attention_dp replicas) is dp, with the experts over
 moe_tp x moe_ep devices taken as one expert-parallel group of that many devices (whole experts each; the
-expert tensor split is not modelled), which spans the replicas; experts split over tp alone (moe_tp = tp, moe_ep 1,
-no attention DP) are tensor-parallel (moe_tensor_parallel: ep 1). Where moe_tp x moe_ep exceeds tp and the file
+expert tensor split is not modelled), which spans the replicas. Where moe_tp x moe_ep exceeds tp and the file
 gives no attention_dp (19 vLLM Qwen3-235B runs on H200: tp 1 or 2, moe_tp 2 or 4), dp is taken as their
 ratio, the data-parallel attention those engines run under a wider MoE group. A run whose tp divides neither
 the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
@@ -122,8 +121,6 @@ def express(run, devices: dict, models: ModelSource):
                 "attention-DP, wide-EP deployment with redundant experts is likely, which is not modelled")
     if dp > 1 and ep <= tp:
         return "attention data parallelism without an expert-parallel group spanning the replicas"
-    if moe_tensor_parallel(run, model, tp, dp, ep):
-        ep = 1      # every device holds every expert, its inner width split over tp: no all-to-all
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
@@ -155,17 +152,6 @@ def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]
     if getattr(run, "backend", None) == "vllm" and tp > 1 and dp == tp and ep == tp * tp:
         return tp, 1, tp
     return tp, dp, ep
-
-
-def moe_tensor_parallel(run, model, tp: int, dp: int, ep: int) -> bool:
-    """Whether a run's experts are tensor-parallel (moe_tp = tp > 1, moe_ep 1, no attention DP): every device holds
-    all experts with 1/tp of each one's inner width, the tokens stay on every device (replicated after the attention's
-    all-reduce) and the partial sums are all-reduced, as the engines run MoE TP (TensorRT-LLM's moe_tp_size, vLLM's
-    and SGLang's default without expert parallelism). Read before as an expert-parallel group of tp devices, which
-    added an all-to-all dispatch and combine per MoE layer that these runs do not do. Kept expert-parallel where the
-    inner width does not split over tp."""
-    return (dp == 1 and tp > 1 and ep == tp and _whole(run.moe_tp) == tp and _whole(run.moe_ep) == 1
-            and model.moe_intermediate_size % tp == 0 and getattr(model, "shared_expert_intermediate_size", 0) % tp == 0)
 
 
 def _whole(value) -> int:
