@@ -112,7 +112,8 @@ def test_the_key_reads_every_column_at_the_rows_and_no_other_row():
         timed(model, hardware, scenario)
     finally:
         kept_rows._key = original
-    table, rows, chain = seen[0]
+    table, rows, chain, memo = seen[0]
+    assert memo is not None
     key = original(table, rows, chain)
     unfused, fused = np.flatnonzero(rows), np.flatnonzero(~rows)
     assert len(unfused) and len(fused)
@@ -126,3 +127,33 @@ def test_the_key_reads_every_column_at_the_rows_and_no_other_row():
             finally:
                 values[row] = before
     assert original(table, rows, chain) == key
+    # with the structure memo: numbers still by value, the memo's string columns by the memo's identity
+    with_memo = original(table, rows, chain, memo)
+    for column in ("n", "weight_bytes", "group", "time_s"):
+        for row, changes in ((unfused[-1], True), (fused[0], False)):
+            values = table.out[column]
+            before = values[row]
+            values[row] = before + 1
+            try:
+                assert (original(table, rows, chain, memo) != with_memo) == changes, (column, row)
+            finally:
+                values[row] = before
+    assert original(table, rows, chain, memo) == with_memo
+    assert original(table, rows, chain, {**memo}) != with_memo        # another memo object: another key
+
+
+def test_a_changed_string_is_another_structure_memo_so_another_key():
+    """What the memo stands for in the key: a string changed at an unfused row gives another memo (structure_memo
+    keys every row's strings), so the decode step is timed afresh, bit for bit as in full."""
+    model, hardware = engine.load_model("meta-llama/Llama-3.1-8B"), engine.load_hardware("H100-SXM")
+    scenario = engine.Scenario(phase="decode", context_length=300)
+    table = decompose_columns(model, scenario)
+    kept_rows.clear()
+    estimate_realistic(dict(table), hardware, scenario)
+    changed = dict(table)
+    changed["dtype"] = np.asarray(table["dtype"]).copy()
+    changed["dtype"][np.flatnonzero(np.asarray(table["op"]) == "gemm")[-1]] = "fp8"
+    kept = estimate_realistic(dict(changed), hardware, scenario)
+    assert len(kept_rows._KEPT) == 2
+    kept_rows.clear()
+    assert_same_columns(kept, estimate_realistic(dict(changed), hardware, scenario))

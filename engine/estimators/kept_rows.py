@@ -29,6 +29,7 @@ import numpy as np
 from engine.common.arrays import SHORT_ROWS, any_true
 from engine.common.kept import touch, trim
 from engine.estimators.realistic_gemms import KernelRows, TimeChain
+from engine.estimators.structure_memo import STRING_COLUMNS_KEY, remembered
 
 KEPT = 64
 SHORT_TABLE_ROWS = SHORT_ROWS
@@ -38,20 +39,22 @@ _KEPT: OrderedDict = OrderedDict()
 _PLANS: dict = {}      # column dtypes -> how the key reads them (_plan)
 
 
-def timed_rows(table: KernelRows, rows: np.ndarray, chain: TimeChain, time_rows: Callable[[], None]) -> None:
+def timed_rows(table: KernelRows, rows: np.ndarray, chain: TimeChain, time_rows: Callable[[], None],
+               memo: dict | None = None) -> None:
     """time_rows() (which times `rows` of `table` in place on `chain` and the tile columns), or the values it wrote
-    for an equal decode step before."""
-    key = _key(table, rows, chain)
+    for an equal decode step before. `memo`: the table's structure memo (structure_memo.py), which stands for the
+    string columns it was keyed on (see _key)."""
+    key = _key(table, rows, chain, memo)
     if key is None:
         time_rows()
         return
     kept = _KEPT.get(key)
-    if kept is not None and kept[0] is table.constants:
+    if kept is not None and kept[0] is table.constants and kept[2] is memo:
         touch(_KEPT, key)
         _write(table, rows, chain, kept[1])
         return
     time_rows()
-    _KEPT[key] = (table.constants, _written(table, rows, chain))
+    _KEPT[key] = (table.constants, _written(table, rows, chain), memo)
     trim(_KEPT, KEPT)
 
 
@@ -59,22 +62,35 @@ def clear() -> None:
     _KEPT.clear()
 
 
-def _key(table: KernelRows, rows: np.ndarray, chain: TimeChain):
-    """The inputs of the rows' timing by value, or None where the table is not a decode step's (see the module)."""
+def _key(table: KernelRows, rows: np.ndarray, chain: TimeChain, memo: dict | None = None):
+    """The inputs of the rows' timing by value, or None where the table is not a decode step's (see the module).
+    With the structure memo, the string columns it was keyed on (every row's value: structure_memo.memo_for) are
+    the memo itself (by identity: the entry keeps it, and timed_rows checks it is the same object) instead of their
+    values; string columns added after it (the roofline's bound and rate dtype) are keyed by value as without it."""
     out = table.out
     if len(rows) > SHORT_TABLE_ROWS or not any_true(rows):
         return None
-    phases = tuple(np.asarray(out["phase"]).tolist())
-    if set(phases) != {"decode"}:
-        return None
-    parts = [table.hardware, id(table.constants), table.host_launch_s, rows.tobytes(), phases,
-             tuple(np.asarray(out["name"]).tolist()), tuple(out)]
+    if memo is None:
+        phases = tuple(np.asarray(out["phase"]).tolist())
+        if set(phases) != {"decode"}:
+            return None
+        parts = [table.hardware, id(table.constants), table.host_launch_s, rows.tobytes(), phases,
+                 tuple(np.asarray(out["name"]).tolist()), tuple(out)]
+        covered = ()
+    else:
+        if not remembered(memo, "all_decode", lambda: set(np.asarray(out["phase"]).tolist()) == {"decode"}):
+            return None
+        covered = memo.get(STRING_COLUMNS_KEY, ())
+        parts = [table.hardware, id(table.constants), table.host_launch_s, rows.tobytes(), id(memo), tuple(out)]
     arrays = (*out.values(), table.per_core_macs, table.value_bytes, *(getattr(chain, field) for field in CHAIN_FIELDS))
     try:
         kinds = tuple([values.dtype for values in arrays])
     except AttributeError:                        # a column that is not an array: not kept
         return None
     numbers, objects = _PLANS.get(kinds) or _plan(kinds)
+    if covered:         # the memo stands for these string columns (tuple(out) above names every column in order)
+        names = tuple(out)
+        objects = tuple(i for i in objects if i >= len(names) or names[i] not in covered)
     parts.append(kinds)
     picked = np.flatnonzero(rows)
     try:

@@ -101,7 +101,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     unfused, is_gemm, kind = remembered(memo, "masks", lambda: _row_masks(row_groups, fused, constants))
     # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
     timed_rows(kernel_rows, unfused, chain,
-               partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain, memo))
+               partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain, memo), memo)
 
     kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
     time = np.maximum(kernel_time, kernel_rows.host_launch_s)
@@ -172,14 +172,18 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     row_s = row_waves * (nbytes / tokens) / row_rate
     fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
     stream_s = nbytes / (rates.bandwidth * fraction)
-    permute_s = moe_combine_s(table, rows)
+    # a table without MoE_topk or MoE_combine rows (kept per structure): their terms are 0.0 on every row
+    no_moe = remembered(memo, "no_moe_rows", lambda: not any("MoE_topk" in name or "MoE_combine" in name
+                                                             for name in table.row_groups.group_strings("name").tolist()))
+    zeros = np.zeros(len(nbytes)) if no_moe else None
+    permute_s = zeros if no_moe else moe_combine_s(table, rows)
     stream_s = stream_s + permute_s if table.constants.moe_combine_cycles_add else np.maximum(stream_s, permute_s)
     t2 = np.maximum(chain.t2[rows], row_s)
     chain.t2[rows] = t2
     chain.t3[rows] = np.maximum(t2, np.maximum(chain.compute[rows], stream_s))
     chain.memory[rows] = np.maximum(stream_s, row_s)
     # the top-k passes (and the MoE layer's unlisted kernels, on MoE_combine) lengthen the kernel's least time too
-    selection = moe_topk_latency_s(table, rows) + moe_layer_latency_s(table, rows)
+    selection = zeros if no_moe else moe_topk_latency_s(table, rows) + moe_layer_latency_s(table, rows)
     chain.latency[rows] = fixed + selection
     chain.floor[rows] = least + selection
 

@@ -15,7 +15,8 @@ from engine.estimators.gemm_condition import (
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.structure_memo import remembered
-from engine.estimators.tiling import GemmRates, Tiling, choose_tilings
+from engine.estimators.tiling import SMALL_TABLE_ROWS, GemmRates, Tiling, choose_tilings
+from engine.estimators.tiling_pass import pass_tilings
 from engine.hardware.device import Hardware
 from engine.hardware.dtypes import is_block_scaled
 
@@ -94,6 +95,10 @@ def _tilings_by_class(shapes: GemmShapes, table: KernelRows, classes: tuple):
     rates = table.rates
     pairs, inverse = classes
     epilogue = epilogue_s_per_value(table.hardware, table.constants)    # per device, the same for every class
+    if inverse is None and not epilogue and 0 < len(shapes.m) <= SMALL_TABLE_ROWS:   # one class: the kept plan
+        tiling = _one_pass_tilings(shapes, table, pairs[0])                          # (it has no epilogue term)
+        if tiling is not None:
+            return tiling
     parts = {}
     for number, (value, memory_value, split_value, power_value, overlap_value, step_value) in enumerate(pairs):
         mine = slice(None) if inverse is None else inverse == number      # one class: every row, no copies
@@ -112,6 +117,19 @@ def _tilings_by_class(shapes: GemmShapes, table: KernelRows, classes: tuple):
             column[mine] = getattr(tiling, name)
         merged[name] = column
     return Tiling(**merged)
+
+
+def _one_pass_tilings(shapes: GemmShapes, table: KernelRows, values: list) -> Tiling | None:
+    """tiling_pass.pass_tilings of the GEMM rows of one tiling class and one bytes per value (None: choose_tilings)."""
+    value_bytes = shapes.value_bytes.tolist()
+    if value_bytes.count(value_bytes[0]) != len(value_bytes) or shapes.per_core_macs.dtype != np.float64:
+        return None
+    rates, (value, memory_value, split_value, power_value, overlap_value, step_value) = table.rates, values
+    gemm_rates = GemmRates(shapes.per_core_macs, shapes.value_bytes, rates.matrix_fraction * value, rates.bandwidth,
+                           min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s, float(split_value),
+                           float(power_value), float(overlap_value), float(step_value))
+    return pass_tilings(shapes.m, shapes.n, shapes.k, shapes.batch, shapes.nbytes, shapes.per_core_macs,
+                        float(value_bytes[0]), table.hardware, gemm_rates)
 
 
 def is_expert_gemm(names) -> np.ndarray:

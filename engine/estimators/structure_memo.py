@@ -28,6 +28,7 @@ from engine.common.kept import touch, trim
 KEPT = 64
 _KEPT: OrderedDict = OrderedDict()
 _OBJECT = np.dtype(object)
+STRING_COLUMNS_KEY = "string columns"     # memo[STRING_COLUMNS_KEY]: the names of the string columns its key holds
 
 
 def memo_for(out: dict, row_groups, hardware, constants, launch: str) -> dict | None:
@@ -51,7 +52,7 @@ def memo_for(out: dict, row_groups, hardware, constants, launch: str) -> dict | 
     if entry is not None and entry[0] is constants:
         touch(_KEPT, key)
         return entry[1]
-    memo: dict = {}
+    memo: dict = {STRING_COLUMNS_KEY: frozenset(strings[2::2])}    # the string columns the key holds every row of
     _KEPT[key] = (constants, memo)
     trim(_KEPT, KEPT)
     return memo
