@@ -72,7 +72,7 @@ def main() -> None:
     elif state.page == "accuracy":
         accuracy.render(state.method, devices)
     else:
-        overview.render(context)
+        overview.body(context)        # a fragment: a Batch change reruns it alone
     session.write_url(session.from_widgets(session.view()))
     data.freeze_startup_heap()
 

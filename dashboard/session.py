@@ -14,6 +14,10 @@ import streamlit as st
 from dashboard.carry import MAX_LINK_CHARS
 from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
 
+# the overview body's fragment key: a Batch change on the overview reruns that fragment alone (views/overview.py,
+# sidebar.batch_rerun)
+OVERVIEW_BODY = "overview_body"
+
 # widget key -> ViewState attribute
 WIDGET_ATTRIBUTES = {
     "w_page": "page", "w_devices": "devices", "w_model": "model", "w_models": "models", "w_phase": "phase", "w_batch": "batch", "w_input": "input_length",

@@ -152,10 +152,19 @@ def model_card(model) -> None:
     st.caption("  \n".join(lines))
 
 
+def batch_rerun():
+    """The Batch input's callback: on the overview, with the share box closed (its link shows the batch), a change
+    reruns only the overview's body (a keyed fragment, views/overview.py), not the sidebar; elsewhere None (the
+    whole page reruns)."""
+    if st.session_state.get("w_page", "overview") != "overview" or st.session_state.get("open_share"):
+        return None
+    return lambda: st.rerun(session.OVERVIEW_BODY)
+
+
 def workload_controls(phase: str) -> None:
     st.selectbox("Phase", PHASES, key="w_phase")
     left, right = st.columns(2)
-    left.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch")
+    left.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch", on_change=batch_rerun())
     right.number_input("Input tokens", min_value=1, max_value=10_000_000, step=128, key="w_input")
     left.number_input("Output tokens", min_value=1, max_value=10_000_000, step=128, key="w_output")
     if phase in ("decode", "chunked"):

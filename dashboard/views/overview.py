@@ -293,6 +293,23 @@ def beside_estimate(ctx: PageContext, device: str):
     return ctx.estimates(method=method, names={device}).get(device)
 
 
+@st.fragment(key=session.OVERVIEW_BODY)
+def body(ctx: PageContext) -> None:
+    """The overview below the sidebar as one fragment: a Batch change reruns this part alone (the sidebar's input
+    calls `st.rerun(session.OVERVIEW_BODY)`, dashboard/sidebar.py), so the browser re-renders only the page's own elements. On such a
+    rerun the view comes from the widgets (ctx is the last full run's) and the link is written here."""
+    from dashboard.resolve import resolve_scenario
+    state = session.from_widgets(session.view())
+    if state != ctx.state:
+        session.set_view(state)
+        scenario, warnings = resolve_scenario(state)
+        for warning in warnings:
+            st.warning(warning, icon=":material/link_off:")
+        ctx = replace(ctx, state=state, scenario=scenario, errors=[])
+    render(ctx)
+    session.write_url(session.from_widgets(session.view()))
+
+
 def render(ctx: PageContext) -> None:
     results = ctx.estimates()
     for error in ctx.errors:

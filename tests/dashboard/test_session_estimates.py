@@ -32,8 +32,9 @@ def test_a_changed_view_gets_a_new_estimate_and_the_kept_ones_stay_bounded():
     app = run_app(method="roofline")
     before = set(kept(app))
     for batch in range(2, 2 + data.SESSION_ESTIMATES_KEPT):
-        app.number_input(key="w_batch").set_value(batch).run()
+        app.number_input(key="w_batch").set_value(batch).run()    # reruns the overview's body alone (a fragment)
         assert not app.exception
+        app.run()            # a full run: AppTest keeps only the fragment's elements after a fragment-only rerun
     after = kept(app)
     assert len(after) == data.SESSION_ESTIMATES_KEPT and not before & set(after)   # oldest dropped first
     assert any(f'"batch":{1 + data.SESSION_ESTIMATES_KEPT}' in key[2] for key in after)
