@@ -32,7 +32,6 @@ def with_memory(app):
     size = 0
 
     async def wrapped(scope, receive, send):
-        nonlocal size
         if scope.get("type") != "http" or scope.get("method") != "GET" or any(
                 name.lower() in PASS_THROUGH_HEADERS for name, _ in scope.get("headers") or ()):
             await app(scope, receive, send)
