@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from dashboard import index_page, plotly_view, preload
+from tests.dashboard.asgi_run import run_request
 
 PAGE = b'<!DOCTYPE html><html><head><meta charset="UTF-8" /><title>Streamlit</title></head><body></body></html>'
 TAG = b'<link rel="preload" href="component/dashboard.plotly_view.plotly_assets/plotly-cartesian.min.js" as="script">'
@@ -44,7 +45,7 @@ def answer(app, method="GET", path="/"):
 
     async def send(message):
         sent.append(message)
-    asyncio.run(app({"type": "http", "method": method, "path": path, "headers": []}, receive, send))
+    run_request(app, {"type": "http", "method": method, "path": path, "headers": []}, receive, send)
     return sent
 
 

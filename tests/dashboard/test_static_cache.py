@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from dashboard import static_cache
+from tests.dashboard.asgi_run import run_request
 
 IMMUTABLE = b"public, immutable, max-age=31536000"
 
@@ -23,8 +24,8 @@ def answer(app, path="/static/js/index.abc.js", method="GET", headers=()):
 
     async def send(message):
         sent.append(message)
-    asyncio.run(app({"type": "http", "method": method, "path": path, "root_path": "", "headers": list(headers)},
-                    receive, send))
+    run_request(app, {"type": "http", "method": method, "path": path, "root_path": "", "headers": list(headers)},
+                    receive, send)
     return sent
 
 
