@@ -3,7 +3,6 @@ fetches it from the first moment of a visit), and nothing else the server answer
 
 from __future__ import annotations
 
-
 from dashboard import index_page, plotly_view, preload
 from tests.dashboard.asgi_run import run_request
 
