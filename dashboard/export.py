@@ -112,7 +112,8 @@ def _kaleido_class():
 
     kaleido reloads a tab after each render (a clean page for the next figure) and returns the image only once the
     reload is done; here the image returns at once and the tab goes back to the queue when its reload is done (a
-    deck's five charts on four tabs: 1.96 -> 1.49 s, medians of six alternated pairs at load 12, docs/responsiveness.md).
+    deck's five charts on four tabs: 1.96 -> 1.49 s, medians of six alternated pairs at load 12,
+    docs/responsiveness.md).
     A reload that fails marks the browser broken: the next export starts a fresh one. A kaleido without the hook
     (another version) is used as it comes."""
     import kaleido

@@ -319,11 +319,9 @@ def render(ctx: PageContext) -> None:
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
     result = primary[ctx.state.devices[0]]
-    cards = st.container()      # the headline's place, filled after the chart: the browser draws the chart first
+    headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
+             other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
     energy_open = bool(st.session_state.get(OPEN_ENERGY))
     chart_area(ctx, primary, results, energy_open)
-    with cards:
-        headline(result, hint=lambda: fewest_devices_hint(ctx, ctx.state.devices[0]),
-                 other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
     energy_section(ctx, result, primary)
     kernel_section(ctx, primary)
