@@ -10,7 +10,10 @@ Targets (issue 14), each printed as a median over --repeats samples with its rat
 Times include the browser's own work (drawing, layout), so they depend on the machine: say which and how loaded.
 The default view is the overview with its default chart (the roofline; the overview draws one chart at a time,
 `chart=` in the link); `--chart all` measures the overview drawing all five charts at once, as it did before.
+The page settled (navigation until every chart and sidebar input is drawn and the app idle) is printed beside them.
+`--against DIR` starts another checkout's dashboard too and visits the two in turn (paired A/B on a shared machine).
 Run: PYTHONPATH=. .venv/bin/python benchmarks/browser_speed.py [--repeats 5] [--url http://127.0.0.1:8501]
+     [--against /path/to/main-before]
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_por
 TARGETS_S = {"first chart visible": 2.0, "input change answered": 1.0, "model switch": 1.5,
              "download ready (PNG)": 1.0, "deck built (PPTX)": 3.0}
 MODELS = ("Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2-9b")   # none the default
+SETTLED = "page settled"      # printed, no target: navigation until every chart and input is drawn and the app idle
 CHART_COUNTS = {"all": 5}     # charts the overview draws for `chart=`; any single chart: one
 TIMEOUT_MS = 120_000
 
@@ -43,7 +47,8 @@ REDRAWN = """() => { const plot = document.querySelector('.js-plotly-plot');
 
 def open_default(browser, url: str, chart: str):
     """A fresh context on the default view (with `chart=` unless it is the default chart); (page, seconds until
-    the first chart's SVG is drawn)."""
+    the first chart's SVG is drawn, seconds until the page has settled: every chart drawn, the sidebar's inputs
+    too, the app idle)."""
     context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
     page = context.new_page()
     started = time.perf_counter()
@@ -52,7 +57,7 @@ def open_default(browser, url: str, chart: str):
     first = time.perf_counter() - started
     page.wait_for_function(charts_drawn(CHART_COUNTS.get(chart, 1)), timeout=TIMEOUT_MS)
     wait_idle(page, TIMEOUT_MS)
-    return page, first
+    return page, first, time.perf_counter() - started
 
 
 def settled(page, condition: str, charts: int) -> None:
@@ -92,21 +97,31 @@ def download(page, button: str) -> float:
     return time.perf_counter() - started
 
 
-def measure(url: str, repeats: int, chart: str = "roofline") -> dict[str, list[float]]:
+def one_round(browser, url: str, repeat: int, chart: str, samples: dict[str, list[float]]) -> None:
+    """One fresh context through the five measured steps, each sample appended to `samples`."""
+    charts = CHART_COUNTS.get(chart, 1)
+    page, first, settled_s = open_default(browser, url, chart)
+    samples["first chart visible"].append(first)
+    samples[SETTLED].append(settled_s)
+    samples["input change answered"].append(change_batch(page, 2 + repeat, charts))   # never cached
+    samples["model switch"].append(switch_model(page, MODELS[repeat % len(MODELS)], charts))
+    samples["download ready (PNG)"].append(download(page, "PNG"))
+    samples["deck built (PPTX)"].append(download(page, "Download deck (PPTX)"))
+    page.context.close()
+
+
+def measure(urls: dict[str, str], repeats: int, chart: str = "roofline") -> dict[str, dict[str, list[float]]]:
+    """{variant: {figure: samples}}: the variants' servers visited in turn within each repeat (forward, then
+    backward in the next), so a shared machine's load falls on them alike."""
     from playwright.sync_api import sync_playwright
-    samples: dict[str, list[float]] = {name: [] for name in TARGETS_S}
+    samples = {variant: {name: [] for name in (*TARGETS_S, SETTLED)} for variant in urls}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
+            order = list(urls)
             for repeat in range(repeats):
-                charts = CHART_COUNTS.get(chart, 1)
-                page, first = open_default(browser, url, chart)
-                samples["first chart visible"].append(first)
-                samples["input change answered"].append(change_batch(page, 2 + repeat, charts))   # never cached
-                samples["model switch"].append(switch_model(page, MODELS[repeat % len(MODELS)], charts))
-                samples["download ready (PNG)"].append(download(page, "PNG"))
-                samples["deck built (PPTX)"].append(download(page, "Download deck (PPTX)"))
-                page.context.close()
+                for variant in order if repeat % 2 == 0 else order[::-1]:
+                    one_round(browser, urls[variant], repeat, chart, samples[variant])
         finally:
             browser.close()
     return samples
@@ -118,30 +133,48 @@ def main(argv=None) -> int:
     parser.add_argument("--url", help="a dashboard already running (default: start one on a free port)")
     parser.add_argument("--chart", default="roofline", choices=OVERVIEW_CHARTS,
                         help="the overview's chart (chart= in the link; default: the default view's roofline)")
+    parser.add_argument("--against", type=Path,
+                        help="another checkout (e.g. main before a change): its own dashboard is started too and "
+                             "visited in turn with this one's, each figure printed for both")
     args = parser.parse_args(argv)
-    server = None
-    url = args.url
-    if url is None:
+    servers = []
+    urls = {"this": args.url}
+    if args.url is None:
         port = free_port()
-        server = start_dashboard(port)
-        url = f"http://127.0.0.1:{port}"
+        servers.append(start_dashboard(port))
+        urls["this"] = f"http://127.0.0.1:{port}"
+    if args.against is not None:
+        port = free_port()
+        servers.append(start_dashboard(port, repo=args.against.resolve()))
+        urls["against"] = f"http://127.0.0.1:{port}"
     try:
-        samples = measure(url.rstrip("/"), args.repeats, args.chart)
+        samples = measure({name: url.rstrip("/") for name, url in urls.items()}, args.repeats, args.chart)
     finally:
-        if server is not None:
+        for server in servers:
             server.terminate()
             server.wait(timeout=20)
+    for variant, figures in samples.items():
+        if len(samples) > 1:
+            print(f"{variant}: {urls[variant]}" + (f" ({args.against})" if variant == "against" else ""))
+        report(figures, args.chart)
+    return 0
+
+
+def report(samples: dict[str, list[float]], chart: str) -> None:
     missed = 0
-    for name, target in TARGETS_S.items():
+    for name in (*TARGETS_S, SETTLED):
         median = statistics.median(samples[name])
+        spread = f"(min {min(samples[name]):5.2f}, max {max(samples[name]):5.2f}, {len(samples[name])} samples)"
+        if name not in TARGETS_S:
+            print(f"{name:<24} median {median:6.2f} s  {spread}")
+            continue
+        target = TARGETS_S[name]
         ratio = median / target
         missed += ratio > 1
-        print(f"{name:<24} median {median:6.2f} s  (min {min(samples[name]):5.2f}, max {max(samples[name]):5.2f}, "
-              f"{len(samples[name])} samples)  target {target:.1f} s  ratio {ratio:4.2f} "
+        print(f"{name:<24} median {median:6.2f} s  {spread}  target {target:.1f} s  ratio {ratio:4.2f} "
               f"-> {'meets' if ratio <= 1 else 'MISSES'}")
-    print(f"{len(TARGETS_S) - missed} of {len(TARGETS_S)} targets met on the overview with chart={args.chart} (medians; the first chart includes the server's "
+    print(f"{len(TARGETS_S) - missed} of {len(TARGETS_S)} targets met on the overview with chart={chart} (medians; the first chart includes the server's "
           "first run of a new session, the downloads the server building the file)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ READ_TIMELINE = """() => {
   return marks;
 }"""
 SHOWN = ("wall", "chromium", "chromium renderer", "chromium gpu-process", "chromium browser", "chromium utility",
-         "server")
+         "server", "TaskDuration", "ScriptDuration")     # the last two: the page's main thread (first_chart_cpu.py)
 
 
 def main(argv=None) -> int:
@@ -116,7 +116,8 @@ def main(argv=None) -> int:
             process.wait(timeout=20)
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"medians of {args.rounds} visits per step (seconds; CPU seconds for chromium and server)")
-    print(f"{'step':<12}" + "".join(f"{column.replace('chromium ', ''):>12}" for column in SHOWN))
+    print(f"{'step':<12}" + "".join(f"{column.replace('chromium ', '').replace('Duration', ' main'):>12}"
+                                    for column in SHOWN))
     steps = list(records)
     for name in steps:
         row = [statistics.median(r.get(column, 0.0) for r in records[name]) for column in SHOWN]

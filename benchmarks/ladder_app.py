@@ -82,7 +82,7 @@ def page(step: int) -> None:
     scenario, _ = resolve_scenario(state)
     session.set_view(state)
     session.load_widgets(state)
-    sidebar.draw(devices, model)
+    sidebar.draw(sidebar.begin(), devices, model)
     state = session.from_widgets(session.view())
     session.set_view(state)
     ctx = PageContext(state, devices, model, scenario, models=models)

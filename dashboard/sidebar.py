@@ -219,9 +219,19 @@ def engine_options(model) -> None:
                           "latent expanded to full K/V every step")
 
 
-def draw(devices: dict, model) -> None:
+def begin():
+    """The sidebar's title, and the container its inputs go into (`draw`). Called before the page: the sidebar is
+    on screen at its width from the first element on, so the page's charts are drawn once, at their final width,
+    though the inputs come after them (app.py)."""
     with st.sidebar:
         st.title("llm-roofline")
+        return st.container()
+
+
+def draw(controls, devices: dict, model) -> None:
+    """The sidebar's inputs into `controls` (from `begin`), in their order; their values are already in session
+    state (session.load_widgets, or the browser's last change), so the page drawn before them used the same."""
+    with controls:
         st.radio("Page", PAGES, format_func=PAGE_TITLES.get, key="w_page", horizontal=True)
         st.subheader("Hardware")
         st.multiselect("Devices (the first is the primary)", list(devices), key="w_devices")
@@ -245,7 +255,7 @@ def draw(devices: dict, model) -> None:
         share = st.expander("Share this view", key="open_share", on_change="rerun", icon=":material/link:")
         if not share.open:      # made only while open: the link box's code (1.5 MB of script) loads on demand
             return
-        link, note = session.share_link(session.view())
+        link, note = session.share_link(session.from_widgets(session.view()))   # the view the page wrote
         if note:
             share.warning(note, icon=":material/link_off:")
         share.code(link, language=None, wrap_lines=True)

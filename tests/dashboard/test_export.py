@@ -261,3 +261,17 @@ def test_a_slide_copy_drops_the_title_and_subtitle_like_a_validated_figure_updat
         assert pruned(json.loads(go.Figure(copy).to_json())) == pruned(json.loads(expected.to_json()))
         assert "text" not in copy["layout"].get("title", {}) and copy["layout"]["margin"]["t"] == 30
     assert titled.layout.title.subtitle.text and titled.layout.margin.t != 30        # the shown figure is untouched
+
+
+@needs_chromium
+def test_tabs_reloaded_behind_the_renders_come_back_for_more_figures_than_tabs(roofline, memory_chart):
+    """export._kaleido_class returns each image before its tab's reload: twice as many figures as tabs, at once and
+    then one by one, each come back as its own figure's image (a tab that never came back would leave them waiting),
+    and no reload failed."""
+    figures = [roofline, memory_chart] * export.TABS
+    together = export.figures_bytes(figures, "png", scale=1)
+    one_by_one = [export.figure_bytes(figure, "png", scale=1) for figure in figures]
+    assert together == one_by_one
+    assert len(set(together)) == 2 and together[0] != together[1]
+    assert export._SESSION.kaleido is not None and not export._SESSION.kaleido.broken
+    assert type(export._SESSION.kaleido).__name__ == "ReloadBehind"
