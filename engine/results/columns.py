@@ -14,6 +14,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from engine.common.arrays import all_true, any_true, equal_to, finite  # noqa: F401  (finite: imported from here too)
+from engine.common.sums import weighted_sum
 from engine.estimators import STEP_MEAN_COLUMNS
 from engine.estimators.bound_labels import codes_of, present_codes
 from engine.estimators.roofline import intensity
@@ -323,7 +324,7 @@ def experts_touched(kernels) -> dict[str, float]:
         group = phase == name
         count = count_all[group]
         if count.sum() > 0:
-            found[str(name)] = float(np.dot(batch_all[group], count) / count.sum())
+            found[str(name)] = weighted_sum(batch_all[group], count) / float(count.sum())
     return found
 
 

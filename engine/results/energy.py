@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from engine.common.arrays import SHORT_ROWS, all_true, any_true, finite
+from engine.common.sums import weighted_sum
 from engine.hardware.device import Hardware
 from engine.results.columns import KernelColumns
 
@@ -185,8 +186,8 @@ def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
     phases = {}
     names = list(dict.fromkeys(phase.tolist()))
     if len(names) == 1 and all(values.flags.c_contiguous for values in (count, *columns.values())):
-        # one phase, every array contiguous: the phase's sums are the device's, one dot product each
-        device = phases[str(names[0])] = {c: float(np.dot(count, values)) for c, values in columns.items()}
+        # one phase, every array contiguous: the phase's sums are the device's, one weighted sum each
+        device = phases[str(names[0])] = {c: weighted_sum(values, count) for c, values in columns.items()}
         components = {c: device[c] for c in ENERGY_COLUMNS[:-1]}
     else:
         for name in names:
@@ -195,9 +196,9 @@ def energy_summary(kernels, hardware: Hardware, scenario) -> Optional[dict]:
             else:
                 rows = phase == name
                 n, selected = count[rows], {c: values[rows] for c, values in columns.items()}
-            phases[str(name)] = {c: float(np.dot(n, values)) for c, values in selected.items()}
-        device = {c: float(np.dot(count, columns[c])) for c in ("energy_j", "time_s")}
-        components = {c: float(np.dot(count, columns[c])) for c in ENERGY_COLUMNS[:-1]}
+            phases[str(name)] = {c: weighted_sum(values, n) for c, values in selected.items()}
+        device = {c: weighted_sum(columns[c], count) for c in ("energy_j", "time_s")}
+        components = {c: weighted_sum(columns[c], count) for c in ENERGY_COLUMNS[:-1]}
     device_energy, device_time = device["energy_j"], device["time_s"]
     devices = scenario.device_count
     s = scenario

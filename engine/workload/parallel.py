@@ -14,6 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.common.sums import weighted_sum
+
 # Kernels that run once per forward pass (first or last pipeline stage), not once per layer.
 PER_PASS_KERNELS = ("Embedding", "AllReduce_embed", "Norm_final", "LM_head", "AllGather_logits")
 BUBBLE_NAME = "Pipeline_bubble"
@@ -140,7 +142,7 @@ def add_pipeline_bubble(columns: dict, scenario, micro_batches_by_phase: dict[st
     for phase_name in dict.fromkeys(phase):
         rows = (stage_kernel & (phase == phase_name))[inverse]
         factor = (scenario.pp - 1) / micro_batches_by_phase.get(phase_name, 1)
-        values = {c: factor * float(np.dot(np.nan_to_num(columns[c][rows].astype(float)), count[rows]))
+        values = {c: factor * weighted_sum(np.nan_to_num(columns[c][rows].astype(float)), count[rows])
                   for c in scaled}
         new_rows.append((phase_name, values))
     return append_rows(columns, [
