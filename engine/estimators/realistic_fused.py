@@ -102,9 +102,10 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
     shapes = inputs.shapes
-    times = fused_times(shapes, inputs.rates, overheads)
+    fp8_matrix = fp8_matrix_decode(shapes, inputs.rates)       # decided once for the kernel time and its latency
+    times = fused_times(shapes, inputs.rates, overheads, fp8_matrix)
     prefill = constants.attention_prefill_latency_s
-    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix_decode(shapes, inputs.rates))
+    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix)
     latency = where(shapes.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
                     rates.kernel_latency_s if prefill is None else prefill)
     offset = maximum(inputs.ideal_sum - times["t0"], 0.0)
