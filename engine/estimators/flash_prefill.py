@@ -119,10 +119,10 @@ def prefill_work(shapes, rates, overheads) -> dict:
 
 
 def prefill_terms(shapes, rates, overheads, kind_is_decode, any_decode) -> dict:
-    """prefill_work of every group of fused_times' FusedShapes (only the kinds present are computed): where decode groups are present too (a
-    request: one prefill group among ~1,000 decode steps), on the prefill groups alone, scattered back into arrays
-    over all groups (0 at the decode groups, which fused_times takes from its decode terms). Element-wise, so each
-    prefill group's values are bit for bit those of prefill_work over all groups."""
+    """prefill_work of every group of fused_times' FusedShapes (only the kinds present are computed): where decode
+    groups are present too (a request: one prefill group among ~1,000 decode steps), on the prefill groups alone,
+    scattered back into arrays over all groups (0 at the decode groups, which fused_times takes from its decode
+    terms). Element-wise, so each prefill group's values are bit for bit those of prefill_work over all groups."""
     if not any_decode:
         return prefill_work(shapes, rates, overheads)
     at = np.flatnonzero(~kind_is_decode)

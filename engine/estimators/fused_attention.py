@@ -23,7 +23,7 @@ contexts so that even one sequence keeps every core busy; short ones pay the ker
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from engine.common.arrays import all_true, any_true
 from engine.common.float_or_array import ceil, full_like, largest, logical_not, maximum, minimum, nan_to, where
 # FLASH_BLOCK_Q / _K and query_tokens: re-exported (the prefill's tiles live in flash_prefill.py)
 from engine.estimators.flash_prefill import (FLASH_BLOCK_K, FLASH_BLOCK_Q, _ceil_to, prefill_terms,  # noqa: F401
-                                             prefill_work, query_tokens)
+                                             query_tokens)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
@@ -301,15 +301,12 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
             "scale": 1.0 + overheads.decode_fragment_share * fragments + overheads.decode_fp8_fragment_share * fp8_fragments}
 
 
-def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None,
-                fp8_matrix=None) -> dict:
-    """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
-    with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
-
+def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None, fp8_matrix=None):
+    """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1), with waves /
+    parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
     A sliding window's query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
-    overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the
-    decode stream's bandwidth efficiency, added in t3 (see AttentionOverheads). fp8_matrix: fp8_matrix_decode(shapes,
-    rates) where the caller has it (computed here where a decode group needs it)."""
+    overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the decode
+    stream's bandwidth efficiency, added in t3. fp8_matrix: fp8_matrix_decode(shapes, rates) if the caller has it."""
     kind_is_decode, m, k, batch = shapes.decode, shapes.m, shapes.k, shapes.batch
     matrix_macs, vector_flops, nbytes = shapes.matrix_macs, shapes.vector_flops, shapes.nbytes
     overheads = overheads or AttentionOverheads()
@@ -341,9 +338,8 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
     memory = maximum(memory_peak, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
     # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
-    if any_decode and fp8_matrix is None:
-        fp8_matrix = fp8_matrix_decode(shapes, rates)
-    decode = _decode_terms(shapes, rates, overheads, generic, fp8_matrix) if any_decode else None
+    decode = _decode_terms(shapes, rates, overheads, generic, fp8_matrix_decode(shapes, rates) if fp8_matrix is None
+                           else fp8_matrix) if any_decode else None
     if any_decode:
         compute = where(generic, maximum(compute, decode["generic_s"]), compute)
         memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
