@@ -28,6 +28,7 @@ class IndexRuns:
         if min(firsts) < 0:
             return
         self.runs = list(zip(starts, stops, firsts))
+        self.largest = max(first + stop - start for start, stop, first in self.runs) - 1     # index.max()
 
     def take(self, values: np.ndarray) -> np.ndarray:
         """values[index] (a new array)."""
@@ -37,6 +38,15 @@ class IndexRuns:
             start, stop, first = self.runs[0]
             return values[first:first + stop - start].copy()
         return np.concatenate([values[first:first + stop - start] for start, stop, first in self.runs])
+
+    def take_columns(self, values: np.ndarray) -> np.ndarray:
+        """values[:, index] of a 2-D array (a new array): take() of each row at once."""
+        if self.runs is None:
+            return values[:, self.index]
+        if len(self.runs) == 1:
+            start, stop, first = self.runs[0]
+            return values[:, first:first + stop - start].copy()
+        return np.concatenate([values[:, first:first + stop - start] for start, stop, first in self.runs], axis=1)
 
     def put(self, target: np.ndarray, values) -> None:
         """target[index] = values (values an array over the index's positions)."""
@@ -52,9 +62,18 @@ class IndexRuns:
         if self.runs is None:
             return np.bincount(self.index, weights=weights, minlength=length)
         weights = np.asarray(weights, dtype=float)
-        total = np.zeros(max(length, int(self.index.max()) + 1))
+        total = np.zeros(max(length, self.largest + 1))
         for start, stop, first in self.runs:
             total[first:first + stop - start] += weights[start:stop]
+        return total
+
+    def sums_columns(self, weights: np.ndarray, length: int) -> np.ndarray:
+        """sums() of each row of a 2-D float array at once: every sum adds its terms in the same order."""
+        if self.runs is None:
+            return np.stack([np.bincount(self.index, weights=row, minlength=length) for row in weights])
+        total = np.zeros((len(weights), max(length, self.largest + 1)))
+        for start, stop, first in self.runs:
+            total[:, first:first + stop - start] += weights[:, start:stop]
         return total
 
     def least(self, keys: np.ndarray) -> np.ndarray | None:
@@ -63,7 +82,7 @@ class IndexRuns:
         if self.runs is None:
             return None
         unset = np.iinfo(np.int64).max
-        least = np.full(int(self.index.max()) + 1, unset, dtype=np.int64)
+        least = np.full(self.largest + 1, unset, dtype=np.int64)
         for start, stop, first in self.runs:
             np.minimum(least[first:first + stop - start], keys[start:stop], out=least[first:first + stop - start])
         return least[least != unset]

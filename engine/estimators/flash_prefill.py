@@ -8,6 +8,8 @@ _prefill_work's padded MACs, waves and fixed cycles.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from engine.common.arrays import any_true
@@ -114,3 +116,47 @@ def prefill_work(shapes, rates, overheads) -> dict:
         vector_per_cycle = rates.vector_flops_per_s / (cores * rates.clock_hz) * softmax
         cycles = cycles + heads * padded_pairs * (overheads.prefill_score_vector_flops / vector_per_cycle)
     return {"padded": padded_prefill, "waves": waves_prefill, "cycles": cycles}
+
+
+def prefill_terms(shapes, rates, overheads, kind_is_decode, any_decode) -> dict:
+    """prefill_work of every group of fused_times' FusedShapes (only the kinds present are computed): where decode
+    groups are present too (a request: one prefill group among ~1,000 decode steps), on the prefill groups alone,
+    scattered back into arrays over all groups (0 at the decode groups, which fused_times takes from its decode
+    terms). Element-wise, so each prefill group's values are bit for bit those of prefill_work over all groups."""
+    if not any_decode:
+        return prefill_work(shapes, rates, overheads)
+    at = np.flatnonzero(~kind_is_decode)
+    if at.size == 1:                # a request's one prefill group: in Python floats (float_or_array's contract)
+        terms = _one_prefill_terms(shapes, rates, overheads, int(at[0]))
+        if terms is not None:
+            return {name: _scattered(kind_is_decode.size, int(at[0]), value) for name, value in terms.items()}
+    subset = lambda values: values if values is None or np.ndim(values) == 0 else values[at]  # noqa: E731
+    sub_shapes = shapes.__class__(**{field: subset(getattr(shapes, field)) for field in shapes.__slots__})
+    sub_rates = replace(rates, macs_per_s_per_core=subset(rates.macs_per_s_per_core))
+    terms = {}
+    for name, values in prefill_work(sub_shapes, sub_rates, overheads).items():
+        terms[name] = np.zeros(kind_is_decode.size)
+        terms[name][at] = values
+    return terms
+
+
+def _one_prefill_terms(shapes, rates, overheads, index: int):
+    """prefill_work of group `index` alone, as floats (None where its window is set or a float operation has no exact
+    numpy equivalent: the arrays then say what it gives)."""
+    pick = lambda values: values if values is None or np.ndim(values) == 0 else float(values[index])  # noqa: E731
+    window = pick(shapes.window)
+    if window is not None and window == window:        # a sliding window: the arrays
+        return None
+    one = shapes.__class__(decode=False, window=None,
+                           **{field: pick(getattr(shapes, field)) for field in shapes.__slots__
+                              if field not in ("decode", "window")})
+    try:
+        return prefill_work(one, replace(rates, macs_per_s_per_core=pick(rates.macs_per_s_per_core)), overheads)
+    except ArithmeticError:
+        return None
+
+
+def _scattered(size: int, index: int, value) -> np.ndarray:
+    values = np.zeros(size)
+    values[index] = value
+    return values

@@ -23,14 +23,14 @@ contexts so that even one sequence keeps every core busy; short ones pay the ker
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.common.arrays import all_true, any_true
 from engine.common.float_or_array import ceil, full_like, largest, logical_not, maximum, minimum, nan_to, where
 # FLASH_BLOCK_Q / _K and query_tokens: re-exported (the prefill's tiles live in flash_prefill.py)
-from engine.estimators.flash_prefill import (FLASH_BLOCK_K, FLASH_BLOCK_Q, _ceil_to, prefill_work,  # noqa: F401
+from engine.estimators.flash_prefill import (FLASH_BLOCK_K, FLASH_BLOCK_Q, _ceil_to, prefill_terms,  # noqa: F401
                                              query_tokens)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
@@ -230,6 +230,14 @@ def cached_value_bytes(total, out: dict, batch, n, k):
     return total("kv_bytes") / (2.0 * batch * n * k)       # batch, n and k are at least 1 (fused_group_inputs)
 
 
+def _eight_bit_cache(kv_value_bytes):
+    """nan_to(kv_value_bytes, nan=2.0) < 1.5: an array compared as it is (NaN compares False, as 2.0 does; an infinity
+    as the largest float nan_to_num puts in its place), without nan_to_num's copies; a float through nan_to."""
+    if kv_value_bytes.__class__ is np.ndarray:
+        return kv_value_bytes < 1.5
+    return nan_to(kv_value_bytes, nan=2.0) < 1.5
+
+
 def fp8_matrix_decode(shapes: FusedShapes, rates: FusedRates) -> np.ndarray:
     """Per group: a grouped-query decode (2 to DECODE_FP8_GROUP_MAX query heads per KV head, head dim up to 256) over an
     8-bit cache on a device whose matrix units take fp8 but not fp4: it runs the 8-bit matrix kernel (the tables'
@@ -237,11 +245,11 @@ def fp8_matrix_decode(shapes: FusedShapes, rates: FusedRates) -> np.ndarray:
     and ~8,000 cycles), with its own floor and CTA cycles."""
     if rates.matrix_fp4 or not rates.matrix_fp8 or shapes.kv_value_bytes is None:
         return full_like(shapes.m, False, dtype=bool)
-    eight_bit = nan_to(shapes.kv_value_bytes, nan=2.0) < 1.5
+    eight_bit = _eight_bit_cache(shapes.kv_value_bytes)
     return eight_bit & (shapes.m >= 2) & (shapes.m <= DECODE_FP8_GROUP_MAX) & (shapes.k <= 256)
 
 
-def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, generic) -> dict:
+def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, generic, fp8_matrix) -> dict:
     """A decode kernel's terms beyond its bytes (arrays over groups; 0 where an overhead is 0):
     generic_s   the generic kernel (generic: more than DECODE_MATRIX_GROUP_MAX query heads per KV head) computes each
                 head's dot products on the vector units: 2 FLOPs per MAC at their peak, and at least
@@ -280,71 +288,25 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
         split_cycles = overheads.decode_split_cycles + overheads.decode_split_ramp_cycles * bytes_per_core_cycle
         split_s = where((n * shapes.k > DECODE_SPLIT_VALUES) & not_latent, split_cycles / rates.clock_hz, 0.0)
         if overheads.decode_fp8_cta_cycles is not None:
-            cta_cycles = where(fp8_matrix_decode(shapes, rates), overheads.decode_fp8_cta_cycles, cta_cycles)
+            cta_cycles = where(fp8_matrix, overheads.decode_fp8_cta_cycles, cta_cycles)
     fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),
                       ceil(m / DECODE_FRAGMENT_HEADS) - 1, 0.0)
-    fp8_fragments = where(fp8_matrix_decode(shapes, rates), ceil(m / DECODE_FP8_FRAGMENT_HEADS) - 1, 0.0)
+    fp8_fragments = where(fp8_matrix, ceil(m / DECODE_FP8_FRAGMENT_HEADS) - 1, 0.0)
     convert_s = full_like(m, 0.0)
     if overheads.decode_fp8_value_cycles and rates.matrix_fp8 and not rates.matrix_fp4 \
             and shapes.kv_value_bytes is not None:
-        eight_bit_mha = (nan_to(shapes.kv_value_bytes, nan=2.0) < 1.5) & (m == 1) & not_latent
+        eight_bit_mha = _eight_bit_cache(shapes.kv_value_bytes) & (m == 1) & not_latent
         convert_s = where(eight_bit_mha, shapes.nbytes * overheads.decode_fp8_value_cycles * core_cycles_s, 0.0)
     return {"convert_s": convert_s, "generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
             "scale": 1.0 + overheads.decode_fragment_share * fragments + overheads.decode_fp8_fragment_share * fp8_fragments}
 
 
-def _prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, kind_is_decode,
-                   any_decode) -> dict:
-    """prefill_work of every group (only the kinds present are computed): where decode groups are present too (a
-    request: one prefill group among ~1,000 decode steps), on the prefill groups alone, scattered back into arrays
-    over all groups (0 at the decode groups, which fused_times takes from its decode terms). Element-wise, so each
-    prefill group's values are bit for bit those of prefill_work over all groups."""
-    if not any_decode:
-        return prefill_work(shapes, rates, overheads)
-    at = np.flatnonzero(~kind_is_decode)
-    if at.size == 1:                # a request's one prefill group: in Python floats (float_or_array's contract)
-        terms = _one_prefill_terms(shapes, rates, overheads, int(at[0]))
-        if terms is not None:
-            return {name: _scattered(kind_is_decode.size, int(at[0]), value) for name, value in terms.items()}
-    subset = lambda values: values if values is None or np.ndim(values) == 0 else values[at]  # noqa: E731
-    sub_shapes = FusedShapes(**{field: subset(getattr(shapes, field)) for field in FusedShapes.__slots__})
-    sub_rates = replace(rates, macs_per_s_per_core=subset(rates.macs_per_s_per_core))
-    terms = {}
-    for name, values in prefill_work(sub_shapes, sub_rates, overheads).items():
-        terms[name] = np.zeros(kind_is_decode.size)
-        terms[name][at] = values
-    return terms
-
-
-def _one_prefill_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads, index: int):
-    """prefill_work of group `index` alone, as floats (None where its window is set or a float operation has no exact
-    numpy equivalent: the arrays then say what it gives)."""
-    pick = lambda values: values if values is None or np.ndim(values) == 0 else float(values[index])  # noqa: E731
-    window = pick(shapes.window)
-    if window is not None and window == window:        # a sliding window: the arrays
-        return None
-    one = FusedShapes(decode=False, window=None,
-                      **{field: pick(getattr(shapes, field)) for field in FusedShapes.__slots__
-                         if field not in ("decode", "window")})
-    try:
-        return prefill_work(one, replace(rates, macs_per_s_per_core=pick(rates.macs_per_s_per_core)), overheads)
-    except ArithmeticError:
-        return None
-
-
-def _scattered(size: int, index: int, value) -> np.ndarray:
-    values = np.zeros(size)
-    values[index] = value
-    return values
-
-
-def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None) -> dict:
-    """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1),
-    with waves / parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
-
+def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOverheads | None = None, fp8_matrix=None):
+    """Chain of times of each fused kernel (arrays over groups): peak with tile padding (t1), with waves /
+    parallelism (t2), at the achievable rates (t3), plus compute and memory parts.
     A sliding window's query tiles skip the key tiles outside their band of window + FLASH_BLOCK_Q - 1 keys.
-    overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the
-    decode stream's bandwidth efficiency, added in t3 (see AttentionOverheads)."""
+    overheads (AttentionOverheads, default none): the fused kernels' per-tile and per-CTA cycles and the decode
+    stream's bandwidth efficiency, added in t3. fp8_matrix: fp8_matrix_decode(shapes, rates) if the caller has it."""
     kind_is_decode, m, k, batch = shapes.decode, shapes.m, shapes.k, shapes.batch
     matrix_macs, vector_flops, nbytes = shapes.matrix_macs, shapes.vector_flops, shapes.nbytes
     overheads = overheads or AttentionOverheads()
@@ -357,7 +319,7 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     else:
         kind_is_decode = np.asarray(kind_is_decode)
         any_decode, any_prefill = any_true(kind_is_decode), not all_true(kind_is_decode)
-    prefill = _prefill_terms(shapes, rates, overheads, kind_is_decode, any_decode) if any_prefill else None
+    prefill = prefill_terms(shapes, rates, overheads, kind_is_decode, any_decode) if any_prefill else None
     # decode: pad the group's query rows to whole matrix fragments; the KV cache streams
     padded_decode = matrix_macs * _ceil_to(m, MATRIX_MIN_ROWS) / m if any_decode else None
     if not any_prefill:
@@ -376,7 +338,8 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     stream = minimum(stream, where(kind_is_decode, overheads.decode_stream_cap, 1.0))
     memory = maximum(memory_peak, nbytes / (rates.bandwidth * minimum(stream, 1.0)))
     # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
-    decode = _decode_terms(shapes, rates, overheads, generic) if any_decode else None
+    decode = _decode_terms(shapes, rates, overheads, generic, fp8_matrix_decode(shapes, rates) if fp8_matrix is None
+                           else fp8_matrix) if any_decode else None
     if any_decode:
         compute = where(generic, maximum(compute, decode["generic_s"]), compute)
         memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)

@@ -76,7 +76,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     memo = memo_for(table, row_groups, hardware, constants, launch) if isinstance(table, dict) else None
     if memo is not None:
         row_groups.share_strings(remembered(memo, "strings", dict))
-    out = estimate_roofline(table, hardware, row_groups=row_groups)
+    out = estimate_roofline(table, hardware, row_groups=row_groups, label_bound=False)    # labelled below
     rates = device_rates(hardware)
     rows = len(out["time_s"])
     ideal = out["time_s"].astype(float)

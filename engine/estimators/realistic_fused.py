@@ -61,19 +61,34 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     m, k, n, batch = (np.maximum(out[c][lead].astype(float), 1.0) for c in ("m", "k", "n", "batch"))
     kv_value_bytes = group_kv_value_bytes(out, lead, lambda: cached_value_bytes(total, out, batch, n, k))
     fused_rates = _fused_rates(rates, constants, per_core_macs[lead], decode, kv_value_bytes)
-    macs = of_rows("macs")
-    score_macs = by_group.sums(np.where(is_scores, macs, 0.0), groups)
-    matrix_macs = by_group.sums(macs, groups)
+    score_macs, matrix_macs, vector_flops, nbytes, time_sum = _group_sums(out, at_rows, by_group, groups, is_scores)
     score_macs = np.where(score_macs > 0, score_macs, matrix_macs / 2.0)   # a group without a Q*gK row
     window = out["attention_window"][lead].astype(float) if "attention_window" in out else None
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
-                         vector_flops=total("vector_flops"), nbytes=total("bytes"), score_macs=score_macs,
+                         vector_flops=vector_flops, nbytes=nbytes, score_macs=score_macs,
                          window=window, kv_value_bytes=kv_value_bytes)
     ideals = row_ideals(out, rows, is_matrix, at_rows.take(per_core_macs),
                         by_group.take(fused_rates.macs_per_s_per_core))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
-                       ideal_sum=by_group.sums(of_rows("time_s") if ideals is None else ideals, groups),
-                       row_ideal=ideals)
+                       ideal_sum=time_sum if ideals is None else by_group.sums(ideals, groups), row_ideal=ideals)
+
+
+_SUMMED = ("macs", "vector_flops", "bytes", "time_s")
+
+
+def _group_sums(out, at_rows: IndexRuns, by_group: IndexRuns, groups: int, is_scores: np.ndarray) -> tuple:
+    """Per group: the sums of its scores rows' MACs, of its rows' MACs, vector FLOPs, bytes and roofline times, in
+    one take and one sum of the columns stacked (float64 columns; others one column at a time). Each sum adds its
+    terms in row order, as by_group.sums of one column does, so the bits are those."""
+    columns = [np.asarray(out[column]) for column in _SUMMED]
+    if any(values.dtype != np.float64 or values.ndim != 1 for values in columns):
+        of_rows = [at_rows.take(values).astype(float, copy=False) for values in columns]
+        return tuple(by_group.sums(values, groups) for values in (np.where(is_scores, of_rows[0], 0.0), *of_rows))
+    stacked = np.empty((len(columns) + 1, len(columns[0])))     # row 0: the scores rows' MACs, set below
+    np.stack(columns, out=stacked[1:])
+    weights = at_rows.take_columns(stacked)
+    weights[0] = np.where(is_scores, weights[1], 0.0)
+    return tuple(by_group.sums_columns(weights, groups))
 
 
 def _group_layout(fused: np.ndarray, row_groups: RowGroups) -> tuple:
@@ -102,9 +117,10 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)
     shapes = inputs.shapes
-    times = fused_times(shapes, inputs.rates, overheads)
+    fp8_matrix = fp8_matrix_decode(shapes, inputs.rates)       # decided once for the kernel time and its latency
+    times = fused_times(shapes, inputs.rates, overheads, fp8_matrix)
     prefill = constants.attention_prefill_latency_s
-    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix_decode(shapes, inputs.rates))
+    decode = decode_attention_latency_s(constants, rates, shapes.k, fp8_matrix)
     latency = where(shapes.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
                     rates.kernel_latency_s if prefill is None else prefill)
     offset = maximum(inputs.ideal_sum - times["t0"], 0.0)
@@ -194,24 +210,35 @@ def time_fused(table: KernelRows, fused: np.ndarray, chain: TimeChain, time: np.
             group_time - times["t3"] - offset)
     # each row's share of its group: its ideal time over the group's (an equal share where the group's is 0)
     # values[group]: a request's groups are a few runs 0, 1, 2, ...
-    per_row = remembered(memo, "group_runs", lambda: IndexRuns(group)).take
-    group_ideal = per_row(ideal_sum)
-    if all_true(ideal_sum > 0):     # every group's share is its rows' ideal over the group's (no equal shares)
-        share = ideal_rows / group_ideal
-    else:
-        share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row(np.bincount(group)), where=group_ideal > 0)
-    row_gaps = [per_row(gap) * share for gap in gaps]
+    per_row = remembered(memo, "group_runs", lambda: IndexRuns(group))
+    row_gaps, kernel_part, compute_part, memory_part = _row_parts(
+        per_row, group, ideal_rows, ideal_sum, (*gaps, group_kernel, times["compute"], times["memory"]))
     t1 = ideal_rows + row_gaps[0]
     t2 = t1 + row_gaps[1]
     t3 = t2 + row_gaps[2]
     time = time.copy()
     kernel_time = kernel_time.copy()
     for column, values in ((chain.t1, t1), (chain.t2, t2), (chain.t3, t3), (time, t3 + row_gaps[3]),
-                           (kernel_time, per_row(group_kernel) * share),
-                           (chain.compute, per_row(times["compute"]) * share),
-                           (chain.memory, per_row(times["memory"]) * share)):
+                           (kernel_time, kernel_part), (chain.compute, compute_part), (chain.memory, memory_part)):
         at_rows.put(column, values)
     return time, kernel_time
+
+
+def _row_parts(per_row: IndexRuns, group: np.ndarray, ideal_rows: np.ndarray, ideal_sum, values) -> tuple:
+    """Each row's share of its group's `values` (the four gaps, the kernel time, compute and memory): the group's value
+    x the row's ideal over the group's (an equal share where the group's is 0), as (gaps, kernel, compute, memory).
+    Arrays over the groups are taken to the rows in one take and multiplied in one product (the same products)."""
+    if all(isinstance(v, np.ndarray) and v.shape == ideal_sum.shape for v in values):
+        taken = per_row.take_columns(np.stack((ideal_sum, *values)))
+        group_ideal, taken = taken[0], taken[1:]
+    else:
+        group_ideal, taken = per_row.take(ideal_sum), None
+    if all_true(ideal_sum > 0):     # every group's share is its rows' ideal over the group's (no equal shares)
+        share = ideal_rows / group_ideal
+    else:
+        share = np.divide(ideal_rows, group_ideal, out=1.0 / per_row.take(np.bincount(group)), where=group_ideal > 0)
+    parts = taken * share if taken is not None else [per_row.take(value) * share for value in values]
+    return parts[:4], parts[4], parts[5], parts[6]
 
 
 def _charge_one_group(table: KernelRows, inputs: FusedGroups, times: dict, group_kernel, at_rows: IndexRuns,

@@ -84,10 +84,11 @@ def _narrow_cache(out) -> bool:
     return "kv_value_bytes" in out and any_true(np.asarray(out["kv_value_bytes"], dtype=float) < EIGHT_BIT_BELOW)
 
 
-def estimate_roofline(table, hardware: Hardware, scenario=None,
-                      row_groups: RowGroups | None = None) -> dict[str, np.ndarray]:
+def estimate_roofline(table, hardware: Hardware, scenario=None, row_groups: RowGroups | None = None,
+                      label_bound: bool = True) -> dict[str, np.ndarray]:
     """The table's columns plus compute_time_s, memory_time_s, time_s, bound and intensity. `row_groups`: the
-    table's RowGroups where the caller has them (the realistic method shares its own)."""
+    table's RowGroups where the caller has them (the realistic method shares its own). label_bound=False: `bound`
+    is an object column of None in its place (the realistic method labels its own bound there)."""
     out = as_columns(table)
     # read-only views (no copy: the table's number columns are floats already)
     matrix_flops, vector_flops, flops, nbytes = (np.asarray(out[c], dtype=float)
@@ -113,5 +114,6 @@ def estimate_roofline(table, hardware: Hardware, scenario=None,
     out["time_s"] = np.maximum(compute_time, memory_time)
     # one shared str object per label (np.where(...).astype(object) makes one per row: set() and == on a
     # request's ~20,000 rows then hash and compare each string)
-    out["bound"] = labelled(_MEMORY_COMPUTE, (compute_time > memory_time).astype(np.intp))
+    out["bound"] = (labelled(_MEMORY_COMPUTE, (compute_time > memory_time).astype(np.intp)) if label_bound
+                    else np.empty(len(compute_time), dtype=object))
     return out
