@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 from pathlib import Path
 
@@ -24,8 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
-from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_port, POLL_MS, start_dashboard,  # noqa: E402
-                                 TIMEOUT_MS, url_param_is, wait_idle)
+from benchmarks.browser_bench import dashboard, load_printed  # noqa: E402
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, TIMEOUT_MS, url_param_is, wait_idle  # noqa: E402
 
 
 def kind_of(message: ForwardMsg) -> str:
@@ -93,6 +92,36 @@ def differences(first: list[dict], second: list[dict], show: int) -> list:
     return changed
 
 
+def record_reruns(url: str, values) -> list[tuple[str, list[dict], list]]:
+    """(name, decoded frames received, frames sent) of the first visit to `url` and of Batch A, B, A."""
+    from playwright.sync_api import sync_playwright
+    received, sent, reruns = [], [], []
+
+    def listen(socket):
+        socket.on("framereceived", lambda payload: received.append(payload))
+        socket.on("framesent", lambda payload: sent.append(payload))
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+        page.on("websocket", listen)
+        page.goto(url, wait_until="commit")
+        page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
+        wait_idle(page, TIMEOUT_MS)
+        reruns.append(("first visit", decode(received), list(sent)))
+        field = page.get_by_label("Batch", exact=True)
+        for value in (values[0], values[1], values[0]):
+            received.clear()
+            sent.clear()
+            field.fill(str(value))
+            field.press("Enter")
+            page.wait_for_function(url_param_is("batch", str(value)), polling=POLL_MS, timeout=TIMEOUT_MS)
+            wait_idle(page, TIMEOUT_MS)
+            reruns.append((f"rerun, Batch {value}", decode(received), list(sent)))
+        browser.close()
+    return reruns
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--path", default="/", help="the view to open (default: the default view)")
@@ -100,44 +129,8 @@ def main(argv=None) -> int:
     parser.add_argument("--values", type=int, nargs=2, default=(40, 41), help="Batch values A and B (A, B, A)")
     parser.add_argument("--show", type=int, default=40, help="changed elements listed at most")
     args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    process, url = None, args.url
-    if url is None:
-        port = free_port()
-        process = start_dashboard(port)
-        url = f"http://127.0.0.1:{port}"
-    received, sent = [], []
-
-    def listen(socket):
-        socket.on("framereceived", lambda payload: received.append(payload))
-        socket.on("framesent", lambda payload: sent.append(payload))
-
-    reruns = []
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
-            page.on("websocket", listen)
-            page.goto(url.rstrip("/") + args.path, wait_until="commit")
-            page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
-            wait_idle(page, TIMEOUT_MS)
-            reruns.append(("first visit", decode(received), list(sent)))
-            field = page.get_by_label("Batch", exact=True)
-            for value in (args.values[0], args.values[1], args.values[0]):
-                received.clear()
-                sent.clear()
-                field.fill(str(value))
-                field.press("Enter")
-                page.wait_for_function(url_param_is("batch", str(value)), polling=POLL_MS, timeout=TIMEOUT_MS)
-                wait_idle(page, TIMEOUT_MS)
-                reruns.append((f"rerun, Batch {value}", decode(received), list(sent)))
-            browser.close()
-    finally:
-        if process is not None:
-            process.terminate()
-            process.wait(timeout=20)
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with load_printed(), dashboard(args.url) as (url, _):
+        reruns = record_reruns(url + args.path, args.values)
     for name, decoded, frames in reruns:
         summary(name, decoded, frames)
     a1, b, a2 = (decoded for _, decoded, _ in reruns[1:])
