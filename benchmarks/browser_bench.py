@@ -16,6 +16,9 @@ import psutil
 
 from tests.browser.waits import free_port, REPO, start_dashboard
 
+# the sidebar's number inputs a rerun benchmark may change, by URL parameter: their labels
+INPUTS = {"batch": "Batch", "in": "Input tokens", "out": "Output tokens"}
+
 
 def load_average() -> str:
     """The 1, 5 and 15 minute load averages, as printed by the benchmarks."""

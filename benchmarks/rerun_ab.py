@@ -30,12 +30,9 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.browser_bench import browser_roots, chromium_cpu, cpu_seconds, dashboard, load_printed  # noqa: E402
+from benchmarks.browser_bench import browser_roots, chromium_cpu, cpu_seconds, dashboard, INPUTS, load_printed  # noqa: E402
 from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, TIMEOUT_MS, url_param_is,  # noqa: E402
                                  wait_idle)
-
-INPUTS = {"batch": "Batch", "in": "Input tokens", "out": "Output tokens"}     # URL parameter: the sidebar input
-
 
 class Variant:
     def __init__(self, name: str, playwright, url: str, server: psutil.Process | None, path: str, param: str):
