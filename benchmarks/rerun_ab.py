@@ -1,4 +1,4 @@
-"""Two dashboards' reruns of one sidebar input, interleaved rerun by rerun (issue 13: is a change's Chromium CPU per rerun real?).
+"""Two dashboards' reruns of one input, interleaved one by one (issue 13: is a change's Chromium CPU per rerun real?).
 
 On a shared machine the CPU one rerun costs moves by a factor of two or three within minutes as other work comes and
 goes, so two variants measured one after the other (rerun_cpu.py twice) compare two loads as much as two codes. Here
@@ -30,7 +30,8 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.browser_bench import browser_roots, chromium_cpu, cpu_seconds, dashboard, INPUTS, load_printed  # noqa: E402
+from benchmarks.browser_bench import (browser_roots, chromium_cpu, cpu_seconds, dashboard, INPUTS,  # noqa: E402
+                                      load_printed)
 from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, TIMEOUT_MS, url_param_is,  # noqa: E402
                                  wait_idle)
 

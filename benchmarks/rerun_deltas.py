@@ -1,8 +1,8 @@
 """What a Batch rerun sends the browser (issue 13): every websocket message of a rerun, decoded, counted and sized.
 
 One Chromium context opens the default view (or --path) and waits until the page has settled; then it sets Batch (or
-with --input the Input or Output tokens) to A, B and A again (each waited for as load_sessions.py waits) while Playwright records every websocket frame the page
-receives and sends. Each received frame is a Streamlit `ForwardMsg` (protobuf), decoded with Streamlit's own proto:
+with --input the Input or Output tokens) to A, B and A again (each waited for as load_sessions.py waits) while
+Playwright records every websocket frame the page receives and sends. Each received frame is a Streamlit `ForwardMsg` (protobuf), decoded with Streamlit's own proto:
 per rerun it prints the messages by kind (an element by its type, a block, script start and end, ...), their count
 and bytes, and then, element by element (its delta path), which elements were sent with other bytes the second time
 Batch was A than the first (same view, so a difference is content that changes on every rerun without need: ids,
@@ -25,7 +25,8 @@ sys.path.insert(0, str(REPO))
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
 from benchmarks.browser_bench import dashboard, INPUTS, load_printed  # noqa: E402
-from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, TIMEOUT_MS, url_param_is, wait_idle  # noqa: E402
+from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, TIMEOUT_MS, url_param_is,  # noqa: E402
+                                 wait_idle)
 
 
 def kind_of(message: ForwardMsg) -> str:
