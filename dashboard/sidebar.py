@@ -212,8 +212,8 @@ def engine_options(model) -> None:
     left.selectbox("Collectives", ("ring", "tree"), key="w_coll", on_change=body,
                    help="All-reduce / all-gather algorithm: ring (bandwidth-optimal) or tree (fewer latency steps)")
     right.number_input("Micro-batches", min_value=1, max_value=1_000_000, step=1, key="w_mb", value=None,
-                       placeholder="automatic", on_change=body, help="Prefill micro-batches for the pipeline (PP > 1); "
-                                                     "empty: the engine's choice")
+                       placeholder="automatic", on_change=body,
+                       help="Prefill micro-batches for the pipeline (PP > 1); empty: the engine's choice")
     if getattr(model, "is_moe", False):
         st.number_input("MoE routing skew", min_value=0.0, max_value=10.0, step=0.1, key="w_skew", on_change=body,
                         help="Zipf exponent over the experts: 0 routes tokens evenly; higher loads the busiest "
