@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import statistics
 import sys
 import time
@@ -34,37 +33,11 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_port, start_dashboard, wait_idle  # noqa: E402
+from benchmarks.browser_bench import chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed  # noqa: E402
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, wait_idle  # noqa: E402
 
 TIMEOUT_MS = 180_000
 METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
-
-
-def cpu_seconds(process: psutil.Process) -> float:
-    """User + system CPU seconds of `process`."""
-    times = process.cpu_times()
-    return times.user + times.system
-
-
-def chromium_cpu(root: psutil.Process) -> collections.Counter:
-    """CPU seconds of each kind of Chromium process under `root` (browser, renderer, gpu-process, utility, ...)."""
-    seconds = collections.Counter()
-    for each in [root] + root.children(recursive=True):
-        try:
-            kind = next((arg.split("=", 1)[1] for arg in each.cmdline() if arg.startswith("--type=")), "browser")
-            seconds[kind] += cpu_seconds(each)
-        except psutil.NoSuchProcess:
-            pass
-    return seconds
-
-
-def chromium_root() -> psutil.Process:
-    """The Chromium browser process Playwright launched from this process."""
-    for child in psutil.Process().children(recursive=True):
-        name = child.name().lower()
-        if "chrom" in name and "crashpad" not in name and "--type=" not in " ".join(child.cmdline()):
-            return child
-    raise RuntimeError("no Chromium browser process under this one")
 
 
 def one_visit(browser, url: str, server: psutil.Process | None, profile: bool, by_file: collections.Counter,
@@ -142,30 +115,16 @@ def main(argv=None) -> int:
                         help="measure a returning visit: each context opens the view once, then again (measured)")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    process = None
-    url = args.url
-    if url is None:
-        port = free_port()
-        process = start_dashboard(port)
-        url = f"http://127.0.0.1:{port}"
-    server = psutil.Process(process.pid) if process else None
     by_file, by_function = collections.Counter(), collections.Counter()
     records = []
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            if args.warm_server:
-                one_visit(browser, url.rstrip("/") + args.path, None, False, by_file, by_function)
-            for _ in range(args.repeats):
-                records.append(one_visit(browser, url.rstrip("/") + args.path, server, args.profile, by_file,
-                                         by_function, args.returning))
-            browser.close()
-    finally:
-        if process is not None:
-            process.terminate()
-            process.wait(timeout=20)
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with load_printed(), dashboard(args.url) as (url, server), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if args.warm_server:
+            one_visit(browser, url + args.path, None, False, by_file, by_function)
+        for _ in range(args.repeats):
+            records.append(one_visit(browser, url + args.path, server, args.profile, by_file, by_function,
+                                     args.returning))
+        browser.close()
     kinds = sorted({name for r in records for name in r if name.startswith("chromium ")})
     for name in ("wall", "chromium", *kinds, *METRICS, "server"):
         values = [r.get(name, 0.0) for r in records]

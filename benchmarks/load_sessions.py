@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import os
 import random
 import re
 import statistics
@@ -42,12 +41,12 @@ sys.path.insert(0, str(REPO))
 import psutil  # noqa: E402
 
 import engine  # noqa: E402
-from benchmarks.first_chart_cpu import chromium_cpu, chromium_root, cpu_seconds  # noqa: E402
+from benchmarks.browser_bench import chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed  # noqa: E402
 from dashboard.state import ViewState  # noqa: E402
 from dashboard.units import duration  # noqa: E402
 from engine.workload.scenario import Scenario  # noqa: E402
 from tests.browser.waits import (  # noqa: E402
-    CHROMIUM, CHROMIUM_ARGS, free_port, POLL_MS, start_dashboard, url_param_is, wait_idle_async,
+    CHROMIUM, CHROMIUM_ARGS, POLL_MS, url_param_is, wait_idle_async,
 )
 
 METHOD_IN_CAPTION = re.compile(r"· method (\S+)")
@@ -204,17 +203,9 @@ def main(argv=None) -> int:
     parser.add_argument("--staggered", action="store_true",
                         help="each session changes its batch once, as soon as its own first page is drawn")
     args = parser.parse_args(argv)
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    port = free_port()
-    server = start_dashboard(port)
-    phases = None if args.staggered else Phases(args.sessions, psutil.Process(server.pid), args.duration,
-                                                  args.think, args.seed)
-    try:
-        results = asyncio.run(run(f"http://127.0.0.1:{port}", args.sessions, args.timeout, phases))
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with load_printed(), dashboard() as (url, server):
+        phases = None if args.staggered else Phases(args.sessions, server, args.duration, args.think, args.seed)
+        results = asyncio.run(run(url, args.sessions, args.timeout, phases))
     return report(results, args, phases)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import statistics
 import sys
 import time
@@ -32,10 +31,9 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.first_chart_cpu import (METRICS, add_profile, chromium_cpu, chromium_root, cpu_seconds,  # noqa: E402
-                                        print_profile)
-from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, free_port, POLL_MS, start_dashboard,  # noqa: E402
-                                 url_param_is, wait_idle)
+from benchmarks.browser_bench import chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed  # noqa: E402
+from benchmarks.first_chart_cpu import add_profile, METRICS, print_profile  # noqa: E402
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, url_param_is, wait_idle  # noqa: E402
 
 TIMEOUT_MS = 180_000
 
@@ -82,6 +80,21 @@ def one_rerun(pages: list, counters: Counters, batch: int, tail: float) -> dict:
                              for name, value in per_page.items()}}
 
 
+def open_pages(browser, url: str, sessions: int, css: str | None) -> list:
+    """`sessions` contexts on `url`, each settled (its first chart drawn, idle), `css` injected when given."""
+    pages = []
+    for _ in range(sessions):
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        pages.append(context.new_page())
+        pages[-1].goto(url, wait_until="commit")
+    for page in pages:
+        page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
+        wait_idle(page, TIMEOUT_MS)
+        if css:
+            page.add_style_tag(content=Path(css).read_text())
+    return pages
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=8)
@@ -96,50 +109,27 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true", help="sample the renderer's CPU profile over the reruns")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    process, url = None, args.url
-    if url is None:
-        port = free_port()
-        process = start_dashboard(port)
-        url = f"http://127.0.0.1:{port}"
-    server = psutil.Process(process.pid) if process else None
     by_file, by_function = collections.Counter(), collections.Counter()
     records, idle = [], {}
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            pages = []
-            for _ in range(args.sessions):
-                context = browser.new_context(viewport={"width": 1440, "height": 900})
-                pages.append(context.new_page())
-                pages[-1].goto(url.rstrip("/") + args.path, wait_until="commit")
-            for page in pages:
-                page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
-                wait_idle(page, TIMEOUT_MS)
-                if args.css:
-                    page.add_style_tag(content=Path(args.css).read_text())
-            page = pages[0]
-            cdp = page.context.new_cdp_session(page)
-            cdp.send("Performance.enable")
-            counters = Counters(cdp, server)
-            one_rerun(pages, counters, args.first_batch + 1000, 0.5)      # warm: the first rerun loads late code
-            before = counters.read()
-            time.sleep(args.idle)
-            idle = Counters.difference(before, counters.read())
-            if args.profile:
-                cdp.send("Profiler.enable")
-                cdp.send("Profiler.setSamplingInterval", {"interval": 500})
-                cdp.send("Profiler.start")
-            for repeat in range(args.repeats):
-                records.append(one_rerun(pages, counters, args.first_batch + repeat, args.tail))
-            if args.profile:
-                add_profile(cdp.send("Profiler.stop")["profile"], by_file, by_function)
-            browser.close()
-    finally:
-        if process is not None:
-            process.terminate()
-            process.wait(timeout=20)
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with load_printed(), dashboard(args.url) as (url, server), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        pages = open_pages(browser, url + args.path, args.sessions, args.css)
+        cdp = pages[0].context.new_cdp_session(pages[0])
+        cdp.send("Performance.enable")
+        counters = Counters(cdp, server)
+        one_rerun(pages, counters, args.first_batch + 1000, 0.5)      # warm: the first rerun loads late code
+        before = counters.read()
+        time.sleep(args.idle)
+        idle = Counters.difference(before, counters.read())
+        if args.profile:
+            cdp.send("Profiler.enable")
+            cdp.send("Profiler.setSamplingInterval", {"interval": 500})
+            cdp.send("Profiler.start")
+        for repeat in range(args.repeats):
+            records.append(one_rerun(pages, counters, args.first_batch + repeat, args.tail))
+        if args.profile:
+            add_profile(cdp.send("Profiler.stop")["profile"], by_file, by_function)
+        browser.close()
     print(f"idle page, {args.idle:g} s: chromium {idle.get('chromium', 0):.3f} s CPU "
           f"({', '.join(f'{k[9:]} {v:.3f}' for k, v in idle.items() if k.startswith('chromium '))})")
     names = sorted({name for r in records for name in r}, key=lambda n: (n.startswith("tail "), n))

@@ -14,8 +14,8 @@ import streamlit as st
 from dashboard.carry import MAX_LINK_CHARS
 from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
 
-# the overview body's fragment key: a Batch change on the overview reruns that fragment alone (views/overview.py,
-# sidebar.batch_rerun)
+# the overview body's fragment key: a change of an input only the body depends on (Batch, lengths, dtypes, method,
+# engine options) reruns that fragment alone on the overview (views/overview.py, sidebar.body_rerun)
 OVERVIEW_BODY = "overview_body"
 
 # widget key -> ViewState attribute

@@ -152,38 +152,42 @@ def model_card(model) -> None:
     st.caption("  \n".join(lines))
 
 
-def batch_rerun():
-    """The Batch input's callback: on the overview, with the share box closed (its link shows the batch), a change
-    reruns only the overview's body (a keyed fragment, views/overview.py), not the sidebar; elsewhere None (the
-    whole page reruns)."""
+def body_rerun():
+    """The callback of an input only the overview's body depends on (the workload's lengths, batch and dtypes, the
+    method, the engine options): on the overview, with the share box closed (its link shows every value), a change
+    reruns only the overview's body (a keyed fragment, views/overview.py), not the sidebar; elsewhere None (the whole
+    page reruns). Inputs that change the sidebar itself (phase, chunked prefill, parallelism, devices, model) have
+    none."""
     if st.session_state.get("w_page", "overview") != "overview" or st.session_state.get("open_share"):
         return None
     return lambda: st.rerun(session.OVERVIEW_BODY)
 
 
 def workload_controls(phase: str) -> None:
+    body = body_rerun()
     st.selectbox("Phase", PHASES, key="w_phase")
     left, right = st.columns(2)
-    left.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch", on_change=batch_rerun())
-    right.number_input("Input tokens", min_value=1, max_value=10_000_000, step=128, key="w_input")
-    left.number_input("Output tokens", min_value=1, max_value=10_000_000, step=128, key="w_output")
+    left.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch", on_change=body)
+    right.number_input("Input tokens", min_value=1, max_value=10_000_000, step=128, key="w_input", on_change=body)
+    left.number_input("Output tokens", min_value=1, max_value=10_000_000, step=128, key="w_output", on_change=body)
     if phase in ("decode", "chunked"):
         right.number_input("Context (cached tokens)", min_value=0, max_value=10_000_000, step=128, key="w_context",
-                           value=None, placeholder="default")
+                           value=None, placeholder="default", on_change=body)
     if phase == "chunked":
-        right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk")
+        right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk", on_change=body)
     if phase == "request":
         st.toggle("Chunked prefill (simulate the real schedule)", key="w_chunked_prefill",
                   help="Iterations of chunk-size tokens mixing prompt chunks and decode tokens until every "
                        "request is done; TTFT/TPOT come from the schedule.")
         if st.session_state.get("w_chunked_prefill"):
-            right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk")
+            right.number_input("Chunk size", min_value=1, max_value=10_000_000, step=64, key="w_chunk",
+                               on_change=body)
     first, second = st.columns(2)          # two per row: at 1440 px three cut "bf16" to "bf1"
     for column, label, key in ((first, "Weights", "w_weight_dtype"), (second, "Activations", "w_act_dtype"),
                                (first, "KV cache", "w_kv_dtype")):
         options = list(DTYPES) + ([st.session_state[key]] if st.session_state.get(key) not in DTYPES else [])
-        column.selectbox(label, options, key=key)
-    st.selectbox("Method", list(METHODS), key="w_method", help="\n\n".join(
+        column.selectbox(label, options, key=key, on_change=body)
+    st.selectbox("Method", list(METHODS), key="w_method", on_change=body, help="\n\n".join(
         f"**{m.name}**: {m.description}" for m in METHODS.values()))
 
 
@@ -197,24 +201,25 @@ def parallelism_controls() -> None:
         column.selectbox(label, options, key=key, help=tip)
     devices = st.session_state["w_tp"] * st.session_state["w_pp"] * st.session_state["w_dp"]
     st.caption(f"{devices} device{'s' if devices > 1 else ''} (TP x PP x DP); batch is per replica")
-    st.toggle("Overlap communication with compute", key="w_overlap")
+    st.toggle("Overlap communication with compute", key="w_overlap", on_change=body_rerun())
 
 
 def engine_options(model) -> None:
     """Choices the CLI offers beyond the workload: collectives, micro-batches, and (when the model has them)
     MoE routing skew and the MLA decode form."""
+    body = body_rerun()
     left, right = st.columns(2)
-    left.selectbox("Collectives", ("ring", "tree"), key="w_coll",
+    left.selectbox("Collectives", ("ring", "tree"), key="w_coll", on_change=body,
                    help="All-reduce / all-gather algorithm: ring (bandwidth-optimal) or tree (fewer latency steps)")
     right.number_input("Micro-batches", min_value=1, max_value=1_000_000, step=1, key="w_mb", value=None,
-                       placeholder="automatic", help="Prefill micro-batches for the pipeline (PP > 1); "
-                                                     "empty: the engine's choice")
+                       placeholder="automatic", on_change=body,
+                       help="Prefill micro-batches for the pipeline (PP > 1); empty: the engine's choice")
     if getattr(model, "is_moe", False):
-        st.number_input("MoE routing skew", min_value=0.0, max_value=10.0, step=0.1, key="w_skew",
+        st.number_input("MoE routing skew", min_value=0.0, max_value=10.0, step=0.1, key="w_skew", on_change=body,
                         help="Zipf exponent over the experts: 0 routes tokens evenly; higher loads the busiest "
                              "expert (and its device under EP) more")
     if getattr(model, "attention_kind", "mha") == "mla":
-        st.selectbox("MLA decode form", ("absorbed", "naive"), key="w_mla",
+        st.selectbox("MLA decode form", ("absorbed", "naive"), key="w_mla", on_change=body,
                      help="absorbed: kv_b_proj folded into the query and output (FlashMLA, vLLM); naive: the "
                           "latent expanded to full K/V every step")
 

@@ -14,6 +14,13 @@ from dashboard.context import file_tag
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 
 
+def row():
+    """A row of elements side by side (headline cards: equal widths; buttons: their own widths, left-aligned): one
+    horizontal block, where st.columns makes a block and one more per column, each of which every rerun sends and
+    the browser re-renders."""
+    return st.container(horizontal=True, gap="small")
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "chart"
 
@@ -73,25 +80,25 @@ def chart(figure, name: str, key: str, scenario: str = "") -> None:
     if not available:
         st.caption(reason)
         return
-    columns = st.columns([1, 1, 1, 6])
-    for column, fmt in zip(columns, ("png", "svg", "pdf")):
-        column.download_button(fmt.upper(), data=functools.partial(_figure_file, figure, fmt),
-                               file_name=file_name(name, scenario, fmt), mime=MIME[fmt], key=f"dl-{key}-{fmt}",
-                               on_click="ignore", icon=":material/download:")
+    buttons = row()
+    for fmt in ("png", "svg", "pdf"):
+        buttons.download_button(fmt.upper(), data=functools.partial(_figure_file, figure, fmt),
+                                file_name=file_name(name, scenario, fmt), mime=MIME[fmt], key=f"dl-{key}-{fmt}",
+                                on_click="ignore", icon=":material/download:")
 
 
 def table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
     """CSV and XLSX buttons (each file made when its button is clicked); the file names carry the table's name
     and the scenario line."""
-    left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=functools.partial(export.table_csv, frame),
-                         file_name=file_name(name, scenario, "csv"),
-                         mime="text/csv",
-                         key=f"csv-{key}", on_click="ignore", icon=":material/download:")
-    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame),
-                          file_name=file_name(name, scenario, "xlsx"),
-                          mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                          key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
+    buttons = row()
+    buttons.download_button("CSV", data=functools.partial(export.table_csv, frame),
+                            file_name=file_name(name, scenario, "csv"),
+                            mime="text/csv",
+                            key=f"csv-{key}", on_click="ignore", icon=":material/download:")
+    buttons.download_button("XLSX", data=functools.partial(export.table_xlsx, frame),
+                            file_name=file_name(name, scenario, "xlsx"),
+                            mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                            key=f"xlsx-{key}", on_click="ignore", icon=":material/download:")
 
 
 def _deck_bytes(slides, summary: str) -> bytes:
@@ -113,11 +120,11 @@ def deck_button(slides, summary: str, key: str) -> None:
 
 def lazy_table_downloads(frame: pd.DataFrame, name: str, key: str, scenario: str = "") -> None:
     """CSV and XLSX buttons that build their file only when clicked (sweeps can be 40,000 rows)."""
-    left, right, _ = st.columns([1, 1, 6])
-    left.download_button("CSV", data=functools.partial(export.table_csv, frame),
-                         file_name=file_name(name, scenario, "csv"),
-                         mime="text/csv", key=f"csv-{key}", on_click="ignore", icon=":material/download:")
-    right.download_button("XLSX", data=functools.partial(export.table_xlsx, frame, "sweep"),
-                          file_name=file_name(name, scenario, "xlsx"), key=f"xlsx-{key}", on_click="ignore",
-                          mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                          icon=":material/download:")
+    buttons = row()
+    buttons.download_button("CSV", data=functools.partial(export.table_csv, frame),
+                            file_name=file_name(name, scenario, "csv"),
+                            mime="text/csv", key=f"csv-{key}", on_click="ignore", icon=":material/download:")
+    buttons.download_button("XLSX", data=functools.partial(export.table_xlsx, frame, "sweep"),
+                            file_name=file_name(name, scenario, "xlsx"), key=f"xlsx-{key}", on_click="ignore",
+                            mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                            icon=":material/download:")

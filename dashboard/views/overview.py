@@ -16,7 +16,7 @@ from dashboard.context import PageContext, kernels_frame, memory_frame, phases_f
 from dashboard.figure_cache import shared_figures, view_key
 from dashboard.state import OVERVIEW_CHARTS, STACK_BY
 from dashboard.units import count, duration, energy, memory_card
-from dashboard.widgets import chart, deck_button, table_downloads
+from dashboard.widgets import chart, deck_button, row, table_downloads
 from engine import REALISTIC_METHODS
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
@@ -68,23 +68,22 @@ def headline(result, hint=lambda: "", other=None, method: str = "") -> None:
     """The headline cards of `result` (from `method`); `other`: the estimate shown beside it under each time
     card (the ideal roofline beside a calibrated method, the calibrated realistic beside the roofline)."""
     devices = getattr(result, "devices", 1) or 1
-    columns = st.columns(5 if devices > 1 else 4)
-    ttft, tpot, rate, memory = columns[:4]
+    cards = row()
     name = "ideal roofline" if method != "roofline" else "realistic"
-    ttft.metric("TTFT", duration(result.ttft_s), help=f"time to first token: the prefill ({method})",
-                **beside(name, other, "ttft_s", duration))
-    tpot.metric("TPOT", duration(result.tpot_s), help=f"time per output token: one decode step ({method})",
-                **beside(name, other, "tpot_s", duration))
-    rate.metric("Output tokens/s", count(result.tokens_per_s), help=f"output tokens per second, all devices ({method})",
-                **beside(name, other, "tokens_per_s", count))
+    cards.metric("TTFT", duration(result.ttft_s), help=f"time to first token: the prefill ({method})",
+                 **beside(name, other, "ttft_s", duration))
+    cards.metric("TPOT", duration(result.tpot_s), help=f"time per output token: one decode step ({method})",
+                 **beside(name, other, "tpot_s", duration))
+    cards.metric("Output tokens/s", count(result.tokens_per_s), help=f"output tokens per second, all devices ({method})",
+                 **beside(name, other, "tokens_per_s", count))
     fit = result.memory
     used, verdict = memory_card(fit.total_bytes, fit.capacity_bytes, fit.fits)
-    memory.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
-                  delta_color="normal" if fit.fits else "inverse", help=getattr(fit, "message", None) or None)
+    cards.metric("Memory per device" if devices > 1 else "Memory", used, verdict,
+                 delta_color="normal" if fit.fits else "inverse", help=getattr(fit, "message", None) or None)
     if devices > 1:
         per_device = getattr(result, "tokens_per_s_per_device", None)
-        columns[4].metric("Tokens/s per device", count(per_device),
-                          help=f"output tokens per second divided by the {devices} devices of the layout")
+        cards.metric("Tokens/s per device", count(per_device),
+                     help=f"output tokens per second divided by the {devices} devices of the layout")
     touched = getattr(result, "experts_touched", None) or {}
     if touched:
         st.caption("Experts touched per MoE layer per step (they decide the expert weight traffic): " + ", ".join(
@@ -112,15 +111,15 @@ def energy_headline(result) -> None:
         return
     per_token, tokens_per_j = summary["energy_per_token_j"], summary["tokens_per_j"]
     power, tdp = summary["average_power_w"], summary["tdp_w"]
-    token, rate, watts = st.columns(3)
-    token.metric("Energy per token", energy(per_token))
-    rate.metric("Tokens per joule", "—" if tokens_per_j is None else number(tokens_per_j))
+    cards = row()
+    cards.metric("Energy per token", energy(per_token))
+    cards.metric("Tokens per joule", "—" if tokens_per_j is None else number(tokens_per_j))
     if power is None:
-        watts.metric("Average power", "—")
+        cards.metric("Average power", "—")
     elif tdp is None:
-        watts.metric("Average power", f"{power:,.0f} W")
+        cards.metric("Average power", f"{power:,.0f} W")
     else:
-        watts.metric("Average power / TDP", f"{power:,.0f} / {tdp:,.0f} W",
+        cards.metric("Average power / TDP", f"{power:,.0f} / {tdp:,.0f} W",
                      "exceeds TDP" if summary["exceeds_tdp"] else "within TDP",
                      delta_color="inverse" if summary["exceeds_tdp"] else "normal")
     if summary["exceeds_tdp"]:

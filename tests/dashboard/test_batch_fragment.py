@@ -1,8 +1,11 @@
-"""Issue 13: on the overview a Batch change reruns only the overview's body (a keyed fragment), so the browser
-re-renders the page's own elements and not the sidebar; the link and the numbers follow; elsewhere, and while the
-share box shows a link holding the batch, the whole page reruns."""
+"""Issue 13: on the overview a change of an input only the body depends on (Batch, the lengths, the dtypes, the
+method, the engine options) reruns only the overview's body (a keyed fragment), so the browser re-renders the page's
+own elements and not the sidebar; the link and the numbers follow; elsewhere, and while the share box shows a link
+holding the value, the whole page reruns."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.dashboard.test_app import run_app, url_state
 
@@ -35,3 +38,33 @@ def test_other_pages_and_an_open_share_box_rerun_the_whole_page():
     app.run()
     app.number_input(key="w_batch").set_value(24).run()
     assert not app.exception and sidebar_batch_present(app) and url_state(app).batch == 24
+
+
+@pytest.mark.parametrize("kind, key, value, param, changes_numbers", [
+    ("number_input", "w_input", 4096, "in", True),
+    ("number_input", "w_output", 512, "out", True),
+    ("selectbox", "w_method", "roofline", "method", True),
+    ("selectbox", "w_kv_dtype", "fp8", "kvdt", True),
+    ("selectbox", "w_weight_dtype", "fp8", "wdt", True),
+    ("selectbox", "w_coll", "tree", "coll", False),            # one device: no collective, the same numbers
+])
+def test_other_body_inputs_on_the_overview_rerun_the_body_alone(kind, key, value, param, changes_numbers):
+    app = run_app()
+    getattr(app, kind)(key=key).set_value(value).run()
+    assert not app.exception
+    assert not sidebar_batch_present(app)          # only the body ran
+    assert app.query_params[param] == str(value)   # the body wrote the link
+    cards = {m.label: m.value for m in app.metric}
+    assert cards == {m.label: m.value for m in run_app(**{param: str(value)}).metric}    # as opened from the link
+    assert (cards != {m.label: m.value for m in run_app().metric}) == changes_numbers
+    app.run()                                      # a full run afterwards keeps the value in the sidebar
+    assert getattr(app, kind)(key=key).value == value
+
+
+def test_phase_and_parallelism_rerun_the_whole_page():
+    """Inputs that change the sidebar itself (the phase shows other inputs; TP x PP x DP is counted under them)."""
+    app = run_app()
+    app.selectbox(key="w_phase").set_value("decode").run()
+    assert not app.exception and sidebar_batch_present(app) and url_state(app).phase == "decode"
+    app.selectbox(key="w_tp").set_value(2).run()
+    assert not app.exception and sidebar_batch_present(app) and url_state(app).tp == 2
