@@ -11,7 +11,8 @@ import pytest
 from engine.calibration.silicon.serving import read_serving_runs
 from engine.hardware.specs import load_specs
 from engine.serving import serve
-from engine.serving.validation_express import ModelSource, express, in_mtp_series, mtp_reading
+from engine.serving.validation_express import (MTP_SERIES, MTP_SERIES_BY_DATE, ModelSource, express, in_mtp_series,
+                                               mtp_reading)
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator_serving_mtp"
 LAYOUT = ["tp", "attention_dp", "moe_tp", "moe_ep", "input_length", "output_length", "concurrency"]
@@ -62,10 +63,13 @@ def test_express_gives_the_series_mtp_and_no_other_run(pairs):
     first = next(runs.itertuples(index=False))
     llama = models.get("meta-llama/Llama-3.1-70B")[0]
     assert mtp_reading(first, llama, attention_dp=False) is None
-    earlier = first._replace(backend_version="1.1.0rc2.post2", measured_at=pd.Timestamp("2025-12-15", tz="UTC"))
-    assert not in_mtp_series(earlier)
-    assert in_mtp_series(earlier._replace(measured_at=pd.Timestamp("2026-01-14T22:26:21", tz="UTC")))
     assert not in_mtp_series(first._replace(backend="vllm"))
+    # the dated series: off by default, and with it only the runs of its day
+    both = MTP_SERIES + MTP_SERIES_BY_DATE
+    earlier = first._replace(backend_version="1.1.0rc2.post2", measured_at=pd.Timestamp("2025-12-15", tz="UTC"))
+    january = earlier._replace(measured_at=pd.Timestamp("2026-01-14T22:26:21", tz="UTC"))
+    assert not in_mtp_series(earlier, both) and not in_mtp_series(january)
+    assert in_mtp_series(january, both) and in_mtp_series(first, both)
 
 
 def test_simulated_gain_at_four_clients_is_near_the_measured_one(pairs):
