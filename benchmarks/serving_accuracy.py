@@ -23,6 +23,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.serving import validation  # noqa: E402
+from engine.serving import validation_express  # noqa: E402
 from engine.serving.validation_windows import conflicting_measurements  # noqa: E402
 from engine.calibration.silicon.package import installed_version, resolve_root  # noqa: E402
 from engine.calibration.silicon.results import write_results  # noqa: E402
@@ -59,12 +60,18 @@ def main(argv=None) -> int:
     parser.add_argument("--prefill-scales", default=None, metavar="K1,K2,...",
                         help="candidates of the prefill time scale fitted per fold beside the other serving terms "
                         "(default: engine/serving/validation.py PREFILL_SCALE_GRID, 1 alone: not fitted)")
+    parser.add_argument("--mtp-by-date", action="store_true",
+                        help="also read the dated MTP series (validation_express.MTP_SERIES_BY_DATE: TensorRT-LLM "
+                        "1.1.0rc2.post2 of 2026-01-14) with MTP speculative decoding, beside MTP_SERIES (simulations "
+                        "only: --scored takes the CSV as it was scored)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)
+    if args.mtp_by_date:
+        validation_express.MTP_SERIES = validation_express.MTP_SERIES + validation_express.MTP_SERIES_BY_DATE
     if args.prefill_scales:
         validation.PREFILL_SCALE_GRID = sorted(float(value) for value in args.prefill_scales.split(","))
     root = resolve_root()

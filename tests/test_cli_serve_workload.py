@@ -40,7 +40,8 @@ def test_draft_model_flags_match_the_python_api(capsys):
                                                                         acceptance_rate=0.8))
     assert data["tpot_s"] == pytest.approx(expected.tpot_s, rel=1e-12)
     assert data["serving"]["speculative"] == {"draft_model": "meta-llama/Llama-3.1-8B", "mtp_layers": None,
-                                              "draft_tokens": 2, "acceptance_rate": 0.8, "draft_tp": None}
+                                              "draft_tokens": 2, "acceptance_rate": 0.8, "acceptance_rates": None,
+                                              "draft_tp": None}
     assert any("2.44 tokens per step" in note for note in data["notes"])     # 1 + 0.8 + 0.64
 
 

@@ -43,6 +43,22 @@ def test_expected_tokens_per_step_by_hand(k, a, expected):
         pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("rates, expected", [
+    ((0.85, 0.3, 0.0), 1 + 0.85 + 0.85 * 0.3),        # aiconfigurator's DeepSeek MTP default, 3 drafted tokens
+    ((0.85,), 1.85),
+    ((0.5, 0.5), 1 + 0.5 + 0.25),                      # equal rates: the single-rate formula's E
+    ((0.0, 1.0, 1.0), 1.0),                            # the first rejected: nothing after it counts
+])
+def test_per_position_acceptance_rates_by_hand(rates, expected):
+    spec = SpeculativeDecoding(mtp_layers=1, draft_tokens=len(rates), acceptance_rates=rates, acceptance_rate=0.99)
+    assert spec.tokens_per_step == pytest.approx(expected, rel=1e-12)      # the rates replace acceptance_rate
+    assert "acceptance rates" in spec.describe()
+    with pytest.raises(ValidationError, match="acceptance_rates: expected 3 rates"):
+        SpeculativeDecoding(mtp_layers=1, draft_tokens=3, acceptance_rates=(0.8, 0.5))
+    with pytest.raises(ValidationError, match="acceptance_rates"):
+        SpeculativeDecoding(mtp_layers=1, draft_tokens=1, acceptance_rates=(1.2,))
+
+
 def test_options_name_the_bad_field(llama8b):
     with pytest.raises(ValidationError, match="exactly one of draft_model"):
         SpeculativeDecoding(draft_tokens=2)

@@ -182,3 +182,8 @@ def test_installed_serving_runs_all_parse():
     assert len(runs) == 5221
     assert runs["concurrency"].notna().sum() == 5202         # 19 sources do not state a concurrency
     assert runs["device"].notna().all()                      # all six systems have a workbook device
+    # every measured=<date> note is read, in both of its ISO 8601 spellings
+    stated = runs["source"].str.contains("measured=")
+    assert runs.loc[stated, "measured_at"].notna().all() and runs.loc[~stated, "measured_at"].isna().all()
+    assert runs["source"].str.contains(r"measured=\S+T\d\d:\d\d:\d\dZ").any()
+    assert runs["source"].str.contains(r"measured=\S+\.000Z").any()

@@ -6,7 +6,10 @@ Per decode step of a request (one scheduler iteration):
   target with its embedding and LM head), at the request's context;
 - the target runs one verification pass of k + 1 tokens per request (k drafted + the bonus token);
 - the request advances E = (1 - a^(k+1)) / (1 - a) tokens on average (k + 1 when a = 1), a the per-token
-  acceptance rate (tokens accepted independently with probability a; the first rejection stops the run).
+  acceptance rate (tokens accepted independently with probability a; the first rejection stops the run); or, with
+  per-position rates r_1..r_k (drafted token i accepted with probability r_i once tokens 1..i-1 were),
+  E = 1 + r_1 + r_1 r_2 + ... + r_1 ... r_k (aiconfigurator's MTP model; its default for DeepSeek's MTP is
+  0.85, 0.3, 0, ...: a chained MTP layer's later guesses are rarely right).
 
 In an iteration with prompt chunks, the draft also runs over the chunks (its own KV cache holds the prompt):
 its first pass takes the chunks and one token per decoding request, the other k - 1 passes one token each.
@@ -27,8 +30,10 @@ from engine.hardware.dtypes import bytes_per_value
 class SpeculativeDecoding(BaseModel):
     """A draft model (`draft_model`: a ModelConfig or a model id engine.load_model reads) or
     `mtp_layers` multi-token-prediction layers of the target (DeepSeek-V3: 1), `draft_tokens` k drafted
-    per step and the per-token `acceptance_rate` a in [0, 1]. `draft_tp`: the draft model's tensor parallelism
-    (vLLM `draft_tensor_parallel_size`; None: the target's tp; 1: a whole draft on every device of the replica)."""
+    per step and the per-token `acceptance_rate` a in [0, 1], or `acceptance_rates`: one rate per drafted position
+    (k of them; the i-th: drafted token i accepted once tokens 1..i-1 were), which then replace `acceptance_rate`.
+    `draft_tp`: the draft model's tensor parallelism (vLLM `draft_tensor_parallel_size`; None: the target's tp; 1: a
+    whole draft on every device of the replica)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -36,6 +41,7 @@ class SpeculativeDecoding(BaseModel):
     mtp_layers: Optional[int] = Field(None, ge=1, le=16)
     draft_tokens: int = Field(3, ge=1, le=64)
     acceptance_rate: float = Field(0.7, ge=0.0, le=1.0)
+    acceptance_rates: Optional[tuple[float, ...]] = None
     draft_tp: Optional[int] = Field(None, ge=1, le=4096)
 
     @field_validator("draft_model", mode="before")
@@ -55,6 +61,10 @@ class SpeculativeDecoding(BaseModel):
                              "mtp_layers (the target's multi-token-prediction layers)")
         if self.draft_tp is not None and self.draft_model is None:
             raise ValueError("draft_tp applies to a draft model; MTP layers run with the target's tp")
+        rates = self.acceptance_rates
+        if rates is not None and (len(rates) != self.draft_tokens or not all(0.0 <= r <= 1.0 for r in rates)):
+            raise ValueError(f"acceptance_rates: expected {self.draft_tokens} rates (one per drafted token) in [0, 1], "
+                             f"got {list(rates)}")
         if getattr(self.draft_model, "automatic", False):
             raise ValueError(f"draft_model {self.draft_model.name} is decomposed automatically (traced); the "
                              "serving simulation needs a hand model as the draft")
@@ -66,7 +76,10 @@ class SpeculativeDecoding(BaseModel):
 
     @property
     def tokens_per_step(self) -> float:
-        """E = (1 - a^(k+1)) / (1 - a): expected tokens a request advances per verification step."""
+        """E = (1 - a^(k+1)) / (1 - a), or 1 + r_1 + r_1 r_2 + ... with per-position rates: expected tokens a
+        request advances per verification step."""
+        if self.acceptance_rates is not None:
+            return float(1.0 + np.sum(np.cumprod(self.acceptance_rates)))
         return expected_tokens_per_step(self.draft_tokens, self.acceptance_rate)
 
     @property
@@ -81,8 +94,10 @@ class SpeculativeDecoding(BaseModel):
     def describe(self) -> str:
         who = f"draft model {self.draft_model.name}" if self.draft_model is not None else \
             f"{self.mtp_layers} MTP layer(s)"
-        return (f"speculative decoding: {who}, {self.draft_tokens} drafted tokens per step, acceptance rate "
-                f"{self.acceptance_rate:g}: {self.tokens_per_step:.3g} tokens per step on average")
+        rate = (f"acceptance rates {', '.join(f'{r:g}' for r in self.acceptance_rates)}"
+                if self.acceptance_rates is not None else f"acceptance rate {self.acceptance_rate:g}")
+        return (f"speculative decoding: {who}, {self.draft_tokens} drafted tokens per step, {rate}: "
+                f"{self.tokens_per_step:.3g} tokens per step on average")
 
 
 def expected_tokens_per_step(draft_tokens: int, acceptance_rate: float) -> float:

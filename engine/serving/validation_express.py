@@ -16,6 +16,9 @@ fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 w
 activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
 Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
 The whole model takes one weight dtype (a run that quantizes only its experts is approximated).
+
+Speculative decoding: the file does not record it; the runs of benchmark series that ran MTP are read with it
+(mtp_reading, MTP_SERIES).
 """
 
 from __future__ import annotations
@@ -39,6 +42,22 @@ CONFIG_ALIASES = {
     "nvidia/DeepSeek-R1-NVFP4": "deepseek-ai/DeepSeek-R1",
     "nvidia/Qwen3-32B-NVFP4": "Qwen/Qwen3-32B",
 }
+# Series of measured runs that ran DeepSeek's MTP speculative decoding (silicon_sample.csv does not record it), by
+# (backend, backend_version, measured date or None for every date). Their source is SemiAnalysis InferenceMAX
+# (github.com/SemiAnalysisAI/InferenceX, .github/configs/nvidia-master.yaml and benchmarks/*_trt_mtp*.sh): its
+# dsr1-{fp4,fp8}-b200-trt-mtp configs moved to TensorRT-LLM 1.2.0rc6.post3 on 2026-02-05/06 while the plain
+# dsr1-*-b200-trt configs stayed on 1.2.0rc6.post2, an image no plain config used. Their scripts run
+# num_nextn_predict_layers 3, or 1 with attention DP. The measurements agree: at the same layout the post3 series is
+# 1.6-2.3x faster at 4 clients and 1.2-1.3x at 128-256 (tests/test_serving_validation_mtp.py).
+MTP_SERIES = (("trtllm", "1.2.0rc6.post3", None),)
+# Also likely MTP, not read by default: PR #392 (merged 2026-01-15) swept InferenceMAX's first MTP configs (B200, H200)
+# with 1.1.0rc2.post2, the image of the plain configs too, so only the measured date (2026-01-14) tells them apart
+# (plain: 2025-12-15; 1.6-2x slower at 4 clients). Read with it (MTP_SERIES + MTP_SERIES_BY_DATE) the held-out TPOT
+# p90 gains 0.9 points more but TTFT p90 passes 80% through the folds' refitted host terms (docs/serving.md).
+MTP_SERIES_BY_DATE = (("trtllm", "1.1.0rc2.post2", "2026-01-14"),)
+# the draft tokens' acceptance, per position: aiconfigurator's default for DeepSeek's MTP (nextn_accept_rates
+# 0.85, 0.3, 0, 0, 0), not fitted on these runs: E = 2.1 tokens per step with 3 drafted tokens, 1.85 with 1
+MTP_ACCEPTANCE_RATES = (0.85, 0.3, 0.0)
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -124,7 +143,29 @@ def express(run, devices: dict, models: ModelSource):
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    speculative = mtp_reading(run, model, attention_dp=dp > 1)
+    if speculative is not None:
+        fields["speculative"] = speculative
     return hardware, model, fields
+
+
+def in_mtp_series(run, series=None) -> bool:
+    """Whether a measured run belongs to a series that ran MTP speculative decoding (`series`, default MTP_SERIES)."""
+    measured = getattr(run, "measured_at", None)
+    day = None if measured is None or pd.isna(measured) else pd.Timestamp(measured).strftime("%Y-%m-%d")
+    return any(run.backend == backend and str(run.backend_version) == version and (date is None or day == date)
+               for backend, version, date in (MTP_SERIES if series is None else series))
+
+
+def mtp_reading(run, model, attention_dp: bool):
+    """The speculative decoding a measured run ran, or None: MTP with 3 drafted tokens (1 under attention DP) and
+    MTP_ACCEPTANCE_RATES for a run of MTP_SERIES whose model has MTP layers (module docstring)."""
+    layers = int(getattr(model, "multi_token_prediction_layers", 0) or 0)
+    if not layers or not in_mtp_series(run):
+        return None
+    from engine.serving.speculative import SpeculativeDecoding
+    tokens = 1 if attention_dp else 3
+    return SpeculativeDecoding(mtp_layers=1, draft_tokens=tokens, acceptance_rates=MTP_ACCEPTANCE_RATES[:tokens])
 
 
 def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]:
