@@ -174,6 +174,24 @@ def native_block_scales(hardware) -> bool:
     return "fp4" in hardware.matrix_dtypes
 
 
+def native_scale_latency_applies(hardware, dtype: str) -> bool:
+    """Does a warm `dtype` GEMM on `hardware` pay gemm_native_scale_cycles? fp8-family dtypes (per-tensor and
+    block-scaled fp8) on matrix units with native block scales (native_block_scales: fp4-rated, Blackwell)."""
+    return compute_dtype(dtype) == "fp8" and native_block_scales(hardware)
+
+
+def native_scale_cycles(out, rows, hardware, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row in the warm condition: gemm_native_scale_cycles[dtype] where native_scale_latency_applies, else
+    0 (added to gemm_latency_cycles); None where nothing applies (model condition, no constants, no native block
+    scales)."""
+    if constants.gemm_condition != "warm" or not constants.gemm_native_scale_cycles or not native_block_scales(hardware):
+        return None
+    dtypes = dtypes or RowDtypes(out, rows)
+    values = np.array([constants.gemm_native_scale_cycles.get(d, 0.0) if native_scale_latency_applies(hardware, d)
+                       else 0.0 for d in dtypes.distinct], dtype=float)
+    return values[dtypes.inverse]
+
+
 def block_scale_ratio(hardware, dtype: str) -> float:
     """A block-scaled GEMM's (`<base>_g<N>`, e.g. fp8_g128) vector work per unit of matrix work, per vector FLOP
     spent on one output value per scale group: matrix MAC/s / (N x vector FLOP/s) (0 where the matrix units take the

@@ -11,7 +11,8 @@ import numpy as np
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
-    condition_efficiency, condition_latency, epilogue_s_per_value, k_step_cycles, native_block_scales, overlap_loss, per_row, warm_byte_scale)
+    condition_efficiency, condition_latency, epilogue_s_per_value, k_step_cycles, native_block_scales, native_scale_cycles,
+    overlap_loss, per_row, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.structure_memo import remembered
@@ -235,6 +236,9 @@ def gemm_constants(table: KernelRows, rows: np.ndarray) -> GemmConstants:
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
     grouped = is_expert_gemm(np.asarray(out["name"])[rows])
+    native = native_scale_cycles(out, rows, table.hardware, constants, dtypes) if cycles is not None else None
+    if native is not None:     # dense fp8-family GEMMs on native block-scale matrix units (warm condition)
+        cycles = cycles + np.where(grouped, 0.0, native)
     if power is not None and not constants.moe_power_capped and any_true(grouped):
         power = np.where(grouped, np.inf, power)     # grouped MoE GEMMs: no board-power cap (moe_power_capped)
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
