@@ -135,3 +135,34 @@ def test_the_residuals_are_the_held_out_rows_with_their_fold_prediction():
         assert np.median(np.abs(held["error"])) == pytest.approx(lodo["lodo median_abs_error"], rel=1e-9)
         assert summary.loc[(line.dtype, line.device), "median |error| %"] == pytest.approx(
             100 * lodo["lodo median_abs_error"], abs=0.006)
+
+
+def test_tile_store_seconds_per_value_from_workbook_fields():
+    from engine.estimators.gemm_condition import tile_store_s_per_value
+    b200 = load_specs()["B200"]
+    rows = _rows("B200", "fp8")
+    columns, _ = fit.gemm_kernels(rows)
+    out, mask = columns, np.ones(len(columns["m"]), dtype=bool)
+    constants = replace(WARM, gemm_tile_store_bytes_per_value={"fp8": 8.0})
+    # 8 bytes per value / 128 bytes per cycle per SM / 1.856 GHz = 33.675 ps per output value per wave
+    np.testing.assert_allclose(tile_store_s_per_value(out, mask, b200, constants), 8.0 / 128.0 / 1.856e9, rtol=1e-12)
+    assert tile_store_s_per_value(out, mask, b200, replace(constants, gemm_condition="model")) == 0.0
+    bf16 = fit.gemm_kernels(_rows("B200", "bf16"))[0]
+    np.testing.assert_array_equal(tile_store_s_per_value(bf16, np.ones(len(bf16["m"]), dtype=bool), b200, constants),
+                                  0.0)
+
+
+@pytest.mark.parametrize("device", ["B200", "H100-SXM"])
+def test_fit_model_is_the_realistic_method_with_the_tile_store(device, monkeypatch):
+    hardware = load_specs()[device]
+    constants = replace(WARM, gemm_tile_store_bytes_per_value={"fp8": 8.0})
+    monkeypatch.setattr(fit, "TILE_STORE_BYTES_PER_VALUE", {"fp8": 8.0})
+    rows = _rows(device, "fp8")
+    group = fit.DeviceGemms(rows.assign(framework="x"), hardware)
+    realistic = _kernel_times(rows, hardware, constants)
+    c = constants
+    clock = (c.gemm_matrix_efficiency["fp8"], c.gemm_latency_cycles["fp8"], c.gemm_power_j_per_flop["fp8"],
+             c.gemm_split_k_cycles["fp8"], c.gemm_overlap_loss["fp8"], 0.0, 0.0)
+    np.testing.assert_allclose(group.predicted_clock(*clock, quantize_latency={"x": 3.0e-6}), realistic, rtol=1e-6)
+    plain = _kernel_times(rows, hardware, WARM)
+    assert np.all(realistic >= plain * (1 - 1e-12)) and np.any(realistic > plain * 1.005)

@@ -120,6 +120,17 @@ def epilogue_s_per_value(hardware, constants) -> float:
             / hardware.clock_hz)
 
 
+def tile_store_s_per_value(out, rows, hardware, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row in the warm condition: gemm_tile_store_bytes_per_value[dtype] / sram_bandwidth_bytes_per_cycle_
+    per_core / clock_hz, seconds per output value of each wave's tiles moved through shared memory after the k loop
+    and not hidden (every device; tiling.candidate_times adds waves x tile_m x tile_n x this); 0 elsewhere."""
+    if (constants.gemm_condition != "warm" or not constants.gemm_tile_store_bytes_per_value
+            or not hardware.sram_bandwidth_bytes_per_cycle_per_core):
+        return 0.0
+    values = per_row(out, rows, constants.gemm_tile_store_bytes_per_value, 0.0, dtypes)
+    return values / hardware.sram_bandwidth_bytes_per_cycle_per_core / hardware.clock_hz
+
+
 def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
     """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
     fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default

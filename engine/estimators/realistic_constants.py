@@ -172,6 +172,10 @@ class RealisticConstants:
     # shape is 0.8-2 us larger on every Blackwell than on Hopper in each framework, block-scaled fp8 1.6-2.9 us
     # (h/gemm9, docs/accuracy.md). Warm condition only; empty: none.
     gemm_native_scale_cycles: dict = field(default_factory=dict)
+    # gemm_tile_store_bytes_per_value: per dtype, bytes per output value each wave's tiles move through shared memory
+    # after the k loop, not hidden, on every device (gemm_condition.tile_store_s_per_value; the per-dtype form of
+    # gemm_epilogue_bytes_per_value: 8 would be the fp32 accumulator stored and read back). Warm condition only.
+    gemm_tile_store_bytes_per_value: dict = field(default_factory=dict)
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
     # (AIConfigurator's collector: weight copies back to back in one CUDA graph, latency gemm_latency_cycles / clock;

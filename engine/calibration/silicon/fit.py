@@ -72,6 +72,10 @@ K_STEP_DTYPES = ("bf16", "fp8")
 # gemm_epilogue_bytes_per_value the fit's warm groups use (RealisticConstants; 8: A100's fp32 tile through shared memory).
 # 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
 EPILOGUE_BYTES_PER_VALUE = 0.0
+# gemm_tile_store_bytes_per_value the fit's warm groups use, per dtype on every device (RealisticConstants): 8, the fp32
+# accumulator stored to shared memory and read back; per-tensor fp8 only (h/gemm9, docs/accuracy.md: fp8_g128 with it
+# made GB300 and H200 worse)
+TILE_STORE_BYTES_PER_VALUE = {}
 # gemm_native_scale_cycles: the fixed cycles an fp8-family GEMM kernel adds on matrix units with native block scales
 # (fp4-rated: Blackwell) beyond bf16's latency cycles (h/gemm9, docs/accuracy.md); fitted in every fold for these dtypes
 NATIVE_SCALE_CYCLES_GRID = np.arange(0.0, 8000.001, 100.0)
@@ -113,6 +117,9 @@ class DeviceGemms:
         scale = warm_byte_scale(table["weight_bytes"], table["activation_bytes"], hardware) if warm else 1.0
         epilogue = epilogue_s_per_value(hardware, replace(DEFAULT_CONSTANTS, gemm_condition=condition,
                                                           gemm_epilogue_bytes_per_value=EPILOGUE_BYTES_PER_VALUE))
+        store = TILE_STORE_BYTES_PER_VALUE.get(str(table["dtype"][0]), 0.0)
+        if warm and store and hardware.sram_bandwidth_bytes_per_cycle_per_core:   # gemm_condition.tile_store_s_per_value
+            epilogue += store / hardware.sram_bandwidth_bytes_per_cycle_per_core / hardware.clock_hz
         self.model = GemmModel(table, hardware, byte_scale=scale, epilogue_s=epilogue)
         self.measured = rows["time_s"].to_numpy(dtype=float)
         self.shapes = rows.reindex(columns=["device", "dtype", "framework", "m", "n", "k", "time_s"]).reset_index(drop=True)
