@@ -72,10 +72,10 @@ K_STEP_DTYPES = ("bf16", "fp8")
 # gemm_epilogue_bytes_per_value the fit's warm groups use (RealisticConstants; 8: A100's fp32 tile through shared memory).
 # 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
 EPILOGUE_BYTES_PER_VALUE = 0.0
-# gemm_tile_store_bytes_per_value the fit's warm groups use, per dtype on every device (RealisticConstants): 8, the fp32
-# accumulator stored to shared memory and read back; per-tensor fp8 only (h/gemm9, docs/accuracy.md: fp8_g128 with it
-# made GB300 and H200 worse)
-TILE_STORE_BYTES_PER_VALUE = {}
+# gemm_tile_store_bytes_per_value the fit's warm groups use, per dtype on every device (RealisticConstants): 4, each bf16
+# output value written to shared memory and read back by the tile's store; per-tensor fp8 only (h/gemm9,
+# docs/accuracy.md: 8 bytes made GB200 and GB300 worse; fp8_g128 at 4 made GB300 and H200 worse; bf16 not tried)
+TILE_STORE_BYTES_PER_VALUE = {"fp8": 4.0}
 # gemm_native_scale_cycles: the fixed cycles an fp8-family GEMM kernel adds on matrix units with native block scales
 # (fp4-rated: Blackwell) beyond bf16's latency cycles (h/gemm9, docs/accuracy.md); fitted in every fold for these dtypes
 NATIVE_SCALE_CYCLES_GRID = np.arange(0.0, 8000.001, 100.0)
@@ -110,14 +110,15 @@ class DeviceGemms:
     """One device's rows of one dtype (and one framework, where the rows say): the fast GEMM model under the
     timing `condition` (gemm_condition.py: "warm" for the tables), the measured times and the device's constants."""
 
-    def __init__(self, rows: pd.DataFrame, hardware, condition: str = "warm"):
+    def __init__(self, rows: pd.DataFrame, hardware, condition: str = "warm", tile_store: dict | None = None):
+        """`tile_store`: {dtype: gemm_tile_store_bytes_per_value} (default TILE_STORE_BYTES_PER_VALUE)."""
         columns, index = gemm_kernels(rows.reset_index(drop=True))
         table = {key: values[np.argsort(index)] for key, values in columns.items()}
         warm = condition == "warm"
         scale = warm_byte_scale(table["weight_bytes"], table["activation_bytes"], hardware) if warm else 1.0
         epilogue = epilogue_s_per_value(hardware, replace(DEFAULT_CONSTANTS, gemm_condition=condition,
                                                           gemm_epilogue_bytes_per_value=EPILOGUE_BYTES_PER_VALUE))
-        store = TILE_STORE_BYTES_PER_VALUE.get(str(table["dtype"][0]), 0.0)
+        store = (TILE_STORE_BYTES_PER_VALUE if tile_store is None else tile_store).get(str(table["dtype"][0]), 0.0)
         if warm and store and hardware.sram_bandwidth_bytes_per_cycle_per_core:   # gemm_condition.tile_store_s_per_value
             epilogue += store / hardware.sram_bandwidth_bytes_per_cycle_per_core / hardware.clock_hz
         self.model = GemmModel(table, hardware, byte_scale=scale, epilogue_s=epilogue)
@@ -175,10 +176,10 @@ class DeviceGemms:
         return latency_cycles + (native_scale_cycles if self.native_scale else 0.0)
 
 
-def device_gemms(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
+def device_gemms(rows: pd.DataFrame, devices: dict, condition: str = "warm", tile_store: dict | None = None) -> dict:
     """{(device, dtype, framework): DeviceGemms} (framework "" where the rows have none)."""
     rows = rows if "framework" in rows else rows.assign(framework="")
-    return {key: DeviceGemms(part, devices[key[0]], condition)
+    return {key: DeviceGemms(part, devices[key[0]], condition, tile_store)
             for key, part in rows.groupby(["device", "dtype", "framework"])}
 
 
@@ -333,6 +334,9 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
     gemm_residuals.py groups their errors by shape regime)."""
     from engine.calibration.silicon.conditions import quantize_bytes_of, quantize_latency_of
     groups = device_gemms(rows, devices, condition)
+    shipped_store = DEFAULT_CONSTANTS.gemm_tile_store_bytes_per_value     # the shipped scores: the engine's tile store
+    shipped_groups = (groups if shipped_store == TILE_STORE_BYTES_PER_VALUE
+                      else device_gemms(rows, devices, condition, shipped_store))
     lines, bf16_cycles = [], {}
     for device, dtype in sorted({(d, t) for d, t, _ in groups}):     # per device bf16 first, then fp8, fp8_g128
         held_out = [g for (d, t, _), g in groups.items() if (d, t) == (device, dtype)]
@@ -364,8 +368,10 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                 "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
                                          for f, v in quantize.items())}
-        for label, values in (("before", (1.0, 0.0, None, None)), ("lodo", lodo), ("shipped", shipped)):
-            line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
+        shipped_held_out = [g for (d, t, _), g in shipped_groups.items() if (d, t) == (device, dtype)]
+        for label, values, mine in (("before", (1.0, 0.0, None, None), shipped_held_out), ("lodo", lodo, held_out),
+                                    ("shipped", shipped, shipped_held_out)):
+            line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
         lines.append(line)
         if residuals is not None:
             residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(held_out, predictions(held_out, *lodo)))
