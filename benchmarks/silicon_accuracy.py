@@ -12,7 +12,11 @@ framework's activation-quantize kernel; engine/calibration/silicon/conditions.py
 `estimate` uses. Last, the realistic GEMM constants per dtype (engine/calibration/silicon/fit.py) leave-one-device-out:
 for each device, fitted on the others and scored on it, against the uncalibrated model and the shipped values.
 
+--residuals adds the fit's held-out signed errors by shape regime (m, k, n, measured time; framework x m),
+engine/calibration/silicon/gemm_residuals.py.
+
 Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
+     [--residuals]
 Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
 """
 
@@ -23,7 +27,7 @@ import time
 
 import pandas as pd
 
-from engine.calibration.silicon import SYSTEM_DEVICES, fit, installed_version, score
+from engine.calibration.silicon import SYSTEM_DEVICES, fit, gemm_residuals, installed_version, score
 from engine.hardware.specs import load_specs
 
 
@@ -58,6 +62,8 @@ def main() -> None:
     parser.add_argument("--root", default=None,
                         help="an aiconfigurator systems folder (default: the installed package)")
     parser.add_argument("--no-fit", action="store_true", help="skip the leave-one-device-out GEMM fit (~40 s)")
+    parser.add_argument("--residuals", action="store_true",
+                        help="after the fit, its held-out signed errors by shape regime (m, k, n, time; per framework)")
     args = parser.parse_args()
     started = time.perf_counter()
     devices = load_specs()
@@ -79,13 +85,14 @@ def main() -> None:
     unmapped = sorted(system for system, device in SYSTEM_DEVICES.items() if device is None)
     print(f"Systems the workbook has no device for: {', '.join(unmapped)}")
     if not args.no_fit:
-        print_leave_one_device_out(args.root, devices)
+        print_leave_one_device_out(args.root, devices, args.residuals)
     print(f"\nTotal {time.perf_counter() - started:.1f} s")
 
 
-def print_leave_one_device_out(root, devices: dict) -> None:
+def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> None:
     rows = fit.fit_rows(devices, root)
-    table = fit.leave_one_device_out(rows, devices)
+    parts = [] if residuals else None
+    table = fit.leave_one_device_out(rows, devices, residuals=parts)
     print("\n## Realistic GEMM constants per dtype, leave-one-device-out (fit on the others, score the device)\n")
     print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
           f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
@@ -102,6 +109,17 @@ def print_leave_one_device_out(root, devices: dict) -> None:
           f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles, the overlap loss "
           "(max(c, m) + loss x min(c, m)), k-step cycles (per wave per k step); others: efficiency / "
           "extra latency); shipped: RealisticConstants and conditions.TABLE_QUANTIZE_LATENCY_S (fitted on all devices)")
+    if parts:
+        print_residuals(gemm_residuals.with_errors(parts))
+
+
+def print_residuals(frame: pd.DataFrame) -> None:
+    """The leave-one-device-out errors by shape regime (median signed error %, count; negative: too fast)."""
+    print("\n## Leave-one-device-out GEMM residuals by shape regime (median signed error %, rows)\n")
+    print(gemm_residuals.summary_table(frame).to_string())
+    for regime in gemm_residuals.REGIMES:
+        print(f"\nby {regime}:\n{gemm_residuals.regime_table(frame, regime).to_string()}")
+    print(f"\nby framework x m:\n{gemm_residuals.regime_table(frame, 'm', by_framework=True).to_string()}")
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def test_clock_form_of_the_fit_is_the_realistic_method():
     rows = tables.gemm_table(SUBSET)
     rows = rows[rows["dtype"] == "bf16"].reset_index(drop=True)
     for device, part in rows.groupby("device"):
-        group = fit.DeviceGemms(part, devices[device])
+        group = fit.DeviceGemms(part, devices[device], tile_store={})
         columns, index = fit.gemm_kernels(part.reset_index(drop=True))
         realistic = estimate_realistic(columns, devices[device], constants=CLOCK)["kernel_time_s"]
         np.testing.assert_allclose(group.predicted_clock(1.0, 6000.0, 0.56e-12), realistic[np.argsort(index)],
@@ -186,7 +186,7 @@ def test_clock_fit_recovers_known_constants_from_synthetic_times():
     rows = rows[rows["dtype"] == "bf16"].reset_index(drop=True)
     groups = []
     for device, part in rows.groupby("device"):
-        group = fit.DeviceGemms(part, devices[device])
+        group = fit.DeviceGemms(part, devices[device], tile_store={})
         group.measured = group.predicted_clock(1.05, 5000.0, 0.0)
         groups.append(group)
     efficiency, cycles, joules, split, overlap = fit.fit_dtype_clock(groups)

@@ -45,7 +45,7 @@ def test_fit_model_is_the_realistic_method_with_k_step_cycles(dtype):
     quantize = {dtype: 3.0e-6} if dtype == "fp8" else {}
     constants = replace(WARM, gemm_k_step_cycles={dtype: 25.0}, gemm_quantize_latency_s=quantize)
     for device, part in rows.groupby("device"):
-        group = fit.DeviceGemms(part.assign(framework="x"), devices[device])
+        group = fit.DeviceGemms(part.assign(framework="x"), devices[device], tile_store={})
         columns, index = fit.gemm_kernels(part.reset_index(drop=True))
         order = np.argsort(index)
         realistic = estimate_realistic(columns, devices[device], constants=constants)["kernel_time_s"][order]

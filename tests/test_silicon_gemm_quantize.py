@@ -47,7 +47,7 @@ def test_fit_model_is_the_realistic_method_with_quantize_bytes_and_block_scales(
     devices = load_specs()
     constants = replace(WARM, gemm_block_scale_flops={dtype: 2.0}, gemm_quantize_bytes_per_value={dtype: 7.0})
     for device, part in _rows(dtype).groupby("device"):
-        group = fit.DeviceGemms(part.assign(framework="x"), devices[device])
+        group = fit.DeviceGemms(part.assign(framework="x"), devices[device], tile_store={})
         columns, index = fit.gemm_kernels(part.reset_index(drop=True))
         order = np.argsort(index)
         realistic = estimate_realistic(columns, devices[device], constants=constants)["kernel_time_s"][order]
@@ -93,7 +93,7 @@ needs_tables = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigur
 def pooled_fp8_folds():
     devices = load_specs()
     rows = fit.fit_rows(devices, rows_per_group=200)
-    groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices)
+    groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices, tile_store={})   # h/gemm5's form: no tile store
     return {device: (held_out, fit.fit_dtype_clock_block_scaled(
                 [g for (d, _, _), g in groups.items() if d != device], latency_cycles=4700.0, block_scale=False,
                 k_step=False))

@@ -120,6 +120,17 @@ def epilogue_s_per_value(hardware, constants) -> float:
             / hardware.clock_hz)
 
 
+def tile_store_s_per_value(out, rows, hardware, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row in the warm condition: gemm_tile_store_bytes_per_value[dtype] / sram_bandwidth_bytes_per_cycle_
+    per_core / clock_hz, seconds per output value of each wave's tiles moved through shared memory after the k loop
+    and not hidden (every device; tiling.candidate_times adds waves x tile_m x tile_n x this); 0 elsewhere."""
+    if (constants.gemm_condition != "warm" or not constants.gemm_tile_store_bytes_per_value
+            or not hardware.sram_bandwidth_bytes_per_cycle_per_core):
+        return 0.0
+    values = per_row(out, rows, constants.gemm_tile_store_bytes_per_value, 0.0, dtypes)
+    return values / hardware.sram_bandwidth_bytes_per_cycle_per_core / hardware.clock_hz
+
+
 def warm_byte_scale(weight_bytes, activation_bytes, hardware, llc_reads: bool | None = None) -> np.ndarray:
     """Per GEMM row in the warm condition: HBM bandwidth / LLC bandwidth where the weight copies and the activation
     fit the LLC (its operands are then read at the LLC bandwidth), else 1 (all 1 unless `llc_reads`, default
@@ -172,6 +183,24 @@ def native_block_scales(hardware) -> bool:
     matrix_macs_per_cycle_per_core_fp4: Blackwell's microscaled tensor cores) do; the others (Hopper, Ampere) apply a
     software block-scaled format's scales to the partial sums on the vector units."""
     return "fp4" in hardware.matrix_dtypes
+
+
+def native_scale_latency_applies(hardware, dtype: str) -> bool:
+    """Does a warm `dtype` GEMM on `hardware` pay gemm_native_scale_cycles? fp8-family dtypes (per-tensor and
+    block-scaled fp8) on matrix units with native block scales (native_block_scales: fp4-rated, Blackwell)."""
+    return compute_dtype(dtype) == "fp8" and native_block_scales(hardware)
+
+
+def native_scale_cycles(out, rows, hardware, constants, dtypes: RowDtypes | None = None):
+    """Per GEMM row in the warm condition: gemm_native_scale_cycles[dtype] where native_scale_latency_applies, else
+    0 (added to gemm_latency_cycles); None where nothing applies (model condition, no constants, no native block
+    scales)."""
+    if constants.gemm_condition != "warm" or not constants.gemm_native_scale_cycles or not native_block_scales(hardware):
+        return None
+    dtypes = dtypes or RowDtypes(out, rows)
+    values = np.array([constants.gemm_native_scale_cycles.get(d, 0.0) if native_scale_latency_applies(hardware, d)
+                       else 0.0 for d in dtypes.distinct], dtype=float)
+    return values[dtypes.inverse]
 
 
 def block_scale_ratio(hardware, dtype: str) -> float:

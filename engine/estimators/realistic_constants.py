@@ -166,6 +166,19 @@ class RealisticConstants:
     # condition only; 0: none. Shipped 0 (tried and not kept, h/gemm8, docs/accuracy.md: A100's bf16 leave-one-device-out
     # 9.05% -> 8.35%, but the bf16 folds' latency cycles, which fp8_g128 shares, move and GB200's fp8_g128 gets 1 point worse).
     gemm_epilogue_bytes_per_value: float = 0.0
+    # gemm_native_scale_cycles: per fp8-family dtype (fp8, fp8_g128), core cycles a warm GEMM adds to
+    # gemm_latency_cycles on matrix units with native block scales (fp4-rated in the workbook: Blackwell;
+    # gemm_condition.native_scale_latency_applies). The tables' smallest GEMMs say why: fp8 minus bf16 on the same
+    # shape is 0.8-2 us larger on every Blackwell than on Hopper in each framework, block-scaled fp8 1.6-2.9 us
+    # (h/gemm9, docs/accuracy.md). Warm condition only; empty: none.
+    gemm_native_scale_cycles: dict = field(default_factory=dict)
+    # gemm_tile_store_bytes_per_value: per dtype, bytes per output value each wave's tiles move through shared memory
+    # after the k loop, not hidden, on every device (gemm_condition.tile_store_s_per_value; the per-dtype form of
+    # gemm_epilogue_bytes_per_value: 8 would be the fp32 accumulator stored and read back). Warm condition only.
+    # Shipped empty: the leave-one-device-out fit uses fp8 4 (bf16 output written and read once; fit.
+    # TILE_STORE_BYTES_PER_VALUE: fp8 8.93 -> 8.46% B200, 8.28 -> 7.42 GB200, 12.63 -> 12.05 H100, h/gemm9,
+    # docs/accuracy.md); shipping it needs the fp8 constants refitted with it (unrefitted, B300 in-sample +0.44 points).
+    gemm_tile_store_bytes_per_value: dict = field(default_factory=dict)
     # The operating condition GEMM times are for (engine/estimators/gemm_condition.py): "model" (default: in a
     # model's layer stack, weights from HBM, an isolated kernel: the device's kernel_latency) or "warm"
     # (AIConfigurator's collector: weight copies back to back in one CUDA graph, latency gemm_latency_cycles / clock;

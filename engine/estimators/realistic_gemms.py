@@ -11,7 +11,8 @@ import numpy as np
 from engine.common.arrays import all_true, any_true
 from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
-    condition_efficiency, condition_latency, epilogue_s_per_value, k_step_cycles, native_block_scales, overlap_loss, per_row, warm_byte_scale)
+    condition_efficiency, condition_latency, epilogue_s_per_value, k_step_cycles, native_block_scales, native_scale_cycles,
+    overlap_loss, per_row, tile_store_s_per_value, warm_byte_scale)
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.structure_memo import remembered
@@ -74,7 +75,7 @@ def _gemm_format_constants(out, rows, constants, dtypes: RowDtypes) -> tuple[np.
 
 
 def tiling_classes(efficiency, memory_efficiency=None, split_k_latency_s=None, power_macs_per_s=None, overlap=None,
-                   k_step_s=None):
+                   k_step_s=None, epilogue_s=None):
     """The distinct (matrix efficiency, memory efficiency, split-K latency, chip power-limited MAC/s, overlap loss,
     k-step seconds) of the GEMM rows (usually one or two) and each row's class: (classes, inverse), inverse None for
     one class."""
@@ -83,7 +84,8 @@ def tiling_classes(efficiency, memory_efficiency=None, split_k_latency_s=None, p
     power = np.full_like(efficiency, np.inf) if power_macs_per_s is None else power_macs_per_s
     overlap = np.zeros_like(efficiency) if overlap is None else overlap
     k_step = np.zeros_like(efficiency) if k_step_s is None else k_step_s
-    stacked = np.stack([efficiency, memory_efficiency, split, power, overlap, k_step], axis=1)
+    epilogue = np.zeros_like(efficiency) + (0.0 if epilogue_s is None else epilogue_s)   # per device or per row
+    stacked = np.stack([efficiency, memory_efficiency, split, power, overlap, k_step, epilogue], axis=1)
     if len(stacked) and all_true(stacked == stacked[0]):           # the usual case: one class of GEMM
         return stacked[:1].tolist(), None
     pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
@@ -94,18 +96,18 @@ def _tilings_by_class(shapes: GemmShapes, table: KernelRows, classes: tuple):
     """choose_tilings once per tiling class (tiling_classes), merged back per row."""
     rates = table.rates
     pairs, inverse = classes
-    epilogue = epilogue_s_per_value(table.hardware, table.constants)    # per device, the same for every class
-    if inverse is None and not epilogue and 0 < len(shapes.m) <= SMALL_TABLE_ROWS:   # one class: the kept plan
+    if inverse is None and not pairs[0][6] and 0 < len(shapes.m) <= SMALL_TABLE_ROWS:   # one class: the kept plan
         tiling = _one_pass_tilings(shapes, table, pairs[0])                          # (it has no epilogue term)
         if tiling is not None:
             return tiling
     parts = {}
-    for number, (value, memory_value, split_value, power_value, overlap_value, step_value) in enumerate(pairs):
+    for number, (value, memory_value, split_value, power_value, overlap_value, step_value,
+                 epilogue) in enumerate(pairs):
         mine = slice(None) if inverse is None else inverse == number      # one class: every row, no copies
         gemm_rates = GemmRates(shapes.per_core_macs[mine], shapes.value_bytes[mine], rates.matrix_fraction * value,
                                rates.bandwidth, min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s,
                                float(split_value), float(power_value), float(overlap_value), float(step_value),
-                               epilogue)
+                               float(epilogue))
         parts[number] = (mine, choose_tilings(shapes.m[mine], shapes.n[mine], shapes.k[mine], shapes.batch[mine],
                                              shapes.nbytes[mine], table.hardware, gemm_rates))
     if len(parts) == 1:
@@ -124,7 +126,7 @@ def _one_pass_tilings(shapes: GemmShapes, table: KernelRows, values: list) -> Ti
     value_bytes = shapes.value_bytes.tolist()
     if value_bytes.count(value_bytes[0]) != len(value_bytes) or shapes.per_core_macs.dtype != np.float64:
         return None
-    rates, (value, memory_value, split_value, power_value, overlap_value, step_value) = table.rates, values
+    rates, (value, memory_value, split_value, power_value, overlap_value, step_value, _) = table.rates, values
     gemm_rates = GemmRates(shapes.per_core_macs, shapes.value_bytes, rates.matrix_fraction * value, rates.bandwidth,
                            min(1.0, rates.memory_fraction * memory_value), rates.kernel_latency_s, float(split_value),
                            float(power_value), float(overlap_value), float(step_value))
@@ -235,6 +237,9 @@ def gemm_constants(table: KernelRows, rows: np.ndarray) -> GemmConstants:
     if constants.gemm_latency_cycles or constants.gemm_power_j_per_flop or constants.gemm_split_k_cycles:
         cycles, split_s, power = clock_and_power(out, rows, rates, constants, dtypes)
     grouped = is_expert_gemm(np.asarray(out["name"])[rows])
+    native = native_scale_cycles(out, rows, table.hardware, constants, dtypes) if cycles is not None else None
+    if native is not None:     # dense fp8-family GEMMs on native block-scale matrix units (warm condition)
+        cycles = cycles + np.where(grouped, 0.0, native)
     if power is not None and not constants.moe_power_capped and any_true(grouped):
         power = np.where(grouped, np.inf, power)     # grouped MoE GEMMs: no board-power cap (moe_power_capped)
     fused = (_gated_expert_rows(table, rows, grouped) if constants.moe_fused_quantize and any_true(grouped)
@@ -242,7 +247,9 @@ def gemm_constants(table: KernelRows, rows: np.ndarray) -> GemmConstants:
     steps = k_step_cycles(out, rows, constants, dtypes)
     overlap = overlap_loss(out, rows, constants, dtypes)
     classes = tiling_classes(efficiency, memory_efficiency, split_s, power, overlap,
-                             None if steps is None else steps / rates.clock_hz)
+                             None if steps is None else steps / rates.clock_hz,
+                             epilogue_s_per_value(table.hardware, constants) + tile_store_s_per_value(
+                                 out, rows, table.hardware, constants, dtypes))
     return GemmConstants(dtypes, efficiency, memory_efficiency, extra_latency, cycles, split_s, power, grouped, fused,
                          classes)
 

@@ -17,7 +17,8 @@ the latency and caps the matrix rate by the board's power, again from workbook f
 (the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
 tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
 part of the shorter term a tile's pipeline does not hide; tiling.candidate_times) + waves x k steps x
-gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition).
+gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition); per-tensor fp8 adds
+its tile store (TILE_STORE_BYTES_PER_VALUE) and can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9).
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
@@ -35,47 +36,15 @@ import pandas as pd
 
 from engine.calibration.fit import GemmModel, objective
 from engine.estimators.gemm_condition import (QUANTIZE_BYTES_PER_VALUE, block_scale_ratio, epilogue_s_per_value,
-                                              warm_byte_scale)
+                                              native_scale_latency_applies, warm_byte_scale)
 from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
-
-FIT_DTYPES = ("bf16", "fp8", "fp8_g128")
-FRAMEWORKS = ("trtllm", "vllm", "sglang")
-EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
-EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
-
-
-CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
-LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
-JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
-SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
-# gemm_overlap_loss: 0 is the roofline's max; fp8_g128's fit reaches the grid's end
-OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
-# fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
-# so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
-SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
-# gemm_block_scale_flops: vector FLOPs per output value per scale group (block-scaled GEMMs on matrix units without
-# native block scales: Hopper); 0: none, 2: one FMA
-BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
-# ... fitted in leave_one_device_out and fit_all? Tried and not kept (h/gemm5, docs/accuracy.md): Hopper's block-scaled
-# tables are both too slow at small m and too fast at large m, and the promotion fits only the second (H200 17.2% ->
-# 15.5%, B200 8.4% -> 8.9%); the quantize bytes alone keep every device within 0.2 points and improve H100
-FIT_BLOCK_SCALE = False
-# gemm_k_step_cycles: core cycles each wave spends per TILE_K-deep step of its k loop beyond the matrix work
-K_STEP_CYCLES_GRID = (0.0, 10.0, 20.0, 30.0)
-# ... fitted for these dtypes in leave_one_device_out and fit_all (h/gemm7: fp8_g128's folds with the grid chose 20 where
-# a Hopper was held out and made Hopper 1.3-3.2 points worse: its tables lack the promotion cost, docs/accuracy.md)
-K_STEP_DTYPES = ("bf16", "fp8")
-# gemm_epilogue_bytes_per_value the fit's warm groups use (RealisticConstants; 8: A100's fp32 tile through shared memory).
-# 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
-EPILOGUE_BYTES_PER_VALUE = 0.0
-QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
-# ... and the bytes it moves per activation value (3: read bf16, write e4m3 once; a dynamic per-tensor scale reads
-# the activation once more for its amax: 5)
-QUANTIZE_BYTES_GRID = np.round(np.arange(3.0, 16.0001, 0.5), 1)
-LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
-EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
+from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
+    FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
+    SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
+    K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
+    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
@@ -99,21 +68,28 @@ class DeviceGemms:
     """One device's rows of one dtype (and one framework, where the rows say): the fast GEMM model under the
     timing `condition` (gemm_condition.py: "warm" for the tables), the measured times and the device's constants."""
 
-    def __init__(self, rows: pd.DataFrame, hardware, condition: str = "warm"):
+    def __init__(self, rows: pd.DataFrame, hardware, condition: str = "warm", tile_store: dict | None = None):
+        """`tile_store`: {dtype: gemm_tile_store_bytes_per_value} (default TILE_STORE_BYTES_PER_VALUE)."""
         columns, index = gemm_kernels(rows.reset_index(drop=True))
         table = {key: values[np.argsort(index)] for key, values in columns.items()}
         warm = condition == "warm"
         scale = warm_byte_scale(table["weight_bytes"], table["activation_bytes"], hardware) if warm else 1.0
         epilogue = epilogue_s_per_value(hardware, replace(DEFAULT_CONSTANTS, gemm_condition=condition,
                                                           gemm_epilogue_bytes_per_value=EPILOGUE_BYTES_PER_VALUE))
+        store = (TILE_STORE_BYTES_PER_VALUE if tile_store is None else tile_store).get(str(table["dtype"][0]), 0.0)
+        if warm and store and hardware.sram_bandwidth_bytes_per_cycle_per_core:   # gemm_condition.tile_store_s_per_value
+            epilogue += store / hardware.sram_bandwidth_bytes_per_cycle_per_core / hardware.clock_hz
         self.model = GemmModel(table, hardware, byte_scale=scale, epilogue_s=epilogue)
         self.measured = rows["time_s"].to_numpy(dtype=float)
+        self.shapes = rows.reindex(columns=["device", "dtype", "framework", "m", "n", "k", "time_s"]).reset_index(drop=True)
         self.rates = DeviceRates.of(hardware)
         self.dtype = str(table["dtype"][0])
         self.peak_flops = hardware.matrix_flops_per_s(self.dtype)
         self.framework = str(rows["framework"].iloc[0]) if "framework" in rows else ""
         # a block-scaled format's promotion on the vector units, per FLOP per output value and group (0: none)
         self.block_scale_ratio = block_scale_ratio(hardware, self.dtype) if warm else 0.0
+        # pays gemm_native_scale_cycles (an fp8-family dtype on matrix units with native block scales, warm)
+        self.native_scale = warm and native_scale_latency_applies(hardware, self.dtype)
         # the warm fp8 tables' activation-quantize kernel: its stream at the achievable bandwidth (+ a fitted latency)
         quantized = warm and compute_dtype(self.dtype) == "fp8"
         self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
@@ -147,17 +123,21 @@ class DeviceGemms:
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
                         split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float = 0.0,
                         k_step_cycles: float = 0.0, quantize_latency: dict | None = None,
-                        quantize_bytes: dict | None = None) -> np.ndarray:
+                        quantize_bytes: dict | None = None, native_scale_cycles: float = 0.0) -> np.ndarray:
         return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss, block_scale_flops,
                                 k_step_cycles)
-                + latency_cycles / self.rates.clock_hz
+                + self.latency_cycles(latency_cycles, native_scale_cycles) / self.rates.clock_hz
                 + self.quantize_s(quantize_latency, quantize_bytes))
 
+    def latency_cycles(self, latency_cycles: float, native_scale_cycles: float = 0.0) -> float:
+        """The warm latency in core cycles: gemm_latency_cycles (+ gemm_native_scale_cycles where it applies)."""
+        return latency_cycles + (native_scale_cycles if self.native_scale else 0.0)
 
-def device_gemms(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> dict:
+
+def device_gemms(rows: pd.DataFrame, devices: dict, condition: str = "warm", tile_store: dict | None = None) -> dict:
     """{(device, dtype, framework): DeviceGemms} (framework "" where the rows have none)."""
     rows = rows if "framework" in rows else rows.assign(framework="")
-    return {key: DeviceGemms(part, devices[key[0]], condition)
+    return {key: DeviceGemms(part, devices[key[0]], condition, tile_store)
             for key, part in rows.groupby(["device", "dtype", "framework"])}
 
 
@@ -205,20 +185,24 @@ def fit_dtype_clock_quantize(groups: list, rounds: int = 3, latency_cycles: floa
 
 def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: float | None = None,
                                  joules_per_flop: float | None = None, block_scale: bool = True,
-                                 quantize_bytes: bool = True, k_step: bool = False) -> tuple:
+                                 quantize_bytes: bool = True, k_step: bool = False,
+                                 native_scale: bool = False) -> tuple:
     """fit_dtype_clock_quantize's six values, gemm_block_scale_flops (BLOCK_SCALE_FLOPS_GRID; 0 where no group
     has a vector-unit promotion, DeviceGemms.block_scale_ratio), {framework: the quantize kernel's bytes per
     activation value} (QUANTIZE_BYTES_GRID; `quantize_bytes` False: QUANTIZE_BYTES_PER_VALUE; `block_scale` False:
-    no promotion fitted) and gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, else 0).
+    no promotion fitted), gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, else 0) and
+    gemm_native_scale_cycles (NATIVE_SCALE_CYCLES_GRID where `native_scale` and some group pays it, else 0).
     The k-step cycles move the efficiency, latency and overlap loss with them, so each grid value gets its own
     coordinate descent and the one of the least objective is kept."""
     measured = np.concatenate([g.measured for g in groups])
     best, best_score = None, np.inf
     for step in (K_STEP_CYCLES_GRID if k_step else [0.0]):
         fitted = _fit_clock_at_step(groups, rounds, latency_cycles, joules_per_flop, block_scale, quantize_bytes,
-                                    float(step))
+                                    float(step), native_scale)
         predicted = np.concatenate([g.predicted_clock(*fitted[:5], fitted[6], fitted[8], quantize_latency=fitted[5],
-                                                      quantize_bytes=fitted[7]) for g in groups])
+                                                      quantize_bytes=fitted[7],
+                                                      native_scale_cycles=fitted[9].get(g.framework, 0.0))
+                                    for g in groups])
         score = objective(predicted, measured)
         if score < best_score:
             best, best_score = fitted, score
@@ -226,11 +210,17 @@ def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: 
 
 
 def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, joules_per_flop: float | None,
-                       block_scale: bool, quantize_bytes: bool, step: float) -> tuple:
+                       block_scale: bool, quantize_bytes: bool, step: float, native_scale: bool = False) -> tuple:
     """fit_dtype_clock_block_scaled's values with gemm_k_step_cycles held at `step`."""
     fit_bytes = quantize_bytes
     measured = np.concatenate([g.measured for g in groups])
     clocks = np.concatenate([np.full(g.measured.size, g.rates.clock_hz) for g in groups])
+    # gemm_native_scale_cycles per framework (a property of the framework's kernels, like its quantize kernel)
+    natives = sorted({g.framework for g in groups if g.native_scale}) if native_scale else []
+    native = {f: 0.0 for f in natives}
+    def native_cycles(values):
+        return np.concatenate([np.full(g.measured.size, values.get(g.framework, 0.0) if g.native_scale else 0.0)
+                               for g in groups])
     block = 0.0
     block_grid = BLOCK_SCALE_FLOPS_GRID if block_scale and any(g.block_scale_ratio > 0 for g in groups) else [0.0]
     def work(efficiency, joules, split, overlap, block_flops=None, step_cycles=None):
@@ -249,7 +239,7 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
     joules_grid = JOULES_PER_FLOP_GRID if joules_per_flop is None else [joules_per_flop]
     joules = joules if joules_per_flop is None else joules_per_flop
     for _ in range(rounds):
-        fixed = cycles / clocks + extra(quantize)
+        fixed = (cycles + native_cycles(native)) / clocks + extra(quantize)
         efficiency = float(min(EFFICIENCY_GRID, key=lambda e: objective(work(e, joules, split, overlap) + fixed,
                                                                           measured)))
         joules = float(min(joules_grid, key=lambda j: objective(work(efficiency, j, split, overlap) + fixed,
@@ -261,35 +251,50 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
         block = float(min(block_grid, key=lambda b: objective(work(efficiency, joules, split, overlap, b) + fixed,
                                                                measured)))
         done = work(efficiency, joules, split, overlap)
-        cycles = float(min(cycles_grid, key=lambda c: objective(done + c / clocks + extra(quantize),
-                                                                          measured)))
+        cycles = float(min(cycles_grid, key=lambda c: objective(done + (c + native_cycles(native)) / clocks
+                                                                + extra(quantize), measured)))
+        for framework in natives:
+            native[framework] = float(min(NATIVE_SCALE_CYCLES_GRID, key=lambda x: objective(
+                done + (cycles + native_cycles({**native, framework: x})) / clocks + extra(quantize), measured)))
+        done = done + (cycles + native_cycles(native)) / clocks
         for framework in quantize:
             quantize[framework] = float(min(QUANTIZE_LATENCY_GRID, key=lambda q: objective(
-                done + cycles / clocks + extra({**quantize, framework: q}), measured)))
+                done + extra({**quantize, framework: q}), measured)))
             if fit_bytes:
                 quantize_bytes[framework] = float(min(QUANTIZE_BYTES_GRID, key=lambda b: objective(
-                    done + cycles / clocks + extra(quantize, {**quantize_bytes, framework: b}), measured)))
-    return efficiency, cycles, joules, split, overlap, quantize, block, quantize_bytes, step
+                    done + extra(quantize, {**quantize_bytes, framework: b}), measured)))
+    return efficiency, cycles, joules, split, overlap, quantize, block, quantize_bytes, step, native
 
 
-def errors(groups: list, efficiency: float, extra_latency_s: float, clock: tuple | None = None,
-           quantize: dict | None = None, quantize_bytes: dict | None = None) -> dict:
-    """|error| median / p90 and bias over `groups` (DeviceGemms) pooled."""
-    predicted = np.concatenate([g.predicted_clock(*clock, quantize_latency=quantize, quantize_bytes=quantize_bytes)
-                                if clock
-                                else g.predicted(efficiency, extra_latency_s, quantize) for g in groups])
+def predictions(groups: list, efficiency: float, extra_latency_s: float, clock: tuple | None = None,
+                quantize: dict | None = None, quantize_bytes: dict | None = None, native: dict | None = None) -> list:
+    """Per group (DeviceGemms): its predicted seconds (`native`: {framework: gemm_native_scale_cycles})."""
+    return [g.predicted_clock(*clock, quantize_latency=quantize, quantize_bytes=quantize_bytes,
+                              native_scale_cycles=(native or {}).get(g.framework, 0.0))
+            if clock else g.predicted(efficiency, extra_latency_s, quantize) for g in groups]
+
+
+def errors(groups: list, *values) -> dict:
+    """|error| median / p90 and bias over `groups` (DeviceGemms) pooled (`values`: predictions')."""
+    predicted = np.concatenate(predictions(groups, *values))
     error = predicted / np.concatenate([g.measured for g in groups]) - 1.0
     return {"count": error.size, "median_abs_error": float(np.median(np.abs(error))),
             "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))}
 
 
-def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "warm") -> pd.DataFrame:
+def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "warm",
+                         residuals: list | None = None) -> pd.DataFrame:
     """Per device x dtype: errors uncalibrated (efficiency 1, no extra latency: `before`), with the constants
     fitted on the OTHER devices (`lodo`; their values in efficiency / extra_latency_us ...; the fp8 tables'
     activation-quantize latencies in quantize_us) and with the shipped DEFAULT_CONSTANTS (`shipped`: their
-    quantize latencies from conditions.TABLE_QUANTIZE_LATENCY_S), all under the tables' timing `condition`."""
+    quantize latencies from conditions.TABLE_QUANTIZE_LATENCY_S), all under the tables' timing `condition`.
+    `residuals`: a list that gets, per device x dtype, its held-out rows with the lodo prediction (predicted_s;
+    gemm_residuals.py groups their errors by shape regime)."""
     from engine.calibration.silicon.conditions import quantize_bytes_of, quantize_latency_of
     groups = device_gemms(rows, devices, condition)
+    shipped_store = DEFAULT_CONSTANTS.gemm_tile_store_bytes_per_value     # the shipped scores: the engine's tile store
+    shipped_groups = (groups if shipped_store == TILE_STORE_BYTES_PER_VALUE
+                      else device_gemms(rows, devices, condition, shipped_store))
     lines, bf16_cycles = [], {}
     for device, dtype in sorted({(d, t) for d, t, _ in groups}):     # per device bf16 first, then fp8, fp8_g128
         held_out = [g for (d, t, _), g in groups.items() if (d, t) == (device, dtype)]
@@ -302,12 +307,14 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                    quantize_latency_of(dtype), quantize_bytes_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
-            efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step = fit_dtype_clock_block_scaled(
-                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES)
+            (efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step,
+             native) = fit_dtype_clock_block_scaled(training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE,
+                                                    k_step=dtype in K_STEP_DTYPES,
+                                                    native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES)
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
             extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
-                                         qbytes)
+                                         qbytes, native)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
             overlap = block = float("nan")
@@ -319,9 +326,13 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                 "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
                                          for f, v in quantize.items())}
-        for label, values in (("before", (1.0, 0.0, None, None)), ("lodo", lodo), ("shipped", shipped)):
-            line.update({f"{label} {k}": v for k, v in errors(held_out, *values).items() if k != "count"})
+        shipped_held_out = [g for (d, t, _), g in shipped_groups.items() if (d, t) == (device, dtype)]
+        for label, values, mine in (("before", (1.0, 0.0, None, None), shipped_held_out), ("lodo", lodo, held_out),
+                                    ("shipped", shipped, shipped_held_out)):
+            line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
         lines.append(line)
+        if residuals is not None:
+            residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(held_out, predictions(held_out, *lodo)))
     return pd.DataFrame(lines)
 
 
@@ -358,7 +369,8 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
             held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
             fitted[dtype] = fit_dtype_clock_block_scaled(mine, latency_cycles=shared, joules_per_flop=held,
-                                                         block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES)
+                                                         block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
+                                                         native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES)
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted

@@ -1,0 +1,52 @@
+"""The leave-one-device-out GEMM fit's grids and switches (engine/calibration/silicon/fit.py imports them; patch them
+there, as fit.NAME: fit.py reads its own module's names)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+FIT_DTYPES = ("bf16", "fp8", "fp8_g128")
+FRAMEWORKS = ("trtllm", "vllm", "sglang")
+EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
+EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
+
+
+CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
+LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
+JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
+SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
+# gemm_overlap_loss: 0 is the roofline's max; fp8_g128's fit reaches the grid's end
+OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
+# fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
+# so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
+SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
+# gemm_block_scale_flops: vector FLOPs per output value per scale group (block-scaled GEMMs on matrix units without
+# native block scales: Hopper); 0: none, 2: one FMA
+BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
+# ... fitted in leave_one_device_out and fit_all? Tried and not kept (h/gemm5, docs/accuracy.md): Hopper's block-scaled
+# tables are both too slow at small m and too fast at large m, and the promotion fits only the second (H200 17.2% ->
+# 15.5%, B200 8.4% -> 8.9%); the quantize bytes alone keep every device within 0.2 points and improve H100
+FIT_BLOCK_SCALE = False
+# gemm_k_step_cycles: core cycles each wave spends per TILE_K-deep step of its k loop beyond the matrix work
+K_STEP_CYCLES_GRID = (0.0, 10.0, 20.0, 30.0)
+# ... fitted for these dtypes in leave_one_device_out and fit_all (h/gemm7: fp8_g128's folds with the grid chose 20 where
+# a Hopper was held out and made Hopper 1.3-3.2 points worse: its tables lack the promotion cost, docs/accuracy.md)
+K_STEP_DTYPES = ("bf16", "fp8")
+# gemm_epilogue_bytes_per_value the fit's warm groups use (RealisticConstants; 8: A100's fp32 tile through shared memory).
+# 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
+EPILOGUE_BYTES_PER_VALUE = 0.0
+# gemm_tile_store_bytes_per_value the fit's warm groups use, per dtype on every device (RealisticConstants): 4, each bf16
+# output value written to shared memory and read back by the tile's store; per-tensor fp8 only (h/gemm9,
+# docs/accuracy.md: 8 bytes made GB200 and GB300 worse; fp8_g128 at 4 made GB300 and H200 worse; bf16 not tried)
+TILE_STORE_BYTES_PER_VALUE = {"fp8": 4.0}
+# gemm_native_scale_cycles: the fixed cycles an fp8-family GEMM kernel adds on matrix units with native block scales
+# (fp4-rated: Blackwell) beyond bf16's latency cycles (h/gemm9, docs/accuracy.md); fitted in every fold for these dtypes
+NATIVE_SCALE_CYCLES_GRID = np.arange(0.0, 8000.001, 100.0)
+NATIVE_SCALE_DTYPES = ("fp8", "fp8_g128")
+FIT_NATIVE_SCALE = False    # ... in leave_one_device_out and fit_all? Tried and not kept (h/gemm9, docs/accuracy.md)
+QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a warm fp8 table's quantize kernel
+# ... and the bytes it moves per activation value (3: read bf16, write e4m3 once; a dynamic per-tensor scale reads
+# the activation once more for its amax: 5)
+QUANTIZE_BYTES_GRID = np.round(np.arange(3.0, 16.0001, 0.5), 1)
+LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
+EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
