@@ -139,3 +139,18 @@ def test_the_validation_table_agrees_with_the_shipped_deepseek_nvfp4_exclusions(
     assert "lm_head" in excluded
     modules = UNQUANTIZED_MODULES[("nvfp4", "deepseek")]
     assert "attention_qkv" in modules and "lm_head" in modules and "attention_output" not in modules
+
+
+def test_the_cli_takes_the_modules_and_names_a_bad_one(capsys):
+    from engine.cli.entry import main
+    args = ["estimate", "--hardware", "B200", "--model", "meta-llama/Llama-3.1-8B", "--phase", "decode",
+            "--weight-dtype", "nvfp4", "--act-dtype", "nvfp4", "--json"]
+    assert main(args) == 0
+    quantized = json.loads(capsys.readouterr().out)
+    assert main([*args, "--unquantized-modules", "attention,lm_head"]) == 0
+    mixed = json.loads(capsys.readouterr().out)
+    assert mixed["memory"]["weights_bytes"] > quantized["memory"]["weights_bytes"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--unquantized-modules", "attention,experts"])
+    assert exit_info.value.code == 2
+    assert "'experts' is not a module group" in capsys.readouterr().err

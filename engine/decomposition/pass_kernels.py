@@ -14,7 +14,7 @@ from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.kernels.collective_kinds import bandwidth_factor, kind_of
 from engine.kernels.fields import gemm_fields
 from engine.kernels.table import KernelTableBuilder
-from engine.workload.module_dtypes import module_dtypes
+from engine.workload.module_dtypes import module_gemm_dtypes
 from engine.workload.scenario import Scenario
 
 
@@ -50,7 +50,7 @@ def _module_gemms(activation: str, weight: str, unquantized: str,
     """(module group, ModuleGemm) of every group of `modules` (the scenario's unquantized_modules)."""
     out = []
     for module in modules:
-        module_weight, module_activation = module_dtypes(weight, activation, unquantized, module, modules)
+        module_weight, module_activation = module_gemm_dtypes(weight, activation, unquantized, module, modules)
         out.append((module, ModuleGemm(gemm_dtype(module_weight, module_activation), bytes_per_value(module_weight),
                                        bytes_per_value(module_activation))))
     return tuple(out)

@@ -56,7 +56,7 @@ def check_modules(modules) -> tuple[str, ...]:
     return tuple(sorted(groups))
 
 
-def module_dtypes(weight: str, activation: str, unquantized: str, module: str | None,
+def module_gemm_dtypes(weight: str, activation: str, unquantized: str, module: str | None,
                   unquantized_modules: tuple[str, ...]) -> tuple[str, str]:
     """(weight dtype, activation dtype) of the GEMMs of `module` (a MODULE_GROUPS name, or None for the routed
     experts and anything else that always takes the scenario's dtypes)."""
@@ -68,7 +68,7 @@ def module_dtypes(weight: str, activation: str, unquantized: str, module: str | 
 
 def weight_bytes_of(weight_dtype: str, unquantized_dtype: str, unquantized_modules: tuple[str, ...],
                     module: str | None) -> float:
-    """Bytes per weight value of `module` (module_dtypes' weight dtype)."""
+    """Bytes per weight value of `module` (module_gemm_dtypes' weight dtype)."""
     if module is not None and module in unquantized_modules:
         return bytes_per_value(check_dtype(unquantized_dtype))
     return bytes_per_value(weight_dtype)
