@@ -154,3 +154,25 @@ def test_the_cli_takes_the_modules_and_names_a_bad_one(capsys):
         main([*args, "--unquantized-modules", "attention,experts"])
     assert exit_info.value.code == 2
     assert "'experts' is not a module group" in capsys.readouterr().err
+
+
+def test_express_keeps_the_checkpoints_unquantized_modules_only_when_asked():
+    """gpt-oss-120b's MXFP4 checkpoint converts only its experts (modules_to_not_convert: attention, router,
+    embedding, lm_head): with checkpoint_modules the run's serve() fields say so; by default every weight is nvfp4."""
+    import pandas as pd
+    from pathlib import Path
+    from engine.serving import validation_express
+    root = Path(__file__).parent / "data" / "aiconfigurator_serving" / "systems"
+    run = next(pd.DataFrame([dict(device="B200", system="b200_sxm", mode="agg", attention_dp=pd.NA,
+                                  model_path="openai/gpt-oss-120b", gemm_quant_mode="nvfp4", concurrency=16,
+                                  max_batch=16, moe_ep=pd.NA, moe_tp=pd.NA, input_length=1024, output_length=512,
+                                  tp=2, pp=1, backend="vllm")]).itertuples(index=False))
+    devices, models = engine.load_specs(), validation_express.ModelSource(root)
+    _, _, plain = validation_express.express(run, devices, models)
+    assert "unquantized_modules" not in plain and plain["weight_dtype"] == "nvfp4"
+    _, model, mixed = validation_express.express(run, devices, models, checkpoint_modules=True)
+    assert set(mixed["unquantized_modules"]) == {"attention", "router", "embedding", "lm_head"}
+    assert engine.Scenario(unquantized_modules=mixed["unquantized_modules"]).unquantized_modules == (
+        "attention_output", "attention_qkv", "embedding", "lm_head", "router")
+    served = engine.serve(devices["B200"], model, **{**mixed, "concurrency": 2, "output_length": 32})
+    assert served.tpot_s > 0

@@ -15,10 +15,12 @@ Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV 
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
 activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
 Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
-The modules the run's checkpoint leaves unquantized take bf16 weights and activations (Scenario.unquantized_modules,
-engine/workload/module_dtypes.py): UNQUANTIZED_MODULES, by quantization and model family, from the public
-checkpoints' exclusion lists (the package ships them under model_configs/); `express(..., checkpoint_modules=False)`
-quantizes every weight as before 2026-11-27.
+The whole model takes one weight dtype by default. With CHECKPOINT_MODULES (benchmarks/serving_accuracy.py
+--checkpoint-modules) the modules the run's checkpoint leaves unquantized take bf16 weights and activations instead
+(Scenario.unquantized_modules, engine/workload/module_dtypes.py): UNQUANTIZED_MODULES, by quantization and model
+family, from the public checkpoints' exclusion lists (the package ships them under model_configs/). Not the default:
+scored on 2026-11-27 (h/serve10) it moved leave-one-system-out TPOT 12.2% / 40.6% -> 12.8% / 41.9% and TTFT 27.0% /
+79.3% -> 26.3% / 80.2% (docs/serving.md): the nvfp4 series it slows were mostly slow already.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ UNQUANTIZED_MODULES = {
     ("nvfp4", "llama"): _ALWAYS,
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
+CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -125,10 +128,10 @@ def unquantized_modules_of(run) -> tuple[str, ...]:
     return UNQUANTIZED_MODULES.get((quant, family_of(run.model_path)), ())
 
 
-def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool = True):
+def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | None = None):
     """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed.
-    `checkpoint_modules`: the checkpoint's unquantized modules in bf16 (unquantized_modules_of), else every weight in
-    the run's weight dtype."""
+    `checkpoint_modules` (None: CHECKPOINT_MODULES): the checkpoint's unquantized modules in bf16
+    (unquantized_modules_of), else every weight in the run's weight dtype."""
     hardware = devices.get(run.device) if isinstance(run.device, str) else None
     if hardware is None:
         return f"system {run.system} has no workbook device"
@@ -154,6 +157,8 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool = 
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    if checkpoint_modules is None:
+        checkpoint_modules = CHECKPOINT_MODULES
     unquantized = unquantized_modules_of(run) if checkpoint_modules else ()
     if unquantized:
         fields.update(unquantized_modules=unquantized, unquantized_dtype="bf16")
