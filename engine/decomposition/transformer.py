@@ -94,8 +94,8 @@ def pass_structure(builder: KernelTableBuilder, model: ModelConfig, scenario: Sc
     parts = tuple((part.prefix, part.matrix_type, part.per_row_count, part.window) for part in forward_pass.attention)
     return (model, layout, scenario.activation_dtype, scenario.weight_dtype, scenario.kv_dtype,
             scenario.unquantized_modules, scenario.unquantized_dtype, scenario.collective_algorithm,
-            scenario.routing_skew, scenario.moe_dispatch, forward_pass.phase, tokens.__class__, logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches, parts,
-            builder.size)
+            scenario.routing_skew, scenario.moe_dispatch, forward_pass.phase, tokens.__class__, logit_rows.__class__,
+            logit_rows, forward_pass.steps, forward_pass.micro_batches, parts, builder.size)
 
 
 def _add_attention_rows_only(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
