@@ -22,8 +22,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.serving import validation  # noqa: E402
-from engine.serving import validation_express  # noqa: E402
+from engine.serving import validation, validation_express  # noqa: E402
 from engine.serving.validation_windows import conflicting_measurements  # noqa: E402
 from engine.calibration.silicon.package import installed_version, resolve_root  # noqa: E402
 from engine.calibration.silicon.results import write_results  # noqa: E402
@@ -64,9 +63,13 @@ def main(argv=None) -> int:
                         help="also read the dated MTP series (validation_express.MTP_SERIES_BY_DATE: TensorRT-LLM "
                         "1.1.0rc2.post2 of 2026-01-14) with MTP speculative decoding, beside MTP_SERIES (simulations "
                         "only: --scored takes the CSV as it was scored)")
+    parser.add_argument("--checkpoint-modules", action="store_true",
+                        help="keep the modules each run's checkpoint leaves unquantized in bf16 (validation_express."
+                        "UNQUANTIZED_MODULES; off by default: docs/serving.md)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
+    validation_express.CHECKPOINT_MODULES = args.checkpoint_modules
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)

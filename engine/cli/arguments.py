@@ -9,6 +9,7 @@ import math
 from engine.cli.help_texts import HelpFormatter
 from engine.estimators import METHODS
 from engine.hardware.dtypes import DTYPES, check_dtype
+from engine.workload.module_dtypes import MODULE_ALIASES, MODULE_GROUPS, check_modules
 from engine.workload.scenario import COLLECTIVE_ALGORITHMS, PHASES
 
 
@@ -47,6 +48,13 @@ def dtype(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def modules(text: str) -> tuple[str, ...]:
+    try:
+        return check_modules(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 DTYPE_HELP = f"one of {', '.join(DTYPES)}, or <int4|int8|fp4|fp8>_g<group> (one bf16 scale per group)"
 
 
@@ -80,6 +88,11 @@ def add_layout_arguments(parser) -> None:
     parser.add_argument("--weight-dtype", default="bf16", type=dtype, help=f"weights: {DTYPE_HELP}")
     parser.add_argument("--act-dtype", default="bf16", type=dtype, help=f"activations: {DTYPE_HELP}")
     parser.add_argument("--kv-dtype", default="bf16", type=dtype, help=f"KV cache: {DTYPE_HELP}")
+    parser.add_argument("--unquantized-modules", default=(), type=modules, metavar="M1,M2",
+                        help="module groups that keep --unquantized-dtype weights, as a quantized checkpoint's "
+                             f"excluded modules do: {', '.join([*MODULE_GROUPS, *MODULE_ALIASES])}")
+    parser.add_argument("--unquantized-dtype", default="bf16", type=dtype,
+                        help="weights (and the least activation width) of --unquantized-modules")
     parser.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel ways (default 1)")
     parser.add_argument("--pp", type=positive_int, default=None, help="pipeline stages (default 1)")
     parser.add_argument("--dp", type=positive_int, default=None, help="data-parallel replicas (default 1)")
@@ -102,6 +115,7 @@ def scenario_of(args):
     return Scenario(phase=args.phase, batch=args.batch, input_length=args.input_len,
                     output_length=args.output_len, context_length=args.context, chunk_size=args.chunk_size,
                     weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                    unquantized_modules=args.unquantized_modules, unquantized_dtype=args.unquantized_dtype,
                     tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
                     micro_batches=args.micro_batches, overlap_communication=args.overlap_communication,
                     collective_algorithm=args.collective_algorithm, chunked_prefill=args.chunked_prefill,

@@ -117,6 +117,7 @@ def serving_fields(args) -> dict:
                 graph_latency_overlap=args.graph_latency_overlap,
                 mixed_prefill=None if args.mixed_prefill is None else args.mixed_prefill == "on",
                 weight_dtype=args.weight_dtype, activation_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                unquantized_modules=args.unquantized_modules, unquantized_dtype=args.unquantized_dtype,
                 tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, devices=args.devices,
                 overlap_communication=args.overlap_communication, collective_algorithm=args.collective_algorithm,
                 routing_skew=args.routing_skew, mla_decode=args.mla_decode)

@@ -59,13 +59,14 @@ def add_mla_attention(attention: AttentionRows, model: ModelConfig, layout: Para
     latent = rank + rope
     per_layer = layout.layers * kernels.steps
     if model.q_lora_rank:
-        kernels.gemm("Q_a*W", tokens, hidden, model.q_lora_rank, per_layer, model.qkv_bias)
+        kernels.gemm("Q_a*W", tokens, hidden, model.q_lora_rank, per_layer, model.qkv_bias, module="attention_qkv")
         kernels.elementwise("Norm_q_a", "norm", norm_fields(tokens, model.q_lora_rank, model.norm_type, activation,
                                                             weight), per_layer, type="Norm")
-        kernels.gemm("Q_b*W", tokens, model.q_lora_rank, heads * (nope + rope), per_layer, False)
+        kernels.gemm("Q_b*W", tokens, model.q_lora_rank, heads * (nope + rope), per_layer, False,
+                     module="attention_qkv")
     else:
-        kernels.gemm("Q*W", tokens, hidden, heads * (nope + rope), per_layer, False)
-    kernels.gemm("KV_a*W", tokens, hidden, latent, per_layer, model.qkv_bias)
+        kernels.gemm("Q*W", tokens, hidden, heads * (nope + rope), per_layer, False, module="attention_qkv")
+    kernels.gemm("KV_a*W", tokens, hidden, latent, per_layer, model.qkv_bias, module="attention_qkv")
     kernels.elementwise("Norm_kv_a", "norm", norm_fields(tokens, rank, model.norm_type, activation, weight),
                         per_layer, type="Norm")
     rotated = tokens * (heads + 1) * rope
@@ -85,12 +86,13 @@ def add_mla_attention(attention: AttentionRows, model: ModelConfig, layout: Para
 
 
 def _weights_gemm(attention: AttentionRows, part: AttentionPart, layers, name, type, m, k, n, batch) -> None:
-    """`batch` GEMMs [m, k] @ [k, n], each with its own weights (per-head slices of kv_b_proj)."""
+    """`batch` GEMMs [m, k] @ [k, n], each with its own weights (per-head slices of kv_b_proj: attention_qkv)."""
     kernels = attention.kernels
-    kernels.add(name=name, type=type, op="gemm", unit="matrix", dtype=kernels.gemm_dtype,
+    dtypes = kernels.module_gemm("attention_qkv")
+    kernels.add(name=name, type=type, op="gemm", unit="matrix", dtype=dtypes.gemm_dtype,
                 m=m, k=k, n=n, batch=batch, count=attention.count(part, layers), macs=m * k * n * batch,
-                weight_bytes=batch * k * n * kernels.value_bytes.weight,
-                activation_bytes=m * batch * (k + n) * kernels.value_bytes.activation)
+                weight_bytes=batch * k * n * dtypes.weight_bytes,
+                activation_bytes=m * batch * (k + n) * dtypes.activation_bytes)
 
 
 def _naive(attention: AttentionRows, part: AttentionPart, layers, suffix, heads, model: ModelConfig) -> None:

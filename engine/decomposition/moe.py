@@ -73,7 +73,8 @@ def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayo
     active = np.maximum(expected_active_experts(layout.experts, model.num_experts, k, reaching, routing_skew), 1e-9)
     experts = RoutedExperts(kernels, assignments, active, count, model.expert_bias, layout.experts)
     inner = layout.expert_intermediate
-    router = kernels.gemm("MoE_router", routed_tokens, hidden, model.num_experts, count, model.router_bias)
+    router = kernels.gemm("MoE_router", routed_tokens, hidden, model.num_experts, count, model.router_bias,
+                          module="router")
     kernels.elementwise("MoE_topk", "topk", topk_fields(routed_tokens, model.num_experts, k, activation), count)
     if dispatched:
         kernels.collective("AllToAll_dispatch", assignments, hidden, assignments * hidden * activation, ep, count,
@@ -92,13 +93,13 @@ def add_moe_block(kernels: PassKernels, model: ModelConfig, layout: ParallelLayo
                              activation_bytes=(assignments + routed_tokens) * hidden * activation), count)
     shared = layout.shared_intermediate
     if shared:
-        kernels.gemm("Shared_up", tokens, hidden, shared, count, model.mlp_bias)
+        kernels.gemm("Shared_up", tokens, hidden, shared, count, model.mlp_bias, module="shared_experts")
         if model.gated_mlp:
-            kernels.gemm("Shared_gate", tokens, hidden, shared, count, model.mlp_bias)
+            kernels.gemm("Shared_gate", tokens, hidden, shared, count, model.mlp_bias, module="shared_experts")
         kernels.elementwise("Shared_act", "activation",
                             mlp_activation_fields(tokens, shared, model.hidden_act, model.gated_mlp, activation),
                             count)
-        down = kernels.gemm("Shared_down", tokens, shared, hidden, count, model.mlp_bias)
+        down = kernels.gemm("Shared_down", tokens, shared, hidden, count, model.mlp_bias, module="shared_experts")
     if tp > 1:   # partial sums of TP-split experts (or of EP ranks' experts, or their token shares) completed over tp
         kernels.collective("AllReduce_moe", tokens, hidden, tokens * hidden * activation, tp, count, down)
 

@@ -14,6 +14,7 @@ from engine.hardware.dtypes import bytes_per_value, compute_dtype, gemm_dtype
 from engine.kernels.collective_kinds import bandwidth_factor, kind_of
 from engine.kernels.fields import gemm_fields
 from engine.kernels.table import KernelTableBuilder
+from engine.workload.module_dtypes import module_gemm_dtypes
 from engine.workload.scenario import Scenario
 
 
@@ -35,6 +36,27 @@ def _pass_dtypes(activation: str, weight: str, kv: str) -> tuple[BytesPerValue, 
 
 
 @dataclass(frozen=True)
+class ModuleGemm:
+    """The GEMM dtype and the bytes per weight and per activation value of one module group's GEMMs."""
+
+    gemm_dtype: str
+    weight_bytes: float
+    activation_bytes: float
+
+
+@lru_cache(maxsize=256)
+def _module_gemms(activation: str, weight: str, unquantized: str,
+                  modules: tuple[str, ...]) -> tuple[tuple[str, ModuleGemm], ...]:
+    """(module group, ModuleGemm) of every group of `modules` (the scenario's unquantized_modules)."""
+    out = []
+    for module in modules:
+        module_weight, module_activation = module_gemm_dtypes(weight, activation, unquantized, module, modules)
+        out.append((module, ModuleGemm(gemm_dtype(module_weight, module_activation), bytes_per_value(module_weight),
+                                       bytes_per_value(module_activation))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class PassKernels:
     """Adds the kernels of `forward_pass` to `builder`: GEMMs in `gemm_dtype` on the matrix units, element-wise
     work in `vector_dtype` on the vector units, attention in `attention_dtype`, the KV cache in `kv_dtype`.
@@ -51,6 +73,7 @@ class PassKernels:
     kv_dtype: str
     weight_matrix_type: str = "Ma_Mw"
     collective_algorithm: str = "ring"
+    unquantized: tuple[tuple[str, ModuleGemm], ...] = ()
 
     @classmethod
     def for_scenario(cls, builder: KernelTableBuilder, forward_pass: ForwardPass, scenario: Scenario) -> PassKernels:
@@ -59,7 +82,10 @@ class PassKernels:
         return cls(builder, forward_pass, value_bytes, gemm_dtype=gemm, attention_dtype=attention,
                    vector_dtype=scenario.activation_dtype, kv_dtype=scenario.kv_dtype,
                    weight_matrix_type="Va_Mw" if decode_only else "Ma_Mw",
-                   collective_algorithm=scenario.collective_algorithm)
+                   collective_algorithm=scenario.collective_algorithm,
+                   unquantized=_module_gemms(scenario.activation_dtype, scenario.weight_dtype,
+                                             scenario.unquantized_dtype, scenario.unquantized_modules)
+                   if scenario.unquantized_modules else ())
 
     @property
     def tokens(self):
@@ -74,11 +100,22 @@ class PassKernels:
         """One kernel row of this pass (the builder's columns); returns its group."""
         return self.builder.add_row(self.forward_pass.phase, columns)
 
-    def gemm(self, name: str, m, k, n, count, bias: bool) -> int:
-        """A weight GEMM C[m, n] = A[m, k] @ W[k, n] (+ bias)."""
-        return self.add(name=name, type=self.weight_matrix_type, op="gemm", unit="matrix", dtype=self.gemm_dtype,
-                        count=count, **gemm_fields(m, k, n, self.value_bytes.weight, self.value_bytes.activation,
-                                                   bias))
+    def module_gemm(self, module: str | None) -> ModuleGemm:
+        """The dtypes of `module`'s GEMMs (a group of engine/workload/module_dtypes.py; None: the routed experts)."""
+        for group, found in self.unquantized:
+            if group == module:
+                return found
+        return ModuleGemm(self.gemm_dtype, self.value_bytes.weight, self.value_bytes.activation)
+
+    def gemm(self, name: str, m, k, n, count, bias: bool, module: str | None = None) -> int:
+        """A weight GEMM C[m, n] = A[m, k] @ W[k, n] (+ bias) of `module` (module_gemm)."""
+        if not self.unquantized:
+            return self.add(name=name, type=self.weight_matrix_type, op="gemm", unit="matrix", dtype=self.gemm_dtype,
+                            count=count, **gemm_fields(m, k, n, self.value_bytes.weight, self.value_bytes.activation,
+                                                       bias))
+        dtypes = self.module_gemm(module)
+        return self.add(name=name, type=self.weight_matrix_type, op="gemm", unit="matrix", dtype=dtypes.gemm_dtype,
+                        count=count, **gemm_fields(m, k, n, dtypes.weight_bytes, dtypes.activation_bytes, bias))
 
     def elementwise(self, name: str, op: str, fields: dict, count, type: str = "Elementwise") -> int:
         return self.add(name=name, type=type, op=op, unit="vector", dtype=self.vector_dtype, count=count, **fields)

@@ -93,9 +93,9 @@ def pass_structure(builder: KernelTableBuilder, model: ModelConfig, scenario: Sc
         return None
     parts = tuple((part.prefix, part.matrix_type, part.per_row_count, part.window) for part in forward_pass.attention)
     return (model, layout, scenario.activation_dtype, scenario.weight_dtype, scenario.kv_dtype,
-            scenario.collective_algorithm, scenario.routing_skew, scenario.moe_dispatch, forward_pass.phase,
-            tokens.__class__, logit_rows.__class__, logit_rows, forward_pass.steps, forward_pass.micro_batches, parts,
-            builder.size)
+            scenario.unquantized_modules, scenario.unquantized_dtype, scenario.collective_algorithm,
+            scenario.routing_skew, scenario.moe_dispatch, forward_pass.phase, tokens.__class__, logit_rows.__class__,
+            logit_rows, forward_pass.steps, forward_pass.micro_batches, parts, builder.size)
 
 
 def _add_attention_rows_only(builder: KernelTableBuilder, model: ModelConfig, scenario: Scenario,
@@ -140,7 +140,7 @@ def _residual(kernels: PassKernels, model: ModelConfig, name: str, count) -> Non
 def _add_embedding(kernels: PassKernels, model: ModelConfig, layout: ParallelLayout) -> None:
     """Once per pass: the token (and learned position) embedding lookup, vocabulary-parallel over tp."""
     tokens, hidden, tp = kernels.tokens, model.hidden_size, layout.tp
-    activation, weight = kernels.value_bytes.activation, kernels.value_bytes.weight
+    activation, weight = kernels.value_bytes.activation, kernels.module_gemm("embedding").weight_bytes
     tables = 2 if model.position_embedding == "learned" else 1
     embedding = kernels.add(name="Embedding", type="Gather", op="embedding", unit="memory",
                             dtype=kernels.vector_dtype, m=tokens, n=hidden, count=kernels.steps,
@@ -166,7 +166,7 @@ def _add_attention_block(kernels: PassKernels, model: ModelConfig, scenario: Sce
         _add_mha_attention(attention, model, layout, kinds, layer_count)
         value_width = layout.q_heads * model.head_dim
     output = kernels.gemm("O*W", kernels.tokens, value_width, model.hidden_size, layer_count,
-                          model.attention_output_bias)
+                          model.attention_output_bias, module="attention_output")
     if layout.tp > 1:
         kernels.hidden_state_collective("AllReduce_attn", model.hidden_size, layout.tp, layer_count, output)
     if model.norms_per_layer == 4:   # Gemma: RMSNorm of the attention output before the residual
@@ -182,7 +182,7 @@ def _add_mha_attention(attention: AttentionRows, model: ModelConfig, layout: Par
     q_heads, kv_heads = layout.q_heads, layout.kv_heads
     activation, weight = kernels.value_bytes.activation, kernels.value_bytes.weight
     kernels.gemm("Q/K/V*W", tokens, model.hidden_size, (q_heads + 2 * kv_heads) * head_dim, layer_count,
-                 model.qkv_bias)
+                 model.qkv_bias, module="attention_qkv")
     if model.qk_norm:   # RMSNorm over every query and key head: head_dim weights each
         fields = elementwise_fields(tokens, tokens * (q_heads + kv_heads) * head_dim, FLOPS_PER_ELEMENT["rmsnorm"], 1,
                                     activation, 2 * head_dim, weight)
@@ -231,12 +231,12 @@ def _add_mlp_block(kernels: PassKernels, model: ModelConfig, scenario: Scenario,
 def _add_dense_mlp(kernels: PassKernels, model: ModelConfig, layout: ParallelLayout, count) -> None:
     """FFN_up, [FFN_gate,] the activation, FFN_down: up/gate split by columns over tp, down by rows."""
     tokens, hidden, inner = kernels.tokens, model.hidden_size, model.intermediate_size // layout.tp
-    kernels.gemm("FFN_up", tokens, hidden, inner, count, model.mlp_bias)
+    kernels.gemm("FFN_up", tokens, hidden, inner, count, model.mlp_bias, module="dense_mlp")
     if model.gated_mlp:
-        kernels.gemm("FFN_gate", tokens, hidden, inner, count, model.mlp_bias)
+        kernels.gemm("FFN_gate", tokens, hidden, inner, count, model.mlp_bias, module="dense_mlp")
     fields = mlp_activation_fields(tokens, inner, model.hidden_act, model.gated_mlp, kernels.value_bytes.activation)
     kernels.elementwise("FFN_act", "activation", fields, count)
-    down = kernels.gemm("FFN_down", tokens, inner, hidden, count, model.mlp_bias)
+    down = kernels.gemm("FFN_down", tokens, inner, hidden, count, model.mlp_bias, module="dense_mlp")
     if layout.tp > 1:
         kernels.hidden_state_collective("AllReduce_ffn", hidden, layout.tp, count, down)
 
@@ -249,10 +249,11 @@ def _add_output(kernels: PassKernels, model: ModelConfig, layout: ParallelLayout
         _norm(kernels, model, "Norm_final", steps)
     rows, vocab = kernels.forward_pass.logit_rows, layout.vocab
     softcap = FLOPS_PER_ELEMENT["softcap"] if model.final_logit_softcapping is not None else 0.0
+    dtypes = kernels.module_gemm("lm_head")     # its input in the GEMM's activation dtype, the logits in the pass's
     head = kernels.add(name="LM_head", type=kernels.weight_matrix_type, op="gemm", unit="matrix",
-                       dtype=kernels.gemm_dtype, m=rows, k=hidden, n=vocab, count=steps, macs=rows * hidden * vocab,
-                       vector_flops=softcap * rows * vocab, weight_bytes=hidden * vocab * kernels.value_bytes.weight,
-                       activation_bytes=rows * hidden * activation + rows * vocab * activation)
+                       dtype=dtypes.gemm_dtype, m=rows, k=hidden, n=vocab, count=steps, macs=rows * hidden * vocab,
+                       vector_flops=softcap * rows * vocab, weight_bytes=hidden * vocab * dtypes.weight_bytes,
+                       activation_bytes=rows * hidden * dtypes.activation_bytes + rows * vocab * activation)
     if layout.tp > 1:
         kernels.collective("AllGather_logits", rows, vocab * layout.tp, rows * vocab * layout.tp * activation,
                            layout.tp, steps, head)

@@ -205,7 +205,7 @@ def _energy_metrics(rows: RowTimes, count, point, device_time, values: PointValu
 def _memory_metrics(stack: StackedTable, model, s: Scenario, values: PointValues, variants) -> dict[str, np.ndarray]:
     """engine/results/memory.py's per-device footprint (weights + KV cache + peak activations + workspace) per point."""
     layout = parallel_layout(model, s)
-    weights, _ = weights_per_device(model, layout, s.weight_dtype)
+    weights, _ = weights_per_device(model, layout, s.weight_dtype, s.unquantized_modules, s.unquantized_dtype)
     columns = stack.columns
     active = (columns["count"] > 0) & (np.asarray(columns["op"]) != "collective")
     activations = np.zeros(stack.points)

@@ -29,6 +29,7 @@ import numpy as np
 
 from engine.common.arrays import any_true
 from engine.hardware.dtypes import bytes_per_value
+from engine.workload.module_dtypes import check_modules, tensor_module, weight_bytes_of
 from engine.workload.parallel import ParallelismError, ParallelLayout, parallel_layout
 
 WORKSPACE_FRACTION = 0.10
@@ -86,6 +87,16 @@ def _replicated(name: str) -> bool:
 def layer_weights_per_device(model, layout: ParallelLayout) -> float:
     """Weights (elements) of all layers on one tensor-parallel rank, summed over the pipeline stages (kept per
     (model, layout): both are frozen, and every estimate of the model asks)."""
+    return _layer_weights_kept(model, layout)[0]
+
+
+def layer_weights_by_module(model, layout: ParallelLayout) -> dict:
+    """layer_weights_per_device split by module group (engine/workload/module_dtypes.py; None: the routed experts,
+    norms and sinks)."""
+    return _layer_weights_kept(model, layout)[1]
+
+
+def _layer_weights_kept(model, layout: ParallelLayout) -> tuple[float, dict]:
     try:
         return _kept_layer_weights(model, layout)
     except TypeError:        # an unhashable model: computed every time
@@ -93,14 +104,15 @@ def layer_weights_per_device(model, layout: ParallelLayout) -> float:
 
 
 @lru_cache(maxsize=64)
-def _kept_layer_weights(model, layout: ParallelLayout) -> float:
+def _kept_layer_weights(model, layout: ParallelLayout) -> tuple[float, dict]:
     return _layer_weights(model, layout)
 
 
-def _layer_weights(model, layout: ParallelLayout) -> float:
+def _layer_weights(model, layout: ParallelLayout) -> tuple[float, dict]:
+    """(all layers' weights on one device, the same by module group)."""
     kv_share = layout.kv_heads / model.num_key_value_heads
     experts = max(getattr(model, "num_experts", 0), 1)
-    total = 0.0
+    total, by_module = 0.0, {}
     for layers, parts in _layer_breakdowns(model):
         for name, params in parts.items():
             if _replicated(name):
@@ -111,27 +123,47 @@ def _layer_weights(model, layout: ParallelLayout) -> float:
                 share = math.ceil(experts / layout.ep) / experts if layout.ep > 1 else 1.0 / layout.tp
             else:
                 share = 1.0 / layout.tp
+            module = tensor_module(name)
             total += layers * params * share
-    return total
+            by_module[module] = by_module.get(module, 0.0) + layers * params * share
+    return total, by_module
 
 
-def weights_per_device(model, layout: ParallelLayout, weight_dtype: str) -> tuple[float, float]:
-    """(bytes on the most loaded device, bytes over all devices) of the weights."""
-    value = bytes_per_value(weight_dtype)
+def weights_per_device(model, layout: ParallelLayout, weight_dtype: str, unquantized_modules: tuple = (),
+                       unquantized_dtype: str = "bf16") -> tuple[float, float]:
+    """(bytes on the most loaded device, bytes over all devices) of the weights: `unquantized_modules` (groups of
+    engine/workload/module_dtypes.py, or their aliases) in `unquantized_dtype`, the rest in `weight_dtype`."""
+    if not unquantized_modules:
+        value = bytes_per_value(weight_dtype)
+        device, every = _weight_elements(model, layout, layer_weights_per_device(model, layout), 1.0, 1.0)
+        return device * value, every * value
+    unquantized_modules = check_modules(unquantized_modules)
+
+    def value(module):
+        return weight_bytes_of(weight_dtype, unquantized_dtype, unquantized_modules, module)
+
+    layers = sum(elements * value(module) for module, elements in layer_weights_by_module(model, layout).items())
+    device, every = _weight_elements(model, layout, layers / value(None), value("embedding") / value(None),
+                                     value("lm_head") / value(None))
+    return device * value(None), every * value(None)
+
+
+def _weight_elements(model, layout: ParallelLayout, layers: float, embedding_scale: float, head_scale: float):
+    """(on the most loaded device, over all devices) of `layers` (the layers' weights on one device) plus the
+    embedding, LM head and final norm, these scaled by `embedding_scale` / `head_scale` (their bytes per value over
+    the others'; `layers` comes divided by the others' bytes per value by the caller, or in elements)."""
     h = model.hidden_size
-    layers = layer_weights_per_device(model, layout)
     per_stage_layers = layers / model.num_layers
-    embedding = layout.vocab * h + getattr(model, "num_position_embeddings", 0) * h
-    head = 0 if model.tie_word_embeddings else layout.vocab * h
-    tied_copy = layout.vocab * h if model.tie_word_embeddings and layout.pp > 1 else 0
+    embedding = (layout.vocab * h + getattr(model, "num_position_embeddings", 0) * h) * embedding_scale
+    head = 0 if model.tie_word_embeddings else layout.vocab * h * head_scale
+    tied_copy = layout.vocab * h * embedding_scale if model.tie_word_embeddings and layout.pp > 1 else 0
     final_norm = model.params_final_norm
     if layout.pp == 1:
         device = layers + embedding + head + final_norm
     else:
         stage = per_stage_layers * layout.max_layers
         device = max(stage + embedding, stage + head + tied_copy + final_norm)
-    all_devices = layout.tp * layout.dp * (layers + embedding + head + tied_copy + final_norm)
-    return device * value, all_devices * value
+    return device, layout.tp * layout.dp * (layers + embedding + head + tied_copy + final_norm)
 
 
 # ---- KV cache ----------------------------------------------------------------------------------
@@ -204,7 +236,8 @@ def memory_footprint(model, scenario, hardware, layout: Optional[ParallelLayout]
         weights_all, kv, kv_all = weights * scenario.dp, kv_replica, kv_replica * scenario.dp
     else:
         layout = layout or parallel_layout(model, scenario)
-        weights, weights_all = weights_per_device(model, layout, scenario.weight_dtype)
+        weights, weights_all = weights_per_device(model, layout, scenario.weight_dtype, scenario.unquantized_modules,
+                                                  scenario.unquantized_dtype)
         kv = kv_replica * kv_share_per_device(model, layout)
         kv_all = kv_replica * (layout.kv_heads / model.num_key_value_heads if getattr(model, "attention_kind", "mha")
                                != "mla" else 1.0) * layout.tp * layout.dp

@@ -201,6 +201,9 @@ def precision_notes(s: Scenario) -> list[str]:
     elif weight.group_size:
         notes.append(f"{s.weight_dtype} weights: {weight.bytes_per_value:.4g} B per weight incl. one scale per "
                      f"{weight.group_size} values")
+    if s.unquantized_modules:
+        notes.append(f"{', '.join(s.unquantized_modules)} keep {s.unquantized_dtype} weights (unquantized_modules, as "
+                     "quantized checkpoints exclude them); the other weights are " + s.weight_dtype)
     kv = number_format(s.kv_dtype)
     attention = compute_dtype(s.activation_dtype, s.kv_dtype)
     if kv.compute_format != attention:

@@ -46,6 +46,7 @@ from engine.serving.speculative import draft_kv_per_token, draft_scenario, draft
 from engine.workload.scenario import Scenario
 
 SCENARIO_FIELDS = ("tp", "pp", "dp", "ep", "devices", "weight_dtype", "activation_dtype", "kv_dtype",
+                   "unquantized_modules", "unquantized_dtype",
                    "overlap_communication", "collective_algorithm", "routing_skew", "mla_decode", "moe_dispatch")
 METRICS = ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p50_s", "tpot_p90_s", "e2e_s",
            "e2e_p90_s", "tokens_per_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "requests_per_s")
@@ -216,7 +217,8 @@ def kv_budget(model, replica: Scenario, hardware, options: ServingOptions, layou
     With speculative decoding (`draft`: (draft model, scenario, layout)) the draft's weights come out of the
     memory too, and a request also reserves the draft's KV for its L tokens and the target's for the k
     drafted tokens a verification pass writes beyond them."""
-    weights = weights_per_device(model, layout, replica.weight_dtype)[0]
+    weights = weights_per_device(model, layout, replica.weight_dtype, replica.unquantized_modules,
+                                 replica.unquantized_dtype)[0]
     spec = options.speculative
     if draft is not None:
         weights += draft_weight_bytes(spec, draft[0], draft[2], replica.weight_dtype)

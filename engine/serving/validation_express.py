@@ -15,7 +15,12 @@ Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV 
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
 activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
 Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
-The whole model takes one weight dtype (a run that quantizes only its experts is approximated).
+The whole model takes one weight dtype by default. With CHECKPOINT_MODULES (benchmarks/serving_accuracy.py
+--checkpoint-modules) the modules the run's checkpoint leaves unquantized take bf16 weights and activations instead
+(Scenario.unquantized_modules, engine/workload/module_dtypes.py): UNQUANTIZED_MODULES, by quantization and model
+family, from the public checkpoints' exclusion lists (the package ships them under model_configs/). Not the default:
+scored on 2026-11-27 (h/serve10) it moved leave-one-system-out TPOT 12.2% / 40.6% -> 12.8% / 41.9% and TTFT 27.0% /
+79.3% -> 26.3% / 80.2% (docs/serving.md): the nvfp4 series it slows were mostly slow already.
 
 Speculative decoding: the file does not record it; the runs of benchmark series that ran MTP are read with it
 (mtp_reading, MTP_SERIES).
@@ -58,6 +63,26 @@ MTP_SERIES_BY_DATE = (("trtllm", "1.1.0rc2.post2", "2026-01-14"),)
 # the draft tokens' acceptance, per position: aiconfigurator's default for DeepSeek's MTP (nextn_accept_rates
 # 0.85, 0.3, 0, 0, 0), not fitted on these runs: E = 2.1 tokens per step with 3 drafted tokens, 1.85 with 1
 MTP_ACCEPTANCE_RATES = (0.85, 0.3, 0.0)
+# Modules a run's checkpoint keeps in bf16, by gemm_quant_mode and model family (family_of), read from the
+# checkpoints' quantization configs in aiconfigurator's model_configs/: nvidia--DeepSeek-V3.1-NVFP4 excludes the MLA
+# projections q_a, q_b, kv_a, kv_b (not o_proj) and lm_head; nvidia--Kimi-K2.5-NVFP4 and nvidia--MiniMax-M2.5-NVFP4
+# the attention (and MiniMax its router) and lm_head; nvidia--Qwen3-235B-A22B-NVFP4 the router and lm_head; the
+# Llama and dense Qwen3 NVFP4 exports ModelOpt's default, lm_head (as nvidia--Llama-3.1-70B-Instruct-FP8 does);
+# gpt-oss-120b's MXFP4 checkpoint converts only the experts (modules_to_not_convert: attention, router, embedding,
+# lm_head); moonshotai--Kimi-K2.5's int4 checkpoint only the routed experts (ignore: attention, shared experts,
+# dense MLPs, lm_head). The embedding table and a router that is no Linear layer (DeepSeek's and Kimi's MoEGate) are
+# never quantized. fp8 checkpoints (lm_head in bf16) are left as they were: every weight fp8.
+_ALWAYS = ("router", "embedding", "lm_head")
+UNQUANTIZED_MODULES = {
+    ("nvfp4", "deepseek"): ("attention_qkv", *_ALWAYS),
+    ("nvfp4", "kimi"): ("attention", *_ALWAYS),
+    ("nvfp4", "minimax"): ("attention", *_ALWAYS),
+    ("nvfp4", "gpt-oss"): ("attention", *_ALWAYS),
+    ("nvfp4", "qwen3"): _ALWAYS,
+    ("nvfp4", "llama"): _ALWAYS,
+    ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
+}
+CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -116,8 +141,16 @@ def model_and_dtypes(run, hardware, models: ModelSource):
     return model, dtypes
 
 
-def express(run, devices: dict, models: ModelSource):
-    """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed."""
+def unquantized_modules_of(run) -> tuple[str, ...]:
+    """The module groups the run's checkpoint keeps in bf16 (UNQUANTIZED_MODULES; () where it says nothing)."""
+    quant = run.gemm_quant_mode if isinstance(run.gemm_quant_mode, str) else ""
+    return UNQUANTIZED_MODULES.get((quant, family_of(run.model_path)), ())
+
+
+def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | None = None):
+    """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed.
+    `checkpoint_modules` (None: CHECKPOINT_MODULES): the checkpoint's unquantized modules in bf16
+    (unquantized_modules_of), else every weight in the run's weight dtype."""
     hardware = devices.get(run.device) if isinstance(run.device, str) else None
     if hardware is None:
         return f"system {run.system} has no workbook device"
@@ -143,6 +176,11 @@ def express(run, devices: dict, models: ModelSource):
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    if checkpoint_modules is None:
+        checkpoint_modules = CHECKPOINT_MODULES
+    unquantized = unquantized_modules_of(run) if checkpoint_modules else ()
+    if unquantized:
+        fields.update(unquantized_modules=unquantized, unquantized_dtype="bf16")
     speculative = mtp_reading(run, model, attention_dp=dp > 1)
     if speculative is not None:
         fields["speculative"] = speculative

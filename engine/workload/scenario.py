@@ -8,6 +8,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.hardware.dtypes import check_dtype
+from engine.workload.module_dtypes import check_modules
 
 Phase = Literal["prefill", "decode", "chunked", "request"]
 PHASES: tuple[str, ...] = ("prefill", "decode", "chunked", "request")
@@ -50,6 +51,10 @@ class Scenario(BaseModel):
     ordinary multi-head attention over the decompressed K/V. The KV cache holds the latent either way;
     prompts always run the naive form (docs/methods.md, "Multi-head latent attention").
 
+    `unquantized_modules` / `unquantized_dtype`: the module groups a quantized checkpoint leaves out of its
+    quantization (nvidia's NVFP4 exports keep attention, the router and the LM head in bf16, for example) and their
+    dtype; every other weight takes `weight_dtype` (engine/workload/module_dtypes.py).
+
     `moe_dispatch` (MoE models with ep = tp > 1, no attention data parallelism): how tokens reach the experts.
     "all_to_all" (the default): each TP rank routes its share of the tokens and sends them to the experts' devices and
     back (AllToAll_dispatch / AllToAll_combine), the shares completed by the all-reduce; "all_reduce": every rank
@@ -69,6 +74,11 @@ class Scenario(BaseModel):
     weight_dtype: str = "bf16"
     activation_dtype: str = "bf16"
     kv_dtype: str = "bf16"
+    unquantized_modules: tuple[str, ...] = Field(
+        (), description="module groups whose weights stay in unquantized_dtype while the rest take weight_dtype "
+        "(a quantized checkpoint's excluded modules: attention, attention_qkv, attention_output, dense_mlp, "
+        "shared_experts, router, embedding, lm_head); engine/workload/module_dtypes.py")
+    unquantized_dtype: str = "bf16"
 
     tp: Optional[int] = Field(None, ge=1, le=4096, description="tensor-parallel ways")
     pp: Optional[int] = Field(None, ge=1, le=4096, description="pipeline-parallel stages")
@@ -89,10 +99,15 @@ class Scenario(BaseModel):
         "experts' devices; 'all_reduce' (SGLang's default moe_a2a_backend 'none') runs every rank's experts on the "
         "replicated tokens and sums their outputs in the all-reduce alone; engine/decomposition/moe.py")
 
-    @field_validator("weight_dtype", "activation_dtype", "kv_dtype")
+    @field_validator("weight_dtype", "activation_dtype", "kv_dtype", "unquantized_dtype")
     @classmethod
-    def _known_dtype(cls, value: str) -> str:
-        return check_dtype(value)
+    def _known_dtype(cls, value: str, info) -> str:
+        return check_dtype(value, info.field_name)
+
+    @field_validator("unquantized_modules", mode="before")
+    @classmethod
+    def _known_modules(cls, value) -> tuple[str, ...]:
+        return check_modules(value)
 
     @model_validator(mode="after")
     def _resolve_layout(self) -> "Scenario":

@@ -81,7 +81,8 @@ def _json_default(value):
     return repr(value)
 
 
-FIELDS_ADDED_SINCE = {"moe_dispatch": "all_to_all"}     # h/serve8, 2026-11-27 (Scenario.moe_dispatch)
+FIELDS_ADDED_SINCE = {"moe_dispatch": "all_to_all",     # h/serve8, 2026-11-27 (Scenario.moe_dispatch)
+                      "unquantized_modules": (), "unquantized_dtype": "bf16"}   # h/serve10, 2026-11-27
 
 
 def result_digest(result) -> dict[str, str | None]:

@@ -214,6 +214,9 @@ class AutoModel:
             check_supported(scenario)
         except ValueError as error:
             raise AutoDecompositionError(str(error)) from None
+        if scenario.unquantized_modules:
+            raise AutoDecompositionError(f"{self.name} is decomposed automatically (traced): unquantized_modules "
+                                         "needs a hand model (every traced weight takes weight_dtype)")
         dtypes = Dtypes(scenario.weight_dtype, scenario.activation_dtype, scenario.kv_dtype)
         builder = KernelTableBuilder()
         for forward_pass in forward_passes(scenario):
