@@ -56,15 +56,14 @@ def main() -> None:
     try:
         render_page(PageContext(state, devices, model, scenario, models=models), base_devices)
     finally:         # also when the page stops early: the inputs stay on screen and keep their values
-        with controls:
-            sidebar.draw(controls, devices, model)
+        sidebar.draw(controls, devices, model)
     session.write_url(session.from_widgets(session.view()))
     data.freeze_startup_heap()
 
 
 def render_page(context: PageContext, base_devices: dict) -> None:
-    """The URL warnings and the chosen page. Drawn before the sidebar's inputs, so the browser draws the first
-    chart before it builds the thirty inputs (benchmarks/first_chart_ladder.py, issue 14)."""
+    """The URL warnings and the chosen page. Drawn before the sidebar's inputs, whose elements the browser then
+    receives after the page's (Chromium CPU to the first chart 3.19 -> 2.88 s, docs/responsiveness.md, issue 14)."""
     for warning in st.session_state["url_warnings"]:
         st.warning(warning, icon=":material/link_off:")
     state, devices = context.state, context.devices
@@ -83,7 +82,7 @@ def render_page(context: PageContext, base_devices: dict) -> None:
     elif state.page == "accuracy":
         accuracy.render(state.method, devices)
     else:
-        overview.body(context)        # a fragment: a Batch change reruns it alone
+        overview.body(context)        # a fragment: an input only the body reads reruns it alone
 
 
 def read_carried(state) -> list[str]:
