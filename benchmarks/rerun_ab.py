@@ -11,7 +11,9 @@ cheaper in: the figure to read under load.
 A variant is either a server this script starts, from this tree or another checkout (--repo-a / --repo-b: e.g.
 `git archive main | tar -x -C /tmp/base`), with extra environment (--env-a / --env-b, e.g. "SOME_SWITCH=1"), or one
 already running (--url-a / --url-b: its CPU is then not read). Each rerun changes Batch, or with --input the Input or
-Output tokens (by their URL parameter: in, out), to a value no earlier rerun used.
+Output tokens (by their URL parameter: in, out), to a value no earlier rerun used. With --sessions K each variant has
+K pages (one browser) that rerun at once, each to its own new value, CPU counted per page and wall the slowest page's:
+load_sessions.py's all-at-once mode, paired (the variants take turns: one variant's K pages run at a time).
 Run: PYTHONPATH=. .venv/bin/python benchmarks/rerun_ab.py [--pairs 12] [--repo-a /tmp/base] [--url-a URL]
      [--env-b NAME=VALUE] [--input in]
 """
@@ -36,44 +38,55 @@ from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS,
                                  wait_idle)
 
 class Variant:
-    def __init__(self, name: str, playwright, url: str, server: psutil.Process | None, path: str, param: str):
+    def __init__(self, name: str, playwright, url: str, server: psutil.Process | None, path: str, param: str,
+                 sessions: int = 1):
         known = {p.pid for p in browser_roots(set())}
         self.name, self.server, self.param = name, server, param
         self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         self.root = browser_roots(known)[0]
-        self.page = self.browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
-        self.page.goto(url + path, wait_until="commit")
+        self.pages = [self.browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+                      for _ in range(sessions)]
+        for page in self.pages:
+            page.goto(url + path, wait_until="commit")
         self.records: list[dict] = []
 
     def settle_first(self) -> None:
-        self.page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
-        wait_idle(self.page, TIMEOUT_MS)
+        for page in self.pages:
+            page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
+            wait_idle(page, TIMEOUT_MS)
 
     def read(self) -> tuple:
         return chromium_cpu(self.root), cpu_seconds(self.server) if self.server else 0.0
 
     def rerun(self, value: int, tail: float, keep: bool = True) -> None:
-        """The input set to `value` (Enter), waited for until settled, and `tail` seconds more; CPU and wall kept."""
-        field = self.page.get_by_label(INPUTS[self.param], exact=True)
-        field.fill(str(value))
+        """The input set to `value` in every page (Enter pressed in each in turn), each waited for until settled,
+        and `tail` seconds more; CPU per page and the slowest page's wall kept. Each page gets its own value
+        (value * 100 + its index), so the server computes every page's view, as twenty users' would be."""
+        values = [str(value * 100 + index if len(self.pages) > 1 else value) for index in range(len(self.pages))]
+        fields = [page.get_by_label(INPUTS[self.param], exact=True) for page in self.pages]
+        for field, text in zip(fields, values):
+            field.fill(text)
         before, started = self.read(), time.perf_counter()
-        field.press("Enter")
-        self.page.wait_for_function(url_param_is(self.param, str(value)), polling=POLL_MS, timeout=TIMEOUT_MS)
-        wait_idle(self.page, TIMEOUT_MS)
+        for field in fields:
+            field.press("Enter")
+        for page, text in zip(self.pages, values):
+            page.wait_for_function(url_param_is(self.param, text), polling=POLL_MS, timeout=TIMEOUT_MS)
+            wait_idle(page, TIMEOUT_MS)
         wall = time.perf_counter() - started
         time.sleep(tail)
         after = self.read()
         if keep:
-            self.records.append({"wall": wall, "chromium": sum(after[0].values()) - sum(before[0].values()),
-                                 "renderer": after[0]["renderer"] - before[0]["renderer"],
-                                 "server": after[1] - before[1]})
+            pages = len(self.pages)
+            self.records.append({"wall": wall, "chromium": (sum(after[0].values()) - sum(before[0].values())) / pages,
+                                 "renderer": (after[0]["renderer"] - before[0]["renderer"]) / pages,
+                                 "server": (after[1] - before[1]) / pages})
 
 
 def run_pairs(servers: dict, args) -> list[Variant]:
     """Both variants' pages opened and settled, one unmeasured rerun each, then args.pairs pairs of reruns."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
-        variants = [Variant(name, playwright, url, server, args.path, args.input)
+        variants = [Variant(name, playwright, url, server, args.path, args.input, args.sessions)
                     for name, (url, server) in servers.items()]
         for variant in variants:
             variant.settle_first()
@@ -107,6 +120,9 @@ def main(argv=None) -> int:
                         help="the sidebar input each rerun changes, by its URL parameter (batch, in, out)")
     parser.add_argument("--tail", type=float, default=1.0, help="seconds counted after each rerun has settled")
     parser.add_argument("--first-value", type=int, default=40, help="the input's first new value (then +1 each)")
+    parser.add_argument("--sessions", type=int, default=1,
+                        help="pages per variant rerunning at once (CPU per page, wall the slowest page's): their "
+                             "reruns wait for each other, as load_sessions.py's all-at-once mode")
     args = parser.parse_args(argv)
     with load_printed(), contextlib.ExitStack() as stack:
         servers = {name: stack.enter_context(dashboard(url, env, repo))
