@@ -109,10 +109,13 @@ class DeviceGemms:
                                max(rates.kernel_latency_s + extra_latency_s, 0.0)) + self.quantize_s(quantize_latency)
 
     def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0,
-                   overlap_loss: float = 0.0, block_scale_flops: float = 0.0, k_step_cycles: float = 0.0) -> np.ndarray:
+                   overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
+                   k_step_cycles: float = 0.0) -> np.ndarray:
         """The clock-and-power form's time without its latency (`block_scale_flops`: gemm_block_scale_flops, the
-        matrix rate x 1 / (1 + flops x block_scale_ratio))."""
+        matrix rate x 1 / (1 + flops x block_scale_ratio); a float, or {framework: flops} as the fit gives it)."""
         power = np.inf      # the chip's power-limited MAC/s, a bound on its aggregate rate (tiling.candidate_times)
+        if isinstance(block_scale_flops, dict):     # per framework (the framework's block-scaled kernel)
+            block_scale_flops = block_scale_flops.get(self.framework, 0.0)
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
@@ -121,7 +124,7 @@ class DeviceGemms:
                                k_step_cycles / self.rates.clock_hz)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
-                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float = 0.0,
+                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
                         k_step_cycles: float = 0.0, quantize_latency: dict | None = None,
                         quantize_bytes: dict | None = None, native_scale_cycles: float = 0.0) -> np.ndarray:
         return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss, block_scale_flops,
@@ -187,8 +190,9 @@ def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: 
                                  joules_per_flop: float | None = None, block_scale: bool = True,
                                  quantize_bytes: bool = True, k_step: bool = False,
                                  native_scale: bool = False) -> tuple:
-    """fit_dtype_clock_quantize's six values, gemm_block_scale_flops (BLOCK_SCALE_FLOPS_GRID; 0 where no group
-    has a vector-unit promotion, DeviceGemms.block_scale_ratio), {framework: the quantize kernel's bytes per
+    """fit_dtype_clock_quantize's six values, {framework: gemm_block_scale_flops} (BLOCK_SCALE_FLOPS_GRID, per
+    framework of the groups with a vector-unit promotion, DeviceGemms.block_scale_ratio; {}: none or `block_scale`
+    False), {framework: the quantize kernel's bytes per
     activation value} (QUANTIZE_BYTES_GRID; `quantize_bytes` False: QUANTIZE_BYTES_PER_VALUE; `block_scale` False:
     no promotion fitted), gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, else 0) and
     gemm_native_scale_cycles (NATIVE_SCALE_CYCLES_GRID where `native_scale` and some group pays it, else 0).
@@ -221,8 +225,9 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
     def native_cycles(values):
         return np.concatenate([np.full(g.measured.size, values.get(g.framework, 0.0) if g.native_scale else 0.0)
                                for g in groups])
-    block = 0.0
-    block_grid = BLOCK_SCALE_FLOPS_GRID if block_scale and any(g.block_scale_ratio > 0 for g in groups) else [0.0]
+    # gemm_block_scale_flops per framework (its block-scaled kernel's promotion; h/gemm10): only where some group has a
+    # vector-unit promotion (DeviceGemms.block_scale_ratio > 0)
+    block = {f: 0.0 for f in sorted({g.framework for g in groups if g.block_scale_ratio > 0})} if block_scale else {}
     def work(efficiency, joules, split, overlap, block_flops=None, step_cycles=None):
         block_flops = block if block_flops is None else block_flops
         step_cycles = step if step_cycles is None else step_cycles
@@ -248,8 +253,9 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
                                                                         measured)))
         overlap = float(min(OVERLAP_LOSS_GRID, key=lambda a: objective(work(efficiency, joules, split, a) + fixed,
                                                                         measured)))
-        block = float(min(block_grid, key=lambda b: objective(work(efficiency, joules, split, overlap, b) + fixed,
-                                                               measured)))
+        for framework in block:
+            block[framework] = float(min(BLOCK_SCALE_FLOPS_GRID, key=lambda b: objective(
+                work(efficiency, joules, split, overlap, {**block, framework: b}) + fixed, measured)))
         done = work(efficiency, joules, split, overlap)
         cycles = float(min(cycles_grid, key=lambda c: objective(done + (c + native_cycles(native)) / clocks
                                                                 + extra(quantize), measured)))
@@ -323,7 +329,8 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
                 "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
-                "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
+                "block_scale_flops": ", ".join(f"{f} {v:g}" for f, v in block.items()) if isinstance(block, dict)
+                else block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
                                          for f, v in quantize.items())}
         shipped_held_out = [g for (d, t, _), g in shipped_groups.items() if (d, t) == (device, dtype)]
@@ -388,8 +395,8 @@ def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
                    gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0},
                    gemm_overlap_loss={d: values[4] for d, values in fitted.items()
                                       if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0},
-                   gemm_block_scale_flops={d: values[6] for d, values in fitted.items()
-                                           if len(values) > 6 and values[6] > 0},
+                   gemm_block_scale_flops={d: values[6] for d, values in fitted.items()   # per framework: the tables'
+                                           if len(values) > 6 and not isinstance(values[6], dict) and values[6] > 0},
                    gemm_k_step_cycles={d: values[8] for d, values in fitted.items()
                                        if len(values) > 8 and values[8] > 0})
 
