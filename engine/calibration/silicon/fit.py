@@ -19,6 +19,9 @@ tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(com
 part of the shorter term a tile's pipeline does not hide; tiling.candidate_times) + waves x k steps x
 gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition); per-tensor fp8 adds
 its tile store (TILE_STORE_BYTES_PER_VALUE) and can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9).
+Block-scaled fp8 (fp8_g128) on matrix units without native block scales (Hopper) divides the matrix rate by
+1 + gemm_block_scale_flops x block_scale_ratio, one value per framework (its kernel's promotion; h/gemm10), and pays the
+k-step cycles and the tile store as per-tensor fp8 does.
 
 Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
 (engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without

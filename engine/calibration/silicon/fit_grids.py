@@ -36,9 +36,10 @@ K_STEP_DTYPES = ("bf16", "fp8", "fp8_g128")
 # 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
 EPILOGUE_BYTES_PER_VALUE = 0.0
 # gemm_tile_store_bytes_per_value the fit's warm groups use, per dtype on every device (RealisticConstants): 4, each bf16
-# output value written to shared memory and read back by the tile's store; per-tensor fp8 only (h/gemm9,
-# docs/accuracy.md: 8 bytes made GB200 and GB300 worse; fp8_g128 at 4 made GB300 and H200 worse; bf16 not tried)
-TILE_STORE_BYTES_PER_VALUE = {"fp8": 4.0}
+# output value written to shared memory and read back by the tile's store (h/gemm9, docs/accuracy.md: 8 bytes made GB200
+# and GB300 worse); fp8_g128 since h/gemm10, with its per-framework promotion and k-step cycles (without them, h/gemm9,
+# 4 bytes made GB300 and H200 worse); bf16 not tried
+TILE_STORE_BYTES_PER_VALUE = {"fp8": 4.0, "fp8_g128": 4.0}
 # gemm_native_scale_cycles: the fixed cycles an fp8-family GEMM kernel adds on matrix units with native block scales
 # (fp4-rated: Blackwell) beyond bf16's latency cycles (h/gemm9, docs/accuracy.md); fitted in every fold for these dtypes
 NATIVE_SCALE_CYCLES_GRID = np.arange(0.0, 8000.001, 100.0)
