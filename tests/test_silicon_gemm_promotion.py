@@ -66,13 +66,14 @@ def test_the_fit_finds_one_promotion_per_framework():
     fitted = fit.fit_dtype_clock_block_scaled(groups, latency_cycles=4500.0, quantize_bytes=False)
     assert fitted[6] == pytest.approx(truth, abs=0.25)      # one step of the grid
 
-    def median_error(block) -> float:
+    def p90_error(block) -> float:
         predicted = np.concatenate([g.predicted_clock(*fitted[:5], block, fitted[8], quantize_latency=fitted[5])
                                     for g in groups])
-        return float(np.median(np.abs(predicted / np.concatenate([g.measured for g in groups]) - 1)))
-    # the grids' steps leave ~1%; the frameworks' values swapped leave more
-    assert median_error(fitted[6]) < 0.02
-    assert median_error({"trtllm": fitted[6]["sglang"], "sglang": fitted[6]["trtllm"]}) > 2 * median_error(fitted[6])
+        return float(np.quantile(np.abs(predicted / np.concatenate([g.measured for g in groups]) - 1), 0.9))
+    # measured: fitted 3.3% (the grids' steps); the frameworks' values swapped 19.3%, no promotion 16.7%
+    assert p90_error(fitted[6]) < 0.05
+    assert p90_error({"trtllm": fitted[6]["sglang"], "sglang": fitted[6]["trtllm"]}) > 0.15
+    assert p90_error({}) > 0.15
 
 
 # H200 held out (installed tables, fp8_g128, TensorRT-LLM + SGLang, 200 rows per device and framework; latency cycles
