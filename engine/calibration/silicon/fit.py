@@ -1,33 +1,25 @@
 """Fit the realistic method's GEMM constants per dtype on the measured tables, leave-one-device-out.
 
-The realistic GEMM time of a device (engine/estimators/realistic.py) uses the workbook's
-achievable_matrix_fraction, achievable_memory_bandwidth_fraction and kernel_latency (blank: the defaults).
-Per dtype two software constants adjust it, the same on every device (RealisticConstants):
+The realistic GEMM time of a device (engine/estimators/realistic.py) uses the workbook's achievable_matrix_fraction,
+achievable_memory_bandwidth_fraction and kernel_latency (blank: the defaults). Per dtype two software constants adjust
+it, the same on every device (RealisticConstants), so a device known only from the workbook gets them too:
 
     matrix rate     = peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype]
     device latency  = max(0, kernel_latency + gemm_format_latency_s[dtype])
 
-so a device known only from the workbook gets them too. The clock-and-power form (CLOCK_DTYPES: bf16) replaces
-the latency and caps the matrix rate by the board's power, again from workbook fields only:
+The clock-and-power form (CLOCK_DTYPES) replaces the latency and caps the matrix rate by the board's power:
 
     device latency  = gemm_latency_cycles[dtype] / clock_hz (+ gemm_split_k_cycles[dtype] / clock_hz if split-K)
     matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
                           (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype] over the cores kept busy)
 
-(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
-tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
-part of the shorter term a tile's pipeline does not hide; tiling.candidate_times) + waves x k steps x
-gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition); per-tensor fp8 adds
-its tile store (TILE_STORE_BYTES_PER_VALUE) and can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9).
-Block-scaled fp8 (fp8_g128) on matrix units without native block scales (Hopper) divides the matrix rate by
-1 + gemm_block_scale_flops x block_scale_ratio, one value per framework (its kernel's promotion; h/gemm10), and pays the
-k-step cycles and the tile store as per-tensor fp8 does.
-
-Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
-(engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
-device X and scores X.
-The GEMM model is engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of
-matrix fraction, memory fraction and latency: tile candidates evaluated once).
+(a chip-level bound), and in the warm condition a tiling candidate adds gemm_overlap_loss x min(compute, memory) and
+waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 and fp8_g128 add their tile store
+(TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
+units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
+one value per framework (its kernel's promotion; h/gemm10). Both forms are fitted by coordinate descent over 1-D grids,
+minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
+on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
 
 from __future__ import annotations
@@ -228,8 +220,7 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
     def native_cycles(values):
         return np.concatenate([np.full(g.measured.size, values.get(g.framework, 0.0) if g.native_scale else 0.0)
                                for g in groups])
-    # gemm_block_scale_flops per framework (its block-scaled kernel's promotion; h/gemm10): only where some group has a
-    # vector-unit promotion (DeviceGemms.block_scale_ratio > 0)
+    # gemm_block_scale_flops per framework of the groups with a vector-unit promotion (block_scale_ratio > 0; h/gemm10)
     block = {f: 0.0 for f in sorted({g.framework for g in groups if g.block_scale_ratio > 0})} if block_scale else {}
     def work(efficiency, joules, split, overlap, block_flops=None, step_cycles=None):
         block_flops = block if block_flops is None else block_flops
@@ -332,8 +323,7 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
                 "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
-                "block_scale_flops": ", ".join(f"{f} {v:g}" for f, v in block.items()) if isinstance(block, dict)
-                else block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
+                "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
                                          for f, v in quantize.items())}
         shipped_held_out = [g for (d, t, _), g in shipped_groups.items() if (d, t) == (device, dtype)]
