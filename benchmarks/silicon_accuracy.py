@@ -97,7 +97,8 @@ def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> 
     print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
           f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
     out = table[["device", "dtype", "count", "efficiency", "extra_latency_us", "latency_cycles",
-                 "joules_per_tflop", "split_k_cycles", "overlap_loss", "k_step_cycles", "quantize_us"]].copy()
+                 "joules_per_tflop", "split_k_cycles", "overlap_loss", "k_step_cycles", "block_scale_flops",
+                 "quantize_us"]].copy()
     for label in ("before", "lodo", "shipped"):
         out[label] = [f"{100 * a:.1f}% / {100 * b:.1f}%, {100 * c:+.1f}%" for a, b, c in
                       zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
@@ -107,7 +108,8 @@ def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> 
           "value). before: efficiency 1, no extra "
           "latency, no quantize kernel; lodo: the constants shown, fitted without the device (clock-and-power form "
           f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles, the overlap loss "
-          "(max(c, m) + loss x min(c, m)), k-step cycles (per wave per k step); others: efficiency / "
+          "(max(c, m) + loss x min(c, m)), k-step cycles (per wave per k step), block_scale_flops (fp8_g128 on Hopper: the "
+          "promotion's vector FLOPs per output value and scale group, per framework); others: efficiency / "
           "extra latency); shipped: RealisticConstants and conditions.TABLE_QUANTIZE_LATENCY_S (fitted on all devices)")
     if parts:
         print_residuals(gemm_residuals.with_errors(parts))

@@ -214,7 +214,7 @@ def _within(errors: np.ndarray) -> bool:
 
 
 def test_gb200_fp8_held_out_band_that_a_15_percent_change_of_the_tile_store_leaves(gb200_fp8_fold):
-    assert fit.TILE_STORE_BYTES_PER_VALUE == {"fp8": 4.0}
+    assert fit.TILE_STORE_BYTES_PER_VALUE["fp8"] == 4.0
     assert _within(_held_out_errors(gb200_fp8_fold, 1.0))
     for factor in (0.85, 1.15, 0.0):
         assert not _within(_held_out_errors(gb200_fp8_fold, factor)), factor

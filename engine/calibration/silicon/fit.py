@@ -1,30 +1,25 @@
 """Fit the realistic method's GEMM constants per dtype on the measured tables, leave-one-device-out.
 
-The realistic GEMM time of a device (engine/estimators/realistic.py) uses the workbook's
-achievable_matrix_fraction, achievable_memory_bandwidth_fraction and kernel_latency (blank: the defaults).
-Per dtype two software constants adjust it, the same on every device (RealisticConstants):
+The realistic GEMM time of a device (engine/estimators/realistic.py) uses the workbook's achievable_matrix_fraction,
+achievable_memory_bandwidth_fraction and kernel_latency (blank: the defaults). Per dtype two software constants adjust
+it, the same on every device (RealisticConstants), so a device known only from the workbook gets them too:
 
     matrix rate     = peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype]
     device latency  = max(0, kernel_latency + gemm_format_latency_s[dtype])
 
-so a device known only from the workbook gets them too. The clock-and-power form (CLOCK_DTYPES: bf16) replaces
-the latency and caps the matrix rate by the board's power, again from workbook fields only:
+The clock-and-power form (CLOCK_DTYPES) replaces the latency and caps the matrix rate by the board's power:
 
     device latency  = gemm_latency_cycles[dtype] / clock_hz (+ gemm_split_k_cycles[dtype] / clock_hz if split-K)
     matrix rate     = min(peak x achievable_matrix_fraction x gemm_matrix_efficiency[dtype],
                           (tdp_w - static_power_w) / gemm_power_j_per_flop[dtype] over the cores kept busy)
 
-(the power cap bounds the chip's aggregate rate: the tiles' executed FLOPs x J per FLOP / dynamic power), and a
-tiling candidate takes max(compute, memory) + gemm_overlap_loss[dtype] x min(compute, memory) (warm condition: the
-part of the shorter term a tile's pipeline does not hide; tiling.candidate_times) + waves x k steps x
-gemm_k_step_cycles[dtype] / clock_hz (the k loop's per-step time beyond its work; warm condition); per-tensor fp8 adds
-its tile store (TILE_STORE_BYTES_PER_VALUE) and can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9).
-
-Both forms are fitted by coordinate descent over 1-D grids, minimising median |error| + p90 |error| / 2
-(engine.calibration.fit.objective) over the training devices' rows pooled; `leave_one_device_out` fits without
-device X and scores X.
-The GEMM model is engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of
-matrix fraction, memory fraction and latency: tile candidates evaluated once).
+(a chip-level bound), and in the warm condition a tiling candidate adds gemm_overlap_loss x min(compute, memory) and
+waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 and fp8_g128 add their tile store
+(TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
+units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
+one value per framework (its kernel's promotion; h/gemm10). Both forms are fitted by coordinate descent over 1-D grids,
+minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
+on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
 
 from __future__ import annotations
@@ -109,10 +104,13 @@ class DeviceGemms:
                                max(rates.kernel_latency_s + extra_latency_s, 0.0)) + self.quantize_s(quantize_latency)
 
     def clock_work(self, efficiency: float, joules_per_flop: float, split_k_cycles: float = 0.0,
-                   overlap_loss: float = 0.0, block_scale_flops: float = 0.0, k_step_cycles: float = 0.0) -> np.ndarray:
+                   overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
+                   k_step_cycles: float = 0.0) -> np.ndarray:
         """The clock-and-power form's time without its latency (`block_scale_flops`: gemm_block_scale_flops, the
-        matrix rate x 1 / (1 + flops x block_scale_ratio))."""
+        matrix rate x 1 / (1 + flops x block_scale_ratio); a float, or {framework: flops} as the fit gives it)."""
         power = np.inf      # the chip's power-limited MAC/s, a bound on its aggregate rate (tiling.candidate_times)
+        if isinstance(block_scale_flops, dict):     # per framework (the framework's block-scaled kernel)
+            block_scale_flops = block_scale_flops.get(self.framework, 0.0)
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
@@ -121,7 +119,7 @@ class DeviceGemms:
                                k_step_cycles / self.rates.clock_hz)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
-                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float = 0.0,
+                        split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
                         k_step_cycles: float = 0.0, quantize_latency: dict | None = None,
                         quantize_bytes: dict | None = None, native_scale_cycles: float = 0.0) -> np.ndarray:
         return (self.clock_work(efficiency, joules_per_flop, split_k_cycles, overlap_loss, block_scale_flops,
@@ -187,8 +185,9 @@ def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: 
                                  joules_per_flop: float | None = None, block_scale: bool = True,
                                  quantize_bytes: bool = True, k_step: bool = False,
                                  native_scale: bool = False) -> tuple:
-    """fit_dtype_clock_quantize's six values, gemm_block_scale_flops (BLOCK_SCALE_FLOPS_GRID; 0 where no group
-    has a vector-unit promotion, DeviceGemms.block_scale_ratio), {framework: the quantize kernel's bytes per
+    """fit_dtype_clock_quantize's six values, {framework: gemm_block_scale_flops} (BLOCK_SCALE_FLOPS_GRID, per
+    framework of the groups with a vector-unit promotion, DeviceGemms.block_scale_ratio; {}: none or `block_scale`
+    False), {framework: the quantize kernel's bytes per
     activation value} (QUANTIZE_BYTES_GRID; `quantize_bytes` False: QUANTIZE_BYTES_PER_VALUE; `block_scale` False:
     no promotion fitted), gemm_k_step_cycles (K_STEP_CYCLES_GRID where `k_step`, else 0) and
     gemm_native_scale_cycles (NATIVE_SCALE_CYCLES_GRID where `native_scale` and some group pays it, else 0).
@@ -221,8 +220,8 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
     def native_cycles(values):
         return np.concatenate([np.full(g.measured.size, values.get(g.framework, 0.0) if g.native_scale else 0.0)
                                for g in groups])
-    block = 0.0
-    block_grid = BLOCK_SCALE_FLOPS_GRID if block_scale and any(g.block_scale_ratio > 0 for g in groups) else [0.0]
+    # gemm_block_scale_flops per framework of the groups with a vector-unit promotion (block_scale_ratio > 0; h/gemm10)
+    block = {f: 0.0 for f in sorted({g.framework for g in groups if g.block_scale_ratio > 0})} if block_scale else {}
     def work(efficiency, joules, split, overlap, block_flops=None, step_cycles=None):
         block_flops = block if block_flops is None else block_flops
         step_cycles = step if step_cycles is None else step_cycles
@@ -248,8 +247,9 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
                                                                         measured)))
         overlap = float(min(OVERLAP_LOSS_GRID, key=lambda a: objective(work(efficiency, joules, split, a) + fixed,
                                                                         measured)))
-        block = float(min(block_grid, key=lambda b: objective(work(efficiency, joules, split, overlap, b) + fixed,
-                                                               measured)))
+        for framework in block:
+            block[framework] = float(min(BLOCK_SCALE_FLOPS_GRID, key=lambda b: objective(
+                work(efficiency, joules, split, overlap, {**block, framework: b}) + fixed, measured)))
         done = work(efficiency, joules, split, overlap)
         cycles = float(min(cycles_grid, key=lambda c: objective(done + (c + native_cycles(native)) / clocks
                                                                 + extra(quantize), measured)))
@@ -388,8 +388,8 @@ def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
                    gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0},
                    gemm_overlap_loss={d: values[4] for d, values in fitted.items()
                                       if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0},
-                   gemm_block_scale_flops={d: values[6] for d, values in fitted.items()
-                                           if len(values) > 6 and values[6] > 0},
+                   gemm_block_scale_flops={d: values[6] for d, values in fitted.items()   # per framework: the tables'
+                                           if len(values) > 6 and not isinstance(values[6], dict) and values[6] > 0},
                    gemm_k_step_cycles={d: values[8] for d, values in fitted.items()
                                        if len(values) > 8 and values[8] > 0})
 

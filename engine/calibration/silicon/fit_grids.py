@@ -23,22 +23,23 @@ SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
 # gemm_block_scale_flops: vector FLOPs per output value per scale group (block-scaled GEMMs on matrix units without
 # native block scales: Hopper); 0: none, 2: one FMA
 BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
-# ... fitted in leave_one_device_out and fit_all? Tried and not kept (h/gemm5, docs/accuracy.md): Hopper's block-scaled
-# tables are both too slow at small m and too fast at large m, and the promotion fits only the second (H200 17.2% ->
-# 15.5%, B200 8.4% -> 8.9%); the quantize bytes alone keep every device within 0.2 points and improve H100
-FIT_BLOCK_SCALE = False
+# ... fitted in leave_one_device_out and fit_all, one value per framework (its block-scaled kernel: TensorRT-LLM's Hopper
+# kernel runs large GEMMs at bf16's time, SGLang's at 0.73 of it; h/gemm10, docs/accuracy.md). One value for all
+# frameworks was tried and not kept (h/gemm5: H200 17.2% -> 15.5%, B200 8.4% -> 8.9%)
+FIT_BLOCK_SCALE = True
 # gemm_k_step_cycles: core cycles each wave spends per TILE_K-deep step of its k loop beyond the matrix work
 K_STEP_CYCLES_GRID = (0.0, 10.0, 20.0, 30.0)
-# ... fitted for these dtypes in leave_one_device_out and fit_all (h/gemm7: fp8_g128's folds with the grid chose 20 where
-# a Hopper was held out and made Hopper 1.3-3.2 points worse: its tables lack the promotion cost, docs/accuracy.md)
-K_STEP_DTYPES = ("bf16", "fp8")
+# ... fitted for these dtypes in leave_one_device_out and fit_all (fp8_g128 since h/gemm10, with the per-framework
+# promotion: without it, h/gemm7, the folds chose 20 where a Hopper was held out and made Hopper 1.3-3.2 points worse)
+K_STEP_DTYPES = ("bf16", "fp8", "fp8_g128")
 # gemm_epilogue_bytes_per_value the fit's warm groups use (RealisticConstants; 8: A100's fp32 tile through shared memory).
 # 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
 EPILOGUE_BYTES_PER_VALUE = 0.0
 # gemm_tile_store_bytes_per_value the fit's warm groups use, per dtype on every device (RealisticConstants): 4, each bf16
-# output value written to shared memory and read back by the tile's store; per-tensor fp8 only (h/gemm9,
-# docs/accuracy.md: 8 bytes made GB200 and GB300 worse; fp8_g128 at 4 made GB300 and H200 worse; bf16 not tried)
-TILE_STORE_BYTES_PER_VALUE = {"fp8": 4.0}
+# output value written to shared memory and read back by the tile's store (h/gemm9, docs/accuracy.md: 8 bytes made GB200
+# and GB300 worse); fp8_g128 since h/gemm10, with its per-framework promotion and k-step cycles (without them, h/gemm9,
+# 4 bytes made GB300 and H200 worse); bf16 not tried
+TILE_STORE_BYTES_PER_VALUE = {"fp8": 4.0, "fp8_g128": 4.0}
 # gemm_native_scale_cycles: the fixed cycles an fp8-family GEMM kernel adds on matrix units with native block scales
 # (fp4-rated: Blackwell) beyond bf16's latency cycles (h/gemm9, docs/accuracy.md); fitted in every fold for these dtypes
 NATIVE_SCALE_CYCLES_GRID = np.arange(0.0, 8000.001, 100.0)
