@@ -50,6 +50,7 @@ def main() -> None:
         st.session_state["url_warnings"] += carry_warnings + device_warnings + model_warnings + models_warnings + length_warnings + scenario_warnings
     session.set_view(carry_uploads(state, base_devices))
     session.load_widgets(state)  # corrections (dropped devices, fallback model) reach the widgets
+    session.resend_unreported()  # values the browser does not hold yet (an input whose code was still loading)
     state = session.from_widgets(session.view())   # the widgets' values: in session state before they are drawn
     session.set_view(state)
     controls = sidebar.begin()   # the sidebar's title now (the page's width is final), its inputs after the page
