@@ -10,6 +10,7 @@ from dataclasses import replace
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from dashboard.carry import MAX_LINK_CHARS
 from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
@@ -87,10 +88,11 @@ def resend_unreported() -> None:
     Streamlit sends a widget's value to the browser only in a run where the script set its key (or on a first
     draw); in later runs the element carries the widget's default, and the browser keeps the value it already holds.
     A widget whose code the browser was still loading when a later run sent it again (a rerun soon after the page
-    arrived: a body-only rerun, the share box opened) mounts with that default, an empty segmented control for the
-    chart picker, and sends it with the next rerun: the view lost `chart=` and `stack=` (the share link without
-    them, the chart area failing on chart None; issue 14, tests/browser/test_late_inputs_browser.py). A widget the
-    browser has drawn is in the request's widget states; one it has not drawn is not, and gets its value again.
+    arrived: a first visit's second run, which draws the sidebar's inputs, a body-only rerun, the share box opened)
+    mounts with that default (an empty segmented control for the chart picker) and sends it with the next rerun:
+    the view lost `chart=` and `stack=` (the share link without them, the chart area failing on chart None; issue
+    14, tests/browser/test_late_inputs_browser.py). A widget the browser has drawn is in the request's widget
+    states; one it has not drawn is not, and gets its value again.
     """
     from streamlit.runtime.state import get_session_state
     from streamlit.runtime.state.common import user_key_from_element_id
@@ -100,7 +102,10 @@ def resend_unreported() -> None:
         reported = set()
     for key in WIDGET_ATTRIBUTES:
         if key not in reported and key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+            try:
+                st.session_state[key] = st.session_state[key]
+            except StreamlitAPIException:    # its widget was drawn earlier in this run: nothing to do for it now
+                pass
 
 
 def from_widgets(state: ViewState) -> ViewState:
