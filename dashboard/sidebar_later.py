@@ -9,7 +9,8 @@ title and this small element (`wait_for_first_chart`): once the page's first cha
 has ended with no chart on the page, or 5 s have passed), it asks for a rerun, and that run draws the inputs
 (app.py), with the same keys and the values the first run used (session.load_widgets put them into session state;
 the view keeps them between the runs). Nothing the user set can be lost: before the inputs are drawn there is
-nothing to set in them.
+nothing to set in them. The second run often comes before the browser has loaded the code of the page's own inputs
+(the chart picker): session.resend_unreported sends their values again (the share-link race of session 14).
 
 While it waits, the element marks the page as busy (`PENDING_ID`): the browser tests' and benchmarks' "the app has
 settled" (tests/browser/waits.py) waits for the inputs too.
