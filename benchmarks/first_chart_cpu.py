@@ -15,8 +15,9 @@ context to the same view, its HTTP cache and V8 code cache filled by the first, 
   function, summed over the repeats.
 Load average printed before and after: on a shared machine CPU seconds are steadier than wall times, not immune
 (caches, frequency).
+`--against DIR`: another checkout's dashboard too, both warmed, visited in turn (paired A/B on a shared machine).
 Run: PYTHONPATH=. .venv/bin/python benchmarks/first_chart_cpu.py [--repeats 5] [--profile] [--path '/?chart=all']
-     [--returning]
+     [--returning] [--against /path/to/main]
 """
 
 from __future__ import annotations
@@ -113,7 +114,12 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true", help="sample the renderer's CPU profile")
     parser.add_argument("--returning", action="store_true",
                         help="measure a returning visit: each context opens the view once, then again (measured)")
+    parser.add_argument("--against", type=Path,
+                        help="another checkout (e.g. main): its dashboard is started too, warmed with one visit "
+                             "like this one, and the two are visited in turn (A B, B A, ...): paired medians")
     args = parser.parse_args(argv)
+    if args.against is not None:
+        return paired(args)
     from playwright.sync_api import sync_playwright
     by_file, by_function = collections.Counter(), collections.Counter()
     records = []
@@ -132,6 +138,36 @@ def main(argv=None) -> int:
               f"min {min(values):6.2f}  max {max(values):6.2f}")
     if args.profile:
         print_profile(by_file, by_function, len(records), "per visit", functions=20)
+    return 0
+
+
+def paired(args) -> int:
+    """--against: this checkout (A) and another (B), each its own server warmed by one visit, visited in turn;
+    per figure the two medians, and the median of the pairs' differences B - A with how often B was cheaper."""
+    from playwright.sync_api import sync_playwright
+    unused = collections.Counter()
+    records = {"A": [], "B": []}
+    with load_printed(), dashboard() as (url_a, server_a), dashboard(repo=args.against) as (url_b, server_b), \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        sides = {"A": (url_a + args.path, server_a), "B": (url_b + args.path, server_b)}
+        for url, _ in sides.values():
+            one_visit(browser, url, None, False, unused, unused)
+        for pair in range(args.repeats):
+            for side in ("A", "B") if pair % 2 == 0 else ("B", "A"):
+                url, server = sides[side]
+                records[side].append(one_visit(browser, url, server, False, unused, unused, args.returning))
+        browser.close()
+    print(f"A: this checkout ({REPO}), B: {args.against}; {args.repeats} pairs, medians (seconds; CPU seconds "
+          "for chromium and server)")
+    kinds = sorted({name for r in records["A"] + records["B"] for name in r if name.startswith("chromium ")})
+    print(f"{'':<20}{'A':>8}{'B':>8}{'B - A':>8}  B cheaper")
+    for name in ("wall", "chromium", *kinds, *METRICS, "server"):
+        a = [r.get(name, 0.0) for r in records["A"]]
+        b = [r.get(name, 0.0) for r in records["B"]]
+        differences = [y - x for x, y in zip(a, b)]
+        print(f"{name:<20}{statistics.median(a):8.2f}{statistics.median(b):8.2f}"
+              f"{statistics.median(differences):+8.2f}  {sum(d < 0 for d in differences)} of {len(differences)}")
     return 0
 
 

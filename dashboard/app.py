@@ -20,7 +20,7 @@ from dashboard.preload import preload_plotly  # noqa: E402
 
 preload_plotly()    # first, before the imports below (a new server's first run spends seconds on them)
 
-from dashboard import carry, data, session, sidebar  # noqa: E402
+from dashboard import carry, data, session, sidebar, sidebar_later  # noqa: E402
 from dashboard.context import PageContext  # noqa: E402
 from dashboard.views import accuracy, compare, compare_models, explore, hardware, overview, serving, sweeps  # noqa: E402
 from dashboard.resolve import (  # noqa: E402
@@ -50,13 +50,19 @@ def main() -> None:
         st.session_state["url_warnings"] += carry_warnings + device_warnings + model_warnings + models_warnings + length_warnings + scenario_warnings
     session.set_view(carry_uploads(state, base_devices))
     session.load_widgets(state)  # corrections (dropped devices, fallback model) reach the widgets
+    session.resend_unreported()  # values the browser does not hold yet (an input whose code was still loading)
     state = session.from_widgets(session.view())   # the widgets' values: in session state before they are drawn
     session.set_view(state)
     controls = sidebar.begin()   # the sidebar's title now (the page's width is final), its inputs after the page
+    later = sidebar_later.wanted(first_run)      # a first visit: the inputs once the first chart is drawn
     try:
         render_page(PageContext(state, devices, model, scenario, models=models), base_devices)
     finally:         # also when the page stops early: the inputs stay on screen and keep their values
-        sidebar.draw(controls, devices, model)
+        if later:
+            with controls:
+                sidebar_later.wait_for_first_chart()
+        else:
+            sidebar.draw(controls, devices, model)
     session.write_url(session.from_widgets(session.view()))
     data.freeze_startup_heap()
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from dashboard.carry import MAX_LINK_CHARS
 from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
@@ -17,6 +18,10 @@ from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
 # the overview body's fragment key: a change of an input only the body depends on (Batch, lengths, dtypes, method,
 # engine options) reruns that fragment alone on the overview (views/overview.py, sidebar.body_rerun)
 OVERVIEW_BODY = "overview_body"
+# the session key of the sidebar's "Share this view" box (an expander, open or closed): while it is open its link
+# shows every value, so inputs that would rerun only a part of the page rerun the whole page (sidebar.body_rerun,
+# views/overview.whole_page_while_sharing)
+OPEN_SHARE = "open_share"
 
 # widget key -> ViewState attribute
 WIDGET_ATTRIBUTES = {
@@ -73,6 +78,34 @@ def load_widgets(state: ViewState, only_missing: bool = False) -> None:
         value = list(value) if isinstance(value, tuple) else value
         if not present or type(st.session_state[key]) is not type(value) or st.session_state[key] != value:
             st.session_state[key] = value
+
+
+def resend_unreported() -> None:
+    """Set again, to the value it holds, every input key whose widget the browser did not report with this run's
+    request, so that its widget carries the value when it is drawn in this run. Call before the inputs are drawn
+    (app.py; and at the start of the overview's fragments, whose own reruns draw their inputs again).
+
+    Streamlit sends a widget's value to the browser only in a run where the script set its key (or on a first
+    draw); in later runs the element carries the widget's default, and the browser keeps the value it already holds.
+    A widget whose code the browser was still loading when a later run sent it again (a rerun soon after the page
+    arrived: a first visit's second run, which draws the sidebar's inputs, a body-only rerun, the share box opened)
+    mounts with that default (an empty segmented control for the chart picker) and sends it with the next rerun:
+    the view lost `chart=` and `stack=` (the share link without them, the chart area failing on chart None; issue
+    14, tests/browser/test_late_inputs_browser.py). A widget the browser has drawn is in the request's widget
+    states; one it has not drawn is not, and gets its value again.
+    """
+    from streamlit.runtime.state import get_session_state
+    from streamlit.runtime.state.common import user_key_from_element_id
+    try:      # at a run's start: the browser's states (after a script's st.rerun(): the last run's, a superset)
+        reported = {user_key_from_element_id(widget.id) for widget in get_session_state().get_widget_states()}
+    except (AttributeError, RuntimeError):      # no session (bare script) or another Streamlit: all of them again
+        reported = set()
+    for key in WIDGET_ATTRIBUTES:
+        if key not in reported and key in st.session_state:
+            try:
+                st.session_state[key] = st.session_state[key]
+            except StreamlitAPIException:    # its widget was drawn earlier in this run: nothing to do for it now
+                pass
 
 
 def from_widgets(state: ViewState) -> ViewState:

@@ -158,7 +158,7 @@ def body_rerun():
     reruns only the overview's body (a keyed fragment, views/overview.py), not the sidebar; elsewhere None (the whole
     page reruns). Inputs that change the sidebar itself (phase, chunked prefill, parallelism, devices, model) have
     none."""
-    if st.session_state.get("w_page", "overview") != "overview" or st.session_state.get("open_share"):
+    if st.session_state.get("w_page", "overview") != "overview" or st.session_state.get(session.OPEN_SHARE):
         return None
     return lambda: st.rerun(session.OVERVIEW_BODY)
 
@@ -257,7 +257,7 @@ def draw(controls, devices: dict, model) -> None:
         st.subheader("Devices and parallelism")
         parallelism_controls()
         engine_options(model)
-        share = st.expander("Share this view", key="open_share", on_change="rerun", icon=":material/link:")
+        share = st.expander("Share this view", key=session.OPEN_SHARE, on_change="rerun", icon=":material/link:")
         if not share.open:      # made only while open: the link box's code (1.5 MB of script) loads on demand
             return
         link, note = session.share_link(session.from_widgets(session.view()))   # the view the page wrote

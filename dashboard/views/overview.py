@@ -133,11 +133,18 @@ def energy_headline(result) -> None:
         st.info(sentence(note))
 
 
+def whole_page_while_sharing():
+    """The on_change of the chart area's inputs (the chart picker, Stack by, Percent of phase). They rerun the chart
+    area alone (its fragment), which writes the address but not the sidebar: while the share box is open its link,
+    drawn by the last whole-page run, would keep the old values, so then a change reruns the whole page."""
+    return (lambda: st.rerun()) if st.session_state.get(session.OPEN_SHARE) else None
+
+
 def stack_controls() -> None:
     left, right = st.columns([2, 1])
-    left.segmented_control("Stack by", STACK_BY, key="w_stack",
+    left.segmented_control("Stack by", STACK_BY, key="w_stack", on_change=whole_page_while_sharing(),
                            format_func={"name": "kernel", "family": "kernel group"}.get, required=True)
-    right.toggle("Percent of phase", key="w_percent")
+    right.toggle("Percent of phase", key="w_percent", on_change=whole_page_while_sharing())
 
 
 def gap_method_for(method: str) -> str:
@@ -227,6 +234,7 @@ def draw_charts(figs: list, summary: str, key: str, first: int = 0, names: tuple
 def chart_picker() -> None:
     st.segmented_control(
         "Chart", OVERVIEW_CHARTS, key="w_ov_chart", format_func=CHART_LABELS.get, required=True,
+        on_change=whole_page_while_sharing(),
         help="The overview draws one chart at a time (All charts: every one, slower to draw). The choice is part "
              "of the link (chart=); the deck holds every chart whichever is shown.")
 
@@ -236,6 +244,7 @@ def chart_area(ctx: PageContext, primary: dict, results: dict, energy_open: bool
     """The chart picker, the deck button and the chosen chart (or all of them): only the chart on screen is built
     and sent. A fragment: the picker and the stacking controls rerun this part alone, and it writes the link
     itself; the sidebar's inputs rerun the whole page (and with it this part, with the new context)."""
+    session.resend_unreported()       # a fragment's own rerun draws the picker again: its value if the browser lacks it
     state = session.from_widgets(session.view())          # the picker's and stacking controls' values of this run
     session.set_view(state)
     if energy_open and (state.stack_by, state.percent) != (ctx.state.stack_by, ctx.state.percent):
@@ -298,6 +307,7 @@ def body(ctx: PageContext) -> None:
     calls `st.rerun(session.OVERVIEW_BODY)`, dashboard/sidebar.py), so the browser re-renders only the page's own elements. On such a
     rerun the view comes from the widgets (ctx is the last full run's) and the link is written here."""
     from dashboard.resolve import resolve_scenario
+    session.resend_unreported()       # a body-only rerun draws the picker again: its value if the browser lacks it
     state = session.from_widgets(session.view())
     if state != ctx.state:
         session.set_view(state)

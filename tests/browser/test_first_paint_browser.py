@@ -52,3 +52,31 @@ def test_plotly_is_loaded_once_early_and_the_preload_takes_no_room(page, server_
         icon.remove(); return shown; }""")
     assert running == ["none", True, 26, 26]
     assert page.console_errors == []
+
+
+# recorded in the page from its first moment: how many sidebar inputs exist when the first chart's SVG appears
+INPUTS_AT_FIRST_CHART = """(() => {
+  new MutationObserver((_, observer) => {
+    if (document.querySelector('.js-plotly-plot .main-svg') === null) return;
+    window.__inputsAtChart = document.querySelectorAll('[data-testid="stSidebar"] input').length;
+    observer.disconnect();
+  }).observe(document, { subtree: true, childList: true });
+})()"""
+
+
+def test_a_first_visit_draws_the_chart_before_the_sidebar_inputs_which_keep_the_links_values(page, server_url):
+    """dashboard/sidebar_later.py: on a session's first run the sidebar holds its title only; its inputs come in the
+    run the drawn chart asks for, holding the values of the link (nothing reset), the link unchanged."""
+    page.context.add_init_script(INPUTS_AT_FIRST_CHART)
+    page.goto(f"{server_url}/?tp=4&batch=8&method=roofline")
+    page.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)
+    wait_idle(page)        # includes the inputs' run (waits.IDLE: no #llm-sidebar-pending left)
+    assert page.evaluate("window.__inputsAtChart") == 0
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert sidebar.get_by_role("heading", name="llm-roofline").count() == 1
+    assert sidebar.get_by_label("Batch", exact=True).input_value() == "8"
+    assert sidebar.locator('input[aria-label="TP"]').input_value() == "4"
+    assert page.locator("#llm-sidebar-pending").count() == 0
+    query = page.evaluate("Object.fromEntries(new URL(location.href).searchParams)")
+    assert (query["tp"], query["batch"], query["method"]) == ("4", "8", "roofline")
+    assert page.console_errors == []

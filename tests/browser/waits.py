@@ -5,7 +5,8 @@ Streamlit's app root says whether a script run is under way (data-test-script-st
 run, running, rerunRequested, notRunning); elements a run has not yet redrawn carry data-stale="true". Idle must
 hold on two polls in a row, so that the hand-over between two runs (st.rerun) does not count. An element whose
 code the browser is still loading shows a placeholder (data-testid="stSkeleton", React Suspense): a page with one
-has not settled either (metric cards read from a page with placeholders come back incomplete).
+has not settled either (metric cards read from a page with placeholders come back incomplete). Nor has a first
+visit whose sidebar inputs are still to come (dashboard/sidebar_later.py: its element `#llm-sidebar-pending`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ IDLE = """() => {
     const idle = app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
         && app.getAttribute('data-test-connection-state') === 'CONNECTED'
         && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]')
-        && !document.querySelector('[data-testid="stSkeleton"]');
+        && !document.querySelector('[data-testid="stSkeleton"]')
+        && !document.querySelector('#llm-sidebar-pending');
     window.__idlePolls = idle ? (window.__idlePolls || 0) + 1 : 0;
     return window.__idlePolls >= 2;
 }"""
