@@ -218,10 +218,11 @@ def attention_dp_reading(run, tp: int, dp: int, ep: int, domain: int | None = No
       concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip;
     - the same square as tp: attention_dp 1, tp = moe_tp x moe_ep with moe_tp = moe_ep > 1 and tp beyond the device's
       scale-up domain `domain` (the workbook's devices_per_node: tp 16 or 64 on an 8-GPU node): moe_ep devices, tp
-      and experts over them. 83 of the 257 such runs (DeepSeek-R1/V3, Qwen3.5-397B, gpt-oss; B200, B300, H200)
+      and experts over them. Of the 257 such runs (DeepSeek-R1/V3, Qwen3.5-397B, gpt-oss; B200, B300, H200) the 145
+      whose run id names a layout all name tp = moe_ep (`..._tp8_ep8_...` for tp 64, `tp4_ep4` for tp 16), and 83
       repeat, to the last digit of TTFT and TPOT, a run of the same system, engine, model, precision, lengths and
-      concurrency recorded as tp = moe_ep (4 or 8), attention_dp 1; read as written they simulate a tensor-parallel
-      group over 16 or 64 devices, whose all-reduces cross nodes: 2x slow at 4 clients (TPOT bias +12%).
+      concurrency recorded as tp = moe_ep, attention_dp 1. Read as written they simulated a tensor-parallel group
+      of 16 or 64 devices whose all-reduces cross nodes: up to 2x slow at 4 clients (TPOT bias +12%, h/serve12).
     And one that the measurements read otherwise: vLLM runs with tp > 1, attention_dp = tp and an expert group of tp
     squared devices (97 runs: MiniMax-M2.5 tp 2 and 4, Kimi-K2.5 tp 4) are one group of tp devices holding every
     client (experts over the tp devices). Two Kimi-K2.5 runs on B200 appear both so and as tp 4, attention_dp 1,
