@@ -83,6 +83,11 @@ UNQUANTIZED_MODULES = {
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
+# express() reads tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up domain as moe_ep
+# devices (attention_dp_reading; benchmarks/serving_accuracy.py --squared-tp). Off by default: the 257 runs' TPOT
+# improves (held out 24.8% / 80.3% -> 11.4% / 50.7%) but the folds' refitted SGLang and TensorRT-LLM host terms move the
+# other runs (headline TPOT 11.9% / 38.9% -> 11.8% / 38.6%, TTFT 26.9% / 79.3% -> 27.9% / 80.1%; docs/serving.md)
+SQUARED_TP_READING = False
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -164,7 +169,7 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
     dp, tp = _whole(run.attention_dp), int(run.tp)
     if moe:
-        tp, dp, ep = attention_dp_reading(run, tp, dp, ep, hardware.devices_per_node)
+        tp, dp, ep = attention_dp_reading(run, tp, dp, ep, hardware.devices_per_node if SQUARED_TP_READING else None)
     if moe and dp == 1 and ep > tp and ep % tp == 0:
         dp = ep // tp   # experts over more devices than tp: the file leaves out the attention DP that spans them
     if dp == 1 and moe and model.num_attention_heads % tp and model.num_experts % tp:
