@@ -66,10 +66,14 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint-modules", action="store_true",
                         help="keep the modules each run's checkpoint leaves unquantized in bf16 (validation_express."
                         "UNQUANTIZED_MODULES; off by default: docs/serving.md)")
+    parser.add_argument("--squared-tp", action="store_true",
+                        help="read tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up "
+                        "domain as moe_ep devices (validation_express.SQUARED_TP_READING; off by default: docs/serving.md)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
     validation_express.CHECKPOINT_MODULES = args.checkpoint_modules
+    validation_express.SQUARED_TP_READING = args.squared_tp
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)

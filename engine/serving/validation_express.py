@@ -83,6 +83,11 @@ UNQUANTIZED_MODULES = {
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
+# express() reads tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up domain as moe_ep
+# devices (attention_dp_reading; benchmarks/serving_accuracy.py --squared-tp). Off by default: the 257 runs' TPOT
+# improves (held out 24.8% / 80.3% -> 11.4% / 50.7%) but the folds' refitted SGLang and TensorRT-LLM host terms move the
+# other runs (headline TPOT 11.9% / 38.9% -> 11.8% / 38.6%, TTFT 26.9% / 79.3% -> 27.9% / 80.1%; docs/serving.md)
+SQUARED_TP_READING = False
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -164,7 +169,7 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
     dp, tp = _whole(run.attention_dp), int(run.tp)
     if moe:
-        tp, dp, ep = attention_dp_reading(run, tp, dp, ep)
+        tp, dp, ep = attention_dp_reading(run, tp, dp, ep, hardware.devices_per_node if SQUARED_TP_READING else None)
     if moe and dp == 1 and ep > tp and ep % tp == 0:
         dp = ep // tp   # experts over more devices than tp: the file leaves out the attention DP that spans them
     if dp == 1 and moe and model.num_attention_heads % tp and model.num_experts % tp:
@@ -206,26 +211,35 @@ def mtp_reading(run, model, attention_dp: bool):
     return SpeculativeDecoding(mtp_layers=1, draft_tokens=tokens, acceptance_rates=MTP_ACCEPTANCE_RATES[:tokens])
 
 
-def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]:
+def attention_dp_reading(run, tp: int, dp: int, ep: int, domain: int | None = None) -> tuple[int, int, int]:
     """(tp, dp, ep) of a mixture-of-experts run read as aiconfigurator counts its concurrency: batch_size x
-    attention_dp_size clients, the batch per attention-DP rank (sdk/backends/base_backend.py). Two recordings that
+    attention_dp_size clients, the batch per attention-DP rank (sdk/backends/base_backend.py). Three recordings that
     state it otherwise:
     - no attention_dp written, tp > 1 and the concurrency exactly batch x tp: attention DP over the tp devices (one
       rank each, experts over all of them), as Dynamo's `--enable-attention-dp` sets attention_dp_size = tp (13 runs
       of TensorRT-LLM through Dynamo: DeepSeek-R1/V3.1 NVFP4, gpt-oss on H100);
     - tp 1 and attention_dp = moe_tp x moe_ep with moe_tp = moe_ep > 1 (attention_dp 16 or 64): moe_ep ranks. 22 of
       the 38 such DeepSeek runs repeat, to the last digit of TTFT and TPOT, a run of the same system, lengths and
-      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip.
+      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip;
+    - the same square as tp: attention_dp 1, tp = moe_tp x moe_ep with moe_tp = moe_ep > 1 and tp beyond the device's
+      scale-up domain `domain` (the workbook's devices_per_node: tp 16 or 64 on an 8-GPU node): moe_ep devices, tp
+      and experts over them. Of the 257 such runs (DeepSeek-R1/V3, Qwen3.5-397B, gpt-oss; B200, B300, H200) the 145
+      whose run id names a layout all name tp = moe_ep (`..._tp8_ep8_...` for tp 64, `tp4_ep4` for tp 16), and 83
+      repeat, to the last digit of TTFT and TPOT, a run of the same system, engine, model, precision, lengths and
+      concurrency recorded as tp = moe_ep, attention_dp 1. Read as written they simulated a tensor-parallel group
+      of 16 or 64 devices whose all-reduces cross nodes: up to 2x slow at 4 clients (TPOT bias +12%, h/serve12).
     And one that the measurements read otherwise: vLLM runs with tp > 1, attention_dp = tp and an expert group of tp
     squared devices (97 runs: MiniMax-M2.5 tp 2 and 4, Kimi-K2.5 tp 4) are one group of tp devices holding every
     client (experts over the tp devices). Two Kimi-K2.5 runs on B200 appear both so and as tp 4, attention_dp 1,
     moe_ep 4 with the same TTFT and TPOT, and as tp x attention_dp devices all 97 simulate 20-40% fast (TPOT bias
     -28%, h/serve3); read as one group their TPOT error is +4% (docs/serving.md)."""
     concurrency, batch = run.concurrency, run.max_batch
+    moe_tp, moe_ep = _whole(run.moe_tp), _whole(run.moe_ep)
+    if dp == 1 and moe_tp > 1 and moe_tp == moe_ep and tp == moe_tp * moe_ep and domain and tp > domain:
+        return moe_ep, 1, moe_ep
     if dp == 1 and tp > 1 and pd.notna(concurrency) and pd.notna(batch) and int(concurrency) == int(batch) * tp \
             and int(concurrency) > int(batch):
         return 1, tp, tp
-    moe_tp, moe_ep = _whole(run.moe_tp), _whole(run.moe_ep)
     if tp == 1 and moe_tp > 1 and moe_tp == moe_ep and dp == moe_tp * moe_ep:
         return 1, moe_ep, moe_ep
     if getattr(run, "backend", None) == "vllm" and tp > 1 and dp == tp and ep == tp * tp:
