@@ -83,6 +83,9 @@ UNQUANTIZED_MODULES = {
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
+# express() default: a run whose experts are recorded tensor-parallel over its tp devices (moe_tp = tp > 1, moe_ep 1, no
+# attention DP) is read without an all-to-all dispatch (moe_dispatch "all_reduce": tensor_parallel_moe_dispatch)
+TENSOR_PARALLEL_MOE_ALL_REDUCE = False
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -181,10 +184,29 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     unquantized = unquantized_modules_of(run) if checkpoint_modules else ()
     if unquantized:
         fields.update(unquantized_modules=unquantized, unquantized_dtype="bf16")
+    dispatch = tensor_parallel_moe_dispatch(run, tp, dp, ep) if moe else None
+    if dispatch is not None:
+        fields["moe_dispatch"] = dispatch
     speculative = mtp_reading(run, model, attention_dp=dp > 1)
     if speculative is not None:
         fields["speculative"] = speculative
     return hardware, model, fields
+
+
+def tensor_parallel_moe_dispatch(run, tp: int, dp: int, ep: int, enabled: bool | None = None) -> str | None:
+    """"all_reduce" for a mixture-of-experts run whose file records its experts split over the tp devices alone
+    (moe_tp = tp > 1, moe_ep 1) and no attention data parallelism, when `enabled` (None: TENSOR_PARALLEL_MOE_ALL_REDUCE);
+    else None (the backend profile's dispatch). Such a layout never moves tokens between devices: attention's
+    all-reduce leaves every device with every token, each computes its share of the experts and the MoE all-reduce
+    sums them, so the all-to-all dispatch and combine that expressing it as an expert-parallel group (ep = moe_tp x
+    moe_ep = tp) charges do not run. Scenario.moe_dispatch "all_reduce" is that form with whole experts per device
+    (the same bytes and pairs per device on average as experts at 1/tp width, and the wide prefill GEMMs the kernel
+    model was calibrated on; reading them as tensor-parallel experts was tried: docs/serving.md)."""
+    if not (TENSOR_PARALLEL_MOE_ALL_REDUCE if enabled is None else enabled):
+        return None
+    if dp == 1 and tp > 1 and ep == tp and _whole(run.moe_tp) == tp and _whole(run.moe_ep) == 1:
+        return "all_reduce"
+    return None
 
 
 def in_mtp_series(run, series=None) -> bool:
