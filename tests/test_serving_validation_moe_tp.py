@@ -31,24 +31,26 @@ def sources():
 
 def test_only_runs_recorded_with_tensor_parallel_experts_get_the_all_reduce_form(runs):
     run = next(r for r in runs if r.tp == 4)
-    assert tensor_parallel_moe_dispatch(run, 4, 1, 4, enabled=True) == "all_reduce"
-    assert tensor_parallel_moe_dispatch(run, 4, 1, 4, enabled=False) is None
-    assert tensor_parallel_moe_dispatch(run, 4, 1, 4) is None      # off by default (TENSOR_PARALLEL_MOE_ALL_REDUCE)
+    on = ("trtllm",)
+    assert tensor_parallel_moe_dispatch(run, 4, 1, 4, backends=on) == "all_reduce"
+    assert tensor_parallel_moe_dispatch(run, 4, 1, 4, backends=("vllm", "sglang")) is None
+    assert tensor_parallel_moe_dispatch(run._replace(backend="vllm"), 4, 1, 4, backends=("vllm",)) == "all_reduce"
     # experts recorded expert-parallel (moe_ep 4) or split both ways (moe_tp 2 x moe_ep 2): the backend's dispatch
-    assert tensor_parallel_moe_dispatch(run._replace(moe_tp=1, moe_ep=4), 4, 1, 4, enabled=True) is None
-    assert tensor_parallel_moe_dispatch(run._replace(moe_tp=2, moe_ep=2), 4, 1, 4, enabled=True) is None
+    assert tensor_parallel_moe_dispatch(run._replace(moe_tp=1, moe_ep=4), 4, 1, 4, backends=on) is None
+    assert tensor_parallel_moe_dispatch(run._replace(moe_tp=2, moe_ep=2), 4, 1, 4, backends=on) is None
     # attention data parallelism (tokens do move between replicas) or one device: none
-    assert tensor_parallel_moe_dispatch(run._replace(tp=1, attention_dp=4), 1, 4, 4, enabled=True) is None
+    assert tensor_parallel_moe_dispatch(run._replace(tp=1, attention_dp=4), 1, 4, 4, backends=on) is None
     one = run._replace(tp=1, moe_tp=1)
-    assert tensor_parallel_moe_dispatch(one, 1, 1, 1, enabled=True) is None
+    assert tensor_parallel_moe_dispatch(one, 1, 1, 1, backends=on) is None
 
 
-def test_express_names_the_dispatch_only_when_asked(runs, sources, monkeypatch):
+def test_express_names_the_dispatch_only_for_the_listed_backends(runs, sources, monkeypatch):
     devices, models = sources
+    monkeypatch.setattr(validation_express, "TENSOR_PARALLEL_MOE_BACKENDS", ("vllm", "sglang"))
     for run in runs:
         _, _, fields = express(run, devices, models)
         assert "moe_dispatch" not in fields and fields["ep"] == run.tp
-    monkeypatch.setattr(validation_express, "TENSOR_PARALLEL_MOE_ALL_REDUCE", True)
+    monkeypatch.setattr(validation_express, "TENSOR_PARALLEL_MOE_BACKENDS", ("trtllm",))
     for run in runs:
         _, _, fields = express(run, devices, models)
         assert fields["moe_dispatch"] == "all_reduce" and (fields["tp"], fields["dp"], fields["ep"]) == (run.tp, 1, run.tp)
@@ -58,7 +60,7 @@ def test_simulated_tpot_near_the_measured_one_without_the_all_to_all(runs, sourc
     """Measured TPOT 2.82 / 2.42 / 2.29 ms at tp 2 / 4 / 8 (4 clients, 1k/1k). With an all-to-all dispatch and
     combine charged in each of the 36 MoE layers the simulated decode is 30-47% slow; without them, within 12%."""
     devices, models = sources
-    monkeypatch.setattr(validation_express, "TENSOR_PARALLEL_MOE_ALL_REDUCE", True)
+    monkeypatch.setattr(validation_express, "TENSOR_PARALLEL_MOE_BACKENDS", ("trtllm",))
     for run in runs:
         hardware, model, fields = express(run, devices, models)
         read = serve(hardware, model, method="realistic", backend="trtllm", **fields).tpot_s

@@ -83,9 +83,10 @@ UNQUANTIZED_MODULES = {
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
-# express() default: a run whose experts are recorded tensor-parallel over its tp devices (moe_tp = tp > 1, moe_ep 1, no
-# attention DP) is read without an all-to-all dispatch (moe_dispatch "all_reduce": tensor_parallel_moe_dispatch)
-TENSOR_PARALLEL_MOE_ALL_REDUCE = False
+# express() default: the backends whose runs with experts recorded tensor-parallel over their tp devices (moe_tp = tp >
+# 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
+# tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
+TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ()
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -193,16 +194,16 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     return hardware, model, fields
 
 
-def tensor_parallel_moe_dispatch(run, tp: int, dp: int, ep: int, enabled: bool | None = None) -> str | None:
-    """"all_reduce" for a mixture-of-experts run whose file records its experts split over the tp devices alone
-    (moe_tp = tp > 1, moe_ep 1) and no attention data parallelism, when `enabled` (None: TENSOR_PARALLEL_MOE_ALL_REDUCE);
+def tensor_parallel_moe_dispatch(run, tp: int, dp: int, ep: int, backends=None) -> str | None:
+    """"all_reduce" for a mixture-of-experts run of one of `backends` (None: TENSOR_PARALLEL_MOE_BACKENDS) whose file
+    records its experts split over the tp devices alone (moe_tp = tp > 1, moe_ep 1) and no attention data parallelism;
     else None (the backend profile's dispatch). Such a layout never moves tokens between devices: attention's
     all-reduce leaves every device with every token, each computes its share of the experts and the MoE all-reduce
     sums them, so the all-to-all dispatch and combine that expressing it as an expert-parallel group (ep = moe_tp x
     moe_ep = tp) charges do not run. Scenario.moe_dispatch "all_reduce" is that form with whole experts per device
     (the same bytes and pairs per device on average as experts at 1/tp width, and the wide prefill GEMMs the kernel
     model was calibrated on; reading them as tensor-parallel experts was tried: docs/serving.md)."""
-    if not (TENSOR_PARALLEL_MOE_ALL_REDUCE if enabled is None else enabled):
+    if run.backend not in (TENSOR_PARALLEL_MOE_BACKENDS if backends is None else backends):
         return None
     if dp == 1 and tp > 1 and ep == tp and _whole(run.moe_tp) == tp and _whole(run.moe_ep) == 1:
         return "all_reduce"
