@@ -46,6 +46,9 @@ def test_only_runs_recorded_with_tensor_parallel_experts_get_the_all_reduce_form
 
 def test_express_names_the_dispatch_only_for_the_listed_backends(runs, sources, monkeypatch):
     devices, models = sources
+    assert validation_express.TENSOR_PARALLEL_MOE_BACKENDS == ("trtllm",)     # shipped: TensorRT-LLM's runs alone
+    for run in runs:
+        assert express(run, devices, models)[2]["moe_dispatch"] == "all_reduce"
     monkeypatch.setattr(validation_express, "TENSOR_PARALLEL_MOE_BACKENDS", ("vllm", "sglang"))
     for run in runs:
         _, _, fields = express(run, devices, models)

@@ -9,7 +9,11 @@ ratio, the data-parallel attention those engines run under a wider MoE group. A 
 the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
 The batch size is per attention-DP rank (aiconfigurator counts concurrency = batch_size x attention_dp_size) and
 the clients are spread over the replicas; three recordings that the layout or the measurements read otherwise, as
-attention_dp_reading says.
+attention_dp_reading says. TensorRT-LLM's runs whose experts are recorded tensor-parallel over their tp devices
+(moe_tp = tp > 1, moe_ep 1, no attention DP) run their MoE layers without an all-to-all (moe_dispatch "all_reduce",
+tensor_parallel_moe_dispatch; TENSOR_PARALLEL_MOE_BACKENDS): spliced on 2026-11-27 (h/serve13) leave-one-system-out
+TPOT 11.9% / 38.9% -> 11.9% / 35.5%, TTFT 26.9% / 79.3% unchanged; read so for vLLM and SGLang too it scored worse
+(docs/serving.md).
 
 Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
@@ -86,7 +90,7 @@ CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 
 # express() default: the backends whose runs with experts recorded tensor-parallel over their tp devices (moe_tp = tp >
 # 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
 # tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
-TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ()
+TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
