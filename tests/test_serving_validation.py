@@ -193,7 +193,12 @@ def in_bounds(summary) -> bool:
     # to 0.380 / 0.498 (bias +0.271 / +0.404, request overhead) and bias +0.337 / +0.374 (arrival wait share), TPOT as
     # above (bias +0.059 / +0.031, graph latency overlap; +0.032 / +0.049, per-decoding-request overhead): TTFT bias band
     # 0.415-0.43 -> 0.345-0.36, TTFT median bound 0.54 -> 0.45.
-    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.048
+    # With TensorRT-LLM's runs recorded with tensor-parallel experts read without an all-to-all (h/serve13,
+    # validation_express.TENSOR_PARALLEL_MOE_BACKENDS), re-measured: 0.1022, +0.0427, 0.407, +0.353; 15% off moves TPOT
+    # bias to +0.056 / +0.029 (graph latency overlap) and +0.031 / +0.0467 (per-decoding-request overhead), TTFT bias to
+    # +0.265 / +0.404 (request overhead) and +0.337 / +0.374 (arrival wait share): TPOT bias band 0.040-0.048 ->
+    # 0.040-0.046 (+0.0467 was inside the old one).
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
             and summary["ttft_median"] <= 0.45 and 0.345 <= summary["ttft_bias"] <= 0.36)
 
 

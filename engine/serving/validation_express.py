@@ -9,7 +9,11 @@ ratio, the data-parallel attention those engines run under a wider MoE group. A 
 the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
 The batch size is per attention-DP rank (aiconfigurator counts concurrency = batch_size x attention_dp_size) and
 the clients are spread over the replicas; three recordings that the layout or the measurements read otherwise, as
-attention_dp_reading says.
+attention_dp_reading says. TensorRT-LLM's runs whose experts are recorded tensor-parallel over their tp devices
+(moe_tp = tp > 1, moe_ep 1, no attention DP) run their MoE layers without an all-to-all (moe_dispatch "all_reduce",
+tensor_parallel_moe_dispatch; TENSOR_PARALLEL_MOE_BACKENDS): spliced on 2026-11-27 (h/serve13) leave-one-system-out
+TPOT 11.9% / 38.9% -> 11.9% / 35.5%, TTFT 26.9% / 79.3% unchanged; read so for vLLM and SGLang too it scored worse
+(docs/serving.md).
 
 Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
@@ -88,6 +92,10 @@ CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 
 # improves (held out 24.8% / 80.3% -> 11.4% / 50.7%) but the folds' refitted SGLang and TensorRT-LLM host terms move the
 # other runs (headline TPOT 11.9% / 38.9% -> 11.8% / 38.6%, TTFT 26.9% / 79.3% -> 27.9% / 80.1%; docs/serving.md)
 SQUARED_TP_READING = False
+# express() default: the backends whose runs with experts recorded tensor-parallel over their tp devices (moe_tp = tp >
+# 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
+# tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
+TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -186,10 +194,29 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     unquantized = unquantized_modules_of(run) if checkpoint_modules else ()
     if unquantized:
         fields.update(unquantized_modules=unquantized, unquantized_dtype="bf16")
+    dispatch = tensor_parallel_moe_dispatch(run, tp, dp, ep) if moe else None
+    if dispatch is not None:
+        fields["moe_dispatch"] = dispatch
     speculative = mtp_reading(run, model, attention_dp=dp > 1)
     if speculative is not None:
         fields["speculative"] = speculative
     return hardware, model, fields
+
+
+def tensor_parallel_moe_dispatch(run, tp: int, dp: int, ep: int, backends=None) -> str | None:
+    """"all_reduce" for a mixture-of-experts run of one of `backends` (None: TENSOR_PARALLEL_MOE_BACKENDS) whose file
+    records its experts split over the tp devices alone (moe_tp = tp > 1, moe_ep 1) and no attention data parallelism;
+    else None (the backend profile's dispatch). Such a layout never moves tokens between devices: attention's
+    all-reduce leaves every device with every token, each computes its share of the experts and the MoE all-reduce
+    sums them, so the all-to-all dispatch and combine that expressing it as an expert-parallel group (ep = moe_tp x
+    moe_ep = tp) charges do not run. Scenario.moe_dispatch "all_reduce" is that form with whole experts per device
+    (the same bytes and pairs per device on average as experts at 1/tp width, and the wide prefill GEMMs the kernel
+    model was calibrated on; reading them as tensor-parallel experts was tried: docs/serving.md)."""
+    if run.backend not in (TENSOR_PARALLEL_MOE_BACKENDS if backends is None else backends):
+        return None
+    if dp == 1 and tp > 1 and ep == tp and _whole(run.moe_tp) == tp and _whole(run.moe_ep) == 1:
+        return "all_reduce"
+    return None
 
 
 def in_mtp_series(run, series=None) -> bool:
