@@ -66,10 +66,21 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint-modules", action="store_true",
                         help="keep the modules each run's checkpoint leaves unquantized in bf16 (validation_express."
                         "UNQUANTIZED_MODULES; off by default: docs/serving.md)")
+    parser.add_argument("--squared-tp", action="store_true",
+                        help="read tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up "
+                        "domain as moe_ep devices (validation_express.SQUARED_TP_READING; off by default: docs/serving.md)")
+    parser.add_argument("--tensor-parallel-moe", default=None, metavar="BACKEND,...",
+                        help="the backends whose runs with experts recorded tensor-parallel over tp (moe_tp = tp, moe_ep 1, "
+                        "no attention DP) are read without an all-to-all (validation_express.TENSOR_PARALLEL_MOE_BACKENDS; "
+                        "'none' for no backend; simulations only)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
     validation_express.CHECKPOINT_MODULES = args.checkpoint_modules
+    validation_express.SQUARED_TP_READING = args.squared_tp
+    if args.tensor_parallel_moe is not None:
+        validation_express.TENSOR_PARALLEL_MOE_BACKENDS = tuple(
+            name for name in args.tensor_parallel_moe.split(",") if name and name != "none")
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)

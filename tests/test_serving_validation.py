@@ -193,7 +193,12 @@ def in_bounds(summary) -> bool:
     # to 0.380 / 0.498 (bias +0.271 / +0.404, request overhead) and bias +0.337 / +0.374 (arrival wait share), TPOT as
     # above (bias +0.059 / +0.031, graph latency overlap; +0.032 / +0.049, per-decoding-request overhead): TTFT bias band
     # 0.415-0.43 -> 0.345-0.36, TTFT median bound 0.54 -> 0.45.
-    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.048
+    # With TensorRT-LLM's runs recorded with tensor-parallel experts read without an all-to-all (h/serve13,
+    # validation_express.TENSOR_PARALLEL_MOE_BACKENDS), re-measured: 0.1022, +0.0427, 0.407, +0.353; 15% off moves TPOT
+    # bias to +0.056 / +0.029 (graph latency overlap) and +0.031 / +0.0467 (per-decoding-request overhead), TTFT bias to
+    # +0.265 / +0.404 (request overhead) and +0.337 / +0.374 (arrival wait share): TPOT bias band 0.040-0.048 ->
+    # 0.040-0.046 (+0.0467 was inside the old one).
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
             and summary["ttft_median"] <= 0.45 and 0.345 <= summary["ttft_bias"] <= 0.36)
 
 
@@ -222,3 +227,22 @@ def test_graph_latency_overlap_retimes_tpot_by_the_kernel_latency(scored):
                                         ok["graph_latency_overlap"] + 0.1)
     assert (ok["tpot_s"] - shifted["tpot_s"]).to_numpy() == pytest.approx(0.1 * ok["decode_kernel_latency_s"].to_numpy())
     assert (shifted["ttft_s"] == ok["ttft_s"]).all()
+
+
+def test_express_reads_tp_written_as_the_square_of_the_expert_group_on_a_node(monkeypatch):
+    # DeepSeek on an 8-device B200 node written tp 64, moe_tp 8, moe_ep 8 (run ids say tp8_ep8; they repeat tp 8 runs
+    # to the last digit): 8 devices, experts over them (validation_express.attention_dp_reading), with the reading on
+    from engine.serving import validation_express
+    devices, models = load_specs(), validation.ModelSource(ROOT)
+    squared = run_row(device="B200", system="b200_sxm", model_path="deepseek-ai/DeepSeek-V3", tp=64, moe_tp=8, moe_ep=8,
+                      attention_dp=1)
+    _, _, default = validation.express(squared, devices, models)
+    assert (default["tp"], default["dp"], default["ep"]) == (64, 1, 64)     # off by default: as written
+    monkeypatch.setattr(validation_express, "SQUARED_TP_READING", True)
+    _, _, fields = validation.express(run_row(device="B200", system="b200_sxm", model_path="deepseek-ai/DeepSeek-V3",
+                                              tp=64, moe_tp=8, moe_ep=8, attention_dp=1), devices, models)
+    assert (fields["tp"], fields["dp"], fields["ep"]) == (8, 1, 8)
+    # on GB200 (one NVL72 domain of 72 devices) tp 64 can be real: kept as written
+    _, _, rack = validation.express(run_row(device="GB200", system="gb200", model_path="deepseek-ai/DeepSeek-V3",
+                                            tp=64, moe_tp=8, moe_ep=8, attention_dp=1), devices, models)
+    assert (rack["tp"], rack["dp"], rack["ep"]) == (64, 1, 64)

@@ -9,7 +9,11 @@ ratio, the data-parallel attention those engines run under a wider MoE group. A 
 the heads nor the experts (DeepSeek-R1 on GB200 at tp 12..72, attention_dp 1) is refused with that reason.
 The batch size is per attention-DP rank (aiconfigurator counts concurrency = batch_size x attention_dp_size) and
 the clients are spread over the replicas; three recordings that the layout or the measurements read otherwise, as
-attention_dp_reading says.
+attention_dp_reading says. TensorRT-LLM's runs whose experts are recorded tensor-parallel over their tp devices
+(moe_tp = tp > 1, moe_ep 1, no attention DP) run their MoE layers without an all-to-all (moe_dispatch "all_reduce",
+tensor_parallel_moe_dispatch; TENSOR_PARALLEL_MOE_BACKENDS): spliced on 2026-11-27 (h/serve13) leave-one-system-out
+TPOT 11.9% / 38.9% -> 11.9% / 35.5%, TTFT 26.9% / 79.3% unchanged; read so for vLLM and SGLang too it scored worse
+(docs/serving.md).
 
 Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV cache; fp8 and
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
@@ -83,6 +87,15 @@ UNQUANTIZED_MODULES = {
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
+# express() reads tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up domain as moe_ep
+# devices (attention_dp_reading; benchmarks/serving_accuracy.py --squared-tp). Off by default: the 257 runs' TPOT
+# improves (held out 24.8% / 80.3% -> 11.4% / 50.7%) but the folds' refitted SGLang and TensorRT-LLM host terms move the
+# other runs (headline TPOT 11.9% / 38.9% -> 11.8% / 38.6%, TTFT 26.9% / 79.3% -> 27.9% / 80.1%; docs/serving.md)
+SQUARED_TP_READING = False
+# express() default: the backends whose runs with experts recorded tensor-parallel over their tp devices (moe_tp = tp >
+# 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
+# tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
+TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -164,7 +177,7 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     ep = _whole(run.moe_ep) * _whole(run.moe_tp) if moe else 1
     dp, tp = _whole(run.attention_dp), int(run.tp)
     if moe:
-        tp, dp, ep = attention_dp_reading(run, tp, dp, ep)
+        tp, dp, ep = attention_dp_reading(run, tp, dp, ep, hardware.devices_per_node if SQUARED_TP_READING else None)
     if moe and dp == 1 and ep > tp and ep % tp == 0:
         dp = ep // tp   # experts over more devices than tp: the file leaves out the attention DP that spans them
     if dp == 1 and moe and model.num_attention_heads % tp and model.num_experts % tp:
@@ -181,10 +194,29 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     unquantized = unquantized_modules_of(run) if checkpoint_modules else ()
     if unquantized:
         fields.update(unquantized_modules=unquantized, unquantized_dtype="bf16")
+    dispatch = tensor_parallel_moe_dispatch(run, tp, dp, ep) if moe else None
+    if dispatch is not None:
+        fields["moe_dispatch"] = dispatch
     speculative = mtp_reading(run, model, attention_dp=dp > 1)
     if speculative is not None:
         fields["speculative"] = speculative
     return hardware, model, fields
+
+
+def tensor_parallel_moe_dispatch(run, tp: int, dp: int, ep: int, backends=None) -> str | None:
+    """"all_reduce" for a mixture-of-experts run of one of `backends` (None: TENSOR_PARALLEL_MOE_BACKENDS) whose file
+    records its experts split over the tp devices alone (moe_tp = tp > 1, moe_ep 1) and no attention data parallelism;
+    else None (the backend profile's dispatch). Such a layout never moves tokens between devices: attention's
+    all-reduce leaves every device with every token, each computes its share of the experts and the MoE all-reduce
+    sums them, so the all-to-all dispatch and combine that expressing it as an expert-parallel group (ep = moe_tp x
+    moe_ep = tp) charges do not run. Scenario.moe_dispatch "all_reduce" is that form with whole experts per device
+    (the same bytes and pairs per device on average as experts at 1/tp width, and the wide prefill GEMMs the kernel
+    model was calibrated on; reading them as tensor-parallel experts was tried: docs/serving.md)."""
+    if run.backend not in (TENSOR_PARALLEL_MOE_BACKENDS if backends is None else backends):
+        return None
+    if dp == 1 and tp > 1 and ep == tp and _whole(run.moe_tp) == tp and _whole(run.moe_ep) == 1:
+        return "all_reduce"
+    return None
 
 
 def in_mtp_series(run, series=None) -> bool:
@@ -206,26 +238,35 @@ def mtp_reading(run, model, attention_dp: bool):
     return SpeculativeDecoding(mtp_layers=1, draft_tokens=tokens, acceptance_rates=MTP_ACCEPTANCE_RATES[:tokens])
 
 
-def attention_dp_reading(run, tp: int, dp: int, ep: int) -> tuple[int, int, int]:
+def attention_dp_reading(run, tp: int, dp: int, ep: int, domain: int | None = None) -> tuple[int, int, int]:
     """(tp, dp, ep) of a mixture-of-experts run read as aiconfigurator counts its concurrency: batch_size x
-    attention_dp_size clients, the batch per attention-DP rank (sdk/backends/base_backend.py). Two recordings that
+    attention_dp_size clients, the batch per attention-DP rank (sdk/backends/base_backend.py). Three recordings that
     state it otherwise:
     - no attention_dp written, tp > 1 and the concurrency exactly batch x tp: attention DP over the tp devices (one
       rank each, experts over all of them), as Dynamo's `--enable-attention-dp` sets attention_dp_size = tp (13 runs
       of TensorRT-LLM through Dynamo: DeepSeek-R1/V3.1 NVFP4, gpt-oss on H100);
     - tp 1 and attention_dp = moe_tp x moe_ep with moe_tp = moe_ep > 1 (attention_dp 16 or 64): moe_ep ranks. 22 of
       the 38 such DeepSeek runs repeat, to the last digit of TTFT and TPOT, a run of the same system, lengths and
-      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip.
+      concurrency recorded as attention_dp = moe_ep, moe_tp 1 (4 or 8 devices): the square is a recording slip;
+    - the same square as tp: attention_dp 1, tp = moe_tp x moe_ep with moe_tp = moe_ep > 1 and tp beyond the device's
+      scale-up domain `domain` (the workbook's devices_per_node: tp 16 or 64 on an 8-GPU node): moe_ep devices, tp
+      and experts over them. Of the 257 such runs (DeepSeek-R1/V3, Qwen3.5-397B, gpt-oss; B200, B300, H200) the 145
+      whose run id names a layout all name tp = moe_ep (`..._tp8_ep8_...` for tp 64, `tp4_ep4` for tp 16), and 83
+      repeat, to the last digit of TTFT and TPOT, a run of the same system, engine, model, precision, lengths and
+      concurrency recorded as tp = moe_ep, attention_dp 1. Read as written they simulated a tensor-parallel group
+      of 16 or 64 devices whose all-reduces cross nodes: up to 2x slow at 4 clients (TPOT bias +12%, h/serve12).
     And one that the measurements read otherwise: vLLM runs with tp > 1, attention_dp = tp and an expert group of tp
     squared devices (97 runs: MiniMax-M2.5 tp 2 and 4, Kimi-K2.5 tp 4) are one group of tp devices holding every
     client (experts over the tp devices). Two Kimi-K2.5 runs on B200 appear both so and as tp 4, attention_dp 1,
     moe_ep 4 with the same TTFT and TPOT, and as tp x attention_dp devices all 97 simulate 20-40% fast (TPOT bias
     -28%, h/serve3); read as one group their TPOT error is +4% (docs/serving.md)."""
     concurrency, batch = run.concurrency, run.max_batch
+    moe_tp, moe_ep = _whole(run.moe_tp), _whole(run.moe_ep)
+    if dp == 1 and moe_tp > 1 and moe_tp == moe_ep and tp == moe_tp * moe_ep and domain and tp > domain:
+        return moe_ep, 1, moe_ep
     if dp == 1 and tp > 1 and pd.notna(concurrency) and pd.notna(batch) and int(concurrency) == int(batch) * tp \
             and int(concurrency) > int(batch):
         return 1, tp, tp
-    moe_tp, moe_ep = _whole(run.moe_tp), _whole(run.moe_ep)
     if tp == 1 and moe_tp > 1 and moe_tp == moe_ep and dp == moe_tp * moe_ep:
         return 1, moe_ep, moe_ep
     if getattr(run, "backend", None) == "vllm" and tp > 1 and dp == tp and ep == tp * tp:
