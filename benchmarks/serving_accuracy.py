@@ -66,9 +66,10 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint-modules", action="store_true",
                         help="keep the modules each run's checkpoint leaves unquantized in bf16 (validation_express."
                         "UNQUANTIZED_MODULES; off by default: docs/serving.md)")
-    parser.add_argument("--squared-tp", action="store_true",
+    parser.add_argument("--no-squared-tp", dest="squared_tp", action="store_false",
                         help="read tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up "
-                        "domain as moe_ep devices (validation_express.SQUARED_TP_READING; off by default: docs/serving.md)")
+                        "domain as written, not as moe_ep devices (validation_express.SQUARED_TP_READING, on by "
+                        "default: docs/serving.md)")
     parser.add_argument("--tensor-parallel-moe", default=None, metavar="BACKEND,...",
                         help="the backends whose runs with experts recorded tensor-parallel over tp (moe_tp = tp, moe_ep 1, "
                         "no attention DP) are read without an all-to-all (validation_express.TENSOR_PARALLEL_MOE_BACKENDS; "

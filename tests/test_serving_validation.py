@@ -231,17 +231,18 @@ def test_graph_latency_overlap_retimes_tpot_by_the_kernel_latency(scored):
 
 def test_express_reads_tp_written_as_the_square_of_the_expert_group_on_a_node(monkeypatch):
     # DeepSeek on an 8-device B200 node written tp 64, moe_tp 8, moe_ep 8 (run ids say tp8_ep8; they repeat tp 8 runs
-    # to the last digit): 8 devices, experts over them (validation_express.attention_dp_reading), with the reading on
+    # to the last digit): 8 devices, experts over them (validation_express.attention_dp_reading), the reading on by default
     from engine.serving import validation_express
     devices, models = load_specs(), validation.ModelSource(ROOT)
     squared = run_row(device="B200", system="b200_sxm", model_path="deepseek-ai/DeepSeek-V3", tp=64, moe_tp=8, moe_ep=8,
                       attention_dp=1)
-    _, _, default = validation.express(squared, devices, models)
-    assert (default["tp"], default["dp"], default["ep"]) == (64, 1, 64)     # off by default: as written
+    _, _, fields = validation.express(squared, devices, models)
+    assert (fields["tp"], fields["dp"], fields["ep"]) == (8, 1, 8)                  # on by default
+    monkeypatch.setattr(validation_express, "SQUARED_TP_READING", False)
+    _, _, written = validation.express(run_row(device="B200", system="b200_sxm", model_path="deepseek-ai/DeepSeek-V3",
+                                               tp=64, moe_tp=8, moe_ep=8, attention_dp=1), devices, models)
+    assert (written["tp"], written["dp"], written["ep"]) == (64, 1, 64)           # off: as written
     monkeypatch.setattr(validation_express, "SQUARED_TP_READING", True)
-    _, _, fields = validation.express(run_row(device="B200", system="b200_sxm", model_path="deepseek-ai/DeepSeek-V3",
-                                              tp=64, moe_tp=8, moe_ep=8, attention_dp=1), devices, models)
-    assert (fields["tp"], fields["dp"], fields["ep"]) == (8, 1, 8)
     # on GB200 (one NVL72 domain of 72 devices) tp 64 can be real: kept as written
     _, _, rack = validation.express(run_row(device="GB200", system="gb200", model_path="deepseek-ai/DeepSeek-V3",
                                             tp=64, moe_tp=8, moe_ep=8, attention_dp=1), devices, models)

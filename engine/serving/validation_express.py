@@ -88,10 +88,10 @@ UNQUANTIZED_MODULES = {
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
 # express() reads tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up domain as moe_ep
-# devices (attention_dp_reading; benchmarks/serving_accuracy.py --squared-tp). Off by default: the 257 runs' TPOT
-# improves (held out 24.8% / 80.3% -> 11.4% / 50.7%) but the folds' refitted SGLang and TensorRT-LLM host terms move the
-# other runs (headline TPOT 11.9% / 38.9% -> 11.8% / 38.6%, TTFT 26.9% / 79.3% -> 27.9% / 80.1%; docs/serving.md)
-SQUARED_TP_READING = False
+# devices (attention_dp_reading; benchmarks/serving_accuracy.py --no-squared-tp reads them as written). On since
+# 2026-11-27: with TENSOR_PARALLEL_MOE_BACKENDS below, full leave-one-system-out run TPOT 11.9% / 35.5% -> 11.4% / 34.5%,
+# TTFT 26.9% / 79.3% -> 27.6% / 79.6% (alone, before that reading: TTFT p90 80.1%; docs/serving.md)
+SQUARED_TP_READING = True
 # express() default: the backends whose runs with experts recorded tensor-parallel over their tp devices (moe_tp = tp >
 # 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
 # tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
