@@ -22,6 +22,7 @@ from engine.calibration.silicon import fit, tables
 from engine.estimators.gemm_condition import native_scale_latency_applies
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
 from engine.hardware.specs import load_specs
+from tests.silicon_held_out import held_out_fold
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 WARM = replace(DEFAULT_CONSTANTS, gemm_condition="warm", gemm_quantize_latency_s={"fp8": 3.0e-6, "fp8_g128": 3.0e-6})
@@ -182,15 +183,7 @@ TILE_STORE_P90_FLOOR = 0.2540
 
 @pytest.fixture(scope="module")
 def gb200_fp8_fold():
-    from engine.calibration import silicon
-    if not silicon.is_installed():
-        pytest.skip("aiconfigurator-core (calibration extra) absent")
-    devices = load_specs()
-    rows = fit.fit_rows(devices, rows_per_group=200)
-    groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices)
-    training = [g for (d, _, _), g in groups.items() if d != "GB200"]
-    fitted = fit.fit_dtype_clock_block_scaled(training, latency_cycles=4400.0, block_scale=False)
-    return [g for (d, _, _), g in groups.items() if d == "GB200"], fitted
+    return held_out_fold("fp8", "GB200", latency_cycles=4400.0, block_scale=False)
 
 
 def _held_out_errors(fold, factor: float) -> np.ndarray:

@@ -18,6 +18,7 @@ import pytest
 
 from engine.calibration.silicon import fit, tables
 from engine.hardware.specs import load_specs
+from tests.silicon_held_out import held_out_fold
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 
@@ -86,15 +87,7 @@ PROMOTION_MEDIAN_BAND = (0.1530, 0.1545)
 
 @pytest.fixture(scope="module")
 def h200_fp8_g128_fold():
-    from engine.calibration import silicon
-    if not silicon.is_installed():
-        pytest.skip("aiconfigurator-core (calibration extra) absent")
-    devices = load_specs()
-    rows = fit.fit_rows(devices, rows_per_group=200)
-    groups = fit.device_gemms(rows[rows["dtype"] == "fp8_g128"], devices)
-    training = [g for (d, _, _), g in groups.items() if d != "H200-SXM"]
-    fitted = fit.fit_dtype_clock_block_scaled(training, latency_cycles=4300.0)
-    return [g for (d, _, _), g in groups.items() if d == "H200-SXM"], fitted
+    return held_out_fold("fp8_g128", "H200-SXM", latency_cycles=4300.0)
 
 
 def _median_error(fold, factor: float) -> float:

@@ -1,0 +1,30 @@
+"""One held-out fold of the silicon GEMM fit on the installed tables (tests/test_silicon_gemm_*.py): the held-out
+device's groups and the constants fitted on every other device's groups of one dtype (200 rows per device and
+framework). Skips when the calibration extra is absent."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from engine.calibration.silicon import fit
+from engine.hardware.specs import load_specs
+
+
+@functools.cache
+def _fit_rows():
+    """The installed tables' rows the folds sample (the same for every fold: made once per test process)."""
+    return fit.fit_rows(load_specs(), rows_per_group=200)
+
+
+def held_out_fold(dtype: str, held_out: str, **fit_options) -> tuple[list, tuple]:
+    """([held_out's groups], fit.fit_dtype_clock_block_scaled(other devices' groups, **fit_options))."""
+    from engine.calibration import silicon
+    if not silicon.is_installed():
+        pytest.skip("aiconfigurator-core (calibration extra) absent")
+    rows = _fit_rows()
+    groups = fit.device_gemms(rows[rows["dtype"] == dtype], load_specs())
+    training = [g for (device, _, _), g in groups.items() if device != held_out]
+    return ([g for (device, _, _), g in groups.items() if device == held_out],
+            fit.fit_dtype_clock_block_scaled(training, **fit_options))
