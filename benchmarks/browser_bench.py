@@ -14,7 +14,7 @@ from typing import Iterator
 
 import psutil
 
-from tests.browser.waits import free_port, REPO, start_dashboard
+from tests.browser.waits import charts_drawn, free_port, REPO, start_dashboard, TIMEOUT_MS, wait_idle
 
 # the sidebar's number inputs a rerun benchmark may change, by URL parameter: their labels
 INPUTS = {"batch": "Batch", "in": "Input tokens", "out": "Output tokens"}
@@ -65,13 +65,17 @@ def cpu_seconds(process: psutil.Process) -> float:
     return times.user + times.system
 
 
+def process_kind(process: psutil.Process) -> str:
+    """A Chromium process's kind: its --type= (renderer, gpu-process, utility, ...), or "browser" without one."""
+    return next((arg.split("=", 1)[1] for arg in process.cmdline() if arg.startswith("--type=")), "browser")
+
+
 def chromium_cpu(root: psutil.Process) -> collections.Counter:
     """CPU seconds of each kind of Chromium process under `root` (browser, renderer, gpu-process, utility, ...)."""
     seconds = collections.Counter()
     for each in [root] + root.children(recursive=True):
         try:
-            kind = next((arg.split("=", 1)[1] for arg in each.cmdline() if arg.startswith("--type=")), "browser")
-            seconds[kind] += cpu_seconds(each)
+            seconds[process_kind(each)] += cpu_seconds(each)
         except psutil.NoSuchProcess:
             pass
     return seconds
@@ -96,3 +100,17 @@ def chromium_root() -> psutil.Process:
     if not roots:
         raise RuntimeError("no Chromium browser process under this one")
     return roots[0]
+
+
+def open_pages(browser, url: str, sessions: int, css: str | None = None) -> list:
+    """`sessions` contexts on `url` at 1440 x 900, each settled (its first chart drawn, idle), the style sheet file
+    `css` injected when given (rerun_cpu.py, rerun_trace.py)."""
+    pages = [browser.new_context(viewport={"width": 1440, "height": 900}).new_page() for _ in range(sessions)]
+    for page in pages:
+        page.goto(url, wait_until="commit")
+    for page in pages:
+        page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
+        wait_idle(page, TIMEOUT_MS)
+        if css:
+            page.add_style_tag(content=Path(css).read_text())
+    return pages

@@ -31,9 +31,11 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.browser_bench import chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed  # noqa: E402
+from benchmarks.browser_bench import (  # noqa: E402
+    chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed, open_pages,
+)
 from benchmarks.first_chart_cpu import add_profile, METRICS, print_profile  # noqa: E402
-from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, url_param_is, wait_idle  # noqa: E402
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, POLL_MS, url_param_is, wait_idle  # noqa: E402
 
 TIMEOUT_MS = 180_000
 
@@ -78,21 +80,6 @@ def one_rerun(pages: list, counters: Counters, batch: int, tail: float) -> dict:
     per_page = {**Counters.difference(before, settled), **Counters.difference(settled, after, "tail ")}
     return {"wall": wall, **{name: value / len(pages) if "chromium" in name or "server" in name else value
                              for name, value in per_page.items()}}
-
-
-def open_pages(browser, url: str, sessions: int, css: str | None) -> list:
-    """`sessions` contexts on `url`, each settled (its first chart drawn, idle), `css` injected when given."""
-    pages = []
-    for _ in range(sessions):
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        pages.append(context.new_page())
-        pages[-1].goto(url, wait_until="commit")
-    for page in pages:
-        page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
-        wait_idle(page, TIMEOUT_MS)
-        if css:
-            page.add_style_tag(content=Path(css).read_text())
-    return pages
 
 
 def main(argv=None) -> int:

@@ -30,8 +30,10 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.browser_bench import chromium_root, cpu_seconds, dashboard, load_printed  # noqa: E402
-from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, url_param_is, wait_idle  # noqa: E402
+from benchmarks.browser_bench import (  # noqa: E402
+    chromium_root, cpu_seconds, dashboard, load_printed, open_pages, process_kind,
+)
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, POLL_MS, url_param_is, wait_idle  # noqa: E402
 
 TIMEOUT_MS = 180_000
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -44,7 +46,7 @@ def thread_cpu(root: psutil.Process) -> collections.Counter:
     seconds = collections.Counter()
     for each in [root] + root.children(recursive=True):
         try:
-            kind = next((arg.split("=", 1)[1] for arg in each.cmdline() if arg.startswith("--type=")), "browser")
+            kind = process_kind(each)
             for task in Path(f"/proc/{each.pid}/task").iterdir():
                 stat = (task / "stat").read_text()
                 name = stat[stat.index("(") + 1:stat.rindex(")")]
@@ -130,17 +132,6 @@ def inclusive_by_file(profile: dict) -> tuple[collections.Counter, collections.C
         for name in files:
             inclusive[name] += delta / 1e6
     return inclusive, collections.Counter({key: us / 1e6 for key, us in functions.items()})
-
-
-def open_pages(browser, url: str, sessions: int) -> list:
-    """`sessions` contexts on `url`, each settled (its first chart drawn, idle)."""
-    pages = [browser.new_context(viewport={"width": 1440, "height": 900}).new_page() for _ in range(sessions)]
-    for page in pages:
-        page.goto(url, wait_until="commit")
-    for page in pages:
-        page.wait_for_function(charts_drawn(1), polling=50, timeout=TIMEOUT_MS)
-        wait_idle(page, TIMEOUT_MS)
-    return pages
 
 
 def measure(args) -> tuple[list, list, str | None, dict | None]:
