@@ -31,7 +31,7 @@ import pandas as pd
 
 from engine.calibration.fit import GemmModel, objective
 from engine.estimators.gemm_condition import (QUANTIZE_BYTES_PER_VALUE, block_scale_ratio, epilogue_s_per_value,
-                                              native_scale_latency_applies, warm_byte_scale)
+                                              native_block_scales, native_scale_latency_applies, warm_byte_scale)
 from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
@@ -39,7 +39,7 @@ from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; 
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
     SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
-    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, LEAST_N_K, EXCLUDED)
+    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS, LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
@@ -81,6 +81,9 @@ class DeviceGemms:
         self.dtype = str(table["dtype"][0])
         self.peak_flops = hardware.matrix_flops_per_s(self.dtype)
         self.framework = str(rows["framework"].iloc[0]) if "framework" in rows else ""
+        # the key of its activation-quantize constants: the framework, or with QUANTIZE_BY_SCALE_UNITS the framework
+        # and whether the matrix units take block scales natively (quantize_key)
+        self.quantize_key = quantize_key(self.framework, warm and native_block_scales(hardware))
         # a block-scaled format's promotion on the vector units, per FLOP per output value and group (0: none)
         self.block_scale_ratio = block_scale_ratio(hardware, self.dtype) if warm else 0.0
         # pays gemm_native_scale_cycles (an fp8-family dtype on matrix units with native block scales, warm)
@@ -93,10 +96,13 @@ class DeviceGemms:
     def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
         """The activation-quantize kernel's time per row ({framework: latency s}; 0 where not quantized;
         `quantize_bytes`: {framework: bytes moved per activation value}, default QUANTIZE_BYTES_PER_VALUE)."""
-        if self.quantize_stream_s is None or not quantize_latency or self.framework not in quantize_latency:
+        if self.quantize_stream_s is None or not quantize_latency:
             return 0.0
-        scale = (quantize_bytes or {}).get(self.framework, QUANTIZE_BYTES_PER_VALUE) / QUANTIZE_BYTES_PER_VALUE
-        return quantize_latency[self.framework] + self.quantize_stream_s * scale
+        key = self.quantize_key if self.quantize_key in quantize_latency else self.framework
+        if key not in quantize_latency:
+            return 0.0
+        scale = (quantize_bytes or {}).get(key, QUANTIZE_BYTES_PER_VALUE) / QUANTIZE_BYTES_PER_VALUE
+        return quantize_latency[key] + self.quantize_stream_s * scale
 
     def predicted(self, efficiency: float, extra_latency_s: float, quantize_latency: dict | None = None) -> np.ndarray:
         rates = self.rates
@@ -145,8 +151,18 @@ def pooled_objective(groups: list, efficiency: float, extra_latency_s: float, qu
     return objective(predicted, measured)
 
 
+def quantize_key(framework: str, native_scales: bool) -> str:
+    """The key of a warm fp8 group's activation-quantize constants: `framework`, or with QUANTIZE_BY_SCALE_UNITS
+    "<framework>/native" on matrix units with native block scales (gemm_condition.native_block_scales) and
+    "<framework>/promoted" on the others (the framework's kernels differ by the units they run on, h/gemm11)."""
+    if not QUANTIZE_BY_SCALE_UNITS:
+        return framework
+    return f"{framework}/{'native' if native_scales else 'promoted'}"
+
+
 def _quantized_frameworks(groups: list) -> list[str]:
-    return sorted({g.framework for g in groups if g.quantize_stream_s is not None})
+    """The quantize keys (DeviceGemms.quantize_key) of the warm fp8 groups."""
+    return sorted({g.quantize_key for g in groups if g.quantize_stream_s is not None})
 
 
 def fit_dtype(groups: list, rounds: int = 3) -> tuple[float, float]:
