@@ -29,6 +29,13 @@ TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5},
                                         "sglang": {"fp8": 4.5}}
 
 
+def quantize_key(framework: str, native_scales: bool, by_units: bool) -> str:
+    """The key of a warm fp8 table's activation-quantize constants: `framework`, or where `by_units`
+    (fit.QUANTIZE_BY_SCALE_UNITS, off: tried and not kept, h/gemm11) "<framework>/native" on matrix units with native
+    block scales (gemm_condition.native_block_scales: Blackwell) and "<framework>/promoted" on the others (Hopper)."""
+    return f"{framework}/{'native' if native_scales else 'promoted'}" if by_units else framework
+
+
 def quantize_latency_of(dtype: str) -> dict:
     """{framework: s} of one dtype's tables."""
     return {framework: values[dtype] for framework, values in TABLE_QUANTIZE_LATENCY_S.items() if dtype in values}

@@ -34,6 +34,7 @@ from engine.estimators.gemm_condition import (QUANTIZE_BYTES_PER_VALUE, block_sc
                                               native_block_scales, native_scale_latency_applies, warm_byte_scale)
 from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
+from engine.calibration.silicon.conditions import quantize_key
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
@@ -81,9 +82,8 @@ class DeviceGemms:
         self.dtype = str(table["dtype"][0])
         self.peak_flops = hardware.matrix_flops_per_s(self.dtype)
         self.framework = str(rows["framework"].iloc[0]) if "framework" in rows else ""
-        # the key of its activation-quantize constants: the framework, or with QUANTIZE_BY_SCALE_UNITS the framework
-        # and whether the matrix units take block scales natively (quantize_key)
-        self.quantize_key = quantize_key(self.framework, warm and native_block_scales(hardware))
+        # the key of its activation-quantize constants (conditions.quantize_key)
+        self.quantize_key = quantize_key(self.framework, warm and native_block_scales(hardware), QUANTIZE_BY_SCALE_UNITS)
         # a block-scaled format's promotion on the vector units, per FLOP per output value and group (0: none)
         self.block_scale_ratio = block_scale_ratio(hardware, self.dtype) if warm else 0.0
         # pays gemm_native_scale_cycles (an fp8-family dtype on matrix units with native block scales, warm)
@@ -149,15 +149,6 @@ def pooled_objective(groups: list, efficiency: float, extra_latency_s: float, qu
     predicted = np.concatenate([g.predicted(efficiency, extra_latency_s, quantize) for g in groups])
     measured = np.concatenate([g.measured for g in groups])
     return objective(predicted, measured)
-
-
-def quantize_key(framework: str, native_scales: bool) -> str:
-    """The key of a warm fp8 group's activation-quantize constants: `framework`, or with QUANTIZE_BY_SCALE_UNITS
-    "<framework>/native" on matrix units with native block scales (gemm_condition.native_block_scales) and
-    "<framework>/promoted" on the others (the framework's kernels differ by the units they run on, h/gemm11)."""
-    if not QUANTIZE_BY_SCALE_UNITS:
-        return framework
-    return f"{framework}/{'native' if native_scales else 'promoted'}"
 
 
 def _quantized_frameworks(groups: list) -> list[str]:
