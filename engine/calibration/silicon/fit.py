@@ -17,7 +17,8 @@ The clock-and-power form (CLOCK_DTYPES) replaces the latency and caps the matrix
 waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 and fp8_g128 add their tile store
 (TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
 units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
-one value per framework (its kernel's promotion; h/gemm10). Both forms are fitted by coordinate descent over 1-D grids,
+one value per framework (its kernel's promotion; h/gemm10). The warm fp8 tables' quantize constants are then refitted
+for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11). Both forms are fitted by coordinate descent over 1-D grids,
 minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
 on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
