@@ -17,10 +17,10 @@ The clock-and-power form (CLOCK_DTYPES) replaces the latency and caps the matrix
 waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 and fp8_g128 add their tile store
 (TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
 units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
-one value per framework (its kernel's promotion; h/gemm10). The warm fp8 tables' quantize constants are then refitted
-for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11). Both forms are fitted by coordinate descent over 1-D grids,
-minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
-on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
+one value per framework (its kernel's promotion; h/gemm10); the warm fp8 tables' quantize constants are then refitted
+for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11). Both forms are fitted by coordinate
+descent over 1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
+training devices' rows pooled, on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; 
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
     SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
-    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS, LEAST_N_K,
-    EXCLUDED)
+    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS,
+    LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
