@@ -105,7 +105,8 @@ def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> 
     print(out.to_string(index=False))
     print("All under the tables' timing condition (warm: weight copies back to back, engine/estimators/gemm_condition.py; "
           "fp8 tables with each framework's activation-quantize kernel, quantize_us: its latency and bytes per activation "
-          "value). before: efficiency 1, no extra "
+          "value; <framework>/promoted: refitted on the training devices without native block scales, "
+          f"fit.QUANTIZE_BY_SCALE_UNITS={fit.QUANTIZE_BY_SCALE_UNITS!r}). before: efficiency 1, no extra "
           "latency, no quantize kernel; lodo: the constants shown, fitted without the device (clock-and-power form "
           f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles, the overlap loss "
           "(max(c, m) + loss x min(c, m)), k-step cycles (per wave per k step), block_scale_flops (fp8_g128 on Hopper: the "

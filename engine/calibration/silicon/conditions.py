@@ -29,6 +29,13 @@ TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5},
                                         "sglang": {"fp8": 4.5}}
 
 
+def quantize_key(framework: str, native_scales: bool) -> str:
+    """The key of a warm fp8 table's activation-quantize constants per kind of matrix unit (fit_quantize.py, h/gemm11):
+    "<framework>/native" on matrix units with native block scales (gemm_condition.native_block_scales: Blackwell),
+    "<framework>/promoted" on the others (Hopper). Constants keyed by framework alone apply where the key is absent."""
+    return f"{framework}/{'native' if native_scales else 'promoted'}"
+
+
 def quantize_latency_of(dtype: str) -> dict:
     """{framework: s} of one dtype's tables."""
     return {framework: values[dtype] for framework, values in TABLE_QUANTIZE_LATENCY_S.items() if dtype in values}
@@ -37,6 +44,17 @@ def quantize_latency_of(dtype: str) -> dict:
 def quantize_bytes_of(dtype: str) -> dict:
     """{framework: bytes per activation value} of one dtype's tables (absent: QUANTIZE_BYTES_PER_VALUE)."""
     return {framework: values[dtype] for framework, values in TABLE_QUANTIZE_BYTES_PER_VALUE.items() if dtype in values}
+
+
+def shipped_clock_of(dtype: str) -> tuple | None:
+    """The shipped clock-and-power constants of `dtype` (None: the additive form is shipped)."""
+    c = DEFAULT_CONSTANTS
+    if dtype not in c.gemm_latency_cycles:
+        return None
+    return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
+            c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0),
+            c.gemm_overlap_loss.get(dtype, 0.0), c.gemm_block_scale_flops.get(dtype, 0.0),
+            c.gemm_k_step_cycles.get(dtype, 0.0))
 
 
 def table_constants(framework: str, base=None):

@@ -17,9 +17,10 @@ The clock-and-power form (CLOCK_DTYPES) replaces the latency and caps the matrix
 waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 and fp8_g128 add their tile store
 (TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
 units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
-one value per framework (its kernel's promotion; h/gemm10). Both forms are fitted by coordinate descent over 1-D grids,
-minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
-on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
+one value per framework (its kernel's promotion; h/gemm10); the warm fp8 tables' quantize constants are then refitted
+for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11). Both forms are fitted by coordinate
+descent over 1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
+training devices' rows pooled, on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ import pandas as pd
 
 from engine.calibration.fit import GemmModel, objective
 from engine.estimators.gemm_condition import (QUANTIZE_BYTES_PER_VALUE, block_scale_ratio, epilogue_s_per_value,
-                                              native_scale_latency_applies, warm_byte_scale)
+                                              native_block_scales, native_scale_latency_applies, warm_byte_scale)
 from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
+from engine.calibration.silicon.conditions import quantize_key, shipped_clock_of
+from engine.calibration.silicon.fit_quantize import by_units
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
     SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
-    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, LEAST_N_K, EXCLUDED)
+    NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS,
+    LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
@@ -81,6 +85,7 @@ class DeviceGemms:
         self.dtype = str(table["dtype"][0])
         self.peak_flops = hardware.matrix_flops_per_s(self.dtype)
         self.framework = str(rows["framework"].iloc[0]) if "framework" in rows else ""
+        self.quantize_key = quantize_key(self.framework, warm and native_block_scales(hardware))
         # a block-scaled format's promotion on the vector units, per FLOP per output value and group (0: none)
         self.block_scale_ratio = block_scale_ratio(hardware, self.dtype) if warm else 0.0
         # pays gemm_native_scale_cycles (an fp8-family dtype on matrix units with native block scales, warm)
@@ -91,12 +96,13 @@ class DeviceGemms:
                                   / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
 
     def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
-        """The activation-quantize kernel's time per row ({framework: latency s}; 0 where not quantized;
-        `quantize_bytes`: {framework: bytes moved per activation value}, default QUANTIZE_BYTES_PER_VALUE)."""
-        if self.quantize_stream_s is None or not quantize_latency or self.framework not in quantize_latency:
+        """The activation-quantize kernel's time per row ({quantize_key, else framework: latency s}; 0 where not
+        quantized; `quantize_bytes`: {the same key: bytes per activation value}, default QUANTIZE_BYTES_PER_VALUE)."""
+        key = self.quantize_key if self.quantize_key in (quantize_latency or {}) else self.framework
+        if self.quantize_stream_s is None or not quantize_latency or key not in quantize_latency:
             return 0.0
-        scale = (quantize_bytes or {}).get(self.framework, QUANTIZE_BYTES_PER_VALUE) / QUANTIZE_BYTES_PER_VALUE
-        return quantize_latency[self.framework] + self.quantize_stream_s * scale
+        scale = (quantize_bytes or {}).get(key, QUANTIZE_BYTES_PER_VALUE) / QUANTIZE_BYTES_PER_VALUE
+        return quantize_latency[key] + self.quantize_stream_s * scale
 
     def predicted(self, efficiency: float, extra_latency_s: float, quantize_latency: dict | None = None) -> np.ndarray:
         rates = self.rates
@@ -301,16 +307,16 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         training = [g for (d, t, _), g in groups.items() if t == dtype and d != device]
         if not training:
             continue
-        shipped_clock = _shipped_clock(dtype)
+        shipped_clock = shipped_clock_of(dtype)
         shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
                    DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock,
                    quantize_latency_of(dtype), quantize_bytes_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
             (efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step,
-             native) = fit_dtype_clock_block_scaled(training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE,
-                                                    k_step=dtype in K_STEP_DTYPES,
-                                                    native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES)
+             native) = by_units(QUANTIZE_BY_SCALE_UNITS, training, fit_dtype_clock_block_scaled(
+                 training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
+                 native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
             extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
@@ -346,17 +352,6 @@ def fit_quantize_latency(groups: list, efficiency: float, extra_latency_s: float
     return quantize
 
 
-def _shipped_clock(dtype: str) -> tuple | None:
-    """The shipped clock-and-power constants of `dtype` (None: the additive form is shipped)."""
-    c = DEFAULT_CONSTANTS
-    if dtype not in c.gemm_latency_cycles:
-        return None
-    return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
-            c.gemm_power_j_per_flop.get(dtype, 0.0), c.gemm_split_k_cycles.get(dtype, 0.0),
-            c.gemm_overlap_loss.get(dtype, 0.0), c.gemm_block_scale_flops.get(dtype, 0.0),
-            c.gemm_k_step_cycles.get(dtype, 0.0))
-
-
 def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_power: bool = False) -> dict:
     """{dtype: fitted constants} on every device (the values to ship): CLOCK_DTYPES (efficiency, latency cycles,
     joules per FLOP, split-K cycles, overlap loss, {framework: quantize s}), others (efficiency, extra latency).
@@ -368,9 +363,9 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
         if mine and dtype in CLOCK_DTYPES:
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
             held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
-            fitted[dtype] = fit_dtype_clock_block_scaled(mine, latency_cycles=shared, joules_per_flop=held,
-                                                         block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
-                                                         native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES)
+            fitted[dtype] = by_units(QUANTIZE_BY_SCALE_UNITS, mine, fit_dtype_clock_block_scaled(
+                mine, latency_cycles=shared, joules_per_flop=held, block_scale=FIT_BLOCK_SCALE,
+                k_step=dtype in K_STEP_DTYPES, native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
         elif mine:
             fitted[dtype] = fit_dtype(mine)
     return fitted

@@ -49,5 +49,10 @@ QUANTIZE_LATENCY_GRID = np.round(np.arange(0.0, 20.0001, 0.25), 2) * 1e-6   # a 
 # ... and the bytes it moves per activation value (3: read bf16, write e4m3 once; a dynamic per-tensor scale reads
 # the activation once more for its amax: 5)
 QUANTIZE_BYTES_GRID = np.round(np.arange(3.0, 16.0001, 0.5), 1)
+# ... then refitted per framework and kind of matrix unit (fit_quantize.py, conditions.quantize_key; h/gemm11,
+# docs/accuracy.md): "promoted" (units without native block scales, Hopper, get their own value; the native units keep
+# the framework's value fitted on every device), "all" (both refitted: B300 fp8 7.70 -> 8.23%, tried and not kept),
+# "" off
+QUANTIZE_BY_SCALE_UNITS = "promoted"
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
