@@ -42,8 +42,10 @@ RUNNING_MAN = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' vie
 STILL_STYLE = ("""[data-testid="stSkeleton"],[data-testid="stSkeleton"] *,[data-testid="stSkeletonElement"],"""
                """[data-testid="stSkeletonElement"] *,[data-testid="stAppSkeleton"],[data-testid="stAppSkeleton"] *"""
                """{animation:none!important}
-[data-testid="stStatusWidgetRunningIcon"]>svg{display:none}
-[data-testid="stStatusWidgetRunningIcon"]{width:1.6rem;height:1.6rem;background:url("%s") center/contain no-repeat}"""
+[data-testid="stStatusWidgetRunningIcon"]{display:none!important}
+[data-testid="stStatusWidget"]>div:has(>[data-testid="stStatusWidgetRunningIcon"])::before{content:"";flex:none;"""
+               """width:1.6rem;height:1.6rem;margin-right:-0.5rem;background:url("%s") center/contain no-repeat}
+[data-testid="stStatusWidget"]{transition:none!important}"""
                % RUNNING_MAN)
 # Streamlit's stale elements (data-stale="true") and, while a script runs, its expanders fade to their dimmed look
 # over 1 s after a 0.5 s delay: the same look, reached at the same 0.5 s in one step. An expander shows no stale mark
