@@ -47,9 +47,11 @@ def test_plotly_is_loaded_once_early_and_the_preload_takes_no_room(page, server_
     # status widget's row that holds the icon (tests/browser/test_running_signal_browser.py checks the rest)
     running = page.evaluate("""() => { const widget = document.createElement('div');
         widget.setAttribute('data-testid', 'stStatusWidget');
-        widget.innerHTML = '<div style="display: flex"><div data-testid="stStatusWidgetRunningIcon"><svg></svg></div></div>';
+        widget.innerHTML = '<div style="display: flex">'
+            + '<div data-testid="stStatusWidgetRunningIcon"><svg></svg></div></div>';
         document.body.appendChild(widget); const row = widget.firstChild, before = getComputedStyle(row, '::before');
-        const shown = [getComputedStyle(row.firstChild).display, before.backgroundImage.startsWith('url("data:image/svg+xml'),
+        const shown = [getComputedStyle(row.firstChild).display,
+                       before.backgroundImage.startsWith('url("data:image/svg+xml'),
                        Math.round(parseFloat(before.width)), Math.round(parseFloat(before.height))];
         widget.remove(); return shown; }""")
     assert running == ["none", True, 26, 26]
