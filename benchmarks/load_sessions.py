@@ -46,7 +46,7 @@ from dashboard.state import ViewState  # noqa: E402
 from dashboard.units import duration  # noqa: E402
 from engine.workload.scenario import Scenario  # noqa: E402
 from tests.browser.waits import (  # noqa: E402
-    CHROMIUM, CHROMIUM_ARGS, POLL_MS, url_param_is, wait_idle_async,
+    CHROMIUM, CHROMIUM_ARGS, wait_idle_async, wait_settled_async,
 )
 
 METHOD_IN_CAPTION = re.compile(r"· method (\S+)")
@@ -63,22 +63,29 @@ def expected_tpot(device: str, batch: int, method: str) -> str:
     return duration(result.tpot_s)
 
 
-async def shown_method(page) -> str:
-    """The method the page shows: the URL's `method` when set, else the one the scenario line names."""
-    in_url = await page.evaluate("new URL(location.href).searchParams.get('method')")
-    if in_url:
-        return in_url
-    for caption in await page.locator('[data-testid="stCaptionContainer"]').all_inner_texts():
+# What a session reads from its page after each rerun, in one call (each Playwright call is a round trip that costs
+# the browser CPU while other sessions' reruns wait for it): the metric cards' labels and values, the captions' text
+# (innerText, as Playwright's all_inner_texts reads it) and the URL's `method`.
+SHOWN = """() => {
+    const texts = selector => [...document.querySelectorAll(selector)].map(element => element.innerText);
+    return {labels: texts('[data-testid="stMetricLabel"]'), values: texts('[data-testid="stMetricValue"]'),
+            captions: texts('[data-testid="stCaptionContainer"]'),
+            method: new URL(location.href).searchParams.get('method')};
+}"""
+
+
+async def shown(page) -> tuple[str, str]:
+    """(the TPOT card's text, the method the page shows: the URL's `method` when set, else the one its scenario
+    line names, else the page's default)."""
+    page_shows = await page.evaluate(SHOWN)
+    tpot = dict(zip(page_shows["labels"], page_shows["values"])).get("TPOT", "")
+    if page_shows["method"]:
+        return tpot, page_shows["method"]
+    for caption in page_shows["captions"]:
         found = METHOD_IN_CAPTION.search(caption)
         if found:
-            return found.group(1)
-    return ViewState().method
-
-
-async def tpot_shown(page) -> str:
-    labels = await page.locator('[data-testid="stMetricLabel"]').all_inner_texts()
-    values = await page.locator('[data-testid="stMetricValue"]').all_inner_texts()
-    return dict(zip(labels, values)).get("TPOT", "")
+            return tpot, found.group(1)
+    return tpot, ViewState().method
 
 
 class Phases:
@@ -122,10 +129,9 @@ async def change(page, batch: int, timeout_ms: int) -> tuple[float, str, str]:
     await field.fill(str(batch))
     started = time.perf_counter()
     await field.press("Enter")
-    await page.wait_for_function(url_param_is("batch", str(batch)), polling=POLL_MS, timeout=timeout_ms)
-    await wait_idle_async(page, timeout_ms)
+    await wait_settled_async(page, "batch", str(batch), timeout_ms)
     seconds = time.perf_counter() - started
-    return seconds, await tpot_shown(page), await shown_method(page)
+    return (seconds, *await shown(page))
 
 
 async def _session(browser, url: str, index: int, results: dict, timeout_ms: int, phases: Phases | None) -> None:
@@ -140,11 +146,11 @@ async def _session(browser, url: str, index: int, results: dict, timeout_ms: int
     await wait_idle_async(page, timeout_ms)
     first = time.perf_counter() - started
     record = results.setdefault(index, {"index": index, "device": device, "reruns": {mode: [] for mode in MODES}})
-    record.update(first_s=first, shown=[(batch, await tpot_shown(page), await shown_method(page))])
+    record.update(first_s=first, shown=[(batch, *await shown(page))])
     if phases is None:                       # staggered: one change, right away
-        seconds, shown, method = await change(page, 64 + index, timeout_ms)
+        seconds, tpot, method = await change(page, 64 + index, timeout_ms)
         record["reruns"]["staggered"] = [seconds]
-        record["shown"].append((64 + index, shown, method))
+        record["shown"].append((64 + index, tpot, method))
         await context.close()
         return
     await phases.together("random", "start")
@@ -157,15 +163,15 @@ async def _session(browser, url: str, index: int, results: dict, timeout_ms: int
         batch = draw.randint(1, 256)
         while batch == record["shown"][-1][0]:
             batch = draw.randint(1, 256)
-        seconds, shown, method = await change(page, batch, timeout_ms)
+        seconds, tpot, method = await change(page, batch, timeout_ms)
         record["reruns"]["random"].append(seconds)
-        record["shown"].append((batch, shown, method))
+        record["shown"].append((batch, tpot, method))
     await asyncio.sleep(max(0.0, phases.random_ends - time.perf_counter()))
     await phases.together("random", "end")
     await phases.together("together", "start")
-    seconds, shown, method = await change(page, 300 + index, timeout_ms)     # a value no session has seen
+    seconds, tpot, method = await change(page, 300 + index, timeout_ms)     # a value no session has seen
     record["reruns"]["together"].append(seconds)
-    record["shown"].append((300 + index, shown, method))
+    record["shown"].append((300 + index, tpot, method))
     await phases.together("together", "end")
     await context.close()
 
@@ -239,11 +245,11 @@ def report(results: list, args, phases: Phases | None) -> int:
     checked = mixed = 0
     wrong = []
     for r in results:
-        for batch, shown, method in r["shown"]:
+        for batch, tpot, method in r["shown"]:
             checked += 1
-            if shown != expected_tpot(r["device"], batch, method):
+            if tpot != expected_tpot(r["device"], batch, method):
                 mixed += 1
-                wrong.append((r["index"], batch, shown, expected_tpot(r["device"], batch, method)))
+                wrong.append((r["index"], batch, tpot, expected_tpot(r["device"], batch, method)))
     methods = sorted({method for r in results for _, _, method in r["shown"]})
     print(f"isolation: {checked - mixed} of {checked} pages (first pages and after every change, {len(results)} "
           f"sessions) showed their own TPOT (method {', '.join(methods)})"

@@ -34,8 +34,8 @@ import psutil  # noqa: E402
 
 from benchmarks.browser_bench import (browser_roots, chromium_cpu, cpu_seconds, dashboard, INPUTS,  # noqa: E402
                                       load_printed)
-from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, POLL_MS, TIMEOUT_MS, url_param_is,  # noqa: E402
-                                 wait_idle)
+from tests.browser.waits import (CHROMIUM, CHROMIUM_ARGS, charts_drawn, TIMEOUT_MS, wait_idle,  # noqa: E402
+                                 wait_settled)
 
 class Variant:
     def __init__(self, name: str, playwright, url: str, server: psutil.Process | None, path: str, param: str,
@@ -70,8 +70,7 @@ class Variant:
         for field in fields:
             field.press("Enter")
         for page, text in zip(self.pages, values):
-            page.wait_for_function(url_param_is(self.param, text), polling=POLL_MS, timeout=TIMEOUT_MS)
-            wait_idle(page, TIMEOUT_MS)
+            wait_settled(page, self.param, text, TIMEOUT_MS)
         wall = time.perf_counter() - started
         time.sleep(tail)
         after = self.read()

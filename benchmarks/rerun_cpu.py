@@ -35,7 +35,7 @@ from benchmarks.browser_bench import (  # noqa: E402
     chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed, open_pages,
 )
 from benchmarks.first_chart_cpu import add_profile, METRICS, print_profile  # noqa: E402
-from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, POLL_MS, url_param_is, wait_idle  # noqa: E402
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, wait_settled  # noqa: E402
 
 TIMEOUT_MS = 180_000
 
@@ -71,8 +71,7 @@ def one_rerun(pages: list, counters: Counters, batch: int, tail: float) -> dict:
     for field in fields:
         field.press("Enter")
     for page in pages:
-        page.wait_for_function(url_param_is("batch", str(batch)), polling=POLL_MS, timeout=TIMEOUT_MS)
-        wait_idle(page, TIMEOUT_MS)
+        wait_settled(page, "batch", str(batch), TIMEOUT_MS)
     wall = time.perf_counter() - started
     settled = counters.read()
     time.sleep(tail)

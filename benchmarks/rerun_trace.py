@@ -33,7 +33,7 @@ import psutil  # noqa: E402
 from benchmarks.browser_bench import (  # noqa: E402
     chromium_root, cpu_seconds, dashboard, load_printed, open_pages, process_kind,
 )
-from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, POLL_MS, url_param_is, wait_idle  # noqa: E402
+from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, wait_settled  # noqa: E402
 
 TIMEOUT_MS = 180_000
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -66,8 +66,7 @@ def rerun(pages: list, batch: int, root: psutil.Process, server, tail: float) ->
     for field in fields:
         field.press("Enter")
     for page in pages:
-        page.wait_for_function(url_param_is("batch", str(batch)), polling=POLL_MS, timeout=TIMEOUT_MS)
-        wait_idle(page, TIMEOUT_MS)
+        wait_settled(page, "batch", str(batch), TIMEOUT_MS)
     settled = thread_cpu(root)
     time.sleep(tail)
     after = thread_cpu(root)

@@ -15,9 +15,10 @@ page's head (dashboard/index_page.py), so they hold from a visit's first frame; 
 that head (`streamlit run dashboard/app.py`).
 
 It also stills the running man in the top bar while a script runs: Streamlit swaps his pose every 200 ms, and each
-swap is painted, rasterised and composited, about 0.02 s of Chromium CPU per second of a run here (a rerun that
-waits 8 s for a busy server paid 0.16 s for it). He stands still, in his first pose (the same picture, drawn once),
-beside the Stop button as before.
+swap is restyled, painted, rasterised and composited, about 0.01-0.02 s of Chromium CPU per second of a run here (a
+rerun that waits 8 s for a busy server paid 0.16 s for it). Streamlit's icon is hidden (its swaps then change nothing
+drawn) and the widget's row, which stays the same while the run lasts, draws him still in his first pose, in the
+icon's place beside the Stop button. The widget appears and goes in one step, without its 200 ms fades.
 
 And the dimming of what a run is redrawing (`STALE_STYLE`): Streamlit fades each stale element (opacity) and each
 expander (its border colours and its summary's opacity) over 1 s after 0.5 s: some 60 frames of style, paint and
@@ -37,13 +38,16 @@ RUNNING_MAN = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' vie
                "13.9l1-4.4 2.1 2v6h2v-7.5l-2.1-2 .6-3c1.3 1.5 3.3 2.5 5.5 2.5v-2c-1.9 0-3.5-1-4.3-2.4l-1-1.6c-.4-.6-1-1"
                "-1.7-1-.3 0-.5.1-.8.1l-5.2 2.2v4.7h2v-3.4l1.8-.7-1.6 8.1-4.9-1-.4 2 7 1.4z'/%3E%3C/svg%3E")
 # Still, not hidden: loading placeholders (an element's, `stSkeleton`, and the page's own before its first element,
-# `stAppSkeleton`, shown after 0.5 s) keep their grey boxes without the shimmer; the running man keeps his first pose.
+# `stAppSkeleton`, shown after 0.5 s) keep their grey boxes without the shimmer; the running man keeps his first pose
+# (drawn by the status widget's row while it holds Streamlit's running icon, which is hidden), the widget no fades.
 # Also in the page's head (dashboard/index_page.py), so that it holds from the first frame of a visit.
 STILL_STYLE = ("""[data-testid="stSkeleton"],[data-testid="stSkeleton"] *,[data-testid="stSkeletonElement"],"""
                """[data-testid="stSkeletonElement"] *,[data-testid="stAppSkeleton"],[data-testid="stAppSkeleton"] *"""
                """{animation:none!important}
-[data-testid="stStatusWidgetRunningIcon"]>svg{display:none}
-[data-testid="stStatusWidgetRunningIcon"]{width:1.6rem;height:1.6rem;background:url("%s") center/contain no-repeat}"""
+[data-testid="stStatusWidgetRunningIcon"]{display:none!important}
+[data-testid="stStatusWidget"]>div:has(>[data-testid="stStatusWidgetRunningIcon"])::before{content:"";flex:none;"""
+               """width:1.6rem;height:1.6rem;margin-right:-0.5rem;background:url("%s") center/contain no-repeat}
+[data-testid="stStatusWidget"]{transition:none!important}"""
                % RUNNING_MAN)
 # Streamlit's stale elements (data-stale="true") and, while a script runs, its expanders fade to their dimmed look
 # over 1 s after a 0.5 s delay: the same look, reached at the same 0.5 s in one step. An expander shows no stale mark

@@ -43,13 +43,17 @@ def test_plotly_is_loaded_once_early_and_the_preload_takes_no_room(page, server_
     assert still == ["none,none"] * 3
     assert page.evaluate("""() => [...document.head.querySelectorAll('style')].some(
         style => style.textContent.includes('[data-testid="stAppSkeleton"]'))""")
-    # the running man stands still: his pose-swapping icon is not drawn, one pose is, as a picture of his size
-    running = page.evaluate("""() => { const icon = document.createElement('div');
-        icon.setAttribute('data-testid', 'stStatusWidgetRunningIcon'); icon.innerHTML = '<svg viewBox="0 0 24 24"></svg>';
-        document.body.appendChild(icon); const box = icon.getBoundingClientRect(), style = getComputedStyle(icon);
-        const shown = [getComputedStyle(icon.firstChild).display, style.backgroundImage.startsWith('url("data:image/svg+xml'),
-                       Math.round(box.width), Math.round(box.height)];
-        icon.remove(); return shown; }""")
+    # the running man stands still: his pose-swapping icon is not drawn, one pose is, as a picture of his size, by the
+    # status widget's row that holds the icon (tests/browser/test_running_signal_browser.py checks the rest)
+    running = page.evaluate("""() => { const widget = document.createElement('div');
+        widget.setAttribute('data-testid', 'stStatusWidget');
+        widget.innerHTML = '<div style="display: flex">'
+            + '<div data-testid="stStatusWidgetRunningIcon"><svg></svg></div></div>';
+        document.body.appendChild(widget); const row = widget.firstChild, before = getComputedStyle(row, '::before');
+        const shown = [getComputedStyle(row.firstChild).display,
+                       before.backgroundImage.startsWith('url("data:image/svg+xml'),
+                       Math.round(parseFloat(before.width)), Math.round(parseFloat(before.height))];
+        widget.remove(); return shown; }""")
     assert running == ["none", True, 26, 26]
     assert page.console_errors == []
 

@@ -27,16 +27,19 @@ POLL_MS = 100          # idle on two polls in a row: 100-200 ms without a run (c
 # A page's first run takes 40-65 s on a 2-core machine shared by several test runs, so 60 s was too tight there.
 TIMEOUT_MS = int(os.environ.get("LLM_ROOFLINE_BROWSER_TIMEOUT_MS", "180000"))
 
-IDLE = """() => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const idle = app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
+# The app has finished: no run under way, connected, no status widget, nothing stale, no placeholder, no pending sidebar
+# (an expression over `app`, Streamlit's app root).
+IDLE_NOW = """app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
         && app.getAttribute('data-test-connection-state') === 'CONNECTED'
         && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]')
         && !document.querySelector('[data-testid="stSkeleton"]')
-        && !document.querySelector('#llm-sidebar-pending');
+        && !document.querySelector('#llm-sidebar-pending')"""
+IDLE = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const idle = %s;
     window.__idlePolls = idle ? (window.__idlePolls || 0) + 1 : 0;
     return window.__idlePolls >= 2;
-}"""
+}""" % IDLE_NOW
 RESET = "window.__idlePolls = 0"
 
 
@@ -48,6 +51,33 @@ def charts_drawn(count: int) -> str:
 def url_param_is(key: str, value: str) -> str:
     """JS condition: the page's URL has `key=value` (the rerun after an input change has written it)."""
     return f"() => new URL(location.href).searchParams.get({key!r}) === {value!r}"
+
+
+def settled_with(key: str, value: str) -> str:
+    """JS condition: the URL has `key=value` and the app is idle on two polls in a row, counted from the first poll
+    that sees the value: url_param_is and then wait_idle as one wait (the benchmarks' end of a rerun). The same
+    moment as the two waits in turn, less the round trip between them (the second wait's start and its counter's
+    reset), with one poll loop in the page instead of two. Playwright evaluates the expression once a wait: each
+    wait's count starts at zero."""
+    return """(() => {
+    let polls = 0;
+    return () => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        const idle = new URL(location.href).searchParams.get(%r) === %r && %s;
+        polls = idle ? polls + 1 : 0;
+        return polls >= 2;
+    };
+})()""" % (key, value, IDLE_NOW)
+
+
+def wait_settled(page, key: str, value: str, timeout_ms: int = TIMEOUT_MS) -> None:
+    """Until the rerun that writes `key=value` into the page's URL has finished (settled_with; sync Playwright)."""
+    page.wait_for_function(settled_with(key, value), polling=POLL_MS, timeout=timeout_ms)
+
+
+async def wait_settled_async(page, key: str, value: str, timeout_ms: int = TIMEOUT_MS) -> None:
+    """wait_settled for Playwright's async API."""
+    await page.wait_for_function(settled_with(key, value), polling=POLL_MS, timeout=timeout_ms)
 
 
 def wait_idle(page, timeout_ms: int = TIMEOUT_MS) -> None:
