@@ -153,11 +153,11 @@ def model_card(model) -> None:
 
 
 def body_rerun():
-    """The callback of an input only the overview's body depends on (the workload's lengths, batch and dtypes, the
-    method, the engine options): on the overview, with the share box closed (its link shows every value), a change
-    reruns only the overview's body (a keyed fragment, views/overview.py), not the sidebar; elsewhere None (the whole
-    page reruns). Inputs that change the sidebar itself (phase, chunked prefill, parallelism, devices, model) have
-    none."""
+    """The callback of an input only the overview's body depends on (the workload's lengths and dtypes, the method,
+    the engine options; Batch is drawn by the body itself, `batch_input`): on the overview, with the share box closed
+    (its link shows every value), a change reruns only the overview's body (a keyed fragment, views/overview.py), not
+    the sidebar; elsewhere None (the whole page reruns). Inputs that change the sidebar itself (phase, chunked
+    prefill, parallelism, devices, model) have none."""
     if st.session_state.get("w_page", "overview") != "overview" or st.session_state.get(session.OPEN_SHARE):
         return None
     return lambda: st.rerun(session.OVERVIEW_BODY)
