@@ -96,7 +96,7 @@ def render_page(context: PageContext, base_devices: dict, sidebar_part=None) -> 
     elif state.page == "accuracy":
         accuracy.render(state.method, devices)
     else:
-        overview.page(context, sidebar_part)   # its body a fragment: an input only the body reads reruns it alone
+        overview.body(context, sidebar_part)   # a fragment: an input only the body reads reruns it alone
 
 
 def read_carried(state) -> list[str]:

@@ -21,8 +21,6 @@ from engine import REALISTIC_METHODS
 
 ENERGY_BY_KERNEL, ENERGY_BY_COMPONENT = "Energy by kernel", "Energy by component"
 OPEN_ENERGY, OPEN_KERNELS = "open_energy", "open_kernels"   # session keys of the lazy sections' expanders
-SECTION_LABELS = {OPEN_ENERGY: "Energy and power: energy per token, tokens per joule, power against TDP",
-                  OPEN_KERNELS: "Kernels: the kernel table, with CSV and XLSX downloads"}   # in the page's order
 
 
 def is_energy_note(note: str) -> bool:
@@ -272,7 +270,8 @@ def lazy_section(label: str, key: str):
 
 def energy_section(ctx: PageContext, result, primary: dict) -> None:
     """Energy and power (opened on demand): the headline, the engine's energy notes, the energy charts."""
-    box, opened = lazy_section(SECTION_LABELS[OPEN_ENERGY], OPEN_ENERGY)
+    box, opened = lazy_section("Energy and power: energy per token, tokens per joule, power against TDP",
+                               OPEN_ENERGY)
     if not opened:
         return
     with box:
@@ -283,7 +282,7 @@ def energy_section(ctx: PageContext, result, primary: dict) -> None:
 
 def kernel_section(ctx: PageContext, primary: dict) -> None:
     """The kernel table with units and help per column, CSV/XLSX of the exact SI values (opened on demand)."""
-    box, opened = lazy_section(SECTION_LABELS[OPEN_KERNELS], OPEN_KERNELS)
+    box, opened = lazy_section("Kernels: the kernel table, with CSV and XLSX downloads", OPEN_KERNELS)
     if not opened:
         return
     with box:
@@ -302,36 +301,13 @@ def beside_estimate(ctx: PageContext, device: str):
     return ctx.estimates(method=method, names={device}).get(device)
 
 
-def page(ctx: PageContext, sidebar_part: Callable[[], None] | None = None) -> None:
-    """The overview: its body (a fragment), then the lazy sections that are closed with none open below them
-    (`closed_tail`), drawn outside the fragment: a closed section shows only its label, the same for every view, so
-    a body-only rerun need not send it again (each element sent costs the browser a re-render)."""
-    outside = closed_tail(ctx)
-    body(ctx, sidebar_part, outside)
-    for key in outside:
-        lazy_section(SECTION_LABELS[key], key)
-
-
-def closed_tail(ctx: PageContext) -> tuple[str, ...]:
-    """The keys of the lazy sections, in the page's order, that are closed with no open one after them, when the
-    primary device has an estimate (the body shows the sections only then); else none."""
-    primary = ctx.state.devices[0]
-    if primary not in replace(ctx, errors=[]).estimates(names={primary}):      # this session's kept estimate
-        return ()
-    keys = tuple(SECTION_LABELS)
-    opened = [index for index, key in enumerate(keys) if st.session_state.get(key)]
-    return keys[max(opened) + 1:] if opened else keys
-
-
 @st.fragment(key=session.OVERVIEW_BODY)
-def body(ctx: PageContext, sidebar_part: Callable[[], None] | None = None, outside: tuple[str, ...] = ()) -> bool:
+def body(ctx: PageContext, sidebar_part: Callable[[], None] | None = None) -> None:
     """The overview below the sidebar as one fragment: an input only the body depends on reruns this part alone, so
     the browser re-renders only the page's own elements. `sidebar_part` draws the Batch input into its place in the
     sidebar (dashboard/sidebar.py, batch_input): an input the fragment drew reruns it directly, one run per change;
     the other body-only inputs call `st.rerun(session.OVERVIEW_BODY)` (a full run aborted at once, then this one).
-    On such a rerun the view comes from the widgets (ctx is the last full run's) and the link is written here.
-    `outside`: the closed sections the whole-page run draws below the fragment (`page`), left out here. Returns
-    whether the primary device's estimate was shown."""
+    On such a rerun the view comes from the widgets (ctx is the last full run's) and the link is written here."""
     from dashboard.resolve import resolve_scenario
     session.resend_unreported()       # a body-only rerun draws the picker again: its value if the browser lacks it
     if sidebar_part is not None:
@@ -343,21 +319,16 @@ def body(ctx: PageContext, sidebar_part: Callable[[], None] | None = None, outsi
         for warning in warnings:
             st.warning(warning, icon=":material/link_off:")
         ctx = replace(ctx, state=state, scenario=scenario, errors=[])
-    shown = render(ctx, outside)
+    render(ctx)
     session.write_url(session.from_widgets(session.view()))
-    if outside and not shown:     # an error now: the sections below the fragment go, as the whole page shows it
-        st.rerun()
-    return shown
 
 
-def render(ctx: PageContext, outside: tuple[str, ...] = ()) -> bool:
-    """The overview's body for `ctx`, but the lazy sections in `outside`; whether the primary device has an
-    estimate (else only the errors are shown)."""
+def render(ctx: PageContext) -> None:
     results = ctx.estimates()
     for error in ctx.errors:
         st.error(error)
     if ctx.state.devices[0] not in results:
-        return False
+        return
     primary = {ctx.state.devices[0]: results[ctx.state.devices[0]]}
     st.caption(ctx.summary())
     result = primary[ctx.state.devices[0]]
@@ -365,8 +336,5 @@ def render(ctx: PageContext, outside: tuple[str, ...] = ()) -> bool:
              other=beside_estimate(ctx, ctx.state.devices[0]), method=ctx.state.method)
     energy_open = bool(st.session_state.get(OPEN_ENERGY))
     chart_area(ctx, primary, results, energy_open)
-    if OPEN_ENERGY not in outside:
-        energy_section(ctx, result, primary)
-    if OPEN_KERNELS not in outside:
-        kernel_section(ctx, primary)
-    return True
+    energy_section(ctx, result, primary)
+    kernel_section(ctx, primary)

@@ -113,32 +113,3 @@ def test_a_batch_change_starts_one_run_of_the_body_and_keeps_the_input_in_its_pl
     wait_idle(fresh)
     assert metrics(fresh) == shown
     assert page.console_errors == []
-
-
-def expanders(page) -> list[str]:
-    """The labels of the expanders in the page's main area."""
-    summaries = page.locator('[data-testid="stMain"] [data-testid="stExpander"] summary').all_inner_texts()
-    return [text.split("\n")[-1] for text in summaries]          # without the icon's name before it
-
-
-def test_closed_sections_are_not_sent_again_and_go_when_the_body_shows_an_error(page, server_url):
-    """The closed Energy and Kernels sections show only their labels: a body rerun does not send them again; when
-    the body then shows an error (a prompt longer than the model's context) they go, as on a whole-page run."""
-    frames = open_overview(page, server_url)
-    sections = expanders(page)
-    assert len(sections) == 2 and sections[0].startswith("Energy") and sections[1].startswith("Kernels")
-    frames.clear()
-    enter(page, "Batch", "40")
-    settle(page, "batch", "40")
-    blocks = [message.delta.add_block for message in messages(frames) if message.WhichOneof("type") == "delta"
-              and message.delta.WhichOneof("type") == "add_block"]
-    assert blocks and not any(block.WhichOneof("type") == "expandable" for block in blocks)
-    assert expanders(page) == sections
-    enter(page, "Input tokens", "200000")                 # Llama-3.1-8B holds 131,072 positions
-    page.locator('[data-testid="stMain"] [data-testid="stAlertContentError"]').wait_for(timeout=TIMEOUT_MS)
-    settle(page, "in", "200000")
-    assert expanders(page) == []
-    enter(page, "Input tokens", "2048")
-    settle(page, "in", "2048")
-    assert expanders(page) == sections
-    assert page.console_errors == []
