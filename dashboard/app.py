@@ -54,6 +54,7 @@ def main() -> None:
     state = session.from_widgets(session.view())   # the widgets' values: in session state before they are drawn
     session.set_view(state)
     controls = sidebar.begin()   # the sidebar's title now (the page's width is final), its inputs after the page
+    # (on the overview, but for a first visit's first run, before it: see below)
     later = sidebar_later.wanted(first_run)      # a first visit: the inputs once the first chart is drawn
     context = PageContext(state, devices, model, scenario, models=models)
     if not later and sidebar.body_draws_batch(state.page):
