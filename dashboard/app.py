@@ -54,22 +54,31 @@ def main() -> None:
     state = session.from_widgets(session.view())   # the widgets' values: in session state before they are drawn
     session.set_view(state)
     controls = sidebar.begin()   # the sidebar's title now (the page's width is final), its inputs after the page
+    # (on the overview, but for a first visit's first run, before it: see below)
     later = sidebar_later.wanted(first_run)      # a first visit: the inputs once the first chart is drawn
-    try:
-        render_page(PageContext(state, devices, model, scenario, models=models), base_devices)
-    finally:         # also when the page stops early: the inputs stay on screen and keep their values
-        if later:
-            with controls:
-                sidebar_later.wait_for_first_chart()
-        else:
-            sidebar.draw(controls, devices, model)
+    context = PageContext(state, devices, model, scenario, models=models)
+    if not later and sidebar.body_draws_batch(state.page):
+        # the overview's body draws the Batch input into the place the sidebar leaves for it, so the sidebar first
+        batch_place = sidebar.draw(controls, devices, model, batch_in_body=True)
+        render_page(context, base_devices, lambda: sidebar.batch_input(batch_place))
+    else:
+        try:
+            render_page(context, base_devices)
+        finally:     # also when the page stops early: the inputs stay on screen and keep their values
+            if later:
+                with controls:
+                    sidebar_later.wait_for_first_chart()
+            else:
+                sidebar.draw(controls, devices, model)
     session.write_url(session.from_widgets(session.view()))
     data.freeze_startup_heap()
 
 
-def render_page(context: PageContext, base_devices: dict) -> None:
+def render_page(context: PageContext, base_devices: dict, sidebar_part=None) -> None:
     """The URL warnings and the chosen page. Drawn before the sidebar's inputs, whose elements the browser then
-    receives after the page's (Chromium CPU to the first chart 3.19 -> 2.88 s, docs/responsiveness.md, issue 14)."""
+    receives after the page's (Chromium CPU to the first chart 3.19 -> 2.88 s, docs/responsiveness.md, issue 14),
+    except on the overview with the sidebar drawn (not a first visit's first run), where the body draws the Batch
+    input (`sidebar_part`) into its place in the sidebar, drawn before."""
     for warning in st.session_state["url_warnings"]:
         st.warning(warning, icon=":material/link_off:")
     state, devices = context.state, context.devices
@@ -88,7 +97,7 @@ def render_page(context: PageContext, base_devices: dict) -> None:
     elif state.page == "accuracy":
         accuracy.render(state.method, devices)
     else:
-        overview.body(context)        # a fragment: an input only the body reads reruns it alone
+        overview.body(context, sidebar_part)   # a fragment: an input only the body reads reruns it alone
 
 
 def read_carried(state) -> list[str]:

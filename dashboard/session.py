@@ -16,7 +16,7 @@ from dashboard.carry import MAX_LINK_CHARS
 from dashboard.state import UPLOAD_PREFIX, ViewState, parse_query, to_query
 
 # the overview body's fragment key: a change of an input only the body depends on (Batch, lengths, dtypes, method,
-# engine options) reruns that fragment alone on the overview (views/overview.py, sidebar.body_rerun)
+# engine options) reruns that fragment alone on the overview (views/overview.py; sidebar.batch_input, body_rerun)
 OVERVIEW_BODY = "overview_body"
 # the session key of the sidebar's "Share this view" box (an expander, open or closed): while it is open its link
 # shows every value, so inputs that would rerun only a part of the page rerun the whole page (sidebar.body_rerun,

@@ -153,21 +153,39 @@ def model_card(model) -> None:
 
 
 def body_rerun():
-    """The callback of an input only the overview's body depends on (the workload's lengths, batch and dtypes, the
-    method, the engine options): on the overview, with the share box closed (its link shows every value), a change
-    reruns only the overview's body (a keyed fragment, views/overview.py), not the sidebar; elsewhere None (the whole
-    page reruns). Inputs that change the sidebar itself (phase, chunked prefill, parallelism, devices, model) have
-    none."""
+    """The callback of an input only the overview's body depends on (the workload's lengths and dtypes, the method,
+    the engine options; Batch is drawn by the body itself, `batch_input`): on the overview, with the share box closed
+    (its link shows every value), a change reruns only the overview's body (a keyed fragment, views/overview.py), not
+    the sidebar; elsewhere None (the whole page reruns). Inputs that change the sidebar itself (phase, chunked
+    prefill, parallelism, devices, model) have none."""
     if st.session_state.get("w_page", "overview") != "overview" or st.session_state.get(session.OPEN_SHARE):
         return None
     return lambda: st.rerun(session.OVERVIEW_BODY)
 
 
-def workload_controls(phase: str) -> None:
+def body_draws_batch(page: str) -> bool:
+    """Whether the overview's body draws the Batch input (into its place in the sidebar, `batch_input`): on the
+    overview with the share box closed (its link shows the batch, so then the whole page reruns, as elsewhere)."""
+    return page == "overview" and not st.session_state.get(session.OPEN_SHARE)
+
+
+def batch_input(place) -> None:
+    """The Batch input, into `place`. On the overview the body's fragment draws it (views/overview.body) into the
+    place the sidebar keeps for it (`draw`, batch_in_body): an input a fragment drew reruns that fragment directly,
+    one run per change, where a callback's `st.rerun(OVERVIEW_BODY)` first starts a full run that it aborts at once
+    (two runs in the browser, docs/responsiveness.md). Elsewhere the sidebar draws it, and a change reruns the page."""
+    place.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch")
+
+
+def workload_controls(phase: str, batch_in_body: bool = False):
+    """The workload's inputs; returns the Batch input's place (an empty slot at its place in its column) when
+    `batch_in_body`, for the overview's body to draw it in, else None (drawn here)."""
     body = body_rerun()
     st.selectbox("Phase", PHASES, key="w_phase")
     left, right = st.columns(2)
-    left.number_input("Batch", min_value=1, max_value=1_000_000, step=1, key="w_batch", on_change=body)
+    batch_place = left.empty() if batch_in_body else None
+    if batch_place is None:
+        batch_input(left)
     right.number_input("Input tokens", min_value=1, max_value=10_000_000, step=128, key="w_input", on_change=body)
     left.number_input("Output tokens", min_value=1, max_value=10_000_000, step=128, key="w_output", on_change=body)
     if phase in ("decode", "chunked"):
@@ -189,6 +207,7 @@ def workload_controls(phase: str) -> None:
         column.selectbox(label, options, key=key, on_change=body)
     st.selectbox("Method", list(METHODS), key="w_method", on_change=body, help="\n\n".join(
         f"**{m.name}**: {m.description}" for m in METHODS.values()))
+    return batch_place
 
 
 def parallelism_controls() -> None:
@@ -233,36 +252,50 @@ def begin():
         return st.container()
 
 
-def draw(controls, devices: dict, model) -> None:
+def draw(controls, devices: dict, model, batch_in_body: bool = False):
     """The sidebar's inputs into `controls` (from `begin`), in their order; their values are already in session
-    state (session.load_widgets, or the browser's last change), so the page drawn before them used the same."""
+    state (session.load_widgets, or the browser's last change), so the page drawn before them used the same.
+    `batch_in_body`: the Batch input's place is left empty and returned, for the overview's body to draw the input
+    in (`batch_input`); otherwise None is returned."""
     with controls:
-        st.radio("Page", PAGES, format_func=PAGE_TITLES.get, key="w_page", horizontal=True)
-        st.subheader("Hardware")
-        st.multiselect("Devices (the first is the primary)", list(devices), key="w_devices")
-        st.file_uploader("Your specs workbook (.xlsx)", type=["xlsx"], key="w_specs_file")
-        if st.session_state.get("specs_error"):
-            st.error(st.session_state["specs_error"] + " — keeping the previous workbook")
-        elif "specs_upload" in st.session_state:
-            name, specs = st.session_state["specs_upload"]
-            st.caption(f"Using {name}")
-            for warning in getattr(specs, "warnings", []):   # unusual values: likely unit slips
-                st.warning(f"{name}: {warning}", icon=":material/straighten:")
-        st.subheader("Model")
-        model_controls()
-        if model is not None:
-            model_card(model)
-        st.subheader("Workload")
-        workload_controls(st.session_state.get("w_phase", "request"))
-        st.subheader("Devices and parallelism")
-        parallelism_controls()
-        engine_options(model)
-        share = st.expander("Share this view", key=session.OPEN_SHARE, on_change="rerun", icon=":material/link:")
-        if not share.open:      # made only while open: the link box's code (1.5 MB of script) loads on demand
-            return
-        link, note = session.share_link(session.from_widgets(session.view()))   # the view the page wrote
-        if note:
-            share.warning(note, icon=":material/link_off:")
-        share.code(link, language=None, wrap_lines=True)
-        share.caption("Copy the link above (button at its right); it opens this exact view"
-                      + (", uploaded devices and config.json included." if "dev." in link or "cfg=" in link else "."))
+        batch_place = _inputs(devices, model, batch_in_body)
+        _share_box()
+    return batch_place
+
+
+def _inputs(devices: dict, model, batch_in_body: bool):
+    """The inputs above the share box, in their order (see `draw`)."""
+    st.radio("Page", PAGES, format_func=PAGE_TITLES.get, key="w_page", horizontal=True)
+    st.subheader("Hardware")
+    st.multiselect("Devices (the first is the primary)", list(devices), key="w_devices")
+    st.file_uploader("Your specs workbook (.xlsx)", type=["xlsx"], key="w_specs_file")
+    if st.session_state.get("specs_error"):
+        st.error(st.session_state["specs_error"] + " — keeping the previous workbook")
+    elif "specs_upload" in st.session_state:
+        name, specs = st.session_state["specs_upload"]
+        st.caption(f"Using {name}")
+        for warning in getattr(specs, "warnings", []):   # unusual values: likely unit slips
+            st.warning(f"{name}: {warning}", icon=":material/straighten:")
+    st.subheader("Model")
+    model_controls()
+    if model is not None:
+        model_card(model)
+    st.subheader("Workload")
+    batch_place = workload_controls(st.session_state.get("w_phase", "request"), batch_in_body)
+    st.subheader("Devices and parallelism")
+    parallelism_controls()
+    engine_options(model)
+    return batch_place
+
+
+def _share_box() -> None:
+    """The "Share this view" box, its link made only while it is open."""
+    share = st.expander("Share this view", key=session.OPEN_SHARE, on_change="rerun", icon=":material/link:")
+    if not share.open:      # made only while open: the link box's code (1.5 MB of script) loads on demand
+        return
+    link, note = session.share_link(session.from_widgets(session.view()))   # the view the page wrote
+    if note:
+        share.warning(note, icon=":material/link_off:")
+    share.code(link, language=None, wrap_lines=True)
+    share.caption("Copy the link above (button at its right); it opens this exact view"
+                  + (", uploaded devices and config.json included." if "dev." in link or "cfg=" in link else "."))

@@ -302,12 +302,16 @@ def beside_estimate(ctx: PageContext, device: str):
 
 
 @st.fragment(key=session.OVERVIEW_BODY)
-def body(ctx: PageContext) -> None:
-    """The overview below the sidebar as one fragment: a Batch change reruns this part alone (the sidebar's input
-    calls `st.rerun(session.OVERVIEW_BODY)`, dashboard/sidebar.py), so the browser re-renders only the page's own elements. On such a
-    rerun the view comes from the widgets (ctx is the last full run's) and the link is written here."""
+def body(ctx: PageContext, sidebar_part: Callable[[], None] | None = None) -> None:
+    """The overview below the sidebar as one fragment: an input only the body depends on reruns this part alone, so
+    the browser re-renders only the page's own elements. `sidebar_part` draws the Batch input into its place in the
+    sidebar (dashboard/sidebar.py, batch_input): an input the fragment drew reruns it directly, one run per change;
+    the other body-only inputs call `st.rerun(session.OVERVIEW_BODY)` (a full run aborted at once, then this one).
+    On such a rerun the view comes from the widgets (ctx is the last full run's) and the link is written here."""
     from dashboard.resolve import resolve_scenario
     session.resend_unreported()       # a body-only rerun draws the picker again: its value if the browser lacks it
+    if sidebar_part is not None:
+        sidebar_part()                # first: in place whatever the body draws below
     state = session.from_widgets(session.view())
     if state != ctx.state:
         session.set_view(state)
