@@ -37,13 +37,14 @@ from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.conditions import quantize_key, shipped_clock_of
 from engine.calibration.silicon.fit_quantize import by_units
+from engine.calibration.silicon.fit_tiles import excluded_candidates, fit_large_m_tiles, large_m_tiles
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
     SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
     NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS,
-    LEAST_N_K, EXCLUDED)
+    LARGE_M_TILE_DTYPES, FIT_LARGE_M_TILES, LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
@@ -94,6 +95,9 @@ class DeviceGemms:
         quantized = warm and compute_dtype(self.dtype) == "fp8"
         self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
                                   / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
+        # the tiles its kernel takes at large m (fit_tiles.py, h/gemm12): a rule of LARGE_M_TILE_RULES ("": free search)
+        self.large_m_eligible = warm and self.dtype in LARGE_M_TILE_DTYPES and not native_block_scales(hardware)
+        self.large_m_tile, self._m, self._excluded = "", table["m"], {}
 
     def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
         """The activation-quantize kernel's time per row ({quantize_key, else framework: latency s}; 0 where not
@@ -120,9 +124,11 @@ class DeviceGemms:
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
+        if self.large_m_tile not in self._excluded:
+            self._excluded[self.large_m_tile] = excluded_candidates(self.model.terms, self._m, self.large_m_tile)
         return self.model.work(matrix, self.rates.memory_fraction,
                                split_k_cycles / self.rates.clock_hz, power, overlap_loss,
-                               k_step_cycles / self.rates.clock_hz)
+                               k_step_cycles / self.rates.clock_hz, self._excluded[self.large_m_tile])
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
                         split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
@@ -319,26 +325,32 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                  native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
+            fitted = (efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step, native)
+            rules = (fit_large_m_tiles(training, fitted)
+                     if FIT_LARGE_M_TILES and dtype in LARGE_M_TILE_DTYPES else {})
             extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
                                          qbytes, native)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
             overlap = block = float("nan")
             quantize = fit_quantize_latency(training, efficiency, extra)
-            lodo, qbytes = (efficiency, extra, None, quantize), {}
+            lodo, qbytes, rules = (efficiency, extra, None, quantize), {}, {}
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
                 "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
                 "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
-                                         for f, v in quantize.items())}
+                                         for f, v in quantize.items()),
+                "large_m_tiles": ", ".join(f"{f} {r or 'free'}" for f, r in rules.items())}
         shipped_held_out = [g for (d, t, _), g in shipped_groups.items() if (d, t) == (device, dtype)]
         for label, values, mine in (("before", (1.0, 0.0, None, None), shipped_held_out), ("lodo", lodo, held_out),
                                     ("shipped", shipped, shipped_held_out)):
-            line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
+            with large_m_tiles(mine, rules if label == "lodo" else {}):
+                line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
         lines.append(line)
         if residuals is not None:
-            residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(held_out, predictions(held_out, *lodo)))
+            with large_m_tiles(held_out, rules):
+                residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(held_out, predictions(held_out, *lodo)))
     return pd.DataFrame(lines)
 
 
