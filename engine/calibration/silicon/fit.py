@@ -18,7 +18,9 @@ waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 an
 (TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
 units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
 one value per framework (its kernel's promotion; h/gemm10); the warm fp8 tables' quantize constants are then refitted
-for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11). Both forms are fitted by coordinate
+for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11), and per framework a rule for the
+tiles its per-tensor fp8 kernel takes at m > 128 on those units is chosen (FIT_LARGE_M_TILES, fit_tiles.py; h/gemm12).
+Both forms are fitted by coordinate
 descent over 1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
 training devices' rows pooled, on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
