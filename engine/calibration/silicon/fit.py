@@ -18,11 +18,10 @@ waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 an
 (TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
 units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
 one value per framework (its kernel's promotion; h/gemm10); the warm fp8 tables' quantize constants are then refitted
-for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11), and per framework a rule for the
-tiles its per-tensor fp8 kernel takes at m > 128 on those units is chosen (FIT_LARGE_M_TILES, fit_tiles.py; h/gemm12).
-Both forms are fitted by coordinate
-descent over 1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
-training devices' rows pooled, on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
+for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11), with a tile rule per framework at
+m > 128 (FIT_LARGE_M_TILES, fit_tiles.py; h/gemm12). Both forms are fitted by coordinate descent over 1-D grids,
+minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
+on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.conditions import quantize_key, shipped_clock_of
 from engine.calibration.silicon.fit_quantize import by_units
-from engine.calibration.silicon.fit_tiles import excluded_candidates, fit_large_m_tiles, large_m_tiles
+from engine.calibration.silicon.fit_tiles import fit_large_m_tiles, large_m_tiles
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
@@ -97,9 +96,8 @@ class DeviceGemms:
         quantized = warm and compute_dtype(self.dtype) == "fp8"
         self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
                                   / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
-        # the tiles its kernel takes at large m (fit_tiles.py, h/gemm12): a rule of LARGE_M_TILE_RULES ("": free search)
         self.large_m_eligible = warm and self.dtype in LARGE_M_TILE_DTYPES and not native_block_scales(hardware)
-        self.large_m_tile, self._m, self._excluded = "", table["m"], {}
+        self.large_m_tile, self.excluded = "", None     # its kernel's tiles at large m (fit_tiles.large_m_tiles)
 
     def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
         """The activation-quantize kernel's time per row ({quantize_key, else framework: latency s}; 0 where not
@@ -126,11 +124,9 @@ class DeviceGemms:
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
-        if self.large_m_tile not in self._excluded:
-            self._excluded[self.large_m_tile] = excluded_candidates(self.model.terms, self._m, self.large_m_tile)
         return self.model.work(matrix, self.rates.memory_fraction,
                                split_k_cycles / self.rates.clock_hz, power, overlap_loss,
-                               k_step_cycles / self.rates.clock_hz, self._excluded[self.large_m_tile])
+                               k_step_cycles / self.rates.clock_hz, self.excluded)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
                         split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
@@ -315,23 +311,19 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         training = [g for (d, t, _), g in groups.items() if t == dtype and d != device]
         if not training:
             continue
-        shipped_clock = shipped_clock_of(dtype)
         shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
-                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock,
+                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock_of(dtype),
                    quantize_latency_of(dtype), quantize_bytes_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
-            (efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step,
-             native) = by_units(QUANTIZE_BY_SCALE_UNITS, training, fit_dtype_clock_block_scaled(
-                 training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
-                 native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
+            fitted = by_units(QUANTIZE_BY_SCALE_UNITS, training, fit_dtype_clock_block_scaled(
+                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
+                native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
+            efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step, native = fitted
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
-            fitted = (efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step, native)
-            rules = (fit_large_m_tiles(training, fitted)
-                     if FIT_LARGE_M_TILES and dtype in LARGE_M_TILE_DTYPES else {})
-            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
-                                         qbytes, native)
+            rules = fit_large_m_tiles(training, fitted) if FIT_LARGE_M_TILES and dtype in LARGE_M_TILE_DTYPES else {}
+            extra, lodo = float("nan"), (efficiency, 0.0, fitted[:5] + (block, step), quantize, qbytes, native)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
             overlap = block = float("nan")
@@ -349,10 +341,9 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
                                     ("shipped", shipped, shipped_held_out)):
             with large_m_tiles(mine, rules if label == "lodo" else {}):
                 line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
+                if label == "lodo" and residuals is not None:
+                    residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(mine, predictions(mine, *lodo)))
         lines.append(line)
-        if residuals is not None:
-            with large_m_tiles(held_out, rules):
-                residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(held_out, predictions(held_out, *lodo)))
     return pd.DataFrame(lines)
 
 

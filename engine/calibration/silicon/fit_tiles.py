@@ -2,8 +2,8 @@
 (Hopper), chosen per framework inside each leave-one-device-out fold (h/gemm12, docs/accuracy.md).
 
 The model's tile search (tiling.candidate_times) picks the fastest tile and split-K for every shape. SGLang's and
-vLLM's per-tensor fp8 CUTLASS kernels pick their tile by m instead (a 128-row tile and no split-K above 128 rows), so
-at m in (128, 1k] the free search runs them up to 20% faster than measured. A rule (fit_grids.LARGE_M_TILE_RULES)
+vLLM's per-tensor fp8 CUTLASS kernels likely pick their tile by m instead (a 128-row tile, no split-K above 128 rows),
+so at m in (128, 1k] the free search ran them 8-28% faster than measured on Hopper. A rule (fit_grids.LARGE_M_TILE_RULES)
 removes the candidates the framework's kernel does not take on rows with m > LARGE_M_ROWS; each fold picks, per
 framework, the rule of the least pooled objective on its training rows, every fitted constant held. Matrix units with
 native block scales (Blackwell) keep the free search, so folds that hold out a Blackwell are unchanged.
@@ -39,14 +39,16 @@ def excluded_candidates(terms: dict, m: np.ndarray, rule: str) -> np.ndarray | N
 @contextmanager
 def large_m_tiles(groups: list, rules: dict):
     """Within the block, each eligible group (DeviceGemms.large_m_eligible) takes its framework's rule ({framework:
-    rule}; absent: ""); afterwards every group is back to the free search."""
+    rule}; absent: ""): its large_m_tile and the candidates it excludes (DeviceGemms.excluded, excluded_candidates);
+    afterwards every group is back to the free search."""
     try:
         for g in groups:
             g.large_m_tile = rules.get(g.framework, "") if g.large_m_eligible else ""
+            g.excluded = excluded_candidates(g.model.terms, g.shapes["m"].to_numpy(), g.large_m_tile)
         yield
     finally:
         for g in groups:
-            g.large_m_tile = ""
+            g.large_m_tile, g.excluded = "", None
 
 
 def fit_large_m_tiles(groups: list, fitted: tuple, rounds: int = 2) -> dict:
