@@ -98,7 +98,7 @@ def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> 
           f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
     out = table[["device", "dtype", "count", "efficiency", "extra_latency_us", "latency_cycles",
                  "joules_per_tflop", "split_k_cycles", "overlap_loss", "k_step_cycles", "block_scale_flops",
-                 "quantize_us"]].copy()
+                 "quantize_us", "large_m_tiles"]].copy()
     for label in ("before", "lodo", "shipped"):
         out[label] = [f"{100 * a:.1f}% / {100 * b:.1f}%, {100 * c:+.1f}%" for a, b, c in
                       zip(table[f"{label} median_abs_error"], table[f"{label} p90_abs_error"], table[f"{label} bias"])]
@@ -106,7 +106,9 @@ def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> 
     print("All under the tables' timing condition (warm: weight copies back to back, engine/estimators/gemm_condition.py; "
           "fp8 tables with each framework's activation-quantize kernel, quantize_us: its latency and bytes per activation "
           "value; <framework>/promoted: refitted on the training devices without native block scales, "
-          f"fit.QUANTIZE_BY_SCALE_UNITS={fit.QUANTIZE_BY_SCALE_UNITS!r}). before: efficiency 1, no extra "
+          f"fit.QUANTIZE_BY_SCALE_UNITS={fit.QUANTIZE_BY_SCALE_UNITS!r}; large_m_tiles: the tiles each framework's "
+          f"per-tensor fp8 kernel takes at m > 128 on those devices, chosen in the fold, "
+          f"fit.FIT_LARGE_M_TILES={fit.FIT_LARGE_M_TILES}). before: efficiency 1, no extra "
           "latency, no quantize kernel; lodo: the constants shown, fitted without the device (clock-and-power form "
           f"{fit.CLOCK_DTYPES}: latency cycles / clock, a power cap in pJ per FLOP, split-K cycles, the overlap loss "
           "(max(c, m) + loss x min(c, m)), k-step cycles (per wave per k step), block_scale_flops (fp8_g128 on Hopper: the "

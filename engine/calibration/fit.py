@@ -80,9 +80,11 @@ class GemmModel:
         self.epilogue = epilogue_s * epilogue_values(self.terms) if epilogue_s else None
 
     def work(self, matrix: float, memory: float, split_k_latency_s: float = 0.0,
-             power_macs_per_s: float = np.inf, overlap_loss: float = 0.0, k_step_s: float = 0.0) -> np.ndarray:
+             power_macs_per_s: float = np.inf, overlap_loss: float = 0.0, k_step_s: float = 0.0,
+             excluded: np.ndarray | None = None) -> np.ndarray:
         """`power_macs_per_s`: the chip's power-limited matrix rate; `overlap_loss`: the part of min(compute, memory)
-        not hidden; `k_step_s`: seconds per wave per k step (tiling.candidate_times; inf, 0, 0: none)."""
+        not hidden; `k_step_s`: seconds per wave per k step (tiling.candidate_times; inf, 0, 0: none); `excluded`:
+        rows x candidates, inf where a candidate is not the kernel's to take, else 0 (None: all)."""
         compute = self.terms["wave_peak_s"] / matrix
         if np.isfinite(power_macs_per_s):
             compute = np.maximum(compute, self.terms["work_macs"] / power_macs_per_s)
@@ -96,6 +98,8 @@ class GemmModel:
             candidates = candidates + k_step_s * k_steps(self.terms)
         if self.epilogue is not None:   # each wave's unhidden epilogue (tiling.candidate_times)
             candidates = candidates + self.epilogue
+        if excluded is not None:
+            candidates = candidates + excluded
         tiled = np.min(candidates, axis=1)
         gemv = np.maximum(self.vector_s, self.stream_peak_s / memory)
         return np.maximum(np.where(self.gemv, gemv, tiled), self.ideal_s)

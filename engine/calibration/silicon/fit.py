@@ -18,9 +18,10 @@ waves x k steps x gemm_k_step_cycles / clock_hz (tiling.candidate_times); fp8 an
 (TILE_STORE_BYTES_PER_VALUE), can add gemm_native_scale_cycles (FIT_NATIVE_SCALE off; h/gemm9), and fp8_g128 on matrix
 units without native block scales (Hopper) divides the matrix rate by 1 + gemm_block_scale_flops x block_scale_ratio,
 one value per framework (its kernel's promotion; h/gemm10); the warm fp8 tables' quantize constants are then refitted
-for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11). Both forms are fitted by coordinate
-descent over 1-D grids, minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the
-training devices' rows pooled, on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
+for Hopper's matrix units (QUANTIZE_BY_SCALE_UNITS, fit_quantize.py; h/gemm11), with a tile rule per framework at
+m > 128 (FIT_LARGE_M_TILES, fit_tiles.py; h/gemm12). Both forms are fitted by coordinate descent over 1-D grids,
+minimising median |error| + p90 |error| / 2 (engine.calibration.fit.objective) over the training devices' rows pooled,
+on engine.calibration.fit.GemmModel (the realistic GEMM time as a fast function of its constants).
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.conditions import quantize_key, shipped_clock_of
 from engine.calibration.silicon.fit_quantize import by_units
+from engine.calibration.silicon.fit_tiles import fit_large_m_tiles, large_m_tiles
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
     SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
     NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS,
-    LEAST_N_K, EXCLUDED)
+    LARGE_M_TILE_DTYPES, FIT_LARGE_M_TILES, LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
@@ -94,6 +96,8 @@ class DeviceGemms:
         quantized = warm and compute_dtype(self.dtype) == "fp8"
         self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
                                   / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
+        self.large_m_eligible = warm and self.dtype in LARGE_M_TILE_DTYPES and not native_block_scales(hardware)
+        self.large_m_tile, self.excluded = "", None     # its kernel's tiles at large m (fit_tiles.large_m_tiles)
 
     def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
         """The activation-quantize kernel's time per row ({quantize_key, else framework: latency s}; 0 where not
@@ -122,7 +126,7 @@ class DeviceGemms:
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
         return self.model.work(matrix, self.rates.memory_fraction,
                                split_k_cycles / self.rates.clock_hz, power, overlap_loss,
-                               k_step_cycles / self.rates.clock_hz)
+                               k_step_cycles / self.rates.clock_hz, self.excluded)
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
                         split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
@@ -307,38 +311,39 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
         training = [g for (d, t, _), g in groups.items() if t == dtype and d != device]
         if not training:
             continue
-        shipped_clock = shipped_clock_of(dtype)
         shipped = (DEFAULT_CONSTANTS.gemm_matrix_efficiency.get(dtype, 1.0),
-                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock,
+                   DEFAULT_CONSTANTS.gemm_format_latency_s.get(dtype, 0.0), shipped_clock_of(dtype),
                    quantize_latency_of(dtype), quantize_bytes_of(dtype))
         if dtype in CLOCK_DTYPES:
             shared = bf16_cycles.get(device) if dtype in SHARED_LATENCY_DTYPES else None
-            (efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step,
-             native) = by_units(QUANTIZE_BY_SCALE_UNITS, training, fit_dtype_clock_block_scaled(
-                 training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
-                 native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
+            fitted = by_units(QUANTIZE_BY_SCALE_UNITS, training, fit_dtype_clock_block_scaled(
+                training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
+                native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
+            efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step, native = fitted
             if dtype == "bf16":
                 bf16_cycles[device] = cycles
-            extra, lodo = float("nan"), (efficiency, 0.0, (efficiency, cycles, joules, split, overlap, block, step), quantize,
-                                         qbytes, native)
+            rules = fit_large_m_tiles(training, fitted) if FIT_LARGE_M_TILES and dtype in LARGE_M_TILE_DTYPES else {}
+            extra, lodo = float("nan"), (efficiency, 0.0, fitted[:5] + (block, step), quantize, qbytes, native)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")
             overlap = block = float("nan")
             quantize = fit_quantize_latency(training, efficiency, extra)
-            lodo, qbytes = (efficiency, extra, None, quantize), {}
+            lodo, qbytes, rules = (efficiency, extra, None, quantize), {}, {}
         line = {"device": device, "dtype": dtype, "count": sum(g.measured.size for g in held_out),
                 "efficiency": efficiency, "extra_latency_us": extra * 1e6, "latency_cycles": cycles,
                 "joules_per_tflop": joules * 1e12, "split_k_cycles": split, "overlap_loss": overlap,
                 "block_scale_flops": block, "k_step_cycles": step if dtype in CLOCK_DTYPES else float("nan"),
                 "quantize_us": ", ".join(f"{f} {v * 1e6:.2f}" + (f" ({qbytes[f]:g} B)" if dtype in CLOCK_DTYPES else "")
-                                         for f, v in quantize.items())}
+                                         for f, v in quantize.items()),
+                "large_m_tiles": ", ".join(f"{f} {r or 'free'}" for f, r in rules.items())}
         shipped_held_out = [g for (d, t, _), g in shipped_groups.items() if (d, t) == (device, dtype)]
         for label, values, mine in (("before", (1.0, 0.0, None, None), shipped_held_out), ("lodo", lodo, held_out),
                                     ("shipped", shipped, shipped_held_out)):
-            line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
+            with large_m_tiles(mine, rules if label == "lodo" else {}):
+                line.update({f"{label} {k}": v for k, v in errors(mine, *values).items() if k != "count"})
+                if label == "lodo" and residuals is not None:
+                    residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(mine, predictions(mine, *lodo)))
         lines.append(line)
-        if residuals is not None:
-            residuals.extend(g.shapes.assign(predicted_s=p) for g, p in zip(held_out, predictions(held_out, *lodo)))
     return pd.DataFrame(lines)
 
 

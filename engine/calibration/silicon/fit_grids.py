@@ -54,5 +54,13 @@ QUANTIZE_BYTES_GRID = np.round(np.arange(3.0, 16.0001, 0.5), 1)
 # the framework's value fitted on every device), "all" (both refitted: B300 fp8 7.70 -> 8.23%, tried and not kept),
 # "" off
 QUANTIZE_BY_SCALE_UNITS = "promoted"
+# the tables' per-tensor fp8 kernels at m > LARGE_M_ROWS on matrix units without native block scales (Hopper): the
+# tiles a framework's kernel takes (fit_tiles.py; h/gemm12, docs/accuracy.md): "" the model's free search, "tile_m"
+# tiles of >= LARGE_M_ROWS rows without split-K, "square" the LARGE_M_ROWS x LARGE_M_ROWS tile alone without split-K;
+# chosen per framework inside each fold (leave_one_device_out) on the training devices' rows of those units
+LARGE_M_TILE_RULES = ("", "tile_m", "square")
+LARGE_M_ROWS = 128
+LARGE_M_TILE_DTYPES = ("fp8",)
+FIT_LARGE_M_TILES = True
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
