@@ -20,6 +20,15 @@ from tests.browser.waits import charts_drawn, free_port, REPO, start_dashboard, 
 INPUTS = {"batch": "Batch", "in": "Input tokens", "out": "Output tokens"}
 
 
+def page_cpu_arguments(parser, repeats: int):
+    """The arguments the page-CPU benchmarks share (first_chart_cpu, rerun_cpu, rerun_trace): --repeats, --path,
+    --url; returns `parser` for the benchmark's own."""
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--path", default="/", help="the view to open (default: the default view)")
+    parser.add_argument("--url", help="a dashboard already running (its server CPU is then not measured)")
+    return parser
+
+
 def load_average() -> str:
     """The 1, 5 and 15 minute load averages, as printed by the benchmarks."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())

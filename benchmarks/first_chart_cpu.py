@@ -34,7 +34,9 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from benchmarks.browser_bench import chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed  # noqa: E402
+from benchmarks.browser_bench import (  # noqa: E402
+    chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed, page_cpu_arguments,
+)
 from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, charts_drawn, wait_idle  # noqa: E402
 
 TIMEOUT_MS = 180_000
@@ -107,9 +109,7 @@ def print_profile(by_file: collections.Counter, by_function: collections.Counter
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--path", default="/", help="the view to open (default: the default view)")
-    parser.add_argument("--url", help="a dashboard already running (its server CPU is then not measured)")
+    page_cpu_arguments(parser, repeats=5)
     parser.add_argument("--warm-server", action="store_true", help="one visit before the timed ones")
     parser.add_argument("--profile", action="store_true", help="sample the renderer's CPU profile")
     parser.add_argument("--returning", action="store_true",

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 import psutil  # noqa: E402
 
 from benchmarks.browser_bench import (  # noqa: E402
-    chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed, open_pages,
+    chromium_cpu, chromium_root, cpu_seconds, dashboard, load_printed, open_pages, page_cpu_arguments,
 )
 from benchmarks.first_chart_cpu import add_profile, METRICS, print_profile  # noqa: E402
 from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, wait_settled  # noqa: E402
@@ -83,9 +83,7 @@ def one_rerun(pages: list, counters: Counters, batch: int, tail: float) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=8)
-    parser.add_argument("--path", default="/", help="the view to open (default: the default view)")
-    parser.add_argument("--url", help="a dashboard already running (its server CPU is then not measured)")
+    page_cpu_arguments(parser, repeats=8)
     parser.add_argument("--tail", type=float, default=1.0, help="seconds measured after each rerun has settled")
     parser.add_argument("--idle", type=float, default=3.0, help="seconds of an idle page measured before the reruns")
     parser.add_argument("--first-batch", type=int, default=40, help="the first new Batch value (then +1 each)")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 import psutil  # noqa: E402
 
 from benchmarks.browser_bench import (  # noqa: E402
-    chromium_root, cpu_seconds, dashboard, load_printed, open_pages, process_kind,
+    chromium_root, cpu_seconds, dashboard, load_printed, open_pages, page_cpu_arguments, process_kind,
 )
 from tests.browser.waits import CHROMIUM, CHROMIUM_ARGS, wait_settled  # noqa: E402
 
@@ -194,9 +194,7 @@ def print_trace(trace: str, repeats: int, top: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=8)
-    parser.add_argument("--path", default="/", help="the view to open (default: the default view)")
-    parser.add_argument("--url", help="a dashboard already running (its server CPU is then not measured)")
+    page_cpu_arguments(parser, repeats=8)
     parser.add_argument("--tail", type=float, default=1.0, help="seconds counted after each rerun has settled")
     parser.add_argument("--first-batch", type=int, default=40)
     parser.add_argument("--sessions", type=int, default=1, help="contexts rerunning at once (CPU per page)")

@@ -63,6 +63,15 @@ def enter(page, label: str, value: str) -> None:
     box.press("Enter")
 
 
+def metrics_from_link(browser, link: str) -> dict:
+    """The headline numbers of `link` opened in a new browser context (its own session)."""
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    fresh.goto(link)
+    fresh.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)
+    wait_idle(fresh)
+    return metrics(fresh)
+
+
 def test_input_and_output_tokens_rerun_the_body_alone_with_the_links_numbers(page, browser, server_url):
     frames = open_overview(page, server_url)
     default = metrics(page)
@@ -74,11 +83,7 @@ def test_input_and_output_tokens_rerun_the_body_alone_with_the_links_numbers(pag
     assert sidebar_elements(frames) == ["number_input Batch"] * 2     # of the sidebar only what the body draws
     shown = metrics(page)
     assert shown != default
-    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    fresh.goto(f"{server_url}/?in=4096&out=512")
-    fresh.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)
-    wait_idle(fresh)
-    assert metrics(fresh) == shown
+    assert metrics_from_link(browser, f"{server_url}/?in=4096&out=512") == shown
     assert page.console_errors == []
 
 
@@ -107,9 +112,5 @@ def test_a_batch_change_starts_one_run_of_the_body_and_keeps_the_input_in_its_pl
                            timeout=TIMEOUT_MS)
     wait_idle(page)
     assert "number_input Input tokens" in sidebar_elements(frames)
-    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    fresh.goto(f"{server_url}/?batch=48")
-    fresh.wait_for_function(charts_drawn(1), timeout=TIMEOUT_MS)
-    wait_idle(fresh)
-    assert metrics(fresh) == shown
+    assert metrics_from_link(browser, f"{server_url}/?batch=48") == shown
     assert page.console_errors == []
