@@ -13,10 +13,13 @@ framework's activation-quantize kernel; engine/calibration/silicon/conditions.py
 for each device, fitted on the others and scored on it, against the uncalibrated model and the shipped values.
 
 --residuals adds the fit's held-out signed errors by shape regime (m, k, n, measured time; framework x m),
-engine/calibration/silicon/gemm_residuals.py.
+engine/calibration/silicon/gemm_residuals.py. The fit samples --rows-per-group GEMMs per device x dtype x framework
+(default 1,500; docs/accuracy.md's GEMM tables since h/gemm9 use 600). After the table, one line per device x dtype
+against issue 12's target (leave-one-device-out median <= 8%): met, or missed by how many points; --write records
+the leave-one-device-out scores in calibration/results/kernel_gemm.csv for the Accuracy page.
 
 Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
-     [--residuals]
+     [--residuals] [--rows-per-group N] [--write]
 Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
 """
 
@@ -28,7 +31,10 @@ import time
 import pandas as pd
 
 from engine.calibration.silicon import SYSTEM_DEVICES, fit, gemm_residuals, installed_version, score
+from engine.calibration.silicon.results import write_results
 from engine.hardware.specs import load_specs
+
+TARGET_MEDIAN = 0.08   # issue 12: GEMM median |error| <= 8% per device, leave-one-device-out
 
 
 def score_all(root, framework: str, devices: dict) -> tuple[pd.DataFrame, list[str]]:
@@ -64,6 +70,10 @@ def main() -> None:
     parser.add_argument("--no-fit", action="store_true", help="skip the leave-one-device-out GEMM fit (~40 s)")
     parser.add_argument("--residuals", action="store_true",
                         help="after the fit, its held-out signed errors by shape regime (m, k, n, time; per framework)")
+    parser.add_argument("--rows-per-group", type=int, default=1500,
+                        help="GEMMs sampled per device x dtype x framework for the fit (seed 0; default 1500)")
+    parser.add_argument("--write", action="store_true",
+                        help="record the leave-one-device-out scores in calibration/results/kernel_gemm.csv")
     args = parser.parse_args()
     started = time.perf_counter()
     devices = load_specs()
@@ -85,12 +95,19 @@ def main() -> None:
     unmapped = sorted(system for system, device in SYSTEM_DEVICES.items() if device is None)
     print(f"Systems the workbook has no device for: {', '.join(unmapped)}")
     if not args.no_fit:
-        print_leave_one_device_out(args.root, devices, args.residuals)
+        table = print_leave_one_device_out(args.root, devices, args.residuals, args.rows_per_group)
+        print("\n## Against the target (GEMM leave-one-device-out median <= 8% per device and dtype)\n")
+        print("\n".join(target_lines(table)))
+        if args.write:
+            path = write_results(result_rows(table, args.rows_per_group), "kernel_gemm",
+                                 "benchmarks/silicon_accuracy.py", installed_version() if args.root is None else None)
+            print(f"recorded in {path}")
     print(f"\nTotal {time.perf_counter() - started:.1f} s")
 
 
-def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> None:
-    rows = fit.fit_rows(devices, root)
+def print_leave_one_device_out(root, devices: dict, residuals: bool = False,
+                               rows_per_group: int = 1500) -> pd.DataFrame:
+    rows = fit.fit_rows(devices, root, rows_per_group=rows_per_group)
     parts = [] if residuals else None
     table = fit.leave_one_device_out(rows, devices, residuals=parts)
     print("\n## Realistic GEMM constants per dtype, leave-one-device-out (fit on the others, score the device)\n")
@@ -116,6 +133,33 @@ def print_leave_one_device_out(root, devices: dict, residuals: bool = False) -> 
           "extra latency); shipped: RealisticConstants and conditions.TABLE_QUANTIZE_LATENCY_S (fitted on all devices)")
     if parts:
         print_residuals(gemm_residuals.with_errors(parts))
+    return table
+
+
+def target_lines(table: pd.DataFrame) -> list[str]:
+    """One line per dtype x device: the leave-one-device-out median against TARGET_MEDIAN, met or missed by how
+    many points (with p90 and bias, which say where to look: negative bias = predicted too fast)."""
+    lines = []
+    for row in table.sort_values(["dtype", "device"]).to_dict("records"):
+        median, p90, bias = (100 * row[f"lodo {k}"] for k in ("median_abs_error", "p90_abs_error", "bias"))
+        excess = median - 100 * TARGET_MEDIAN
+        verdict = "met" if excess <= 0 else f"MISSED by {excess:.2f} points"
+        lines.append(f"{row['dtype']:<9} {row['device']:<14} median {median:5.2f}% (p90 {p90:.1f}%, "
+                     f"bias {bias:+.1f}%): {verdict}")
+    missed = sum("MISSED" in line for line in lines)
+    lines.append(f"{missed} of {len(lines)} device x dtype cells miss the target "
+                 "(why: docs/accuracy.md, GEMM sections)")
+    return lines
+
+
+def result_rows(table: pd.DataFrame, rows_per_group: int) -> pd.DataFrame:
+    """The leave-one-device-out scores per device x dtype as calibration/results rows (write_results' columns)."""
+    return pd.DataFrame({"scope": "kernel", "family": "gemm " + table["dtype"], "subject": table["device"],
+                         "variant": f"realistic, fitted ({rows_per_group} rows per device x dtype x framework)",
+                         "split": "leave-one-device-out", "count": table["count"].to_numpy(),
+                         "median_abs_error": table["lodo median_abs_error"].to_numpy(),
+                         "p90_abs_error": table["lodo p90_abs_error"].to_numpy(),
+                         "bias": table["lodo bias"].to_numpy()})
 
 
 def print_residuals(frame: pd.DataFrame) -> None:
