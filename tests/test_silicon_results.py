@@ -5,6 +5,7 @@ import pytest
 
 from dashboard.views.accuracy_silicon import display_frame, provenance
 from engine.calibration.silicon.results import ResultsFileError, read_results, write_results
+from engine.calibration.silicon.targets import with_verdicts
 
 
 def rows():
@@ -44,3 +45,39 @@ def test_malformed_files_are_named_by_row_and_column(tmp_path, column, value, ex
 
 def test_no_results_is_an_empty_frame(tmp_path):
     assert read_results(tmp_path).empty
+
+
+def scored(scope, family, subject, split, median, p90):
+    return {"scope": scope, "family": family, "subject": subject, "variant": "v", "split": split, "count": 10,
+            "median_abs_error": median, "p90_abs_error": p90, "bias": 0.0}
+
+
+@pytest.mark.parametrize("row, target, expected", [
+    # issue 12's numbers: GEMM 8%, attention 12%, collectives 15% per device (LODO); serving 12/35 and 30/80 (LOSO, all)
+    (scored("kernel", "gemm fp8", "H100-SXM", "leave-one-device-out", 0.1048, 0.29), "median <= 8%",
+     "missed: median by 2.48 points"),
+    (scored("kernel", "gemm bf16", "H100-SXM", "leave-one-device-out", 0.0593, 0.17), "median <= 8%", "met"),
+    (scored("kernel", "decode attention", "A100-80GB-SXM", "leave-one-device-out", 0.1189, 0.3), "median <= 12%",
+     "met"),
+    (scored("kernel", "decode mla", "A100-80GB-SXM", "leave-one-device-out", 0.603, 0.9), "median <= 12%",
+     "missed: median by 48.30 points"),
+    (scored("kernel", "collective (nccl)", "B300", "leave-one-device-out", 0.1501, 0.3), "median <= 15%",
+     "missed: median by 0.01 points"),
+    (scored("serving", "tpot", "all", "leave-one-system-out", 0.114, 0.36), "median <= 12%, p90 <= 35%",
+     "missed: p90 by 1.00 points"),
+    (scored("serving", "ttft", "all", "leave-one-system-out", 0.31, 0.81), "median <= 30%, p90 <= 80%",
+     "missed: median by 1.00 points, p90 by 1.00 points"),
+    (scored("serving", "tpot", "h200_sxm", "leave-one-system-out", 0.156, 0.50), "", ""),   # a breakdown: no target
+    (scored("kernel", "gemm fp8", "H100-SXM", "in-sample", 0.2, 0.4), "", ""),                # in-sample: no target
+])
+def test_each_recorded_score_is_judged_against_issue_12s_target(row, target, expected):
+    judged = with_verdicts(pd.DataFrame([row]))
+    assert (judged["target"].iloc[0], judged["verdict"].iloc[0]) == (target, expected)
+
+
+def test_the_accuracy_page_table_shows_the_target_and_the_verdict():
+    frame = pd.DataFrame([scored("kernel", "gemm fp8_g128", "B300", "leave-one-device-out", 0.0868, 0.25)])
+    frame["benchmark"], frame["recorded"], frame["package_version"] = "benchmarks/silicon_accuracy.py", "d", "0.12.0"
+    shown = display_frame(frame)
+    assert shown[["target (issue 12)", "against the target"]].iloc[0].tolist() == ["median <= 8%",
+                                                                                    "missed: median by 0.68 points"]
