@@ -11,7 +11,7 @@ The rule reads the workbook's `kind` and `vendor` fields, so a user's device is 
 from __future__ import annotations
 
 REALISTIC_METHODS = ("realistic", "realistic-graph")
-MEASURED_ON = "NVIDIA GPUs (A100, H100, H200, B200, B300, GB200)"
+MEASURED_ON = "NVIDIA GPUs (A100, H100, H200, B200, B300, GB200, GB300)"
 
 
 def realistic_validation(hardware, method: str) -> dict | None:
