@@ -9,11 +9,14 @@ activation. This module adds that as a lower bound on the realistic time (tables
 `estimate` / `serve`):
 
     t = max(realistic, latency_cycles / clock
-                       + (weight + activation + output bytes) / (memory_bandwidth x stream_fraction)
+                       + max((weight + activation + output bytes) / (memory_bandwidth x stream_fraction),
+                             k_cycles x k / clock)
                        + dequant_flops x n x k x ceil(m / ROW_TILE) / (vector_flops_per_cycle_per_core x cores x clock))
 
-Three constants per table kind (framework x weight dtype), each a function of workbook fields only (clock, HBM
-bandwidth, vector rate): no device names. `fit` recovers them from measured rows (scipy least squares on log
+The k term: the GEMV kernels walk all of k inside one thread block (no split-K), so a narrow GEMM (few columns, few
+blocks) takes time in k alone (A100 TensorRT-LLM int4, n = 128: 10 us at k = 128, 40 us at 16,384, 122 us at
+65,536 for 4 MB of weights); a wide one is bound by the stream. Four constants per table kind (framework x weight
+dtype), each a function of workbook fields only (clock, HBM bandwidth, vector rate): no device names. `fit` recovers them from measured rows (scipy least squares on log
 ratios, soft-L1 loss); `leave_one_device_out` fits on the other devices' rows of a dtype and scores the held-out one.
 """
 
@@ -29,8 +32,15 @@ from engine.hardware.dtypes import bytes_per_value
 
 ROW_TILE = 16            # activation rows per dequantization pass of the weights (the GEMV kernels' m tile)
 WEIGHT_ONLY_DTYPES = ("int4_wo", "int8_wo")
-# the bounds of the fitted constants: latency 0-100k cycles, stream 5-100% of the HBM bandwidth, 0-64 FLOP per weight
-LOWER, UPPER = np.array([0.0, 0.05, 0.0]), np.array([1.0e5, 1.0, 64.0])
+# the bounds of the fitted constants: latency 0-100k cycles, stream 5-100% of the HBM bandwidth, 0-64 FLOP per weight,
+# 0-64 cycles per k value
+LOWER, UPPER = np.array([0.0, 0.05, 0.0, 0.0]), np.array([1.0e5, 1.0, 64.0, 64.0])
+
+# {framework: {weight dtype: (latency_cycles, stream_fraction, dequant_flops, k_cycles)}} fitted in-sample on the
+# m <= 16 rows of each table (benchmarks/weight_only_accuracy.py, rounded): A100-SXM TensorRT-LLM 1.0.0, H100-SXM
+# SGLang 0.5.6.post2. Tables' condition only; `realistic` (estimate, serve) does not use them (docs/accuracy.md).
+TABLE_WEIGHT_ONLY = {"trtllm": {"int4_g128": (15200.0, 1.0, 2.0, 2.7), "int8": (14700.0, 1.0, 3.3, 2.6)},
+                     "sglang": {"int8": (40000.0, 0.91, 6.7, 1.8)}}
 
 
 @dataclass(frozen=True)
@@ -38,9 +48,16 @@ class WeightOnlyConstants:
     latency_cycles: float      # the mixed-input kernel's fixed time, in clock cycles
     stream_fraction: float     # the fraction of the HBM bandwidth its byte stream reaches
     dequant_flops: float       # vector FLOPs per weight per ROW_TILE activation rows (unpack, scale, convert)
+    k_cycles: float = 0.0      # cycles per k value of one thread block's serial k loop
 
     def as_array(self) -> np.ndarray:
-        return np.array([self.latency_cycles, self.stream_fraction, self.dequant_flops])
+        return np.array([self.latency_cycles, self.stream_fraction, self.dequant_flops, self.k_cycles])
+
+
+def table_constants(framework: str, weight_dtype: str) -> WeightOnlyConstants | None:
+    """The constants fitted on a framework's table of one weight dtype (TABLE_WEIGHT_ONLY; None: none fitted)."""
+    values = TABLE_WEIGHT_ONLY.get(framework, {}).get(weight_dtype)
+    return None if values is None else WeightOnlyConstants(*values)
 
 
 def gemm_bytes(m, n, k, weight_dtype: str, activation_dtype: str = "bf16") -> np.ndarray:
@@ -55,8 +72,9 @@ def stream_seconds(m, n, k, nbytes, hardware, constants: WeightOnlyConstants) ->
     """The weight-only term alone (the module docstring's second argument of max) on `hardware`."""
     m, n, k = (np.asarray(v, dtype=float) for v in (m, n, k))
     vector_flops_per_s = hardware.vector_flops_per_cycle_per_core * hardware.num_cores * hardware.clock_hz
+    stream = np.asarray(nbytes, dtype=float) / (hardware.memory_bandwidth_bytes_per_s * constants.stream_fraction)
     return (constants.latency_cycles / hardware.clock_hz
-            + np.asarray(nbytes, dtype=float) / (hardware.memory_bandwidth_bytes_per_s * constants.stream_fraction)
+            + np.maximum(stream, constants.k_cycles * k / hardware.clock_hz)
             + constants.dequant_flops * n * k * np.ceil(m / ROW_TILE) / vector_flops_per_s)
 
 
@@ -82,12 +100,14 @@ def _design(frame: pd.DataFrame, devices: dict) -> dict:
     for (weight, activation), rows in frame.groupby(["weight_dtype", "activation_dtype"]):
         where = frame.index.get_indexer(rows.index)
         nbytes[where] = gemm_bytes(m[where], n[where], k[where], weight, activation)
-    return {"per_cycle": 1.0 / clock, "stream": nbytes / bandwidth, "dequant": n * k * np.ceil(m / ROW_TILE) / vector}
+    return {"per_cycle": 1.0 / clock, "stream": nbytes / bandwidth, "k": k / clock,
+            "dequant": n * k * np.ceil(m / ROW_TILE) / vector}
 
 
 def _predict(params: np.ndarray, design: dict, base_s: np.ndarray) -> np.ndarray:
-    latency, fraction, dequant = params
-    term = latency * design["per_cycle"] + design["stream"] / fraction + dequant * design["dequant"]
+    latency, fraction, dequant, k_cycles = params
+    term = (latency * design["per_cycle"] + np.maximum(design["stream"] / fraction, k_cycles * design["k"])
+            + dequant * design["dequant"])
     return np.maximum(base_s, term)
 
 
@@ -99,7 +119,7 @@ def fit(frame: pd.DataFrame, base_s, measured_s, devices: dict) -> WeightOnlyCon
     def residuals(params):
         return np.log(_predict(params, design, base)) - log_measured
     best = None
-    for start in ([1.0e4, 0.6, 1.0], [2.0e4, 0.4, 8.0], [5.0e3, 0.8, 0.1]):     # a few starts: max() has kinks
+    for start in ([1.0e4, 0.6, 1.0, 1.0], [2.0e4, 0.4, 8.0, 4.0], [5.0e3, 0.8, 0.1, 0.1]):     # a few starts: max() has kinks
         result = least_squares(residuals, start, bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.1)
         if best is None or result.cost < best.cost:
             best = result
