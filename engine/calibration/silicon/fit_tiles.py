@@ -59,8 +59,8 @@ def fit_large_m_tiles(groups: list, fitted: tuple, refit_promotion: bool = True,
     training devices' DeviceGemms), `fitted` with its promotion per framework as chosen with the rule):
     `fitted` (fit_dtype_clock_block_scaled's values, quantize refitted) is held, except that a framework with a
     vector-unit promotion (fitted[6]: fp8_g128 on Hopper) takes each rule other than the free search with its
-    promotion refitted over BLOCK_SCALE_FLOPS_GRID (where `refit_promotion`, fit.RULE_REFITS_PROMOTION; h/gemm13): the descent fitted it
-    under the free search's tiles, which a rule's larger tiles replace."""
+    promotion refitted over BLOCK_SCALE_FLOPS_GRID (where `refit_promotion`, fit.RULE_REFITS_PROMOTION; h/gemm13):
+    the descent fitted it under the free search's tiles, which a rule's larger tiles replace."""
     frameworks = sorted({g.framework for g in groups if g.large_m_eligible})
     rules, held = {f: "" for f in frameworks}, dict(fitted[6])
     block = dict(held)
