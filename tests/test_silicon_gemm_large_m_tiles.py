@@ -5,7 +5,11 @@
   ("square") runs ceil(5 x 64 / 132) = 3 waves of 128 x 128 x 8,192 MACs per core; 128-row tiles without split-K
   ("tile_m") find 128 x 64, ceil(5 x 128 / 132) = 5 waves of 128 x 64 x 8,192; at m = 128 every rule is the free search;
   Blackwell (native block scales) and bf16 groups are not eligible;
-- the fold's choice recovers the rule that made synthetic times, per framework.
+- the fold's choice recovers the rule that made synthetic times, per framework;
+- fp8_g128 (h/gemm13): on H100 a rule's tiles run at the matrix rate / (1 + promotion FLOPs x ratio), the ratio
+  from the workbook (matrix MAC/s / (128 x vector FLOP/s) = 0.125); the fold recovers TensorRT-LLM's rule and its
+  promotion from synthetic times although the descent's promotion (fitted under the free search) is handed in wrong,
+  and keeps the free search's promotion for a framework that stays free.
 """
 
 from __future__ import annotations
@@ -66,4 +70,44 @@ def test_the_fold_recovers_the_rule_of_synthetic_times(truth):
     with large_m_tiles(groups, truth):
         for g in groups:
             g.measured = g.predicted_clock(1.0, 4500.0, 0.0)
-    assert fit_large_m_tiles(groups, fitted) == truth
+    rules, refitted = fit_large_m_tiles(groups, fitted)
+    assert rules == truth
+    assert refitted == fitted       # per-tensor fp8 has no promotion: every constant held
+
+
+def test_hand_arithmetic_of_a_rule_with_the_block_scale_promotion():
+    hardware = load_specs()["H100-SXM"]
+    group = _group("H100-SXM", [640], dtype="fp8_g128", framework="trtllm")
+    assert group.large_m_eligible
+    ratio = hardware.matrix_macs_per_s("fp8") / (128 * DeviceRates.of(hardware).vector_flops_per_s)
+    assert ratio == pytest.approx(0.125, rel=1e-3)
+    per_core = hardware.matrix_macs_per_s("fp8") / hardware.num_cores
+    matrix = DeviceRates.of(hardware).matrix_fraction
+    with large_m_tiles([group], {"trtllm": "tile_m"}):
+        work = group.clock_work(1.0, 0.0, block_scale_flops={"trtllm": 3.0})
+    assert work[0] == pytest.approx(5 * 128 * 64 * 8192 / per_core / matrix * (1 + 3.0 * ratio), rel=1e-9)
+
+
+def _synthetic_block_scaled_groups() -> list:
+    """H100 and B200 fp8_g128 groups of TensorRT-LLM and SGLang: m 64 to 2,304 (most above 128, many unaligned)."""
+    shapes = [(m, n, k) for m in (64, 192, 320, 448, 640, 896, 1152, 2304) for n in (2048, 4096, 8192)
+              for k in (2048, 8192)]
+    rows = pd.DataFrame([{"device": d, "framework": f, "m": m, "n": n, "k": k, "time_s": 1.0,
+                          "weight_dtype": "fp8_g128", "activation_dtype": "fp8_g128", "dtype": "fp8_g128"}
+                         for d in ("H100-SXM", "B200") for f in ("trtllm", "sglang") for m, n, k in shapes])
+    return list(fit.device_gemms(rows, load_specs(), tile_store={}).values())
+
+
+def test_the_fold_recovers_a_rule_with_its_promotion():
+    groups = _synthetic_block_scaled_groups()
+    truth, promotion = {"trtllm": "tile_m", "sglang": ""}, {"trtllm": 2.25, "sglang": 1.0}
+    with large_m_tiles(groups, truth):
+        for g in groups:
+            g.measured = g.predicted_clock(1.0, 4500.0, 0.0, block_scale_flops=promotion)
+    handed = {"trtllm": 3.75, "sglang": 1.0}        # the free search's promotion, too large for 128-row tiles
+    fitted = (1.0, 4500.0, 0.0, 0.0, 0.0, {}, handed, {}, 0.0, {})
+    rules, refitted = fit_large_m_tiles(groups, fitted)
+    assert rules == truth and refitted[6] == promotion
+    assert refitted[:6] + refitted[7:] == fitted[:6] + fitted[7:]
+    held_rules, held = fit_large_m_tiles(groups, fitted, refit_promotion=False)
+    assert held[6] == handed and held_rules != truth   # the rule alone, promotion held: not the truth

@@ -45,7 +45,7 @@ from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; 
     SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
     NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS,
-    LARGE_M_TILE_DTYPES, FIT_LARGE_M_TILES, LEAST_N_K, EXCLUDED)
+    LARGE_M_TILE_DTYPES, FIT_LARGE_M_TILES, RULE_REFITS_PROMOTION, LEAST_N_K, EXCLUDED)
 
 
 def fit_rows(devices: dict, root=None, frameworks=FRAMEWORKS, rows_per_group: int = 1500,
@@ -319,10 +319,10 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "wa
             fitted = by_units(QUANTIZE_BY_SCALE_UNITS, training, fit_dtype_clock_block_scaled(
                 training, latency_cycles=shared, block_scale=FIT_BLOCK_SCALE, k_step=dtype in K_STEP_DTYPES,
                 native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
+            rules, fitted = (fit_large_m_tiles(training, fitted, RULE_REFITS_PROMOTION)   # its promotion with the rule
+                             if FIT_LARGE_M_TILES and dtype in LARGE_M_TILE_DTYPES else ({}, fitted))
             efficiency, cycles, joules, split, overlap, quantize, block, qbytes, step, native = fitted
-            if dtype == "bf16":
-                bf16_cycles[device] = cycles
-            rules = fit_large_m_tiles(training, fitted) if FIT_LARGE_M_TILES and dtype in LARGE_M_TILE_DTYPES else {}
+            bf16_cycles.update({device: cycles} if dtype == "bf16" else {})
             extra, lodo = float("nan"), (efficiency, 0.0, fitted[:5] + (block, step), quantize, qbytes, native)
         else:
             (efficiency, extra), cycles, joules, split = fit_dtype(training), float("nan"), float("nan"), float("nan")

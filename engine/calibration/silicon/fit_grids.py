@@ -60,7 +60,10 @@ QUANTIZE_BY_SCALE_UNITS = "promoted"
 # chosen per framework inside each fold (leave_one_device_out) on the training devices' rows of those units
 LARGE_M_TILE_RULES = ("", "tile_m", "square")
 LARGE_M_ROWS = 128
-LARGE_M_TILE_DTYPES = ("fp8",)
+LARGE_M_TILE_DTYPES = ("fp8", "fp8_g128")   # fp8_g128 since h/gemm13 (TensorRT-LLM's and SGLang's block-scaled kernels)
 FIT_LARGE_M_TILES = True
+# ... a framework with a vector-unit promotion (fp8_g128 on Hopper, BLOCK_SCALE_FLOPS_GRID) takes each rule but the free
+# search with its promotion refitted (h/gemm13, docs/accuracy.md: without it the rule made H100's fp8_g128 worse)
+RULE_REFITS_PROMOTION = True
 LEAST_N_K = 128            # layer-shaped GEMMs only: n, k >= 128 (the tables sweep n, k down to 32)
 EXCLUDED = {("vllm", "fp8_g128")}   # vLLM 0.24.0's block-scaled fp8 table: even 32 x 32 x 32 takes 55-500 us
