@@ -10,7 +10,10 @@ The fit uses the rows with m <= --fit-max-m (default 16, the GEMV regime; 0: all
 |predicted / measured - 1| and bias (median signed error; negative = predicted too fast). Also model-free: the HBM
 fraction the weight stream reaches at m = 1 on weights >= 32 MB, and the latency floor (m = 1, n x k <= 65,536).
 
-Run: .venv/bin/python benchmarks/weight_only_accuracy.py [--fit-max-m 16]   (needs the `calibration` extra; ~5 s)
+--write records the GEMV rows' (m <= 16) scores in calibration/results/kernel_weight_only.csv for the Accuracy page:
+before and after in-sample, and int8_wo's leave-one-device-out folds (held to GEMM's 8% target there).
+
+Run: .venv/bin/python benchmarks/weight_only_accuracy.py [--fit-max-m 16] [--write]   (`calibration` extra; ~5 s)
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from engine.calibration.silicon import score, tables
+from engine.calibration.silicon import installed_version, score, tables
 from engine.calibration.silicon import weight_only_fit as wo
+from engine.calibration.silicon.results import write_results
 from engine.hardware.specs import load_specs
 
 TABLES = (("a100_sxm", "trtllm", "1.0.0"), ("h100_sxm", "sglang", "0.5.6.post2"))
@@ -60,6 +64,8 @@ def model_free(frame: pd.DataFrame, devices: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit-max-m", type=int, default=16, help="fit on rows with m <= this (0: all m)")
+    parser.add_argument("--write", action="store_true",
+                        help="record the GEMV rows' scores in calibration/results/kernel_weight_only.csv")
     args = parser.parse_args()
     started = time.process_time()
     devices = load_specs()
@@ -68,7 +74,7 @@ def main() -> None:
     fitted = frame if args.fit_max_m <= 0 else frame[frame["m"] <= args.fit_max_m]
     print(f"\n# realistic on the weight-only rows, before / after (fit on m <= {args.fit_max_m or 'all'})")
     print(f"{'device / dtype / rows / constants':<34} {'count':>6} {'median':>8} {'p90':>8} {'bias':>8}")
-    in_sample = {}
+    in_sample, recorded = {}, []
     for (device, dtype), rows in frame.groupby(["device", "file_dtype"]):
         train = fitted[(fitted["device"] == device) & (fitted["file_dtype"] == dtype)]
         constants = in_sample[(device, dtype)] = wo.fit(train, train["base_s"], train["time_s"], devices)
@@ -79,6 +85,8 @@ def main() -> None:
         for label, mask in (("m <= 16", gemv), ("all m", np.ones(len(rows), bool))):
             print(line(f"  {label} before", before[mask]))
             print(line(f"  {label} after, in-sample", after[mask]))
+        recorded += [score_row(dtype, device, "realistic (weight-only term not fitted)", "in-sample", before[gemv]),
+                     score_row(dtype, device, "realistic + weight-only term, fitted", "in-sample", after[gemv])]
     print("\n# int8_wo leave-one-device-out (each fold trains on the other device alone, another framework)")
     lodo = wo.leave_one_device_out(fitted[fitted["file_dtype"] == "int8_wo"], devices)
     for fold in lodo.itertuples():
@@ -88,7 +96,21 @@ def main() -> None:
         print(f"{fold.held_out} held out, trained on {fold.trained_on}: {fold.constants}")
         print(line("  m <= 16 after, held out", after[gemv]))
         print(line("  all m after, held out", after))
+        recorded.append(score_row(fold.file_dtype, fold.held_out, f"realistic + weight-only term, fitted on "
+                                  f"{fold.trained_on}", "leave-one-device-out", after[gemv]))
+    if args.write:
+        path = write_results(pd.DataFrame(recorded), "kernel_weight_only", "benchmarks/weight_only_accuracy.py",
+                             installed_version())
+        print(f"recorded in {path}")
     print(f"\n{time.process_time() - started:.1f} s CPU")
+
+
+def score_row(dtype: str, device: str, variant: str, split: str, error) -> dict:
+    """One calibration/results row for the GEMV rows (m <= 16) of a device x weight-only dtype."""
+    error = np.asarray(error, dtype=float)
+    return {"scope": "kernel", "family": f"gemm {dtype} (m <= 16)", "subject": device, "variant": variant,
+            "split": split, "count": error.size, "median_abs_error": float(np.median(np.abs(error))),
+            "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))}
 
 
 if __name__ == "__main__":
