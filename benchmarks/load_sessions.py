@@ -20,7 +20,11 @@ Checks and prints:
   and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry.
 Target (issue 13): rerun p95 under 2 s on this 2-core machine. Needs Debian's chromium (/usr/bin/chromium).
 Run: .venv/bin/python benchmarks/load_sessions.py [--sessions 20] [--duration 120] [--think 10] [--seed 13]
-     [--timeout 900] [--staggered]
+     [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N]
+--rounds R: R all-at-once changes one after another (each when every session has settled from the one before);
+the p95 is over all of them, each round's printed too. --ladder-step N serves benchmarks/rerun_ladder_app.py at
+step N instead of the dashboard (0 bare: one input and one card, ... 4 the app; the floor of a rerun): the same
+sessions, changes, timing and checks. A ladder point: --duration 0 --rounds 3 (about 1.5 min a point).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from tests.browser.waits import (  # noqa: E402
     CHROMIUM, CHROMIUM_ARGS, wait_idle_async, wait_settled_async,
 )
 
+LADDER_APP = REPO / "benchmarks" / "rerun_ladder_app.py"
 METHOD_IN_CAPTION = re.compile(r"· method (\S+)")
 MODES = ("random", "together")          # the order they run in; "staggered" replaces both when asked for
 
@@ -92,9 +97,11 @@ class Phases:
     """What the sessions share: the start of each mode (every session waits for the others), the random phase's end,
     and the CPU seconds of the server and Chromium when each mode starts and ends."""
 
-    def __init__(self, sessions: int, server: psutil.Process | None, duration: float, think: float, seed: int):
+    def __init__(self, sessions: int, server: psutil.Process | None, duration: float, think: float, seed: int,
+                 rounds: int = 1):
         self.barrier = asyncio.Barrier(sessions)
         self.server, self.duration, self.think, self.seed = server, duration, think, seed
+        self.rounds = rounds                    # all-at-once changes, one after another (each waits for all)
         self.cpu: dict[str, list] = {}
         self.random_ends = 0.0
 
@@ -169,9 +176,14 @@ async def _session(browser, url: str, index: int, results: dict, timeout_ms: int
     await asyncio.sleep(max(0.0, phases.random_ends - time.perf_counter()))
     await phases.together("random", "end")
     await phases.together("together", "start")
-    seconds, tpot, method = await change(page, 300 + index, timeout_ms)     # a value no session has seen
-    record["reruns"]["together"].append(seconds)
-    record["shown"].append((300 + index, tpot, method))
+    for round_ in range(phases.rounds):
+        if round_:
+            await phases.barrier.wait()                 # every session has settled: the next round starts at once
+        batch = 300 + 100 * round_ + index              # a value no session has seen
+        seconds, tpot, method = await change(page, batch, timeout_ms)
+        record["reruns"]["together"].append(seconds)
+        record.setdefault("rounds", []).append(round_)
+        record["shown"].append((batch, tpot, method))
     await phases.together("together", "end")
     await context.close()
 
@@ -208,9 +220,18 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--staggered", action="store_true",
                         help="each session changes its batch once, as soon as its own first page is drawn")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="all-at-once changes, one after another (each starts when every session has settled)")
+    parser.add_argument("--ladder-step", metavar="STEP",
+                        help="serve benchmarks/rerun_ladder_app.py at this step (0-4 or its name) instead of the "
+                             "dashboard: the floor of a rerun and what each part of the page adds")
     args = parser.parse_args(argv)
-    with load_printed(), dashboard() as (url, server):
-        phases = None if args.staggered else Phases(args.sessions, server, args.duration, args.think, args.seed)
+    if args.ladder_step is not None:
+        print(f"rerun ladder step {args.ladder_step} (benchmarks/rerun_ladder_app.py)")
+    served = {} if args.ladder_step is None else dict(app=LADDER_APP, env=[f"RERUN_LADDER_STEP={args.ladder_step}"])
+    with load_printed(), dashboard(**served) as (url, server):
+        phases = None if args.staggered else Phases(args.sessions, server, args.duration, args.think, args.seed,
+                                                    args.rounds)
         results = asyncio.run(run(url, args.sessions, args.timeout, phases))
     return report(results, args, phases)
 
@@ -229,6 +250,8 @@ def report(results: list, args, phases: Phases | None) -> int:
         values = [seconds for r in results for seconds in r["reruns"].get(mode, [])]
         label = {"random": f"random (think {args.think:g} s mean, {args.duration:g} s, seed {args.seed})",
                  "together": "all at once (worst case)", "staggered": "staggered, one each"}[mode]
+        if mode == "random" and args.duration <= 0:
+            continue                                    # --duration 0: no random phase asked for
         if not values:
             print(f"rerun, {label}: none settled")
             verdicts.append(f"{mode}: MISSED (no rerun settled)")
@@ -241,6 +264,13 @@ def report(results: list, args, phases: Phases | None) -> int:
         rerun_p95 = p95(values)
         print(f"rerun, {label}: median {statistics.median(values):6.2f} s  p95 {rerun_p95:6.2f} s  "
               f"max {max(values):6.2f} s  ({len(values)} reruns{cpu})")
+        if mode == "together" and args.rounds > 1:
+            for round_ in range(args.rounds):
+                times = [seconds for r in results for seconds, at in zip(r["reruns"]["together"], r.get("rounds", []))
+                         if at == round_]
+                if times:
+                    print(f"  round {round_ + 1}: median {statistics.median(times):6.2f} s  p95 {p95(times):6.2f} s  "
+                          f"max {max(times):6.2f} s  ({len(times)} reruns)")
         verdicts.append(f"{mode} p95 {rerun_p95:.2f} s ({'met' if rerun_p95 < 2 else 'MISSED'})")
     checked = mixed = 0
     wrong = []
