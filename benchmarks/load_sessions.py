@@ -20,10 +20,11 @@ Checks and prints:
   and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry.
 Target (issue 13): rerun p95 under 2 s on this 2-core machine. Needs Debian's chromium (/usr/bin/chromium).
 Run: .venv/bin/python benchmarks/load_sessions.py [--sessions 20] [--duration 120] [--think 10] [--seed 13]
-     [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N]
+     [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N | --html-floor]
 --rounds R: R all-at-once changes one after another (each when every session has settled from the one before);
 the p95 is over all of them, each round's printed too. --ladder-step N serves benchmarks/rerun_ladder_app.py at
-step N instead of the dashboard (0 bare: one input and one card, ... 4 the app; the floor of a rerun): the same
+step N instead of the dashboard (0 bare: one input and one card, ... 4 the app; the floor of a rerun), and
+--html-floor benchmarks/html_floor.py (the same input and number on a plain page, no Streamlit): the same
 sessions, changes, timing and checks. A ladder point: --duration 0 --rounds 3 (about 1.5 min a point).
 """
 
@@ -225,15 +226,27 @@ def main(argv=None) -> int:
     parser.add_argument("--ladder-step", metavar="STEP",
                         help="serve benchmarks/rerun_ladder_app.py at this step (0-4 or its name) instead of the "
                              "dashboard: the floor of a rerun and what each part of the page adds")
+    parser.add_argument("--html-floor", action="store_true",
+                        help="serve benchmarks/html_floor.py instead (one input, one number, a fetch; no Streamlit)")
     args = parser.parse_args(argv)
-    if args.ladder_step is not None:
-        print(f"rerun ladder step {args.ladder_step} (benchmarks/rerun_ladder_app.py)")
-    served = {} if args.ladder_step is None else dict(app=LADDER_APP, env=[f"RERUN_LADDER_STEP={args.ladder_step}"])
-    with load_printed(), dashboard(**served) as (url, server):
+    with load_printed(), served(args) as (url, server):
         phases = None if args.staggered else Phases(args.sessions, server, args.duration, args.think, args.seed,
                                                     args.rounds)
         results = asyncio.run(run(url, args.sessions, args.timeout, phases))
     return report(results, args, phases)
+
+
+def served(args):
+    """The server to measure: the dashboard, the rerun ladder's app at --ladder-step, or the HTML floor page."""
+    if args.html_floor:
+        from benchmarks.html_floor import serve
+        from tests.browser.waits import free_port
+        print("HTML floor page (benchmarks/html_floor.py, no Streamlit)")
+        return serve(free_port())
+    if args.ladder_step is not None:
+        print(f"rerun ladder step {args.ladder_step} (benchmarks/rerun_ladder_app.py)")
+        return dashboard(app=LADDER_APP, env=[f"RERUN_LADDER_STEP={args.ladder_step}"])
+    return dashboard()
 
 
 def report(results: list, args, phases: Phases | None) -> int:
