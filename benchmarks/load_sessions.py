@@ -17,7 +17,8 @@ Checks and prints:
 - the first render and each mode's reruns (seconds; median, p95, max); a rerun is timed from the Enter that commits
   the new batch to the page settled with the new batch in its URL;
 - CPU seconds per rerun in each mode: the server process and all Chromium processes (/proc), summed over the mode
-  and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry.
+  and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry;
+  also the benchmark's own (this process and Playwright's driver), which competes for the same cores.
 Target (issue 13): rerun p95 under 2 s on this 2-core machine. Needs Debian's chromium (/usr/bin/chromium).
 Run: .venv/bin/python benchmarks/load_sessions.py [--sessions 20] [--duration 120] [--think 10] [--seed 13]
      [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N | --html-floor]
@@ -106,9 +107,13 @@ class Phases:
         self.cpu: dict[str, list] = {}
         self.random_ends = 0.0
 
-    def read_cpu(self) -> tuple[float, float]:
+    def read_cpu(self) -> tuple[float, float, float]:
+        """CPU seconds so far of the server, of Chromium, and of the benchmark itself (this process and
+        Playwright's driver: its work competes for the same cores but is not the page's)."""
         root = chromium_root()
-        return (cpu_seconds(self.server) if self.server else 0.0), sum(chromium_cpu(root).values())
+        harness = cpu_seconds(psutil.Process()) + sum(
+            cpu_seconds(child) for child in psutil.Process().children() if "node" in child.name())
+        return (cpu_seconds(self.server) if self.server else 0.0), sum(chromium_cpu(root).values()), harness
 
     async def together(self, mode: str, edge: str) -> None:
         """Every session reaches this point; the first one through records the CPU counters for `mode` `edge`."""
@@ -271,9 +276,10 @@ def report(results: list, args, phases: Phases | None) -> int:
             continue
         cpu = ""
         if phases is not None and None not in phases.cpu.get(mode, [None, None]):
-            (server0, chromium0), (server1, chromium1) = phases.cpu[mode]
+            (server0, chromium0, harness0), (server1, chromium1, harness1) = phases.cpu[mode]
             cpu = (f"; CPU per rerun: server {(server1 - server0) / len(values):.2f} s, "
-                   f"Chromium {(chromium1 - chromium0) / len(values):.2f} s")
+                   f"Chromium {(chromium1 - chromium0) / len(values):.3f} s, "
+                   f"benchmark {(harness1 - harness0) / len(values):.3f} s")
         rerun_p95 = p95(values)
         print(f"rerun, {label}: median {statistics.median(values):6.2f} s  p95 {rerun_p95:6.2f} s  "
               f"max {max(values):6.2f} s  ({len(values)} reruns{cpu})")
