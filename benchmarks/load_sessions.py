@@ -24,7 +24,7 @@ Run: .venv/bin/python benchmarks/load_sessions.py [--sessions 20] [--duration 12
      [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N | --html-floor]
 --rounds R: R all-at-once changes one after another (each when every session has settled from the one before);
 the p95 is over all of them, each round's printed too. --ladder-step N serves benchmarks/rerun_ladder_app.py at
-step N instead of the dashboard (0 bare: one input and one card, ... 4 the app; the floor of a rerun), and
+step N instead of the dashboard (0 bare: one input and one card, ... 5 the app; the floor of a rerun), and
 --html-floor benchmarks/html_floor.py (the same input and number on a plain page, no Streamlit): the same
 sessions, changes, timing and checks. A ladder point: --duration 0 --rounds 3 (about 1.5 min a point).
 """
@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="all-at-once changes, one after another (each starts when every session has settled)")
     parser.add_argument("--ladder-step", metavar="STEP",
-                        help="serve benchmarks/rerun_ladder_app.py at this step (0-4 or its name) instead of the "
+                        help="serve benchmarks/rerun_ladder_app.py at this step (0-5 or its name) instead of the "
                              "dashboard: the floor of a rerun and what each part of the page adds")
     parser.add_argument("--html-floor", action="store_true",
                         help="serve benchmarks/html_floor.py instead (one input, one number, a fetch; no Streamlit)")

@@ -16,9 +16,12 @@ method) and the view's `hw` and `batch` in the URL, so load_sessions.py times an
               the Batch input into that place, then the one TPOT card; the whole view written to the URL
   2 headline  + the scenario caption and the headline cards as the overview draws them (overview.headline, with
               the estimate beside) instead of the one card
-  3 chart     + the overview's chart area (overview.chart_area: its own fragment, the picker, the deck button, the
-              chosen chart and its PNG/SVG/PDF buttons)
-  4 app       dashboard/app.py itself, unchanged (adds the closed Energy and Kernels expanders, the URL warnings)
+  3 plot      + the roofline chart alone below the cards, drawn as the chart area draws it (the same figure, cached
+              per view, its subtitle, toolbar config and element key; dashboard/plotly_view.py) but without the
+              chart area's fragment, picker, deck button, title and download buttons
+  4 chart     the overview's chart area instead (overview.chart_area: its own fragment, the picker, the deck button,
+              the title, the chosen chart and its PNG/SVG/PDF buttons)
+  5 app       dashboard/app.py itself, unchanged (adds the closed Energy and Kernels expanders, the URL warnings)
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ if str(REPO) not in sys.path:
 
 from dashboard.session import OVERVIEW_BODY  # noqa: E402
 
-STEPS = ("bare", "sidebar", "headline", "chart", "app")
+STEPS = ("bare", "sidebar", "headline", "plot", "chart", "app")
 STEP_VARIABLE = "RERUN_LADDER_STEP"
 
 
@@ -76,8 +79,8 @@ def bare() -> None:
 
 
 def built_up(step: int) -> None:
-    """Steps 1-3: the app's run on the overview (share box closed, sidebar drawn before the page), its body holding
-    one card (1), the headline (2), then the chart area too (3)."""
+    """Steps 1-4: the app's run on the overview (share box closed, sidebar drawn before the page), its body holding
+    one card (1), the headline (2), then the roofline alone (3) or the chart area (4) too."""
     from dashboard.preload import preload_plotly
     preload_plotly()
     st.set_page_config(page_title="llm-roofline", layout="wide", initial_sidebar_state=400)
@@ -124,9 +127,23 @@ def body(ctx, sidebar_part, step: int) -> None:
         st.caption(ctx.summary())
         overview.headline(primary[device], hint=lambda: overview.fewest_devices_hint(ctx, device),
                           other=overview.beside_estimate(ctx, device), method=ctx.state.method)
+    if step == STEPS.index("plot"):
+        plot_alone(ctx, primary, results)
     if step >= STEPS.index("chart"):
         overview.chart_area(ctx, primary, results, bool(st.session_state.get(overview.OPEN_ENERGY)))
     session.write_url(session.from_widgets(session.view()))
+
+
+def plot_alone(ctx, primary: dict, results: dict) -> None:
+    """The chart area's default chart (the roofline) as dashboard/widgets.chart draws it, without its buttons."""
+    from dashboard import export, plotly_view
+    from dashboard.figure_cache import browser_json
+    from dashboard.views import overview
+    from dashboard.widgets import file_name, scenario_subtitle
+    title, figure = overview.one_figure(ctx, "roofline", primary, results)
+    scenario_subtitle(figure, ctx.summary())
+    config = export.toolbar_config(file_name(title, ctx.summary(), "x")[:-2])
+    plotly_view.plot(browser_json(figure), config, key="chart-overview-roofline")
 
 
 def page(step: int) -> None:
