@@ -18,7 +18,8 @@ Checks and prints:
   the new batch to the page settled with the new batch in its URL;
 - CPU seconds per rerun in each mode: the server process and all Chromium processes (/proc), summed over the mode
   and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry;
-  also the benchmark's own (this process and Playwright's driver), which competes for the same cores.
+  also the benchmark's own (this process and Playwright's driver), which competes for the same cores, and the
+  busy CPU seconds of the whole machine over the mode (/proc/stat): what other processes took from the run.
 Target (issue 13): rerun p95 under 2 s on this 2-core machine. Needs Debian's chromium (/usr/bin/chromium).
 Run: .venv/bin/python benchmarks/load_sessions.py [--sessions 20] [--duration 120] [--think 10] [--seed 13]
      [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N | --html-floor]
@@ -107,13 +108,17 @@ class Phases:
         self.cpu: dict[str, list] = {}
         self.random_ends = 0.0
 
-    def read_cpu(self) -> tuple[float, float, float]:
-        """CPU seconds so far of the server, of Chromium, and of the benchmark itself (this process and
-        Playwright's driver: its work competes for the same cores but is not the page's)."""
+    def read_cpu(self) -> tuple[float, ...]:
+        """CPU seconds so far of the server, of Chromium, of the benchmark itself (this process and Playwright's
+        driver: its work competes for the same cores but is not the page's), of the whole machine (every process,
+        busy time of all cores), and the wall clock."""
         root = chromium_root()
         harness = cpu_seconds(psutil.Process()) + sum(
             cpu_seconds(child) for child in psutil.Process().children() if "node" in child.name())
-        return (cpu_seconds(self.server) if self.server else 0.0), sum(chromium_cpu(root).values()), harness
+        machine = psutil.cpu_times()
+        busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+        return ((cpu_seconds(self.server) if self.server else 0.0), sum(chromium_cpu(root).values()), harness, busy,
+                time.perf_counter())
 
     async def together(self, mode: str, edge: str) -> None:
         """Every session reaches this point; the first one through records the CPU counters for `mode` `edge`."""
@@ -276,10 +281,14 @@ def report(results: list, args, phases: Phases | None) -> int:
             continue
         cpu = ""
         if phases is not None and None not in phases.cpu.get(mode, [None, None]):
-            (server0, chromium0, harness0), (server1, chromium1, harness1) = phases.cpu[mode]
+            (server0, chromium0, harness0, busy0, wall0), (server1, chromium1, harness1, busy1, wall1) = \
+                phases.cpu[mode]
+            ours = (server1 - server0) + (chromium1 - chromium0) + (harness1 - harness0)
             cpu = (f"; CPU per rerun: server {(server1 - server0) / len(values):.2f} s, "
                    f"Chromium {(chromium1 - chromium0) / len(values):.3f} s, "
-                   f"benchmark {(harness1 - harness0) / len(values):.3f} s")
+                   f"benchmark {(harness1 - harness0) / len(values):.3f} s; over its {wall1 - wall0:.1f} s the "
+                   f"machine's {psutil.cpu_count()} cores were busy {busy1 - busy0:.1f} s, other processes "
+                   f"{max(0.0, busy1 - busy0 - ours):.1f} s")
         rerun_p95 = p95(values)
         print(f"rerun, {label}: median {statistics.median(values):6.2f} s  p95 {rerun_p95:6.2f} s  "
               f"max {max(values):6.2f} s  ({len(values)} reruns{cpu})")
