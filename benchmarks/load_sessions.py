@@ -117,7 +117,7 @@ class Phases:
             cpu_seconds(child) for child in psutil.Process().children() if "node" in child.name())
         machine = psutil.cpu_times()
         busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
-        return ((cpu_seconds(self.server) if self.server else 0.0), sum(chromium_cpu(root).values()), harness, busy,
+        return ((cpu_seconds(self.server) if self.server else 0.0), chromium_cpu(root), harness, busy,
                 time.perf_counter())
 
     async def together(self, mode: str, edge: str) -> None:
@@ -283,9 +283,11 @@ def report(results: list, args, phases: Phases | None) -> int:
         if phases is not None and None not in phases.cpu.get(mode, [None, None]):
             (server0, chromium0, harness0, busy0, wall0), (server1, chromium1, harness1, busy1, wall1) = \
                 phases.cpu[mode]
-            ours = (server1 - server0) + (chromium1 - chromium0) + (harness1 - harness0)
+            kinds = {kind: (chromium1[kind] - chromium0[kind]) / len(values) for kind in sorted(chromium1)}
+            chromium = sum(kinds.values())
+            ours = (server1 - server0) + chromium * len(values) + (harness1 - harness0)
             cpu = (f"; CPU per rerun: server {(server1 - server0) / len(values):.2f} s, "
-                   f"Chromium {(chromium1 - chromium0) / len(values):.3f} s, "
+                   f"Chromium {chromium:.3f} s ({', '.join(f'{kind} {value:.3f}' for kind, value in kinds.items())}), "
                    f"benchmark {(harness1 - harness0) / len(values):.3f} s; over its {wall1 - wall0:.1f} s the "
                    f"machine's {psutil.cpu_count()} cores were busy {busy1 - busy0:.1f} s, other processes "
                    f"{max(0.0, busy1 - busy0 - ours):.1f} s")
