@@ -20,7 +20,7 @@ ADDED = {
     "headline": '[data-testid="stMetricLabel"]:has-text("TTFT")',      # the other headline cards
     "plot": '.js-plotly-plot .main-svg',                               # the roofline chart
     "chart": '[data-testid="stDownloadButton"]',                       # the chart area's deck and image buttons
-    "app": '[data-testid="stExpander"]',                               # the closed Energy and Kernels sections
+    "app": '[data-testid="stMain"] [data-testid="stExpander"]',        # the closed Energy and Kernels sections
 }
 
 
