@@ -44,9 +44,14 @@ STEPS = ("bare", "sidebar", "headline", "plot", "chart", "app")
 STEP_VARIABLE = "RERUN_LADDER_STEP"
 
 
+CONTAIN = "+contain"      # a step's name with this suffix: the chart's element isolated from the page's invalidation
+CONTAIN_STYLE = "<style>.llm-plot { contain: layout paint style; will-change: transform; }</style>"
+
+
 def step_from_environment() -> int:
-    """The step this server serves (RERUN_LADDER_STEP, a number or a name; default: the app)."""
-    value = os.environ.get(STEP_VARIABLE, str(len(STEPS) - 1)).strip()
+    """The step this server serves (RERUN_LADDER_STEP, a number or a name, `+contain` after it for the chart in
+    its own layout, paint and compositing scope: an experiment; default: the app)."""
+    value = os.environ.get(STEP_VARIABLE, str(len(STEPS) - 1)).strip().removesuffix(CONTAIN)
     if value in STEPS:
         return STEPS.index(value)
     if value.isdigit() and int(value) < len(STEPS):
@@ -99,6 +104,8 @@ def built_up(step: int) -> None:
     session.resend_unreported()
     state = session.from_widgets(session.view())
     session.set_view(state)
+    if os.environ.get(STEP_VARIABLE, "").endswith(CONTAIN):
+        st.html(CONTAIN_STYLE)
     controls = sidebar.begin()
     place = sidebar.draw(controls, devices, model, batch_in_body=True)
     body(PageContext(state, devices, model, scenario, models=models), lambda: sidebar.batch_input(place), step)
