@@ -46,10 +46,10 @@ def load_printed() -> Iterator[None]:
 
 @contextlib.contextmanager
 def dashboard(url: str | None = None, env: tuple[str, ...] | list[str] = (), repo: Path = REPO,
-              ) -> Iterator[tuple[str, psutil.Process | None]]:
+              app: Path | None = None) -> Iterator[tuple[str, psutil.Process | None]]:
     """(url, server process) of the dashboard to measure: `url` as given (its server is not ours: None), or one
     started on a free loopback port from the checkout `repo` with `env` (NAME=VALUE items) added to this process's
-    environment, terminated when the block ends."""
+    environment, terminated when the block ends. `app`: another script served the same way (the rerun ladder's)."""
     if url is not None:
         yield url.rstrip("/"), None
         return
@@ -57,7 +57,7 @@ def dashboard(url: str | None = None, env: tuple[str, ...] | list[str] = (), rep
     os.environ.update(item.split("=", 1) for item in env)
     try:
         port = free_port()
-        process = start_dashboard(port, repo=Path(repo).resolve())
+        process = start_dashboard(port, repo=Path(repo).resolve(), app=None if app is None else str(app))
     finally:
         os.environ.clear()
         os.environ.update(saved)

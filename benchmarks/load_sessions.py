@@ -17,10 +17,17 @@ Checks and prints:
 - the first render and each mode's reruns (seconds; median, p95, max); a rerun is timed from the Enter that commits
   the new batch to the page settled with the new batch in its URL;
 - CPU seconds per rerun in each mode: the server process and all Chromium processes (/proc), summed over the mode
-  and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry.
+  and divided by its reruns: what a rerun costs whatever the load, and so how many reruns a second two cores carry;
+  also the benchmark's own (this process and Playwright's driver), which competes for the same cores, and the
+  busy CPU seconds of the whole machine over the mode (/proc/stat): what other processes took from the run.
 Target (issue 13): rerun p95 under 2 s on this 2-core machine. Needs Debian's chromium (/usr/bin/chromium).
 Run: .venv/bin/python benchmarks/load_sessions.py [--sessions 20] [--duration 120] [--think 10] [--seed 13]
-     [--timeout 900] [--staggered]
+     [--timeout 900] [--staggered] [--rounds 1] [--ladder-step N | --html-floor]
+--rounds R: R all-at-once changes one after another (each when every session has settled from the one before);
+the p95 is over all of them, each round's printed too. --ladder-step N serves benchmarks/rerun_ladder_app.py at
+step N instead of the dashboard (0 bare: one input and one card, ... 5 the app; the floor of a rerun), and
+--html-floor benchmarks/html_floor.py (the same input and number on a plain page, no Streamlit): the same
+sessions, changes, timing and checks. A ladder point: --duration 0 --rounds 3 (about 1.5 min a point).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from tests.browser.waits import (  # noqa: E402
     CHROMIUM, CHROMIUM_ARGS, wait_idle_async, wait_settled_async,
 )
 
+LADDER_APP = REPO / "benchmarks" / "rerun_ladder_app.py"
 METHOD_IN_CAPTION = re.compile(r"· method (\S+)")
 MODES = ("random", "together")          # the order they run in; "staggered" replaces both when asked for
 
@@ -92,15 +100,25 @@ class Phases:
     """What the sessions share: the start of each mode (every session waits for the others), the random phase's end,
     and the CPU seconds of the server and Chromium when each mode starts and ends."""
 
-    def __init__(self, sessions: int, server: psutil.Process | None, duration: float, think: float, seed: int):
+    def __init__(self, sessions: int, server: psutil.Process | None, duration: float, think: float, seed: int,
+                 rounds: int = 1):
         self.barrier = asyncio.Barrier(sessions)
         self.server, self.duration, self.think, self.seed = server, duration, think, seed
+        self.rounds = rounds                    # all-at-once changes, one after another (each waits for all)
         self.cpu: dict[str, list] = {}
         self.random_ends = 0.0
 
-    def read_cpu(self) -> tuple[float, float]:
+    def read_cpu(self) -> tuple[float, ...]:
+        """CPU seconds so far of the server, of Chromium, of the benchmark itself (this process and Playwright's
+        driver: its work competes for the same cores but is not the page's), of the whole machine (every process,
+        busy time of all cores), and the wall clock."""
         root = chromium_root()
-        return (cpu_seconds(self.server) if self.server else 0.0), sum(chromium_cpu(root).values())
+        harness = cpu_seconds(psutil.Process()) + sum(
+            cpu_seconds(child) for child in psutil.Process().children() if "node" in child.name())
+        machine = psutil.cpu_times()
+        busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+        return ((cpu_seconds(self.server) if self.server else 0.0), chromium_cpu(root), harness, busy,
+                time.perf_counter())
 
     async def together(self, mode: str, edge: str) -> None:
         """Every session reaches this point; the first one through records the CPU counters for `mode` `edge`."""
@@ -169,9 +187,14 @@ async def _session(browser, url: str, index: int, results: dict, timeout_ms: int
     await asyncio.sleep(max(0.0, phases.random_ends - time.perf_counter()))
     await phases.together("random", "end")
     await phases.together("together", "start")
-    seconds, tpot, method = await change(page, 300 + index, timeout_ms)     # a value no session has seen
-    record["reruns"]["together"].append(seconds)
-    record["shown"].append((300 + index, tpot, method))
+    for round_ in range(phases.rounds):
+        if round_:
+            await phases.barrier.wait()                 # every session has settled: the next round starts at once
+        batch = 300 + 100 * round_ + index              # a value no session has seen
+        seconds, tpot, method = await change(page, batch, timeout_ms)
+        record["reruns"]["together"].append(seconds)
+        record.setdefault("rounds", []).append(round_)
+        record["shown"].append((batch, tpot, method))
     await phases.together("together", "end")
     await context.close()
 
@@ -208,11 +231,32 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--staggered", action="store_true",
                         help="each session changes its batch once, as soon as its own first page is drawn")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="all-at-once changes, one after another (each starts when every session has settled)")
+    parser.add_argument("--ladder-step", metavar="STEP",
+                        help="serve benchmarks/rerun_ladder_app.py at this step (0-5 or its name) instead of the "
+                             "dashboard: the floor of a rerun and what each part of the page adds")
+    parser.add_argument("--html-floor", action="store_true",
+                        help="serve benchmarks/html_floor.py instead (one input, one number, a fetch; no Streamlit)")
     args = parser.parse_args(argv)
-    with load_printed(), dashboard() as (url, server):
-        phases = None if args.staggered else Phases(args.sessions, server, args.duration, args.think, args.seed)
+    with load_printed(), served(args) as (url, server):
+        phases = None if args.staggered else Phases(args.sessions, server, args.duration, args.think, args.seed,
+                                                    args.rounds)
         results = asyncio.run(run(url, args.sessions, args.timeout, phases))
     return report(results, args, phases)
+
+
+def served(args):
+    """The server to measure: the dashboard, the rerun ladder's app at --ladder-step, or the HTML floor page."""
+    if args.html_floor:
+        from benchmarks.html_floor import serve
+        from tests.browser.waits import free_port
+        print("HTML floor page (benchmarks/html_floor.py, no Streamlit)")
+        return serve(free_port())
+    if args.ladder_step is not None:
+        print(f"rerun ladder step {args.ladder_step} (benchmarks/rerun_ladder_app.py)")
+        return dashboard(app=LADDER_APP, env=[f"RERUN_LADDER_STEP={args.ladder_step}"])
+    return dashboard()
 
 
 def report(results: list, args, phases: Phases | None) -> int:
@@ -229,18 +273,34 @@ def report(results: list, args, phases: Phases | None) -> int:
         values = [seconds for r in results for seconds in r["reruns"].get(mode, [])]
         label = {"random": f"random (think {args.think:g} s mean, {args.duration:g} s, seed {args.seed})",
                  "together": "all at once (worst case)", "staggered": "staggered, one each"}[mode]
+        if mode == "random" and args.duration <= 0:
+            continue                                    # --duration 0: no random phase asked for
         if not values:
             print(f"rerun, {label}: none settled")
             verdicts.append(f"{mode}: MISSED (no rerun settled)")
             continue
         cpu = ""
         if phases is not None and None not in phases.cpu.get(mode, [None, None]):
-            (server0, chromium0), (server1, chromium1) = phases.cpu[mode]
+            (server0, chromium0, harness0, busy0, wall0), (server1, chromium1, harness1, busy1, wall1) = \
+                phases.cpu[mode]
+            kinds = {kind: (chromium1[kind] - chromium0[kind]) / len(values) for kind in sorted(chromium1)}
+            chromium = sum(kinds.values())
+            ours = (server1 - server0) + chromium * len(values) + (harness1 - harness0)
             cpu = (f"; CPU per rerun: server {(server1 - server0) / len(values):.2f} s, "
-                   f"Chromium {(chromium1 - chromium0) / len(values):.2f} s")
+                   f"Chromium {chromium:.3f} s ({', '.join(f'{kind} {value:.3f}' for kind, value in kinds.items())}), "
+                   f"benchmark {(harness1 - harness0) / len(values):.3f} s; over its {wall1 - wall0:.1f} s the "
+                   f"machine's {psutil.cpu_count()} cores were busy {busy1 - busy0:.1f} s, other processes "
+                   f"{max(0.0, busy1 - busy0 - ours):.1f} s")
         rerun_p95 = p95(values)
         print(f"rerun, {label}: median {statistics.median(values):6.2f} s  p95 {rerun_p95:6.2f} s  "
               f"max {max(values):6.2f} s  ({len(values)} reruns{cpu})")
+        if mode == "together" and args.rounds > 1:
+            for round_ in range(args.rounds):
+                times = [seconds for r in results for seconds, at in zip(r["reruns"]["together"], r.get("rounds", []))
+                         if at == round_]
+                if times:
+                    print(f"  round {round_ + 1}: median {statistics.median(times):6.2f} s  p95 {p95(times):6.2f} s  "
+                          f"max {max(times):6.2f} s  ({len(times)} reruns)")
         verdicts.append(f"{mode} p95 {rerun_p95:.2f} s ({'met' if rerun_p95 < 2 else 'MISSED'})")
     checked = mixed = 0
     wrong = []
