@@ -7,7 +7,10 @@ of the fold's attention constants, plus three MLA terms the shared model lacks (
 decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a 16-bit cache; its floor is
 ~13 us on Hopper and ~9 us on Blackwell; Hopper's 8-bit latent cache streams at ~3 TB/s on H100 and H200 alike):
 
-    prefill  attention_matrix_efficiency, prefill_cta_cycles, prefill_tile_cycles, attention_prefill_latency_s
+    prefill  attention_matrix_efficiency, prefill_cta_cycles, prefill_tile_cycles, attention_prefill_latency_s, and
+             mla_prefill_fp8_matrix_efficiency, mla_prefill_fp8_cta_cycles   the same two for an 8-bit cache on a
+                                           device whose matrix units take fp8 (the tables: slower than the 16-bit
+                                           kernel up to ~8k tokens on Hopper and Blackwell, faster beyond on Blackwell)
     decode   decode_bandwidth_efficiency, decode_stream_cap, decode_pair_bytes_per_core_cycle, decode_cta_cycles
              (the shared model's terms: the latent stream, a per-sequence share, per-sequence cycles), and
              mla_decode_latency_s          the floor on a device whose matrix units take fp4 (fifth generation)
@@ -37,14 +40,16 @@ LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent ch
 # shared model's (RealisticConstants / AttentionOverheads) taking MLA values
 MLA_PARAMETERS = {
     "prefill_mla": (("attention_matrix_efficiency", 0.3, 2.0, 0.8), ("prefill_cta_cycles", 0.0, 50000.0, 10000.0),
-                    ("prefill_tile_cycles", 0.0, 5000.0, 10.0), ("attention_prefill_latency_s", 0.0, 50e-6, 15e-6)),
+                    ("prefill_tile_cycles", 0.0, 5000.0, 10.0), ("attention_prefill_latency_s", 0.0, 50e-6, 15e-6),
+                    ("mla_prefill_fp8_matrix_efficiency", 0.2, 2.0, 0.6),
+                    ("mla_prefill_fp8_cta_cycles", 0.0, 100000.0, 20000.0)),
     "decode_mla": (("decode_bandwidth_efficiency", 0.3, 2.0, 1.0), ("decode_stream_cap", 0.5, 1.0, 0.9),
                    ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 14.0), ("decode_cta_cycles", 0.0, 50000.0, 2000.0),
                    ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
                    ("mla_decode_fp8_value_cycles", 0.0, 2.0, 0.1)),
 }
 SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
-         "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3}
+         "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
 
 
 def mla_decode_trains(group: DeviceAttention) -> bool:
@@ -69,11 +74,16 @@ def mla_decode_convert_s(values: dict, rates, latent_values: np.ndarray, eight_b
 def predicted_s(group: DeviceAttention, family: str, values: dict, base: dict) -> np.ndarray:
     """Per measurement of `group` (in its group order), the MLA time with `values` over the attention constants `base`."""
     shared = {**base, **{k: v for k, v in values.items() if not k.startswith("mla_")}}
-    if family == "prefill_mla":
-        return group.predicted(shared)
     rows = group.rows.iloc[group.measurement]
-    latent_values = (rows["batch"] * rows["context_length"]).to_numpy(dtype=float) * LATENT
     eight_bit = (rows["kv_dtype"].astype(str) == "fp8").to_numpy()
+    if family == "prefill_mla":
+        sixteen = group.predicted(shared)
+        if not group.rates.matrix_fp8 or not eight_bit.any():
+            return sixteen
+        eight = group.predicted({**shared, "attention_matrix_efficiency": values["mla_prefill_fp8_matrix_efficiency"],
+                                 "prefill_cta_cycles": values["mla_prefill_fp8_cta_cycles"]})
+        return np.where(eight_bit, eight, sixteen)
+    latent_values = (rows["batch"] * rows["context_length"]).to_numpy(dtype=float) * LATENT
     body = group.predicted({**shared, "attention_decode_latency_s": 0.0})
     convert = mla_decode_convert_s(values, group.rates, latent_values, eight_bit)
     return mla_decode_floor_s(values, group.rates) + np.maximum(body, convert)
