@@ -48,6 +48,17 @@ MLA_PARAMETERS = {
                    ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
                    ("mla_decode_fp8_value_cycles", 0.0, 2.0, 0.1)),
 }
+# fitted on every device's rows (2,000 per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate) over
+# the shipped attention constants (attention_fit.shipped_values), 2026-11-27; kernel level: realistic does not use them
+FITTED_MLA = {
+    "decode_mla": {"decode_bandwidth_efficiency": 1.031, "decode_stream_cap": 0.9275,
+                   "decode_pair_bytes_per_core_cycle": 15.86, "decode_cta_cycles": 7191.0,
+                   "mla_decode_latency_s": 10.12e-6, "mla_decode_latency_cycles": 24510.0,
+                   "mla_decode_fp8_value_cycles": 0.08203},
+    "prefill_mla": {"attention_matrix_efficiency": 1.065, "prefill_cta_cycles": 6556.0, "prefill_tile_cycles": 0.0,
+                    "attention_prefill_latency_s": 15.94e-6, "mla_prefill_fp8_matrix_efficiency": 0.6726,
+                    "mla_prefill_fp8_cta_cycles": 14970.0},
+}
 SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
          "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
 
@@ -124,5 +135,5 @@ def leave_one_device_out(groups: dict, family: str, bases: dict) -> tuple[pd.Dat
     return pd.concat(parts, ignore_index=True), fitted
 
 
-__all__ = ["LATENT", "MLA_PARAMETERS", "constants_with", "fit_mla", "leave_one_device_out", "mla_decode_floor_s",
+__all__ = ["FITTED_MLA", "LATENT", "MLA_PARAMETERS", "constants_with", "fit_mla", "leave_one_device_out", "mla_decode_floor_s",
            "mla_decode_convert_s", "mla_decode_trains", "predicted_s", "training_groups"]
