@@ -73,11 +73,12 @@ def test_a_tiny_mla_decode_sits_on_its_floor(devices, device, floor_s):
 
 def test_the_fit_recovers_mla_decode_constants_from_synthetic_times(devices):
     """Times made by the model from known constants on H100-SXM and B200 (16- and 8-bit latents, 1-256 sequences,
-    2-65,536 tokens): the fit, started elsewhere, gives back the floors, the 8-bit conversion and the stream rate."""
+    2-65,536 tokens): the fit of the floors, the 8-bit conversion and the stream efficiency (the per-sequence terms
+    held at the truth, to keep the test fast), started elsewhere, gives them back."""
     truth = {**DECODE, "mla_decode_latency_s": 8.0e-6, "mla_decode_latency_cycles": 21000.0,
              "mla_decode_fp8_value_cycles": 0.12, "decode_bandwidth_efficiency": 0.95, "decode_stream_cap": 1.0}
     base = attention_fit.shipped_values("decode_mla")
-    batch, context = np.meshgrid([1, 4, 32, 256], [2, 64, 1024, 16384, 65536])
+    batch, context = np.meshgrid([1, 32, 256], [2, 1024, 65536])
     groups = []
     for device in ("H100-SXM", "B200"):
         frame = pd.concat([_decode_frame(device, batch.ravel(), context.ravel(), 16, kv) for kv in ("bf16", "fp8")],
@@ -85,8 +86,10 @@ def test_the_fit_recovers_mla_decode_constants_from_synthetic_times(devices):
         group = _group(frame, devices)
         group.measured = mla_fit.predicted_s(group, "decode_mla", truth, base)
         groups.append(group)
-    fitted = mla_fit.fit_mla(groups, "decode_mla", base)
-    for name in ("mla_decode_latency_s", "mla_decode_latency_cycles", "mla_decode_fp8_value_cycles"):
+    free = ("decode_bandwidth_efficiency", "mla_decode_latency_s", "mla_decode_latency_cycles",
+            "mla_decode_fp8_value_cycles")
+    fitted = mla_fit.fit_mla(groups, "decode_mla", base, free, held=truth)
+    for name in free[1:]:
         assert fitted[name] == pytest.approx(truth[name], rel=0.03), name
     for group in groups:
         memory = group.rates.memory_fraction

@@ -100,19 +100,20 @@ def predicted_s(group: DeviceAttention, family: str, values: dict, base: dict) -
     return mla_decode_floor_s(values, group.rates) + np.maximum(body, convert)
 
 
-def fit_mla(groups: list, family: str, base: dict) -> dict:
-    """The MLA constants minimising the pooled soft-L1 loss of log(predicted / measured) over `groups`."""
-    spec = MLA_PARAMETERS[family]
+def fit_mla(groups: list, family: str, base: dict, free=None, held: dict | None = None) -> dict:
+    """The MLA constants minimising the pooled soft-L1 loss of log(predicted / measured) over `groups`; `free` (default
+    all) names those fitted, the others kept at `held`'s values."""
+    spec = [s for s in MLA_PARAMETERS[family] if free is None or s[0] in free]
     names = [s[0] for s in spec]
     scale = np.array([SCALE.get(name, 1.0) for name in names])
 
     def residuals(x):
-        values = dict(zip(names, x * scale))
+        values = {**(held or {}), **dict(zip(names, x * scale))}
         return np.concatenate([np.log(predicted_s(g, family, values, base) / g.measured) for g in groups])
     start = np.array([s[3] for s in spec]) / scale
     bounds = (np.array([s[1] for s in spec]) / scale, np.array([s[2] for s in spec]) / scale)
     result = least_squares(residuals, start, bounds=bounds, loss="soft_l1", f_scale=0.1, x_scale="jac")
-    return dict(zip(names, [float(v) for v in result.x * scale]))
+    return {**(held or {}), **dict(zip(names, [float(v) for v in result.x * scale]))}
 
 
 def training_groups(groups: dict, family: str, left_out: str | None) -> list:
