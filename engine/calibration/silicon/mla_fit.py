@@ -22,7 +22,7 @@ decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a
 A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA decode kernel (the tables: time flat in
 batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
 the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
-left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (MLA_DECODE_TRAINS) and
+left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
 the pre-Hopper device is reported, not targeted. These constants are not shipped (realistic and serve unchanged).
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from engine.calibration.silicon.attention_fit import DeviceAttention, constants_with
+from engine.calibration.silicon.attention_fit import DeviceAttention
 from engine.calibration.silicon.score import MLA_DIMS
 
 LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent channels cached per token (576)
@@ -117,7 +117,7 @@ def fit_mla(groups: list, family: str, base: dict, free=None, held: dict | None 
 
 
 def training_groups(groups: dict, family: str, left_out: str | None) -> list:
-    """The devices that train `family`'s MLA constants without `left_out` (decode: MLA_DECODE_TRAINS only)."""
+    """The devices that train `family`'s MLA constants without `left_out` (decode: mla_decode_trains only)."""
     return [g for d, g in groups.items() if d != left_out and (family == "prefill_mla" or mla_decode_trains(g))]
 
 
@@ -136,5 +136,5 @@ def leave_one_device_out(groups: dict, family: str, bases: dict) -> tuple[pd.Dat
     return pd.concat(parts, ignore_index=True), fitted
 
 
-__all__ = ["FITTED_MLA", "LATENT", "MLA_PARAMETERS", "constants_with", "fit_mla", "leave_one_device_out", "mla_decode_floor_s",
+__all__ = ["FITTED_MLA", "LATENT", "MLA_PARAMETERS", "fit_mla", "leave_one_device_out", "mla_decode_floor_s",
            "mla_decode_convert_s", "mla_decode_trains", "predicted_s", "training_groups"]
