@@ -7,7 +7,8 @@ of the fold's attention constants, plus three MLA terms the shared model lacks (
 decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a 16-bit cache; its floor is
 ~13 us on Hopper and ~9 us on Blackwell; Hopper's 8-bit latent cache streams at ~3 TB/s on H100 and H200 alike):
 
-    prefill  attention_matrix_efficiency, prefill_cta_cycles, prefill_tile_cycles, attention_prefill_latency_s, and
+    prefill  attention_matrix_efficiency, prefill_cta_cycles, prefill_tile_cycles, attention_prefill_latency_s,
+             prefill_score_vector_flops (the MLA fits leave ~0: no softmax work beyond the matrix rate), and
              mla_prefill_fp8_matrix_efficiency, mla_prefill_fp8_cta_cycles   the same two for an 8-bit cache on a
                                            device whose matrix units take fp8 (the tables: slower than the 16-bit
                                            kernel up to ~8k tokens on Hopper and Blackwell, faster beyond on Blackwell)
@@ -41,7 +42,7 @@ LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent ch
 MLA_PARAMETERS = {
     "prefill_mla": (("attention_matrix_efficiency", 0.3, 2.0, 0.8), ("prefill_cta_cycles", 0.0, 50000.0, 10000.0),
                     ("prefill_tile_cycles", 0.0, 5000.0, 10.0), ("attention_prefill_latency_s", 0.0, 50e-6, 15e-6),
-                    ("mla_prefill_fp8_matrix_efficiency", 0.2, 2.0, 0.6),
+                    ("prefill_score_vector_flops", 0.0, 200.0, 5.0), ("mla_prefill_fp8_matrix_efficiency", 0.2, 2.0, 0.6),
                     ("mla_prefill_fp8_cta_cycles", 0.0, 100000.0, 20000.0)),
     "decode_mla": (("decode_bandwidth_efficiency", 0.3, 2.0, 1.0), ("decode_stream_cap", 0.5, 1.0, 0.9),
                    ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 14.0), ("decode_cta_cycles", 0.0, 50000.0, 2000.0),
@@ -55,9 +56,9 @@ FITTED_MLA = {
                    "decode_pair_bytes_per_core_cycle": 15.86, "decode_cta_cycles": 7191.0,
                    "mla_decode_latency_s": 10.12e-6, "mla_decode_latency_cycles": 24510.0,
                    "mla_decode_fp8_value_cycles": 0.08203},
-    "prefill_mla": {"attention_matrix_efficiency": 1.065, "prefill_cta_cycles": 6556.0, "prefill_tile_cycles": 0.0,
-                    "attention_prefill_latency_s": 15.94e-6, "mla_prefill_fp8_matrix_efficiency": 0.6726,
-                    "mla_prefill_fp8_cta_cycles": 14970.0},
+    "prefill_mla": {"attention_matrix_efficiency": 0.964, "prefill_cta_cycles": 7088.0, "prefill_tile_cycles": 0.0,
+                    "attention_prefill_latency_s": 15.74e-6, "prefill_score_vector_flops": 0.0,
+                    "mla_prefill_fp8_matrix_efficiency": 0.5964, "mla_prefill_fp8_cta_cycles": 15690.0},
 }
 SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
          "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
