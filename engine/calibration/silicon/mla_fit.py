@@ -1,0 +1,141 @@
+"""MLA attention's own constants, fitted on the measured MLA tables, leave-one-device-out (kernel level only).
+
+The MLA families (DeepSeek-V3's attention core, engine/calibration/silicon/score.py's mla_kernels) are timed by the
+realistic fused attention (attention_fit.DeviceAttention); attention_fit scores them with the constants fitted on
+the MHA / GQA tables. Here the same model takes MLA values of a few of those constants, fitted on MLA rows on top
+of the fold's attention constants, plus three MLA terms the shared model lacks (the tables, model-free: latent
+decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a 16-bit cache; its floor is
+~13 us on Hopper and ~9 us on Blackwell; Hopper's 8-bit latent cache streams at ~3 TB/s on H100 and H200 alike):
+
+    prefill  attention_matrix_efficiency, prefill_cta_cycles, prefill_tile_cycles, attention_prefill_latency_s,
+             prefill_score_vector_flops (the MLA fits leave ~0: no softmax work beyond the matrix rate), and
+             mla_prefill_fp8_matrix_efficiency, mla_prefill_fp8_cta_cycles   the same two for an 8-bit cache on a
+                                           device whose matrix units take fp8 (the tables: slower than the 16-bit
+                                           kernel up to ~8k tokens on Hopper and Blackwell, faster beyond on Blackwell)
+    decode   decode_bandwidth_efficiency, decode_stream_cap, decode_pair_bytes_per_core_cycle, decode_cta_cycles
+             (the shared model's terms: the latent stream, a per-sequence share, per-sequence cycles), and
+             mla_decode_latency_s          the floor on a device whose matrix units take fp4 (fifth generation)
+             mla_decode_latency_cycles     the floor at the clock elsewhere
+             mla_decode_fp8_value_cycles   core cycles per latent value of an 8-bit cache on a device whose matrix
+                                           units take fp8 and not fp4 (the conversion), a bound beside the stream
+    time = floor + max(the shared model's time without its latency, latent values x fp8 cycles / (cores x clock))
+
+A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA decode kernel (the tables: time flat in
+batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
+the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
+left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
+the pre-Hopper device is reported, not targeted. These constants are not shipped (realistic and serve unchanged).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from engine.calibration.silicon.attention_fit import DeviceAttention
+from engine.calibration.silicon.score import MLA_DIMS
+
+LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent channels cached per token (576)
+# per family: (constant, lower bound, upper bound, start); "mla_" constants are this module's, the others the
+# shared model's (RealisticConstants / AttentionOverheads) taking MLA values
+MLA_PARAMETERS = {
+    "prefill_mla": (("attention_matrix_efficiency", 0.3, 2.0, 0.8), ("prefill_cta_cycles", 0.0, 50000.0, 10000.0),
+                    ("prefill_tile_cycles", 0.0, 5000.0, 10.0), ("attention_prefill_latency_s", 0.0, 50e-6, 15e-6),
+                    ("prefill_score_vector_flops", 0.0, 200.0, 5.0), ("mla_prefill_fp8_matrix_efficiency", 0.2, 2.0, 0.6),
+                    ("mla_prefill_fp8_cta_cycles", 0.0, 100000.0, 20000.0)),
+    "decode_mla": (("decode_bandwidth_efficiency", 0.3, 2.0, 1.0), ("decode_stream_cap", 0.5, 1.0, 0.9),
+                   ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 14.0), ("decode_cta_cycles", 0.0, 50000.0, 2000.0),
+                   ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
+                   ("mla_decode_fp8_value_cycles", 0.0, 2.0, 0.1)),
+}
+# fitted on every device's rows (2,000 per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate) over
+# the shipped attention constants (attention_fit.shipped_values), 2026-11-27; kernel level: realistic does not use them
+FITTED_MLA = {
+    "decode_mla": {"decode_bandwidth_efficiency": 1.031, "decode_stream_cap": 0.9275,
+                   "decode_pair_bytes_per_core_cycle": 15.86, "decode_cta_cycles": 7191.0,
+                   "mla_decode_latency_s": 10.12e-6, "mla_decode_latency_cycles": 24510.0,
+                   "mla_decode_fp8_value_cycles": 0.08203},
+    "prefill_mla": {"attention_matrix_efficiency": 0.964, "prefill_cta_cycles": 7088.0, "prefill_tile_cycles": 0.0,
+                    "attention_prefill_latency_s": 15.74e-6, "prefill_score_vector_flops": 0.0,
+                    "mla_prefill_fp8_matrix_efficiency": 0.5964, "mla_prefill_fp8_cta_cycles": 15690.0},
+}
+SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
+         "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
+
+
+def mla_decode_trains(group: DeviceAttention) -> bool:
+    """Whether a device's MLA decode rows train the MLA decode constants: its matrix units take fp8 (Hopper and
+    later; the pre-Hopper kernel does not split the context, module docstring)."""
+    return bool(group.rates.matrix_fp8)
+
+
+def mla_decode_floor_s(values: dict, rates) -> float:
+    """The MLA decode kernel's fixed time on a device: seconds where the matrix units take fp4, else cycles at the clock."""
+    return values["mla_decode_latency_s"] if rates.matrix_fp4 else values["mla_decode_latency_cycles"] / rates.clock_hz
+
+
+def mla_decode_convert_s(values: dict, rates, latent_values: np.ndarray, eight_bit: np.ndarray) -> np.ndarray:
+    """The 8-bit latent cache's conversion time (fp8 matrix units without fp4), 0 elsewhere."""
+    if not rates.matrix_fp8 or rates.matrix_fp4:
+        return np.zeros_like(latent_values)
+    cycles = latent_values * values["mla_decode_fp8_value_cycles"]
+    return np.where(eight_bit, cycles / (rates.cores * rates.clock_hz), 0.0)
+
+
+def predicted_s(group: DeviceAttention, family: str, values: dict, base: dict) -> np.ndarray:
+    """Per measurement of `group` (in its group order), the MLA time with `values` over the attention constants `base`."""
+    shared = {**base, **{k: v for k, v in values.items() if not k.startswith("mla_")}}
+    rows = group.rows.iloc[group.measurement]
+    eight_bit = (rows["kv_dtype"].astype(str) == "fp8").to_numpy()
+    if family == "prefill_mla":
+        sixteen = group.predicted(shared)
+        if not group.rates.matrix_fp8 or not eight_bit.any():
+            return sixteen
+        eight = group.predicted({**shared, "attention_matrix_efficiency": values["mla_prefill_fp8_matrix_efficiency"],
+                                 "prefill_cta_cycles": values["mla_prefill_fp8_cta_cycles"]})
+        return np.where(eight_bit, eight, sixteen)
+    latent_values = (rows["batch"] * rows["context_length"]).to_numpy(dtype=float) * LATENT
+    body = group.predicted({**shared, "attention_decode_latency_s": 0.0})
+    convert = mla_decode_convert_s(values, group.rates, latent_values, eight_bit)
+    return mla_decode_floor_s(values, group.rates) + np.maximum(body, convert)
+
+
+def fit_mla(groups: list, family: str, base: dict, free=None, held: dict | None = None) -> dict:
+    """The MLA constants minimising the pooled soft-L1 loss of log(predicted / measured) over `groups`; `free` (default
+    all) names those fitted, the others kept at `held`'s values."""
+    spec = [s for s in MLA_PARAMETERS[family] if free is None or s[0] in free]
+    names = [s[0] for s in spec]
+    scale = np.array([SCALE.get(name, 1.0) for name in names])
+
+    def residuals(x):
+        values = {**(held or {}), **dict(zip(names, x * scale))}
+        return np.concatenate([np.log(predicted_s(g, family, values, base) / g.measured) for g in groups])
+    start = np.array([s[3] for s in spec]) / scale
+    bounds = (np.array([s[1] for s in spec]) / scale, np.array([s[2] for s in spec]) / scale)
+    result = least_squares(residuals, start, bounds=bounds, loss="soft_l1", f_scale=0.1, x_scale="jac")
+    return {**(held or {}), **dict(zip(names, [float(v) for v in result.x * scale]))}
+
+
+def training_groups(groups: dict, family: str, left_out: str | None) -> list:
+    """The devices that train `family`'s MLA constants without `left_out` (decode: mla_decode_trains only)."""
+    return [g for d, g in groups.items() if d != left_out and (family == "prefill_mla" or mla_decode_trains(g))]
+
+
+def leave_one_device_out(groups: dict, family: str, bases: dict) -> tuple[pd.DataFrame, dict]:
+    """Tidy errors per measurement of every device of `groups` ({device: DeviceAttention} of `family`) under
+    `lodo_mla` (MLA constants fitted without the device over `bases[device]`, the attention constants fitted
+    without it); and {device: the lodo MLA constants}."""
+    parts, fitted = [], {}
+    for device, held_out in groups.items():
+        base = bases[device]
+        fitted[device] = fit_mla(training_groups(groups, family, device), family, base)
+        predicted = predicted_s(held_out, family, fitted[device], base)
+        rows = held_out.rows.iloc[held_out.measurement]
+        parts.append(rows.assign(predicted_s=predicted, error=predicted / held_out.measured - 1.0, family=family,
+                                 model="lodo_mla"))
+    return pd.concat(parts, ignore_index=True), fitted
+
+
+__all__ = ["FITTED_MLA", "LATENT", "MLA_PARAMETERS", "fit_mla", "leave_one_device_out", "mla_decode_floor_s",
+           "mla_decode_convert_s", "mla_decode_trains", "predicted_s", "training_groups"]
