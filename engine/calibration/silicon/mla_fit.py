@@ -24,7 +24,7 @@ A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA deco
 batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
 the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
 left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
-the pre-Hopper device is reported, not targeted. These constants are not shipped (realistic and serve unchanged).
+the pre-Hopper device is scored and misses (nothing in the tables teaches it). These constants are not shipped (realistic and serve unchanged).
 """
 
 from __future__ import annotations
