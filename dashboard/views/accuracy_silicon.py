@@ -24,6 +24,8 @@ def display_frame(results: pd.DataFrame) -> pd.DataFrame:
     out["target (issue 12)"] = judged["target"]
     out["against the target"] = judged["verdict"]
     out["recorded"] = results["recorded"] + " · " + results["benchmark"]
+    first = ["family", "subject", "split", "median error (%)", "target (issue 12)", "against the target"]
+    out = out[first + [c for c in out.columns if c not in first]]     # the verdict in view without scrolling
     return out.rename(columns={"count": "measurements"})
 
 
@@ -50,5 +52,7 @@ def render() -> None:
     st.caption(provenance(results))
     shown = display_frame(results)
     formats = {c: st.column_config.NumberColumn(format="%.1f") for c in shown.columns if c.endswith("(%)")}
+    formats["median error (%)"] = st.column_config.NumberColumn(format="%.2f")   # as the verdict counts its points
+    formats["against the target"] = st.column_config.TextColumn(width="medium")   # "missed: median by 32.98 points"
     st.dataframe(shown, hide_index=True, width="stretch", column_config=formats)
     table_downloads(shown, "silicon-accuracy", key="silicon-accuracy")
