@@ -69,19 +69,11 @@ def page(step: int) -> None:
     if step < STEPS.index("sidebar"):
         bare_chart()
         return
-    from dashboard import carry, data, session, sidebar
+    from dashboard import session, sidebar
     from dashboard.context import PageContext
-    from dashboard.resolve import resolve_devices, resolve_model, resolve_models, resolve_scenario
     from dashboard.views import overview
-    workbook = sidebar.workbook_specs()
-    state, _ = session.start()
-    base = carry.with_carried(workbook, st.session_state.setdefault("carried_devices", {}), uploaded=False)
-    devices, state, _ = resolve_devices(state, base)
-    model, state, _ = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
-    models, state, _ = resolve_models(state, data.offline_model, st.session_state["uploaded_models"])
-    scenario, _ = resolve_scenario(state)
-    session.set_view(state)
-    session.load_widgets(state)
+    from benchmarks.ladder_view import resolved_view
+    state, devices, model, models, scenario = resolved_view()
     sidebar.draw(sidebar.begin(), devices, model)
     state = session.from_widgets(session.view())
     session.set_view(state)
@@ -107,3 +99,4 @@ def page(step: int) -> None:
 
 
 page(int(st.context.cookies.get("ladder_step", len(STEPS) - 1)))
+

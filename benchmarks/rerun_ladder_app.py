@@ -89,18 +89,10 @@ def built_up(step: int) -> None:
     from dashboard.preload import preload_plotly
     preload_plotly()
     st.set_page_config(page_title="llm-roofline", layout="wide", initial_sidebar_state=400)
-    from dashboard import carry, data, session, sidebar
+    from benchmarks.ladder_view import resolved_view
+    from dashboard import session, sidebar
     from dashboard.context import PageContext
-    from dashboard.resolve import resolve_devices, resolve_model, resolve_models, resolve_scenario
-    workbook = sidebar.workbook_specs()
-    state, _ = session.start()
-    base = carry.with_carried(workbook, st.session_state.setdefault("carried_devices", {}), uploaded=False)
-    devices, state, _ = resolve_devices(state, base)
-    model, state, _ = resolve_model(state, data.offline_model, st.session_state["uploaded_models"])
-    models, state, _ = resolve_models(state, data.offline_model, st.session_state["uploaded_models"])
-    scenario, _ = resolve_scenario(state)
-    session.set_view(state)
-    session.load_widgets(state)
+    state, devices, model, models, scenario = resolved_view()
     session.resend_unreported()
     state = session.from_widgets(session.view())
     session.set_view(state)
