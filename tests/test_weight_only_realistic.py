@@ -169,8 +169,8 @@ def test_the_cli_json_carries_the_note():
     done = subprocess.run([sys.executable, "-m", "engine.cli.entry", "estimate", "--hardware", "A100-80GB-SXM",
                            "--model", "meta-llama/Llama-3.1-8B", "--phase", "decode", "--batch", "1",
                            "--weight-dtype", "int4_g128", "--act-dtype", "bf16", "--method", "realistic", "--json"],
-                          capture_output=True, text=True, cwd=REPO, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
-                          timeout=120)
+                          capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert "not cross-validated across devices" in out["realistic_validation"]["weight_only"]
