@@ -36,6 +36,8 @@ POINTS = (  # (label, model, serve fields)
      dict(concurrency=64, stagger_start=True, warmup_requests=1)),
     ("DeepSeek-V3 tp8 ep8 fp8, 64 clients, 1024/1024", "deepseek-ai/DeepSeek-V3",
      dict(concurrency=64, tp=8, ep=8, weight_dtype="fp8", activation_dtype="fp8", kv_dtype="fp8")),
+    ("Llama-3.1-8B int4_g128 weights (W4A16), 32 clients", "meta-llama/Llama-3.1-8B",     # the weight-only term
+     dict(concurrency=32, weight_dtype="int4_g128", activation_dtype="bf16")),
 )
 
 

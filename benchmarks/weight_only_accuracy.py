@@ -2,6 +2,7 @@
 weight-only term (engine/calibration/silicon/weight_only_fit.py), issue 12, h/wogemv.
 
 Tables: A100-SXM TensorRT-LLM 1.0.0 (int4_wo, int8_wo), H100-SXM SGLang 0.5.6.post2 (int8_wo); rows with n, k >= 128.
+Also printed: the constants `realistic` ships (engine/estimators/weight_only.SHIPPED) on every table.
 `before` is realistic under the tables' condition (score.score_family: warm, the framework's constants), `after`
 max(before, the weight-only term). Printed per device x dtype, on the GEMV rows (m <= 16) and on all m:
   in-sample   constants fitted on that device's rows of that dtype (int4_wo has one device: in-sample only)
@@ -27,6 +28,7 @@ import pandas as pd
 from engine.calibration.silicon import installed_version, score, tables
 from engine.calibration.silicon import weight_only_fit as wo
 from engine.calibration.silicon.results import write_results
+from engine.estimators.weight_only import SHIPPED, SHIPPED_SOURCE
 from engine.hardware.specs import load_specs
 
 TABLES = (("a100_sxm", "trtllm", "1.0.0"), ("h100_sxm", "sglang", "0.5.6.post2"))
@@ -87,6 +89,14 @@ def main() -> None:
             print(line(f"  {label} after, in-sample", after[mask]))
         recorded += [score_row(dtype, device, "realistic (weight-only term not fitted)", "in-sample", before[gemv]),
                      score_row(dtype, device, "realistic + weight-only term, fitted", "in-sample", after[gemv])]
+    print(f"\n# shipped in realistic (engine/estimators/weight_only.SHIPPED, {SHIPPED_SOURCE}, fitted on all m, rounded)")
+    for (device, dtype), rows in frame.groupby(["device", "file_dtype"]):
+        constants = SHIPPED[dtype.split("_")[0]]
+        after = wo.errors(rows, rows["base_s"], rows["time_s"], devices, constants)
+        gemv = (rows["m"] <= 16).to_numpy()
+        print(f"{device} {dtype}: {constants}")
+        print(line("  m <= 16 after, shipped", after[gemv]))
+        print(line("  all m after, shipped", after))
     print("\n# int8_wo leave-one-device-out (each fold trains on the other device alone, another framework)")
     lodo = wo.leave_one_device_out(fitted[fitted["file_dtype"] == "int8_wo"], devices)
     for fold in lodo.itertuples():

@@ -176,3 +176,18 @@ def test_express_keeps_the_checkpoints_unquantized_modules_only_when_asked():
         "attention_output", "attention_qkv", "embedding", "lm_head", "router")
     served = engine.serve(devices["B200"], model, **{**mixed, "concurrency": 2, "output_length": 32})
     assert served.tpot_s > 0
+
+
+def test_weight_only_runs_are_always_read_as_their_checkpoint():
+    """Kimi-K2.5's int4 checkpoint quantizes only the routed experts: its int4_wo runs keep attention, shared experts,
+    dense MLPs, router, embedding and lm_head in bf16 by default (validation_express.CHECKPOINT_MODULES_ALWAYS), so
+    no dense GEMM of theirs is timed as a weight-only kernel; an nvfp4 run only when asked."""
+    import pandas as pd
+    from engine.serving import validation_express
+    rows = pd.DataFrame([dict(model_path="moonshotai/Kimi-K2.5", gemm_quant_mode=quant) for quant in ("int4_wo", "nvfp4")])
+    int4, nvfp4 = rows.itertuples(index=False)
+    assert set(validation_express.modules_kept_unquantized(int4, False)) == {
+        "attention", "shared_experts", "dense_mlp", "router", "embedding", "lm_head"}
+    assert validation_express.modules_kept_unquantized(nvfp4, False) == ()
+    assert set(validation_express.modules_kept_unquantized(nvfp4, True)) == {"attention", "router", "embedding",
+                                                                               "lm_head"}

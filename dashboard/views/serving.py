@@ -134,7 +134,7 @@ def render(ctx: PageContext) -> None:
                        for hw in ctx.selected], ignore_index=True)
     headline(curve, ctx.selected[0].name, state.serving_concurrency)
     for hardware in ctx.selected:
-        for note in validation_notes(hardware, state.method):
+        for note in validation_notes(hardware, state.method, ctx.scenario):
             st.info(note)
     failed = curve[curve["error"] != ""]
     for device, rows in failed.groupby("device", sort=False):

@@ -58,6 +58,7 @@ from engine.estimators.realistic_fused import (  # noqa: F401  (re-exported: the
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, least_per_id
+from engine.estimators.weight_only import apply_weight_only
 from engine.hardware.device import Hardware
 
 GAP_COLUMNS = ("gap_tile_quantization_s", "gap_wave_quantization_s", "gap_efficiency_s", "gap_overhead_s")
@@ -102,6 +103,7 @@ def estimate_realistic(table, hardware: Hardware, scenario=None, launch: str = "
     # a decode step's rows outside the fused attention: kept per structure (engine/estimators/kept_rows.py)
     timed_rows(kernel_rows, unfused, chain,
                partial(_time_unfused, kernel_rows, unfused, is_gemm, kind, chain, memo), memo)
+    apply_weight_only(kernel_rows, is_gemm, chain, scenario)     # int4/int8 weights, 16-bit activations: weight_only.py
 
     kernel_time = np.maximum(chain.latency + chain.t3, chain.floor)
     time = np.maximum(kernel_time, kernel_rows.host_launch_s)

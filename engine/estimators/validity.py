@@ -6,29 +6,54 @@ per-operation tables and serving runs (H100, H200, B200, B300, GB200; docs/accur
 A device of another kind or vendor (a TPU, an AMD GPU, an NPU, a hypothetical part of another kind) gets
 the same GPU-derived constants: its realistic estimate is an extrapolation, and every result says so.
 The rule reads the workbook's `kind` and `vendor` fields, so a user's device is judged the same way.
+
+Weight-only quantized GEMMs (int4 / int8 weights with 16-bit activations: engine/estimators/weight_only.py) have a
+weaker basis than the rest, and every such estimate says so (`weight_only` in the dict, and a note), on any device.
 """
 
 from __future__ import annotations
 
+from engine.estimators.weight_only import weight_only_format
+
 REALISTIC_METHODS = ("realistic", "realistic-graph")
 MEASURED_ON = "NVIDIA GPUs (A100, H100, H200, B200, B300, GB200, GB300)"
+WEIGHT_ONLY_BASIS = ("weight-only {weight} GEMMs ({activation} activations) take realistic's mixed-input kernel term, "
+                     "calibrated in-sample on one device per format (A100 TensorRT-LLM's int4 and int8 tables; the "
+                     "only other table, H100 int8 under SGLang, is another framework's kernel, 47% slower than this "
+                     "term at m <= 16) and not cross-validated across devices")
 
 
-def realistic_validation(hardware, method: str) -> dict | None:
-    """{"validated": bool, "basis": sentence} for the realistic methods; None for the others (the roofline
-    family are ideal bounds, the seed method reproduces the notebook)."""
+def realistic_validation(hardware, method: str, scenario=None) -> dict | None:
+    """{"validated": bool, "basis": sentence} for the realistic methods, plus "weight_only": sentence where the
+    scenario quantizes weights only (weight_only_note); None for the other methods (the roofline family are ideal
+    bounds, the seed method reproduces the notebook)."""
     if method not in REALISTIC_METHODS:
         return None
     validated = str(hardware.kind).lower() == "gpu" and str(hardware.vendor).strip().upper() == "NVIDIA"
     if validated:
-        return {"validated": True, "basis": f"realistic constants fitted and scored on measured {MEASURED_ON}"}
-    return {"validated": False,
-            "basis": (f"realistic is unvalidated on {hardware.name} ({hardware.vendor} {hardware.kind}): its constants "
-                      f"were fitted on {MEASURED_ON} only, so this estimate extrapolates them; compare with the "
-                      "roofline bound")}
+        status = {"validated": True, "basis": f"realistic constants fitted and scored on measured {MEASURED_ON}"}
+    else:
+        status = {"validated": False,
+                  "basis": (f"realistic is unvalidated on {hardware.name} ({hardware.vendor} {hardware.kind}): its "
+                            f"constants were fitted on {MEASURED_ON} only, so this estimate extrapolates them; compare "
+                            "with the roofline bound")}
+    note = weight_only_note(scenario)
+    if note:
+        status["weight_only"] = note
+    return status
 
 
-def validation_notes(hardware, method: str) -> list[str]:
-    """The note an unvalidated realistic estimate carries (none otherwise)."""
-    status = realistic_validation(hardware, method)
-    return [status["basis"]] if status and not status["validated"] else []
+def weight_only_note(scenario) -> str | None:
+    """WEIGHT_ONLY_BASIS for a scenario whose GEMMs are weight-only quantized (weight_only.weight_only_format)."""
+    if weight_only_format(scenario) is None:
+        return None
+    return WEIGHT_ONLY_BASIS.format(weight=scenario.weight_dtype, activation=scenario.activation_dtype)
+
+
+def validation_notes(hardware, method: str, scenario=None) -> list[str]:
+    """The notes a realistic estimate carries: unvalidated on this device, weight-only GEMMs (none otherwise)."""
+    status = realistic_validation(hardware, method, scenario)
+    if not status:
+        return []
+    return ([] if status["validated"] else [status["basis"]]) + ([status["weight_only"]] if "weight_only" in status
+                                                                 else [])

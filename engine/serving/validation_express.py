@@ -19,12 +19,13 @@ Precision (the run's gemm_quant_mode): none -> bf16 weights, activations and KV 
 fp8_block -> fp8 everywhere (the block scales are not counted); nvfp4 -> nvfp4 weights, nvfp4
 activations on a device with an fp4 matrix rate and bf16 activations elsewhere (weight-only on
 Hopper, as gpt-oss's MXFP4 experts run there), fp8 KV cache; int4_wo -> int4 weights, bf16 the rest.
-The whole model takes one weight dtype by default. With CHECKPOINT_MODULES (benchmarks/serving_accuracy.py
---checkpoint-modules) the modules the run's checkpoint leaves unquantized take bf16 weights and activations instead
-(Scenario.unquantized_modules, engine/workload/module_dtypes.py): UNQUANTIZED_MODULES, by quantization and model
-family, from the public checkpoints' exclusion lists (the package ships them under model_configs/). Not the default:
-scored on 2026-11-27 (h/serve10) it moved leave-one-system-out TPOT 12.2% / 40.6% -> 12.8% / 41.9% and TTFT 27.0% /
-79.3% -> 26.3% / 80.2% (docs/serving.md): the nvfp4 series it slows were mostly slow already.
+The whole model takes one weight dtype by default, int4_wo runs excepted (CHECKPOINT_MODULES_ALWAYS). With
+CHECKPOINT_MODULES (benchmarks/serving_accuracy.py --checkpoint-modules) the modules the run's checkpoint leaves
+unquantized take bf16 weights and activations instead (Scenario.unquantized_modules,
+engine/workload/module_dtypes.py): UNQUANTIZED_MODULES, by quantization and model family, from the public
+checkpoints' exclusion lists (the package ships them under model_configs/). Not the default: scored on 2026-11-27
+(h/serve10) it moved leave-one-system-out TPOT 12.2% / 40.6% -> 12.8% / 41.9% and TTFT 27.0% / 79.3% -> 26.3% /
+80.2% (docs/serving.md): the nvfp4 series it slows were mostly slow already.
 
 Speculative decoding: the file does not record it; the runs of benchmark series that ran MTP are read with it
 (mtp_reading, MTP_SERIES).
@@ -87,6 +88,12 @@ UNQUANTIZED_MODULES = {
     ("int4_wo", "kimi"): ("attention", "shared_experts", "dense_mlp", *_ALWAYS),
 }
 CHECKPOINT_MODULES = False     # express() default: UNQUANTIZED_MODULES in bf16 (True) or every weight quantized
+# ... except for these quantizations, whose checkpoint's unquantized modules are always read: weight-only int4 runs
+# (Kimi-K2.5's int4 checkpoint quantizes only the routed experts). Since `realistic` times dense weight-only GEMMs as
+# mixed-input kernels (engine/estimators/weight_only.py), reading that checkpoint's bf16 attention, shared experts and
+# dense MLPs as int4 would charge those kernels to GEMMs the runs ran in bf16 (its 90 runs' TPOT +27% at the median,
+# leave-one-system-out TPOT p90 34.5% -> 36.6%; read as the checkpoint: +3%, 34.5%; docs/accuracy.md, h/woship)
+CHECKPOINT_MODULES_ALWAYS: tuple[str, ...] = ("int4_wo",)
 # express() reads tp = moe_tp x moe_ep (moe_tp = moe_ep, attention_dp 1) beyond the device's scale-up domain as moe_ep
 # devices (attention_dp_reading; benchmarks/serving_accuracy.py --no-squared-tp reads them as written). On since
 # 2026-11-27: with TENSOR_PARALLEL_MOE_BACKENDS below, full leave-one-system-out run TPOT 11.9% / 35.5% -> 11.4% / 34.5%,
@@ -160,10 +167,18 @@ def unquantized_modules_of(run) -> tuple[str, ...]:
     return UNQUANTIZED_MODULES.get((quant, family_of(run.model_path)), ())
 
 
+def modules_kept_unquantized(run, checkpoint_modules: bool) -> tuple[str, ...]:
+    """unquantized_modules_of(run) when `checkpoint_modules` or the run's quantization is in CHECKPOINT_MODULES_ALWAYS,
+    else () (every weight in the run's weight dtype)."""
+    always = isinstance(run.gemm_quant_mode, str) and run.gemm_quant_mode in CHECKPOINT_MODULES_ALWAYS
+    return unquantized_modules_of(run) if checkpoint_modules or always else ()
+
+
 def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | None = None):
     """(hardware, model, serve() fields) for a measured run, or a string saying why it cannot be expressed.
     `checkpoint_modules` (None: CHECKPOINT_MODULES): the checkpoint's unquantized modules in bf16
-    (unquantized_modules_of), else every weight in the run's weight dtype."""
+    (unquantized_modules_of), else every weight in the run's weight dtype (modules_kept_unquantized: weight-only runs
+    always as their checkpoint)."""
     hardware = devices.get(run.device) if isinstance(run.device, str) else None
     if hardware is None:
         return f"system {run.system} has no workbook device"
@@ -191,7 +206,7 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
     if checkpoint_modules is None:
         checkpoint_modules = CHECKPOINT_MODULES
-    unquantized = unquantized_modules_of(run) if checkpoint_modules else ()
+    unquantized = modules_kept_unquantized(run, checkpoint_modules)
     if unquantized:
         fields.update(unquantized_modules=unquantized, unquantized_dtype="bf16")
     dispatch = tensor_parallel_moe_dispatch(run, tp, dp, ep) if moe else None

@@ -74,3 +74,11 @@ def test_serving_page_shows_engine_numbers():
     assert metrics["TTFT p90"] == f"{expected.ttft_p90_s * 1e3:,.1f} ms"
     state = url_state(app)
     assert (state.page, state.serving_concurrency, state.serving_max_concurrency) == ("serving", 8, 32)
+
+
+def test_serving_page_says_how_weight_only_gemms_are_calibrated():
+    app = run_app(page="serving", **{"sv.c": "4", "sv.cmax": "8", "in": "256", "out": "32", "method": "realistic",
+                                     "wdt": "int4_g128"})
+    assert not app.exception and not app.error
+    notes = [info.value for info in app.info if "weight-only int4_g128 GEMMs" in info.value]
+    assert notes and "not cross-validated across devices" in notes[0]

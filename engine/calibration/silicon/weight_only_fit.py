@@ -1,11 +1,12 @@
 """Weight-only quantized GEMMs (W4A16 int4_wo, W8A16 int8_wo) on the measured tables: a streamed-weight term, fitted.
 
-`realistic` times a weight-only GEMM as a bf16 GEMM whose weight bytes are the quantized ones (int4 with its
-group-128 bf16 scales: 0.5 + 2/128 = 0.515625 bytes per weight). At small m the tables' kernels are far slower than
-that (A100 TensorRT-LLM, m <= 16: -44.5% int4, -36.7% int8 at the median; docs/accuracy.md, h/wogemv): a
-mixed-input kernel has its own fixed time (~10 us on A100 where bf16's is ~3 us), streams the packed weights below
-the bandwidth a bf16 GEMM reaches, and dequantizes every weight on the vector units once per row tile of the
-activation. This module adds that as a lower bound on the realistic time (tables' condition only, never in
+The tiles-and-waves timing of `realistic` sees a weight-only GEMM as a bf16 GEMM whose weight bytes are the
+quantized ones (int4 with its group-128 bf16 scales: 0.5 + 2/128 = 0.515625 bytes per weight). At small m the tables'
+kernels are far slower than that (A100 TensorRT-LLM, m <= 16: -44.5% int4, -36.7% int8 at the median;
+docs/accuracy.md, h/wogemv): a mixed-input kernel has its own fixed time (~10 us on A100 where bf16's is ~3 us),
+streams the packed weights below the bandwidth a bf16 GEMM reaches, and dequantizes every weight on the vector units
+once per row tile of the activation. This module fits that lower bound on the realistic time (the formula is
+`realistic`'s own, engine/estimators/weight_only.py, which ships one set of constants per weight format in
 `estimate` / `serve`):
 
     t = max(realistic, latency_cycles / clock
@@ -22,15 +23,14 @@ ratios, soft-L1 loss); `leave_one_device_out` fits on the other devices' rows of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from engine.estimators.weight_only import ROW_TILE, WeightOnlyConstants  # noqa: F401  (re-exported)
+from engine.estimators.weight_only import weight_only_seconds as term_seconds
 from engine.hardware.dtypes import bytes_per_value
 
-ROW_TILE = 16            # activation rows per dequantization pass of the weights (the GEMV kernels' m tile)
 WEIGHT_ONLY_DTYPES = ("int4_wo", "int8_wo")
 # the bounds of the fitted constants: latency 0-100k cycles, stream 5-100% of the HBM bandwidth, 0-64 FLOP per weight,
 # 0-64 cycles per k value
@@ -38,20 +38,9 @@ LOWER, UPPER = np.array([0.0, 0.05, 0.0, 0.0]), np.array([1.0e5, 1.0, 64.0, 64.0
 
 # {framework: {weight dtype: (latency_cycles, stream_fraction, dequant_flops, k_cycles)}} fitted in-sample on the
 # m <= 16 rows of each table (benchmarks/weight_only_accuracy.py, rounded): A100-SXM TensorRT-LLM 1.0.0, H100-SXM
-# SGLang 0.5.6.post2. Tables' condition only; `realistic` (estimate, serve) does not use them (docs/accuracy.md).
+# SGLang 0.5.6.post2. The tables' record of the GEMV regime; `realistic` ships weight_only.SHIPPED (fitted on all m).
 TABLE_WEIGHT_ONLY = {"trtllm": {"int4_g128": (15200.0, 1.0, 2.0, 2.7), "int8": (14700.0, 1.0, 3.3, 2.6)},
                      "sglang": {"int8": (40000.0, 0.91, 6.7, 1.8)}}
-
-
-@dataclass(frozen=True)
-class WeightOnlyConstants:
-    latency_cycles: float      # the mixed-input kernel's fixed time, in clock cycles
-    stream_fraction: float     # the fraction of the HBM bandwidth its byte stream reaches
-    dequant_flops: float       # vector FLOPs per weight per ROW_TILE activation rows (unpack, scale, convert)
-    k_cycles: float = 0.0      # cycles per k value of one thread block's serial k loop
-
-    def as_array(self) -> np.ndarray:
-        return np.array([self.latency_cycles, self.stream_fraction, self.dequant_flops, self.k_cycles])
 
 
 def table_constants(framework: str, weight_dtype: str) -> WeightOnlyConstants | None:
@@ -69,13 +58,9 @@ def gemm_bytes(m, n, k, weight_dtype: str, activation_dtype: str = "bf16") -> np
 
 
 def stream_seconds(m, n, k, nbytes, hardware, constants: WeightOnlyConstants) -> np.ndarray:
-    """The weight-only term alone (the module docstring's second argument of max) on `hardware`."""
-    m, n, k = (np.asarray(v, dtype=float) for v in (m, n, k))
-    vector_flops_per_s = hardware.vector_flops_per_cycle_per_core * hardware.num_cores * hardware.clock_hz
-    stream = np.asarray(nbytes, dtype=float) / (hardware.memory_bandwidth_bytes_per_s * constants.stream_fraction)
-    return (constants.latency_cycles / hardware.clock_hz
-            + np.maximum(stream, constants.k_cycles * k / hardware.clock_hz)
-            + constants.dequant_flops * n * k * np.ceil(m / ROW_TILE) / vector_flops_per_s)
+    """The weight-only term alone (the module docstring's second argument of max) on `hardware`: realistic's own
+    (engine/estimators/weight_only.weight_only_seconds)."""
+    return term_seconds(m, n, k, nbytes, hardware, constants)
 
 
 def weight_only_seconds(frame: pd.DataFrame, base_s, devices: dict, constants: WeightOnlyConstants) -> np.ndarray:
