@@ -84,13 +84,15 @@ SHIPPED_MLA = MlaAttention(
                      mla_decode_fp8_value_cycles=0.08203))
 
 
-def mla_groups(shapes) -> tuple:
-    """(prefill, decode) per fused group (FusedShapes; arrays, or bools for one group): MLA's prefill kernels (not
-    decode, the score head wider than the value head: the Q*gK MACs above half the group's matrix MACs) and its latent
-    decode kernels (decode, head dim above LATENT_HEAD_DIM_ABOVE)."""
+def mla_groups(shapes, mla: MlaAttention = SHIPPED_MLA) -> tuple:
+    """(prefill, decode) per fused group (FusedShapes; arrays, or bools for one group) that `mla` times: MLA's prefill
+    kernels (not decode, the score head wider than the value head: the Q*gK MACs above half the group's matrix MACs)
+    where mla.prefill is set, its latent decode kernels (decode, head dim above LATENT_HEAD_DIM_ABOVE) where
+    mla.decode is."""
     decode = shapes.decode
     wide_scores = shapes.score_macs * 2.0 > shapes.matrix_macs * (1.0 + 1e-9)
-    return logical_not(decode) & wide_scores, decode & (shapes.k > LATENT_HEAD_DIM_ABOVE)
+    return (logical_not(decode) & wide_scores & (mla.prefill is not None),
+            decode & (shapes.k > LATENT_HEAD_DIM_ABOVE) & (mla.decode is not None))
 
 
 def _with(constants, overheads: dict, **fields):

@@ -118,7 +118,7 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
     `constants.mla_attention` is set, on devices with row waves (engine/estimators/mla_attention.py)."""
     mla = constants.mla_attention
     if mla is not None and rates.row_waves and (mla.prefill is not None or mla.decode is not None):
-        prefill, decode = mla_groups(inputs.shapes)
+        prefill, decode = mla_groups(inputs.shapes, mla)
         if any_mla(prefill, decode):
             return _with_mla(inputs, rates, constants, mla, prefill, decode)
     return shared_kernel_s(inputs, rates, constants)
@@ -132,7 +132,7 @@ def _with_mla(inputs: FusedGroups, rates: DeviceRates, constants, mla, prefill, 
     times, kernel = (None, None) if all_true(prefill | decode) else shared_kernel_s(inputs, rates, constants)
     kv = inputs.shapes.kv_value_bytes
     eight_bit = False if kv is None else _eight_bit_cache(kv)
-    if mla.prefill is not None and any_true(prefill):
+    if any_true(prefill):
         sixteen = prefill_constants(constants, mla.prefill)
         mla_times, mla_kernel = shared_kernel_s(
             with_attention_matrix_efficiency(inputs, rates, sixteen.attention_matrix_efficiency), rates, sixteen)
@@ -142,7 +142,7 @@ def _with_mla(inputs: FusedGroups, rates: DeviceRates, constants, mla, prefill, 
                 with_attention_matrix_efficiency(inputs, rates, eight.attention_matrix_efficiency), rates, eight)
             mla_times, mla_kernel = combine(eight_bit, eight_times, eight_kernel, mla_times, mla_kernel)
         times, kernel = combine(prefill, mla_times, mla_kernel, times, kernel)
-    if mla.decode is not None and any_true(decode):
+    if any_true(decode):
         decode_times, body = shared_kernel_s(inputs, rates, decode_constants(constants, mla.decode))
         mla_kernel = decode_kernel_s(mla.decode, rates, inputs.shapes, body, eight_bit)
         times, kernel = combine(decode, decode_times, mla_kernel, times, kernel)
