@@ -10,7 +10,8 @@ The MLA families (DeepSeek-V3's attention core, engine/calibration/silicon/score
 on the (MHA / GQA) attention tables of their phase without the device (`lodo`), and with MLA's own constants
 (engine/calibration/silicon/mla_fit.py) fitted on the other devices' MLA rows over that fold's attention constants
 (`lodo_mla`; MLA decode trains on devices with an fp8 matrix rate only: the pre-Hopper kernel is another one).
-The MLA constants are kernel level only: realistic and serve do not use them.
+`shipped` is realistic as shipped (every device's fits, in-sample): for the MLA families, with MLA's own constants
+(engine/estimators/mla_attention.SHIPPED_MLA, which realistic and serve use).
 
 Last, one line per device x family against issue 12's target (leave-one-device-out median <= 12%): met, or missed
 by how many points (MLA: with the MLA constants; A100's MLA decode misses: no other device runs its kernel, so a

@@ -1,4 +1,4 @@
-"""MLA attention's own constants, fitted on the measured MLA tables, leave-one-device-out (kernel level only).
+"""MLA attention's own constants, fitted on the measured MLA tables, leave-one-device-out; shipped in realistic.
 
 The MLA families (DeepSeek-V3's attention core, engine/calibration/silicon/score.py's mla_kernels) are timed by the
 realistic fused attention (attention_fit.DeviceAttention); attention_fit scores them with the constants fitted on
@@ -24,7 +24,11 @@ A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA deco
 batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
 the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
 left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
-the pre-Hopper device is scored and misses (nothing in the tables teaches it). These constants are not shipped (realistic and serve unchanged).
+the pre-Hopper device is scored and misses (nothing in the tables teaches it).
+
+The model lives in the engine (engine/estimators/mla_attention.py, through realistic_fused.fused_group_kernel_s):
+predicted_s times the tables' rows with it, so what is scored here is what realistic and serve run; the constants
+fitted on every device are shipped there (SHIPPED_MLA; FITTED_MLA below is the same values by name).
 """
 
 from __future__ import annotations
