@@ -135,7 +135,7 @@ def lodo_scores(tidy: pd.DataFrame, pre_hopper: set = frozenset()) -> pd.DataFra
         excluded = family == "decode_mla" and device in pre_hopper
         lines.append({"scope": "kernel", "family": family.replace("_", " "), "subject": device,
                       "variant": "realistic, fitted" if not family.endswith("_mla") else
-                      "realistic, MLA constants (kernel level, not shipped)" if not excluded else
+                      "realistic, MLA constants (shipped)" if not excluded else
                       "realistic, MLA constants; pre-Hopper MLA decode kernel (no other device runs it)",
                       "split": "leave-one-device-out", "count": error.size,
                       "median_abs_error": float(np.median(np.abs(error))),
