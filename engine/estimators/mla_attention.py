@@ -21,8 +21,10 @@ MLA values of a few of the shared constants and three terms of its own:
         the conversion bound only over an 8-bit cache on a device whose matrix units take fp8 and not fp4 (Hopper).
 
 Only on devices that run kernels as CTAs over SIMT cores (DeviceRates.row_waves: GPUs); elsewhere the shared model.
-A device whose matrix units take no fp8 (A100) runs another MLA decode kernel the tables show and the constants do
-not learn (mla_fit's docstring); it gets these constants, unvalidated there (engine/estimators/validity.py).
+A device whose matrix units take no fp8 (A100) runs another MLA decode kernel (flat in the batch up to 32 sequences,
+no split over the context: mla_fit's docstring) that no other device runs, so nothing here is fitted to it: it gets
+these constants, and its MLA decode stays ~45% too fast at the median (was 62% with the shared ones; docs/accuracy.md,
+"MLA attention, fitted").
 """
 
 from __future__ import annotations
