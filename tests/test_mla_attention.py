@@ -125,9 +125,13 @@ def test_mha_gqa_and_naive_mla_decode_do_not_move(devices, model_id, fields):
 
 
 def test_mla_groups_are_the_latent_decode_and_the_wider_score_prefill():
-    ones = np.ones(4)
-    shapes = FusedShapes(decode=np.array([True, True, False, False]), m=16 * ones, k=np.array([576, 128, 192, 128.0]),
-                         n=1000 * ones, batch=ones, matrix_macs=np.array([1088, 256, 320, 256.0]),
-                         vector_flops=ones, nbytes=ones, score_macs=np.array([576, 128, 192, 128.0]))
+    """MLA's absorbed decode (576 / 512) and naive prefill (192 / 128); not an MHA decode of head dim 128 or 512 (the
+    tables have both), an MHA prefill, nor MLA's naive decode (192 / 128, no latent)."""
+    ones = np.ones(6)
+    shapes = FusedShapes(decode=np.array([True, True, True, True, False, False]), m=16 * ones,
+                         k=np.array([576, 128, 512, 192, 192, 128.0]), n=1000 * ones, batch=ones,
+                         matrix_macs=np.array([1088, 256, 1024, 320, 320, 256.0]), vector_flops=ones, nbytes=ones,
+                         score_macs=np.array([576, 128, 512, 192, 192, 128.0]))
     prefill, decode = mla_groups(shapes)
-    assert prefill.tolist() == [False, False, True, False] and decode.tolist() == [True, False, False, False]
+    assert prefill.tolist() == [False] * 4 + [True, False]
+    assert decode.tolist() == [True] + [False] * 5

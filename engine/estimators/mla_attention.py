@@ -87,14 +87,15 @@ SHIPPED_MLA = MlaAttention(
 
 
 def mla_groups(shapes, mla: MlaAttention = SHIPPED_MLA) -> tuple:
-    """(prefill, decode) per fused group (FusedShapes; arrays, or bools for one group) that `mla` times: MLA's prefill
-    kernels (not decode, the score head wider than the value head: the Q*gK MACs above half the group's matrix MACs)
-    where mla.prefill is set, its latent decode kernels (decode, head dim above LATENT_HEAD_DIM_ABOVE) where
-    mla.decode is."""
+    """(prefill, decode) per fused group (FusedShapes; arrays, or bools for one group) that `mla` times: MLA's kernels
+    have a score head wider than their value head (the Q*gK MACs above half the group's matrix MACs: 192 against 128
+    in the naive prefill, 576 against 512 in the absorbed decode); its prefill kernels where mla.prefill is set, its
+    latent decode kernels (decode, head dim above LATENT_HEAD_DIM_ABOVE) where mla.decode is. An MHA / GQA decode of
+    head dim 512 (scores and values alike) and MLA's naive decode (head dim 192) are neither."""
     decode = shapes.decode
     wide_scores = shapes.score_macs * 2.0 > shapes.matrix_macs * (1.0 + 1e-9)
     return (logical_not(decode) & wide_scores & (mla.prefill is not None),
-            decode & (shapes.k > LATENT_HEAD_DIM_ABOVE) & (mla.decode is not None))
+            decode & wide_scores & (shapes.k > LATENT_HEAD_DIM_ABOVE) & (mla.decode is not None))
 
 
 def _with(constants, overheads: dict, **fields):
