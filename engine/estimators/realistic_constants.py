@@ -16,6 +16,7 @@ from engine.common.arrays import any_true
 from engine.common.float_or_array import where
 from engine.estimators.flash_prefill import softmax_rate_scale
 from engine.estimators.fused_attention import AttentionOverheads
+from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention
 from engine.hardware.device import Hardware
 
 # Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
@@ -277,6 +278,9 @@ class RealisticConstants:
     # the 8-bit matrix decode kernel's floor (fused_attention.fp8_matrix_decode: Hopper's fp8 caches, ~6 us at 1.83
     # GHz), core cycles at the clock (None: attention_decode_latency_cycles)
     attention_decode_fp8_latency_cycles: float | None = 10660.0
+    # MLA's attention kernels (engine/estimators/mla_attention.py: their own values of the constants above and a decode
+    # floor, fitted on the MLA tables); None: MLA kernels timed with the shared constants above, as MHA / GQA
+    mla_attention: MlaAttention | None = SHIPPED_MLA
 
 
 DEFAULT_CONSTANTS = RealisticConstants()

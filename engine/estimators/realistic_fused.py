@@ -13,8 +13,10 @@ from engine.common.arrays import all_true, any_true
 from engine.common.float_or_array import maximum, where
 from engine.common.index_runs import IndexRuns
 from engine.estimators.attention_cache_width import group_kv_value_bytes, prefill_macs_per_s_per_core, row_ideals
-from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, cached_value_bytes,
-                                               fp8_matrix_decode, fused_times, is_scores_row)
+from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, _eight_bit_cache,
+                                               cached_value_bytes, fp8_matrix_decode, fused_times, is_scores_row)
+from engine.estimators.mla_attention import (any_mla, combine, decode_constants, decode_kernel_s, mla_groups,
+                                             prefill_constants)
 from engine.estimators.realistic_constants import DeviceRates, decode_attention_latency_s
 from engine.estimators.realistic_gemms import KernelRows, TimeChain
 from engine.estimators.row_groups import RowGroups, least_per_id
@@ -112,7 +114,43 @@ def _group_layout(fused: np.ndarray, row_groups: RowGroups) -> tuple:
 
 def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
     """fused_times of each group and its device time: latency + t3 + the rows' ideal sum over the fused t0 (arrays
-    over groups; for FusedGroups of floats (one_group_inputs), floats)."""
+    over groups; for FusedGroups of floats (one_group_inputs), floats). MLA's kernels with MLA's constants where
+    `constants.mla_attention` is set, on devices with row waves (engine/estimators/mla_attention.py)."""
+    mla = constants.mla_attention
+    if mla is not None and rates.row_waves and (mla.prefill is not None or mla.decode is not None):
+        prefill, decode = mla_groups(inputs.shapes, mla)
+        if any_mla(prefill, decode):
+            return _with_mla(inputs, rates, constants, mla, prefill, decode)
+    return shared_kernel_s(inputs, rates, constants)
+
+
+def _with_mla(inputs: FusedGroups, rates: DeviceRates, constants, mla, prefill, decode) -> tuple[dict, np.ndarray]:
+    """fused_group_kernel_s with MLA's prefill and decode kernels (`prefill`, `decode`: which groups) timed with its
+    constants: a prefill as the shared model with MLA's values (an 8-bit cache's on an fp8 device), a decode as its
+    floor + max(the shared model with MLA's values and no latency, the 8-bit latent's conversion)."""
+    # the shared model's times where a group is neither (none: combine takes the MLA values for every group)
+    times, kernel = (None, None) if all_true(prefill | decode) else shared_kernel_s(inputs, rates, constants)
+    kv = inputs.shapes.kv_value_bytes
+    eight_bit = False if kv is None else _eight_bit_cache(kv)
+    if any_true(prefill):
+        sixteen = prefill_constants(constants, mla.prefill)
+        mla_times, mla_kernel = shared_kernel_s(
+            with_attention_matrix_efficiency(inputs, rates, sixteen.attention_matrix_efficiency), rates, sixteen)
+        if rates.matrix_fp8 and any_true(prefill & eight_bit):
+            eight = prefill_constants(constants, mla.prefill, eight_bit=True)
+            eight_times, eight_kernel = shared_kernel_s(
+                with_attention_matrix_efficiency(inputs, rates, eight.attention_matrix_efficiency), rates, eight)
+            mla_times, mla_kernel = combine(eight_bit, eight_times, eight_kernel, mla_times, mla_kernel)
+        times, kernel = combine(prefill, mla_times, mla_kernel, times, kernel)
+    if any_true(decode):
+        decode_times, body = shared_kernel_s(inputs, rates, decode_constants(constants, mla.decode))
+        mla_kernel = decode_kernel_s(mla.decode, rates, inputs.shapes, body, eight_bit)
+        times, kernel = combine(decode, decode_times, mla_kernel, times, kernel)
+    return times, kernel
+
+
+def shared_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple[dict, np.ndarray]:
+    """fused_group_kernel_s with the shared (MHA / GQA) constants for every group."""
     overheads = constants.attention_overheads
     if not rates.row_waves:     # tile and CTA cycles are a SIMT GPU's; a TPU core streams the whole attention
         overheads = AttentionOverheads(decode_bandwidth_efficiency=overheads.decode_bandwidth_efficiency)

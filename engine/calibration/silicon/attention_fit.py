@@ -118,14 +118,16 @@ class DeviceAttention:
         self.measurement = index[self.inputs.lead]       # the measurement of each fused group
         self.measured = self.rows["time_s"].to_numpy(dtype=float)[self.measurement]
 
-    def predicted(self, values: dict) -> np.ndarray:
-        constants = constants_with(values)
+    def predicted(self, values: dict, mla=None) -> np.ndarray:
+        """The device times with the shared constants `values` (over DEFAULT_CONSTANTS) and MLA's constants `mla`
+        (mla_attention.MlaAttention; None: MLA kernels timed with the shared ones), as realistic times them."""
+        constants = replace(constants_with(values), mla_attention=mla)
         inputs = with_attention_matrix_efficiency(self.inputs, self.rates, constants.attention_matrix_efficiency)
         return fused_group_kernel_s(inputs, self.rates, constants)[1]
 
-    def errors(self, values: dict) -> pd.DataFrame:
-        """The measurement rows (in group order) with predicted_s and error."""
-        predicted = self.predicted(values)
+    def errors(self, values: dict, mla=None) -> pd.DataFrame:
+        """The measurement rows (in group order) with predicted_s and error (`predicted`'s arguments)."""
+        predicted = self.predicted(values, mla)
         return self.rows.iloc[self.measurement].assign(predicted_s=predicted, error=predicted / self.measured - 1.0)
 
 
@@ -151,12 +153,12 @@ def leave_one_device_out(groups: dict, family: str, training: dict | None = None
     """Tidy errors per measurement of every device of `groups` ({device: DeviceAttention} of `family`) under
     `before` (uncalibrated), `lodo` (fitted on `training`, default `groups`, without the device: the MLA families
     are scored with the constants fitted on the attention tables of their phase) and `shipped`
-    (DEFAULT_CONSTANTS); and {device: the lodo constants}."""
+    (DEFAULT_CONSTANTS, MLA's kernels with its shipped constants, in-sample); and {device: the lodo constants}."""
     training = groups if training is None else training
     parts, fitted = [], {}
     for device, held_out in groups.items():
         fitted[device] = fit_family([g for d, g in training.items() if d != device], family)
-        for label, values in (("before", uncalibrated(family)), ("lodo", fitted[device]),
-                              ("shipped", shipped_values(family))):
-            parts.append(held_out.errors(values).assign(family=family, model=label))
+        for label, values, mla in (("before", uncalibrated(family), None), ("lodo", fitted[device], None),
+                                   ("shipped", shipped_values(family), DEFAULT_CONSTANTS.mla_attention)):
+            parts.append(held_out.errors(values, mla).assign(family=family, model=label))
     return pd.concat(parts, ignore_index=True), fitted

@@ -1,4 +1,4 @@
-"""MLA attention's own constants, fitted on the measured MLA tables, leave-one-device-out (kernel level only).
+"""MLA attention's own constants, fitted on the measured MLA tables, leave-one-device-out; shipped in realistic.
 
 The MLA families (DeepSeek-V3's attention core, engine/calibration/silicon/score.py's mla_kernels) are timed by the
 realistic fused attention (attention_fit.DeviceAttention); attention_fit scores them with the constants fitted on
@@ -24,16 +24,23 @@ A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA deco
 batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
 the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
 left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
-the pre-Hopper device is scored and misses (nothing in the tables teaches it). These constants are not shipped (realistic and serve unchanged).
+the pre-Hopper device is scored and misses (nothing in the tables teaches it).
+
+The model lives in the engine (engine/estimators/mla_attention.py, through realistic_fused.fused_group_kernel_s):
+predicted_s times the tables' rows with it, so what is scored here is what realistic and serve run; the constants
+fitted on every device are shipped there (SHIPPED_MLA; FITTED_MLA below is the same values by name).
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
 from engine.calibration.silicon.attention_fit import DeviceAttention
+from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention, MlaDecode, MlaPrefill, decode_floor_s
 from engine.calibration.silicon.score import MLA_DIMS
 
 LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent channels cached per token (576)
@@ -49,17 +56,9 @@ MLA_PARAMETERS = {
                    ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
                    ("mla_decode_fp8_value_cycles", 0.0, 2.0, 0.1)),
 }
-# fitted on every device's rows (2,000 per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate) over
-# the shipped attention constants (attention_fit.shipped_values), 2026-11-27; kernel level: realistic does not use them
-FITTED_MLA = {
-    "decode_mla": {"decode_bandwidth_efficiency": 1.031, "decode_stream_cap": 0.9275,
-                   "decode_pair_bytes_per_core_cycle": 15.86, "decode_cta_cycles": 7191.0,
-                   "mla_decode_latency_s": 10.12e-6, "mla_decode_latency_cycles": 24510.0,
-                   "mla_decode_fp8_value_cycles": 0.08203},
-    "prefill_mla": {"attention_matrix_efficiency": 0.964, "prefill_cta_cycles": 7088.0, "prefill_tile_cycles": 0.0,
-                    "attention_prefill_latency_s": 15.74e-6, "prefill_score_vector_flops": 0.0,
-                    "mla_prefill_fp8_matrix_efficiency": 0.5964, "mla_prefill_fp8_cta_cycles": 15690.0},
-}
+# shipped in realistic and serve (engine/estimators/mla_attention.SHIPPED_MLA: fitted on every device's rows, 2,000
+# per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate, over the shipped attention constants)
+FITTED_MLA = {"decode_mla": asdict(SHIPPED_MLA.decode), "prefill_mla": asdict(SHIPPED_MLA.prefill)}
 SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
          "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
 
@@ -72,33 +71,20 @@ def mla_decode_trains(group: DeviceAttention) -> bool:
 
 def mla_decode_floor_s(values: dict, rates) -> float:
     """The MLA decode kernel's fixed time on a device: seconds where the matrix units take fp4, else cycles at the clock."""
-    return values["mla_decode_latency_s"] if rates.matrix_fp4 else values["mla_decode_latency_cycles"] / rates.clock_hz
+    return decode_floor_s(MlaDecode(**values), rates)
 
 
-def mla_decode_convert_s(values: dict, rates, latent_values: np.ndarray, eight_bit: np.ndarray) -> np.ndarray:
-    """The 8-bit latent cache's conversion time (fp8 matrix units without fp4), 0 elsewhere."""
-    if not rates.matrix_fp8 or rates.matrix_fp4:
-        return np.zeros_like(latent_values)
-    cycles = latent_values * values["mla_decode_fp8_value_cycles"]
-    return np.where(eight_bit, cycles / (rates.cores * rates.clock_hz), 0.0)
+def mla_constants(family: str, values: dict) -> MlaAttention:
+    """The engine's MLA constants of `family` from `values` (its MLA_PARAMETERS' names)."""
+    if family == "prefill_mla":
+        return MlaAttention(prefill=MlaPrefill(**values))
+    return MlaAttention(decode=MlaDecode(**values))
 
 
 def predicted_s(group: DeviceAttention, family: str, values: dict, base: dict) -> np.ndarray:
-    """Per measurement of `group` (in its group order), the MLA time with `values` over the attention constants `base`."""
-    shared = {**base, **{k: v for k, v in values.items() if not k.startswith("mla_")}}
-    rows = group.rows.iloc[group.measurement]
-    eight_bit = (rows["kv_dtype"].astype(str) == "fp8").to_numpy()
-    if family == "prefill_mla":
-        sixteen = group.predicted(shared)
-        if not group.rates.matrix_fp8 or not eight_bit.any():
-            return sixteen
-        eight = group.predicted({**shared, "attention_matrix_efficiency": values["mla_prefill_fp8_matrix_efficiency"],
-                                 "prefill_cta_cycles": values["mla_prefill_fp8_cta_cycles"]})
-        return np.where(eight_bit, eight, sixteen)
-    latent_values = (rows["batch"] * rows["context_length"]).to_numpy(dtype=float) * LATENT
-    body = group.predicted({**shared, "attention_decode_latency_s": 0.0})
-    convert = mla_decode_convert_s(values, group.rates, latent_values, eight_bit)
-    return mla_decode_floor_s(values, group.rates) + np.maximum(body, convert)
+    """Per measurement of `group` (in its group order), the MLA time with `values` over the attention constants `base`,
+    as realistic times it (engine/estimators/mla_attention.py, through realistic_fused.fused_group_kernel_s)."""
+    return group.predicted(base, mla_constants(family, values))
 
 
 def fit_mla(groups: list, family: str, base: dict, free=None, held: dict | None = None) -> dict:
@@ -137,5 +123,5 @@ def leave_one_device_out(groups: dict, family: str, bases: dict) -> tuple[pd.Dat
     return pd.concat(parts, ignore_index=True), fitted
 
 
-__all__ = ["FITTED_MLA", "LATENT", "MLA_PARAMETERS", "fit_mla", "leave_one_device_out", "mla_decode_floor_s",
-           "mla_decode_convert_s", "mla_decode_trains", "predicted_s", "training_groups"]
+__all__ = ["FITTED_MLA", "LATENT", "MLA_PARAMETERS", "fit_mla", "leave_one_device_out", "mla_constants",
+           "mla_decode_floor_s", "mla_decode_trains", "predicted_s", "training_groups"]
