@@ -15,9 +15,9 @@ from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
 
 # {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
 # clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
-TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.0e-6, "fp8_g128": 3.25e-6, "nvfp4": 3.25e-6},
-                                  "vllm": {"fp8": 3.75e-6, "nvfp4": 2.0e-6},
-                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6, "nvfp4": 0.0}}
+TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.0e-6, "fp8_g128": 3.25e-6, "nvfp4": 6.0e-6},
+                                  "vllm": {"fp8": 3.75e-6, "nvfp4": 4.5e-6},
+                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6, "nvfp4": 2.0e-6}}
 
 
 # {framework: {dtype: the quantize kernel's bytes per activation value at the achievable bandwidth}} (absent: 3, a bf16
@@ -29,13 +29,14 @@ TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5, 
                                         "vllm": {"fp8": 10.5, "nvfp4": 3.0}, "sglang": {"fp8": 4.5, "nvfp4": 4.0}}
 
 # nvfp4 x nvfp4 GEMMs on the tables (Blackwell only; their rows carry the compute format, NVFP4_ROW_DTYPE), fitted on
-# all four fp4-rated devices (fit.fit_dtype_clock_block_scaled, 600 rows per device and framework; h/nvfp4,
-# docs/accuracy.md): the clock-and-power form's efficiency, latency cycles, power cap, split-K cycles (none: the
+# all four fp4-rated devices (fit.fit_dtype_clock_block_scaled, 600 rows per device and framework, the latency held at
+# bf16's shipped 4,500 cycles, fit.SHARED_LATENCY_DTYPES; h/nvfp4, docs/accuracy.md): the clock-and-power form's
+# efficiency, latency cycles, power cap (also shipped in RealisticConstants), split-K cycles (none: the
 # tables' kernels take no split-K, fit_grids.NO_SPLIT_K_DTYPES), overlap loss, and the k loop's cycles per framework
-# (fit_nvfp4.py). Tables' condition only (table_constants adds them): `estimate` and `serve` keep nvfp4's defaults.
+# (fit_nvfp4.py). Tables' condition only (table_constants adds them), but the power cap.
 NVFP4_ROW_DTYPE = "fp4"
-TABLE_NVFP4_CLOCK = {"efficiency": 1.37, "latency_cycles": 9700.0, "power_j_per_flop": 0.14e-12,
-                     "split_k_cycles": float("inf"), "overlap_loss": 0.5}    # inf: no split-K candidate is taken
+TABLE_NVFP4_CLOCK = {"efficiency": 1.36, "latency_cycles": 4500.0, "power_j_per_flop": 0.14e-12,
+                     "split_k_cycles": float("inf"), "overlap_loss": 0.58}   # inf: no split-K candidate is taken
 TABLE_NVFP4_K_STEP_CYCLES = {"trtllm": 40.0, "vllm": 20.0, "sglang": 20.0}
 
 
@@ -62,8 +63,9 @@ def shipped_clock_of(dtype: str) -> tuple | None:
     c = DEFAULT_CONSTANTS
     if dtype == "nvfp4":
         t = TABLE_NVFP4_CLOCK
-        return (t["efficiency"], t["latency_cycles"], t["power_j_per_flop"], t["split_k_cycles"], t["overlap_loss"],
-                0.0, dict(TABLE_NVFP4_K_STEP_CYCLES))
+        power = c.gemm_power_j_per_flop.get(NVFP4_ROW_DTYPE, t["power_j_per_flop"])    # the shipped cap, if any
+        return (t["efficiency"], t["latency_cycles"], power, t["split_k_cycles"], t["overlap_loss"], 0.0,
+                dict(TABLE_NVFP4_K_STEP_CYCLES))
     if dtype not in c.gemm_latency_cycles:
         return None
     return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
@@ -98,8 +100,8 @@ def with_table_nvfp4(constants, framework: str):
              "gemm_power_j_per_flop": t["power_j_per_flop"], "gemm_split_k_cycles": t["split_k_cycles"],
              "gemm_overlap_loss": t["overlap_loss"],
              "gemm_k_step_cycles": TABLE_NVFP4_K_STEP_CYCLES.get(framework, 0.0)}
-    return replace(constants, **{name: {**getattr(constants, name), key: value} for name, value in extra.items()
-                                 if value})
+    return replace(constants, **{name: {key: value, **getattr(constants, name)} for name, value in extra.items()
+                                 if value})     # an entry `constants` has (the shipped power cap) is kept
 
 
 

@@ -22,7 +22,7 @@ SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
 OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
 # fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
 # so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
-SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
+SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128", "nvfp4")   # nvfp4 since h/nvfp4: its floor above bf16 is the quantize kernel
 # gemm_block_scale_flops: vector FLOPs per output value per scale group (block-scaled GEMMs on matrix units without
 # native block scales: Hopper); 0: none, 2: one FMA
 BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)

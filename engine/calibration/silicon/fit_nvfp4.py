@@ -13,8 +13,27 @@ from __future__ import annotations
 import numpy as np
 
 from engine.calibration.fit import objective
+from engine.calibration.silicon.fit_grids import NO_SPLIT_K_DTYPES
 
 K_STEP_BY_FRAMEWORK_DTYPES = ("nvfp4",)    # table dtypes whose k-step cycles are fitted per framework
+
+
+def table_dtype(groups: list) -> str:
+    """The tables' dtype of `groups` (DeviceGemms of one dtype; nvfp4, where the GEMM rows carry its compute format)."""
+    return str(groups[0].shapes["dtype"].iloc[0])
+
+
+def no_split_k_mask(terms: dict, rows, warm: bool) -> np.ndarray | None:
+    """1 x candidates: inf on the split-K candidates (tiling.candidate_terms' `terms`) where the rows' tables dtype
+    takes none (fit_grids.NO_SPLIT_K_DTYPES: nvfp4, its kernels never split k) in the warm condition, else None."""
+    if not (warm and "dtype" in rows and str(rows["dtype"].iloc[0]) in NO_SPLIT_K_DTYPES):
+        return None
+    return np.where(terms["split_k"] > 1, np.inf, 0.0)
+
+
+def excluding(excluded: np.ndarray | None, more: np.ndarray | None) -> np.ndarray | None:
+    """Two candidate exclusions (inf where excluded, None: none) as one."""
+    return excluded if more is None else more if excluded is None else excluded + more
 
 
 def predicted(groups: list, fitted: tuple, step) -> np.ndarray:
