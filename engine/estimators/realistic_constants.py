@@ -133,10 +133,7 @@ class RealisticConstants:
     # (6 for fp8: A100 has none; warm condition, trtllm + vLLM + SGLang pooled, fp8 with each framework's quantize
     # kernel); fp8 shares bf16's latency cycles (fit.SHARED_LATENCY_DTYPES); fp8_g128 is not power-capped (fit: 0).
     gemm_latency_cycles: dict = field(default_factory=lambda: {"bf16": 4500.0, "fp8": 4700.0, "fp8_g128": 4700.0})
-    # fp4 (nvfp4 x nvfp4 rows): the power cap fitted on the four fp4-rated devices' tables (h/nvfp4, docs/accuracy.md;
-    # its other constants act in the tables' condition only, engine/calibration/silicon/conditions.py): Blackwell
-    # Ultra's 1.5x fp4 rate runs its large nvfp4 GEMMs at B200's speed, at the board's power
-    gemm_power_j_per_flop: dict = field(default_factory=lambda: {"bf16": 0.57e-12, "fp8": 0.42e-12, "fp4": 0.14e-12})
+    gemm_power_j_per_flop: dict = field(default_factory=lambda: {"bf16": 0.57e-12, "fp8": 0.42e-12})
     gemm_split_k_cycles: dict = field(default_factory=lambda: {"bf16": 4100.0, "fp8": 5300.0, "fp8_g128": 10000.0})
     # gemm_overlap_loss: per dtype, the part of min(compute, memory) a tile's pipeline does not hide (its fill before
     # the first MMA, its drain and epilogue after the last load): a candidate takes max(c, m) + loss x min(c, m)

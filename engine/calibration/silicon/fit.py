@@ -379,7 +379,8 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
         mine = [g for (_, t, _), g in groups.items() if t == dtype]
         if mine and dtype in CLOCK_DTYPES:
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
-            held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(mine[0].dtype, 0.0) if hold_power else None   # row dtype
+            held = (DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power and dtype != "nvfp4"
+                    else None)      # nvfp4's cap binds the tables' condition only (conditions.TABLE_NVFP4_CLOCK): free
             fitted[dtype] = by_units(QUANTIZE_BY_SCALE_UNITS, mine, fit_dtype_clock_block_scaled(
                 mine, latency_cycles=shared, joules_per_flop=held, block_scale=FIT_BLOCK_SCALE,
                 k_step=dtype in K_STEP_DTYPES, native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
