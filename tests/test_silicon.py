@@ -38,14 +38,14 @@ def test_subset_lists_its_two_systems_and_reads_a_system_description():
 
 def test_gemm_rows_seconds_and_dtypes():
     table = silicon.gemm_table(SUBSET)
-    assert len(table) == 80 and set(table["system"]) == {"h100_sxm", "b200_sxm"}
+    assert len(table) == 104 and set(table["system"]) == {"h100_sxm", "b200_sxm"}    # 24 of them B200 nvfp4
     raw = first_row(H100_GEMM)
     mine = table[table["source_file"] == str(H100_GEMM.relative_to(SUBSET))].iloc[0]
     assert (mine["m"], mine["n"], mine["k"]) == (int(raw["m"]), int(raw["n"]), int(raw["k"]))
     assert mine["time_s"] == pytest.approx(float(raw["latency"]) / 1e3, rel=1e-12)   # file: milliseconds
     assert mine["dtype"] == {"bfloat16": "bf16", "fp8": "fp8"}[raw["gemm_dtype"]]
     assert mine["device"] == "H100-SXM" and mine["device_label"] == raw["device"]
-    assert set(table["dtype"]) == {"bf16", "fp8"}
+    assert set(table["dtype"]) == {"bf16", "fp8", "nvfp4"}
 
 
 @pytest.mark.parametrize("root", ROOTS, ids=lambda r: "subset" if r else "installed")

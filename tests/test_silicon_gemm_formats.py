@@ -48,8 +48,9 @@ def test_b200_block_fp8_gemm_pays_the_block_scaled_quantize_latency(b200_block_f
     columns, index = score.gemm_kernels(rows)
     assert set(columns["dtype"]) == {"fp8_g128"}
     tables_condition = table_constants("trtllm")
-    assert tables_condition.gemm_quantize_latency_s == {"fp8": 11.0e-6, "fp8_g128": 3.25e-6}
-    no_fixed = replace(tables_condition, gemm_quantize_latency_s={"fp8": 11.0e-6, "fp8_g128": 0.0})
+    # (fp4: nvfp4 x nvfp4 rows' quantize kernel, h/nvfp4)
+    assert tables_condition.gemm_quantize_latency_s == {"fp8": 11.0e-6, "fp8_g128": 3.25e-6, "fp4": 6.0e-6}
+    no_fixed = replace(tables_condition, gemm_quantize_latency_s={"fp8": 11.0e-6, "fp8_g128": 0.0, "fp4": 6.0e-6})
     shipped = score.method_seconds(columns, index, len(rows), b200, "realistic", tables_condition)
     without = score.method_seconds(columns, index, len(rows), b200, "realistic", no_fixed)
     # the only difference: the block-scaled quantize kernel's fixed 3.25 us (plain fp8's 11.0 us would give 0)

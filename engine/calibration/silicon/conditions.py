@@ -15,9 +15,9 @@ from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
 
 # {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
 # clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
-TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.0e-6, "fp8_g128": 3.25e-6},
-                                  "vllm": {"fp8": 3.75e-6},
-                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6}}
+TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.0e-6, "fp8_g128": 3.25e-6, "nvfp4": 6.0e-6},
+                                  "vllm": {"fp8": 3.75e-6, "nvfp4": 4.5e-6},
+                                  "sglang": {"fp8": 3.25e-6, "fp8_g128": 3.75e-6, "nvfp4": 2.0e-6}}
 
 
 # {framework: {dtype: the quantize kernel's bytes per activation value at the achievable bandwidth}} (absent: 3, a bf16
@@ -25,8 +25,21 @@ TABLE_QUANTIZE_LATENCY_S: dict = {"trtllm": {"fp8": 11.0e-6, "fp8_g128": 3.25e-6
 # pass reads the activation once more: 5) or the kernel streams below the achievable bandwidth (vLLM's per-tensor
 # quantize: ~10.5, i.e. its 5 bytes at ~50% of it). Fitted with the latencies above (fit.fit_all, h/gemm5; the
 # leave-one-device-out folds, power cap free: vLLM 11.5-12, TensorRT-LLM 5.5-6.5, SGLang 5-6.5)
-TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5}, "vllm": {"fp8": 10.5},
-                                        "sglang": {"fp8": 4.5}}
+TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5, "nvfp4": 4.0},
+                                        "vllm": {"fp8": 10.5, "nvfp4": 3.0}, "sglang": {"fp8": 4.5, "nvfp4": 4.0}}
+
+# nvfp4 x nvfp4 GEMMs on the tables (Blackwell only; their rows carry the compute format, NVFP4_ROW_DTYPE), fitted on
+# all four fp4-rated devices (fit.fit_dtype_clock_block_scaled, 600 rows per device and framework, the latency held at
+# bf16's shipped 4,500 cycles, fit.SHARED_LATENCY_DTYPES; h/nvfp4, docs/accuracy.md): the clock-and-power form's
+# efficiency, latency cycles, power cap, split-K cycles (none: the tables' kernels take no split-K,
+# fit_grids.NO_SPLIT_K_DTYPES), overlap loss, and the k loop's cycles per framework (fit_nvfp4.py). The tables'
+# condition only (table_constants adds them): `estimate` and `serve` keep nvfp4's defaults. The power cap shipped
+# in RealisticConstants too took serving's LOSO TPOT p90 to 35.2% and TTFT p90 to 80.2%, over the targets
+# (docs/accuracy.md).
+NVFP4_ROW_DTYPE = "fp4"
+TABLE_NVFP4_CLOCK = {"efficiency": 1.36, "latency_cycles": 4500.0, "power_j_per_flop": 0.14e-12,
+                     "split_k_cycles": float("inf"), "overlap_loss": 0.58}   # inf: no split-K candidate is taken
+TABLE_NVFP4_K_STEP_CYCLES = {"trtllm": 40.0, "vllm": 20.0, "sglang": 20.0}
 
 
 def quantize_key(framework: str, native_scales: bool) -> str:
@@ -47,8 +60,14 @@ def quantize_bytes_of(dtype: str) -> dict:
 
 
 def shipped_clock_of(dtype: str) -> tuple | None:
-    """The shipped clock-and-power constants of `dtype` (None: the additive form is shipped)."""
+    """The shipped clock-and-power constants of `dtype` (None: the additive form is shipped; nvfp4: the tables' own,
+    TABLE_NVFP4_CLOCK, with the k-step cycles per framework)."""
     c = DEFAULT_CONSTANTS
+    if dtype == "nvfp4":
+        t = TABLE_NVFP4_CLOCK
+        power = c.gemm_power_j_per_flop.get(NVFP4_ROW_DTYPE, t["power_j_per_flop"])    # a cap shipped for fp4 wins
+        return (t["efficiency"], t["latency_cycles"], power, t["split_k_cycles"], t["overlap_loss"], 0.0,
+                dict(TABLE_NVFP4_K_STEP_CYCLES))
     if dtype not in c.gemm_latency_cycles:
         return None
     return (c.gemm_matrix_efficiency.get(dtype, 1.0), c.gemm_latency_cycles[dtype],
@@ -59,10 +78,32 @@ def shipped_clock_of(dtype: str) -> tuple | None:
 
 def table_constants(framework: str, base=None):
     """`base` (default: the shipped constants) under the tables' condition: warm, with `framework`'s
-    activation-quantize latencies and bytes per value."""
-    return replace(base or DEFAULT_CONSTANTS, gemm_condition="warm",
-                   gemm_quantize_latency_s=dict(TABLE_QUANTIZE_LATENCY_S.get(framework, {})),
-                   gemm_quantize_bytes_per_value=dict(TABLE_QUANTIZE_BYTES_PER_VALUE.get(framework, {})))
+    activation-quantize latencies and bytes per value, and nvfp4's constants where `base` has none for its rows
+    (with_table_nvfp4)."""
+    return with_table_nvfp4(replace(base or DEFAULT_CONSTANTS, gemm_condition="warm",
+                                    gemm_quantize_latency_s=_row_keys(TABLE_QUANTIZE_LATENCY_S.get(framework, {})),
+                                    gemm_quantize_bytes_per_value=_row_keys(
+                                        TABLE_QUANTIZE_BYTES_PER_VALUE.get(framework, {}))), framework)
+
+
+def _row_keys(values: dict) -> dict:
+    """{dtype: value} with nvfp4 keyed by its GEMM rows' dtype (NVFP4_ROW_DTYPE)."""
+    return {NVFP4_ROW_DTYPE if d == "nvfp4" else d: v for d, v in values.items()}
+
+
+def with_table_nvfp4(constants, framework: str):
+    """`constants` with TABLE_NVFP4_CLOCK and `framework`'s TABLE_NVFP4_K_STEP_CYCLES for nvfp4's GEMM rows, unless
+    they have an efficiency or latency cycles of their own for them (then unchanged)."""
+    key = NVFP4_ROW_DTYPE
+    if key in constants.gemm_matrix_efficiency or key in constants.gemm_latency_cycles:
+        return constants
+    t = TABLE_NVFP4_CLOCK
+    extra = {"gemm_matrix_efficiency": t["efficiency"], "gemm_latency_cycles": t["latency_cycles"],
+             "gemm_power_j_per_flop": t["power_j_per_flop"], "gemm_split_k_cycles": t["split_k_cycles"],
+             "gemm_overlap_loss": t["overlap_loss"],
+             "gemm_k_step_cycles": TABLE_NVFP4_K_STEP_CYCLES.get(framework, 0.0)}
+    return replace(constants, **{name: {key: value, **getattr(constants, name)} for name, value in extra.items()
+                                 if value})     # an entry `constants` has (the shipped power cap) is kept
 
 
 

@@ -38,11 +38,15 @@ from engine.hardware.dtypes import compute_dtype
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates
 from engine.calibration.silicon.conditions import quantize_key, shipped_clock_of
 from engine.calibration.silicon.fit_quantize import by_units
+from engine.calibration.silicon.fit_nvfp4 import (K_STEP_BY_FRAMEWORK_DTYPES, excluding, k_step_by_framework,
+                                                  no_split_k_mask, table_dtype)
 from engine.calibration.silicon.fit_tiles import fit_large_m_tiles, large_m_tiles
+from engine.calibration.silicon.fit_constants import clock_constants_with, constants_with  # noqa: F401  (fit.NAME)
 from engine.calibration.silicon.score import gemm_kernels, measured_kernels
 from engine.calibration.silicon.fit_grids import (  # noqa: F401  (fit's names; fit.NAME patches them here)
     FIT_DTYPES, FRAMEWORKS, EFFICIENCY_GRID, EXTRA_LATENCY_GRID, CLOCK_DTYPES, LATENCY_CYCLES_GRID, JOULES_PER_FLOP_GRID,
-    SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES, BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
+    JOULES_PER_FLOP_GRIDS, K_STEP_CYCLES_GRIDS, SPLIT_K_CYCLES_GRID, OVERLAP_LOSS_GRID, SHARED_LATENCY_DTYPES,
+    BLOCK_SCALE_FLOPS_GRID, FIT_BLOCK_SCALE,
     K_STEP_CYCLES_GRID, K_STEP_DTYPES, EPILOGUE_BYTES_PER_VALUE, TILE_STORE_BYTES_PER_VALUE, NATIVE_SCALE_CYCLES_GRID,
     NATIVE_SCALE_DTYPES, FIT_NATIVE_SCALE, QUANTIZE_LATENCY_GRID, QUANTIZE_BYTES_GRID, QUANTIZE_BY_SCALE_UNITS,
     LARGE_M_TILE_DTYPES, FIT_LARGE_M_TILES, RULE_REFITS_PROMOTION, LEAST_N_K, EXCLUDED)
@@ -93,11 +97,12 @@ class DeviceGemms:
         # pays gemm_native_scale_cycles (an fp8-family dtype on matrix units with native block scales, warm)
         self.native_scale = warm and native_scale_latency_applies(hardware, self.dtype)
         # the warm fp8 tables' activation-quantize kernel: its stream at the achievable bandwidth (+ a fitted latency)
-        quantized = warm and compute_dtype(self.dtype) == "fp8"
+        quantized = warm and compute_dtype(self.dtype) in ("fp8", "fp4")    # fp4: nvfp4's e2m1 values + e4m3 scales
         self.quantize_stream_s = (table["m"] * table["k"] * QUANTIZE_BYTES_PER_VALUE
                                   / (self.rates.bandwidth * self.rates.memory_fraction)) if quantized else None
         self.large_m_eligible = warm and self.dtype in LARGE_M_TILE_DTYPES and not native_block_scales(hardware)
         self.large_m_tile, self.excluded = "", None     # its kernel's tiles at large m (fit_tiles.large_m_tiles)
+        self.no_split_k = no_split_k_mask(self.model.terms, rows, warm)   # fit_nvfp4.py (None: split-K free)
 
     def quantize_s(self, quantize_latency: dict | None, quantize_bytes: dict | None = None) -> np.ndarray | float:
         """The activation-quantize kernel's time per row ({quantize_key, else framework: latency s}; 0 where not
@@ -123,10 +128,12 @@ class DeviceGemms:
             block_scale_flops = block_scale_flops.get(self.framework, 0.0)
         if joules_per_flop > 0 and self.rates.dynamic_power_w:
             power = self.rates.dynamic_power_w / (2.0 * joules_per_flop)
+        if isinstance(k_step_cycles, dict):         # per framework (fit_nvfp4.py)
+            k_step_cycles = k_step_cycles.get(self.framework, 0.0)
         matrix = self.rates.matrix_fraction * efficiency / (1.0 + block_scale_flops * self.block_scale_ratio)
-        return self.model.work(matrix, self.rates.memory_fraction,
-                               split_k_cycles / self.rates.clock_hz, power, overlap_loss,
-                               k_step_cycles / self.rates.clock_hz, self.excluded)
+        return self.model.work(matrix, self.rates.memory_fraction, split_k_cycles / self.rates.clock_hz, power,
+                               overlap_loss, k_step_cycles / self.rates.clock_hz,
+                               excluding(self.excluded, self.no_split_k))
 
     def predicted_clock(self, efficiency: float, latency_cycles: float, joules_per_flop: float,
                         split_k_cycles: float = 0.0, overlap_loss: float = 0.0, block_scale_flops: float | dict = 0.0,
@@ -205,7 +212,7 @@ def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: 
     coordinate descent and the one of the least objective is kept."""
     measured = np.concatenate([g.measured for g in groups])
     best, best_score = None, np.inf
-    for step in (K_STEP_CYCLES_GRID if k_step else [0.0]):
+    for step in (K_STEP_CYCLES_GRIDS.get(table_dtype(groups), K_STEP_CYCLES_GRID) if k_step else [0.0]):
         fitted = _fit_clock_at_step(groups, rounds, latency_cycles, joules_per_flop, block_scale, quantize_bytes,
                                     float(step), native_scale)
         predicted = np.concatenate([g.predicted_clock(*fitted[:5], fitted[6], fitted[8], quantize_latency=fitted[5],
@@ -215,6 +222,10 @@ def fit_dtype_clock_block_scaled(groups: list, rounds: int = 3, latency_cycles: 
         score = objective(predicted, measured)
         if score < best_score:
             best, best_score = fitted, score
+    if k_step and table_dtype(groups) in K_STEP_BY_FRAMEWORK_DTYPES:     # per framework (fit_nvfp4.py), then refitted
+        steps = k_step_by_framework(groups, best, K_STEP_CYCLES_GRIDS[table_dtype(groups)])
+        best = _fit_clock_at_step(groups, rounds, latency_cycles, joules_per_flop, block_scale, quantize_bytes,
+                                  steps, native_scale)
     return best
 
 
@@ -245,7 +256,8 @@ def _fit_clock_at_step(groups: list, rounds: int, latency_cycles: float | None, 
     quantize = {f: 0.0 for f in _quantized_frameworks(groups)}
     quantize_bytes = {f: QUANTIZE_BYTES_PER_VALUE for f in quantize}
     cycles_grid = LATENCY_CYCLES_GRID if latency_cycles is None else [latency_cycles]
-    joules_grid = JOULES_PER_FLOP_GRID if joules_per_flop is None else [joules_per_flop]
+    joules_grid = (JOULES_PER_FLOP_GRIDS.get(table_dtype(groups), JOULES_PER_FLOP_GRID) if joules_per_flop is None
+                   else [joules_per_flop])
     joules = joules if joules_per_flop is None else joules_per_flop
     for _ in range(rounds):
         fixed = (cycles + native_cycles(native)) / clocks + extra(quantize)
@@ -367,7 +379,8 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
         mine = [g for (_, t, _), g in groups.items() if t == dtype]
         if mine and dtype in CLOCK_DTYPES:
             shared = fitted["bf16"][1] if dtype in SHARED_LATENCY_DTYPES and "bf16" in fitted else None
-            held = DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power else None
+            held = (DEFAULT_CONSTANTS.gemm_power_j_per_flop.get(dtype, 0.0) if hold_power and dtype != "nvfp4"
+                    else None)      # nvfp4's cap binds the tables' condition only (conditions.TABLE_NVFP4_CLOCK): free
             fitted[dtype] = by_units(QUANTIZE_BY_SCALE_UNITS, mine, fit_dtype_clock_block_scaled(
                 mine, latency_cycles=shared, joules_per_flop=held, block_scale=FIT_BLOCK_SCALE,
                 k_step=dtype in K_STEP_DTYPES, native_scale=FIT_NATIVE_SCALE and dtype in NATIVE_SCALE_DTYPES))
@@ -375,26 +388,3 @@ def fit_all(rows: pd.DataFrame, devices: dict, condition: str = "warm", hold_pow
             fitted[dtype] = fit_dtype(mine)
     return fitted
 
-
-def clock_constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
-    """`base` with {dtype: (efficiency, latency cycles, joules per FLOP, split-K cycles[, overlap loss[, quantize,
-    block-scale FLOPs]])} of the
-    clock-and-power form (fit_dtype_clock) added (its efficiency joins gemm_matrix_efficiency; the format latency of
-    those dtypes is then unused)."""
-    efficiency = {**base.gemm_matrix_efficiency, **{d: values[0] for d, values in fitted.items()}}
-    return replace(base, gemm_matrix_efficiency=efficiency,
-                   gemm_latency_cycles={d: values[1] for d, values in fitted.items()},
-                   gemm_power_j_per_flop={d: values[2] for d, values in fitted.items() if values[2] > 0},
-                   gemm_split_k_cycles={d: values[3] for d, values in fitted.items() if values[3] > 0},
-                   gemm_overlap_loss={d: values[4] for d, values in fitted.items()
-                                      if len(values) > 4 and not isinstance(values[4], dict) and values[4] > 0},
-                   gemm_block_scale_flops={d: values[6] for d, values in fitted.items()   # per framework: the tables'
-                                           if len(values) > 6 and not isinstance(values[6], dict) and values[6] > 0},
-                   gemm_k_step_cycles={d: values[8] for d, values in fitted.items()
-                                       if len(values) > 8 and values[8] > 0})
-
-
-def constants_with(fitted: dict, base=DEFAULT_CONSTANTS):
-    """`base` with the fitted per-dtype GEMM constants."""
-    return replace(base, gemm_matrix_efficiency={d: e for d, (e, _) in fitted.items()},
-                   gemm_format_latency_s={d: x for d, (_, x) in fitted.items()})

@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 
-FIT_DTYPES = ("bf16", "fp8", "fp8_g128")
+FIT_DTYPES = ("bf16", "fp8", "fp8_g128", "nvfp4")   # nvfp4: Blackwell only (fp4-rated matrix units; issue 12, h/nvfp4)
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
 EFFICIENCY_GRID = np.round(np.arange(0.40, 1.40001, 0.01), 2)
 EXTRA_LATENCY_GRID = np.round(np.arange(-6.0, 15.0001, 0.25), 2) * 1e-6   # negative: shorter than kernel_latency
 
 
-CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128")   # fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
+# fitted in the clock-and-power form (RealisticConstants.gemm_latency_cycles ...)
+CLOCK_DTYPES = ("bf16", "fp8", "fp8_g128", "nvfp4")
 LATENCY_CYCLES_GRID = np.arange(0.0, 12000.001, 100.0)
 JOULES_PER_FLOP_GRID = np.concatenate([[0.0], np.round(np.arange(0.30, 1.50001, 0.01), 2) * 1e-12])   # 0: no cap
+# ... per table dtype where its FLOPs cost less energy than the grid's start (nvfp4: ~0.2 pJ per FLOP at the tables'
+# largest GEMMs on every Blackwell, h/nvfp4, docs/accuracy.md); the other dtypes keep JOULES_PER_FLOP_GRID
+JOULES_PER_FLOP_GRIDS = {"nvfp4": np.concatenate([[0.0], np.round(np.arange(0.10, 0.60001, 0.01), 2) * 1e-12])}
 SPLIT_K_CYCLES_GRID = np.arange(0.0, 10000.001, 100.0)
 # gemm_overlap_loss: 0 is the roofline's max; fp8_g128's fit reaches the grid's end
 OVERLAP_LOSS_GRID = np.round(np.arange(0.0, 0.6001, 0.02), 2)
 # fp8 GEMMs share bf16's latency cycles: our H100 runs a bare fp8 scaled_mm back to back at bf16's floor (3.5 us),
 # so what the fp8 tables add beyond it is their activation-quantize kernel (fitted per framework)
-SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128")
+SHARED_LATENCY_DTYPES = ("fp8", "fp8_g128", "nvfp4")   # nvfp4 (h/nvfp4): its floor above bf16's is its quantize kernel
 # gemm_block_scale_flops: vector FLOPs per output value per scale group (block-scaled GEMMs on matrix units without
 # native block scales: Hopper); 0: none, 2: one FMA
 BLOCK_SCALE_FLOPS_GRID = np.round(np.arange(0.0, 8.0001, 0.25), 2)
@@ -31,7 +35,13 @@ FIT_BLOCK_SCALE = True
 K_STEP_CYCLES_GRID = (0.0, 10.0, 20.0, 30.0)
 # ... fitted for these dtypes in leave_one_device_out and fit_all (fp8_g128 since h/gemm10, with the per-framework
 # promotion: without it, h/gemm7, the folds chose 20 where a Hopper was held out and made Hopper 1.3-3.2 points worse)
-K_STEP_DTYPES = ("bf16", "fp8", "fp8_g128")
+K_STEP_DTYPES = ("bf16", "fp8", "fp8_g128", "nvfp4")
+# K_STEP_CYCLES_GRID per table dtype where its kernels walk k slower: nvfp4 at m <= 16 takes time linear in k and
+# flat in n up to one wave (TensorRT-LLM ~3.4 core cycles per k value, FlashInfer's ~1.1 on B200; h/nvfp4)
+K_STEP_CYCLES_GRIDS = {"nvfp4": tuple(float(c) for c in range(0, 161, 20))}
+# the tables' kernels of these dtypes take no split-K (nvfp4: at m <= 16 TensorRT-LLM's time is flat in n up to one wave
+# and linear in k, k = 51,200 taking 100 us on B200 at n = 128 to 12,288): its candidates are removed in the warm fit
+NO_SPLIT_K_DTYPES = ("nvfp4",)
 # gemm_epilogue_bytes_per_value the fit's warm groups use (RealisticConstants; 8: A100's fp32 tile through shared memory).
 # 0: tried and not kept (h/gemm8, docs/accuracy.md: A100 bf16 9.05% -> 8.35% leave-one-device-out, GB200 fp8_g128 +1 point)
 EPILOGUE_BYTES_PER_VALUE = 0.0
