@@ -76,12 +76,24 @@ MOE_TABLE_GEMM_LATENCY_S = 6.0e-6
 MOE_TABLE_LAYER_LATENCY_S = 6.0e-6
 
 
-def moe_table_constants(base=None):
+# ... and the grouped GEMMs of 4-bit expert weights, per class of engine/estimators/moe_4bit.py: (weight-stream
+# efficiency, matrix efficiency, seconds per launch), fitted on the tables' nvfp4 (w4a4), w4a8_mxfp4_mxfp8 (w4a8) and
+# w4a16_mxfp4 (w4a16) rows on every device that has them (moe_4bit_fit.fit_all; 400 rows per device and format;
+# benchmarks/moe_accuracy.py prints the leave-one-device-out folds). Not shipped in estimate / serve
+# (RealisticConstants.moe_4bit_formats empty): the serving runs of 4-bit MoE checkpoints get worse with them
+# (docs/accuracy.md, "MoE grouped GEMMs in 4-bit formats, fitted").
+MOE_TABLE_4BIT_FORMATS = {"w4a4/native": (0.8, 0.2, 4.0e-6), "w4a8/native": (1.0, 1.0, 0.0),
+                          "w4a16/native": (0.5, 0.2, 10.0e-6), "w4a16/promoted": (1.0, 0.6, 29.0e-6)}
+
+
+def moe_table_constants(base=None, four_bit: bool = True):
     """`base` (default: the shipped constants) under the MoE tables' condition: where `base` leaves them unset
     (None), grouped GEMMs at MOE_TABLE_GEMM_LATENCY_S, up and gate in one launch, MOE_TABLE_LAYER_LATENCY_S per
-    layer."""
+    layer; with `four_bit`, where `base` has no 4-bit classes (moe_4bit_formats empty), MOE_TABLE_4BIT_FORMATS."""
     base = base or DEFAULT_CONSTANTS
     table = dict(moe_gemm_latency_s=MOE_TABLE_GEMM_LATENCY_S, moe_fused_gate_launch=True,
                  moe_layer_latency_s=MOE_TABLE_LAYER_LATENCY_S)
     unset = {name: value for name, value in table.items() if getattr(base, name) is None}
+    if four_bit and not base.moe_4bit_formats:
+        unset["moe_4bit_formats"] = dict(MOE_TABLE_4BIT_FORMATS)
     return replace(base, **unset) if unset else base
