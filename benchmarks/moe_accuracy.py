@@ -13,7 +13,7 @@ and format, before (the tables' condition without 4-bit constants) and fitted (l
 device has the class, else in-sample), with the GEMM target's verdict (engine/calibration/silicon/targets.py).
 
 Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
-    [--four-bit-only] [--four-bit-rows 400]
+    [--four-bit-only [--model-free]] [--four-bit-rows 400]
 (--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
 Needs the `calibration` extra (aiconfigurator-core).
 """
@@ -41,10 +41,16 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="record the scores in calibration/results/")
     parser.add_argument("--four-bit-rows", type=int, default=400, help="4-bit measurements per device and format")
     parser.add_argument("--four-bit-only", action="store_true", help="only the 4-bit formats")
+    parser.add_argument("--model-free", action="store_true", help="with --four-bit-only: first the measurements alone "
+                        "per framework, device and format (moe_4bit_fit.model_free)")
     args = parser.parse_args()
     started = time.perf_counter()
     devices = load_specs()
     if args.four_bit_only:
+        if args.model_free:
+            print("## Model-free: stream = packed weight bytes / time / bandwidth (<= 4 pairs per expert, >= 32 experts "
+                  "reached); rate = FLOP/s / peak of the compute format (>= 256 pairs per expert)\n")
+            print(moe_4bit_fit.model_free(devices, args.root).round(2).to_string(index=False), flush=True)
         four_bit(devices, args.root, args.four_bit_rows)
         print(f"\nTotal {time.perf_counter() - started:.1f} s")
         return

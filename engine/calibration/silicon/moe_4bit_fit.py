@@ -127,3 +127,37 @@ def fit_all(predictions: dict) -> dict:
     """{class: (stream, matrix, latency)} fitted on every device that has it (the values to ship)."""
     keys = sorted({key for _, key in predictions})
     return {key: best_point(predictions, key, sorted({d for d, k in predictions if k == key})) for key in keys}
+
+
+MODEL_FREE_FORMATS = ("bfloat16", "fp8", "nvfp4", "w4a16_mxfp4", "w4a8_mxfp4_mxfp8", "int4_wo")
+
+
+def model_free(devices: dict, root=None, frameworks=("trtllm", "vllm")) -> pd.DataFrame:
+    """Per framework, device and table format, from the measurements alone (balanced routing, gated kernels, one
+    version per system; TensorRT-LLM's min-latency kernel left out): `stream`, the packed expert weights' bytes / time /
+    the workbook's bandwidth, median over rows of <= 4 pairs per expert reaching >= 32 experts; `rate`, FLOP/s / the
+    workbook's peak of the compute format at >= 256 pairs per expert; `floor_us`, the fastest row."""
+    from engine.calibration.silicon.moe_routing import balanced_routing
+    from engine.hardware.dtypes import bytes_per_value, compute_dtype
+    lines = []
+    for framework in frameworks:
+        frame = measured_kernels("moe", root, framework)
+        frame = frame[frame["device"].isin(list(devices)) & frame["file_dtype"].isin(MODEL_FREE_FORMATS)
+                      & ~frame["kernel_source"].astype(str).str.contains("min_latency|nongated")].reset_index(drop=True)
+        pairs, active, _ = balanced_routing(frame["tokens"], frame["experts"], frame["topk"], frame["moe_ep"])
+        per_expert = pairs / np.maximum(active, 1.0)
+        inner = frame["hidden"] * frame["intermediate"] / frame["moe_tp"] * 3.0          # up, gate, down
+        weight_bytes = active * inner * frame["weight_dtype"].map(bytes_per_value)
+        flops = 2.0 * pairs * inner
+        for (device, fmt), part in frame.groupby(["device", "file_dtype"]):
+            hardware, seconds = devices[device], part["time_s"]
+            small = (per_expert[part.index] <= 4) & (active[part.index] >= 32)
+            large = per_expert[part.index] >= 256
+            compute = compute_dtype(part["weight_dtype"].iloc[0], part["activation_dtype"].iloc[0])
+            macs = getattr(hardware, f"matrix_macs_per_cycle_per_core_{compute}", None) or np.nan
+            peak = 2.0 * hardware.num_cores * hardware.clock_hz * macs
+            stream = (weight_bytes[part.index] / seconds)[small].median() / hardware.memory_bandwidth_bytes_per_s
+            rate = (flops[part.index] / seconds)[large].median() / peak
+            lines.append({"framework": framework, "device": device, "format": fmt, "compute": compute,
+                          "stream": stream, "rate": rate, "floor_us": 1e6 * seconds.min()})
+    return pd.DataFrame(lines)
