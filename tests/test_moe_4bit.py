@@ -12,7 +12,7 @@ import pytest
 from engine.calibration.silicon import moe_4bit_fit
 from engine.calibration.silicon.conditions import MOE_TABLE_4BIT_FORMATS, moe_table_constants
 from engine.calibration.silicon.score import predicted_seconds
-from engine.estimators.moe_4bit import class_constants, format_key
+from engine.estimators.moe_4bit import FRAMEWORK_FORMATS, class_constants, format_key, framework_formats
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
 from engine.estimators.realistic_constants import DEFAULT_KERNEL_LATENCY_S, DEFAULT_MEMORY_FRACTION
 from engine.hardware.dtypes import bytes_per_value
@@ -156,3 +156,50 @@ def test_hopper_mxfp4_weight_only_floor_follows_its_matrix_rate_and_latency(devi
     for position in (1, 2):
         for factor in (0.85, 1.15):
             assert not -0.21 <= bias(_moved("w4a16/promoted", position, factor)) <= -0.18, (position, factor)
+
+
+def test_framework_classes_are_looked_up_by_name_and_an_unknown_one_is_named():
+    assert framework_formats("vLLM") is FRAMEWORK_FORMATS["vllm"]
+    assert set(FRAMEWORK_FORMATS) == set(moe_4bit_fit.FRAMEWORKS)
+    assert MOE_TABLE_4BIT_FORMATS == FRAMEWORK_FORMATS["trtllm"]
+    with pytest.raises(ValueError, match="'tgi'"):
+        framework_formats("tgi")
+    with pytest.raises(ValueError, match="'tgi'"):
+        moe_4bit_fit.fit_rows({}, SUBSET, framework="tgi")
+
+
+def test_one_vllm_4bit_expert_by_hand(devices):
+    """One token on one of gpt-oss's experts (2880 x 5760 fc1, mxfp4 weights with bf16 activations) on B200, timed
+    with vLLM's fitted w4a16/native class: the packed weights (0.53125 B per value) and the bf16 token stream at the
+    workbook's bandwidth x achievable fraction x the class's stream efficiency, after the kernel latency and the class's
+    latency per launch."""
+    hardware = devices["B200"]
+    k, n = 2880.0, 5760.0
+    stream, _, latency = FRAMEWORK_FORMATS["vllm"]["w4a16/native"]
+    packed = k * n * 0.53125 + (k + n) * 2.0
+    achievable = hardware.memory_bandwidth_bytes_per_s * (hardware.achievable_memory_bandwidth_fraction
+                                                          or DEFAULT_MEMORY_FRACTION)
+    assert 2.0 * k * n / hardware.vector_flops_per_s < packed / achievable / 2       # the stream bounds it
+    expected = (hardware.kernel_latency_s or DEFAULT_KERNEL_LATENCY_S) + latency + packed / (achievable * stream)
+    columns = _expert_row("Expert_up", "bf16", "mxfp4", "bf16", 1.0, k, n, 1.0)
+    assert _kernel_time(columns, hardware, framework_formats("vllm")) == pytest.approx(expected, rel=1e-9)
+
+
+def test_serve_times_4bit_experts_with_its_backends_classes(devices, monkeypatch):
+    """A backend whose profile sets moe_4bit_classes gets `realistic` with its framework's classes (one Method kept per
+    backend); the others, and the ideal methods, keep theirs."""
+    from engine.estimators import get_method
+    from engine.serving import backends
+    from engine.serving.backend_kernels import backend_method
+    realistic = get_method("realistic")
+    assert backend_method(realistic, "generic") is realistic
+    assert backend_method(get_method("roofline"), "vllm").name == "roofline"
+    monkeypatch.setitem(backends.BACKENDS, "vllm", replace(backends.BACKENDS["vllm"], moe_4bit_classes=True))
+    mine = backend_method(realistic, "vllm")
+    assert mine is backend_method(realistic, "vllm") and mine.name == "realistic"
+    columns = _expert_row("Expert_up", "bf16", "mxfp4", "bf16", 1.0, 2880.0, 5760.0, 1.0)
+    expected = estimate_realistic(columns, devices["B200"], None,
+                                  constants=replace(DEFAULT_CONSTANTS, moe_4bit_formats=FRAMEWORK_FORMATS["vllm"]))
+    assert mine.estimate(columns, devices["B200"], None)["time_s"][0] == expected["time_s"][0]
+    with pytest.raises(ValueError, match="'tgi'"):
+        backend_method(realistic, "tgi")

@@ -70,3 +70,26 @@ def four_bit_scales(out: dict, rows: np.ndarray, grouped: np.ndarray, hardware, 
     if np.all(scales == np.array(NEUTRAL)):
         return None
     return scales[:, 0], scales[:, 1], scales[:, 2]
+
+
+# Per serving framework, {class: (stream, matrix, latency_s)} fitted on that framework's own MoE tables over every
+# device that has the class (moe_4bit_fit.fit_all with framework=...; benchmarks/moe_accuracy.py prints them and the
+# leave-one-device-out scores). The frameworks run different kernels for the same format (vLLM's nvfp4 experts stream
+# at 0.64-0.68 of the bandwidth, TensorRT-LLM's at 0.21-0.28: moe_4bit_fit.model_free), so one set cannot serve all.
+FRAMEWORK_FORMATS: dict[str, dict[str, tuple[float, float, float]]] = {
+    "trtllm": {"w4a16/native": (0.5, 0.2, 10e-6), "w4a16/promoted": (1.0, 0.6, 29e-6), "w4a4/native": (0.8, 0.2, 4e-6),
+               "w4a8/native": (1.0, 1.0, 0.0)},
+    "vllm": {"w4a16/native": (0.5, 0.5, 0.0), "w4a16/promoted": (0.8, 1.0, 7e-6), "w4a4/native": (1.0, 0.7, 0.0),
+             "w4a8/native": (1.0, 1.0, 0.0)},
+    "sglang": {"w4a16/native": (0.7, 0.6, 0.0), "w4a16/promoted": (0.6, 0.6, 9e-6), "w4a4/native": (1.0, 0.8, 0.0),
+               "w4a8/native": (1.0, 1.0, 0.0)},
+}
+
+
+def framework_formats(framework: str) -> dict[str, tuple[float, float, float]]:
+    """The 4-bit classes fitted on `framework`'s MoE tables (FRAMEWORK_FORMATS); ValueError naming an unknown one."""
+    key = str(framework).strip().lower()
+    if key not in FRAMEWORK_FORMATS:
+        raise ValueError(f"no 4-bit MoE classes for framework {framework!r}; fitted for "
+                         f"{', '.join(FRAMEWORK_FORMATS)} (engine/estimators/moe_4bit.FRAMEWORK_FORMATS)")
+    return FRAMEWORK_FORMATS[key]

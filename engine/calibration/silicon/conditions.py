@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
+from engine.estimators.moe_4bit import FRAMEWORK_FORMATS
 
 # {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
 # clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
@@ -77,13 +78,12 @@ MOE_TABLE_LAYER_LATENCY_S = 6.0e-6
 
 
 # ... and the grouped GEMMs of 4-bit expert weights, per class of engine/estimators/moe_4bit.py: (weight-stream
-# efficiency, matrix efficiency, seconds per launch), fitted on the tables' nvfp4 (w4a4), w4a8_mxfp4_mxfp8 (w4a8) and
-# w4a16_mxfp4 (w4a16) rows on every device that has them (moe_4bit_fit.fit_all; 400 rows per device and format;
-# benchmarks/moe_accuracy.py prints the leave-one-device-out folds). Not shipped in estimate / serve
-# (RealisticConstants.moe_4bit_formats empty): the serving runs of 4-bit MoE checkpoints get worse with them
-# (docs/accuracy.md, "MoE grouped GEMMs in 4-bit formats, fitted").
-MOE_TABLE_4BIT_FORMATS = {"w4a4/native": (0.8, 0.2, 4.0e-6), "w4a8/native": (1.0, 1.0, 0.0),
-                          "w4a16/native": (0.5, 0.2, 10.0e-6), "w4a16/promoted": (1.0, 0.6, 29.0e-6)}
+# efficiency, matrix efficiency, seconds per launch), TensorRT-LLM's (moe_4bit.FRAMEWORK_FORMATS["trtllm"]: fitted on
+# its tables' nvfp4 (w4a4), w4a8_mxfp4_mxfp8 (w4a8) and w4a16_mxfp4 (w4a16) rows on every device that has them;
+# benchmarks/moe_accuracy.py prints the leave-one-device-out folds per framework). estimate does not use them
+# (RealisticConstants.moe_4bit_formats empty); serve uses a backend's own where its profile sets moe_4bit_classes
+# (engine/serving/backend_kernels.py; docs/accuracy.md, "MoE grouped GEMMs in 4-bit formats, fitted").
+MOE_TABLE_4BIT_FORMATS = dict(FRAMEWORK_FORMATS["trtllm"])
 
 
 def moe_table_constants(base=None, four_bit: bool = True):

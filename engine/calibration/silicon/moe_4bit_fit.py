@@ -35,8 +35,10 @@ from engine.estimators.moe_4bit import format_key
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 from engine.hardware.dtypes import gemm_dtype
 
-TABLE_FORMATS = ("nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4")     # the tables' moe_dtype
-EXCLUDED_KERNELS = ("moe_torch_flow_min_latency",)
+TABLE_FORMATS = ("nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4", "int4_wo")     # the tables' moe_dtype (4-bit)
+FRAMEWORKS = ("trtllm", "vllm", "sglang")       # each fitted on its own tables (int4_wo: vLLM and SGLang only)
+# another kernel for the same problem, not fitted: TensorRT-LLM's min-latency nvfp4 kernel
+EXCLUDED_KERNELS = "min_latency"
 STREAM_GRID = (0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 MATRIX_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 LATENCY_GRID = tuple(np.arange(0.0, 60.01e-6, 1.0e-6))
@@ -47,13 +49,16 @@ TOKEN_BUCKETS = (0, 1, 4, 16, 64, 256, np.inf)
 TOKEN_LABELS = ("<=1", "1-4", "4-16", "16-64", "64-256", ">256")
 
 
-def fit_rows(devices: dict, root=None, rows_per_device: int = 600, seed: int = 0) -> pd.DataFrame:
-    """A fixed random sample of the trtllm 4-bit MoE measurements per workbook device and table format, with the
+def fit_rows(devices: dict, root=None, rows_per_device: int = 600, seed: int = 0,
+             framework: str = "trtllm") -> pd.DataFrame:
+    """A fixed random sample of `framework`'s 4-bit MoE measurements per workbook device and table format, with the
     class each runs in (`format_key`) and its (token, expert) pairs per active expert (`tokens_bucket`)."""
     from engine.calibration.silicon.moe_routing import balanced_routing
-    frame = measured_kernels("moe", root, "trtllm")
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"moe_4bit_fit: unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
+    frame = measured_kernels("moe", root, framework)
     frame = frame[frame["device"].isin(list(devices)) & frame["file_dtype"].isin(TABLE_FORMATS)
-                  & ~frame["kernel_source"].isin(EXCLUDED_KERNELS)]
+                  & ~frame["kernel_source"].astype(str).str.contains(EXCLUDED_KERNELS)]
     parts = [rows.sample(n=min(rows_per_device, len(rows)), random_state=seed)
              for _, rows in frame.groupby(["device", "file_dtype"])]
     frame = pd.concat(parts, ignore_index=True) if parts else frame
