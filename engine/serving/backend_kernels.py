@@ -5,6 +5,9 @@ weights with the classes fitted on its own framework's MoE tables (engine/estima
 RealisticConstants.moe_4bit_formats); every other backend, and every method but `realistic` / `realistic-graph`,
 keeps the method as it is. One Method per (method, backend) is kept, so the estimator's per-structure memo (keyed
 by the constants' identity) stays valid.
+
+No shipped backend sets it: with each backend's classes the 4-bit serving runs score worse leave-one-system-out
+(TPOT p90 34.5% -> 39.4%, TTFT p90 79.6% -> 82.9%: docs/accuracy.md, "MoE grouped GEMMs in 4-bit formats, fitted").
 """
 
 from __future__ import annotations
