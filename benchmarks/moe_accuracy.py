@@ -8,7 +8,14 @@ without each device and scores the device with the engine. Prints |error| median
 tokens-per-expert bucket and per dtype under: before (grouped GEMMs as plain GEMMs), lodo (fitted without the device),
 shipped (RealisticConstants).
 
+Then the 4-bit formats (nvfp4, w4a8_mxfp4_mxfp8, w4a16_mxfp4, int4_wo; engine/calibration/silicon/moe_4bit_fit.py), per
+framework on its own tables (--four-bit-frameworks, default trtllm, vllm, sglang): per device and format, before (the
+tables' condition without 4-bit constants) and fitted (leave-one-device-out where another device has the class, else
+in-sample), with the GEMM target's verdict (engine/calibration/silicon/targets.py), and the classes fitted on all
+devices (engine/estimators/moe_4bit.FRAMEWORK_FORMATS).
+
 Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
+    [--four-bit-only [--model-free]] [--four-bit-rows 400] [--four-bit-frameworks trtllm,vllm,sglang]
 (--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
 Needs the `calibration` extra (aiconfigurator-core).
 """
@@ -22,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from attention_accuracy import wide   # benchmarks/attention_accuracy.py: median / p90, bias per model
-from engine.calibration.silicon import installed_version, moe_fit
+from engine.calibration.silicon import installed_version, moe_4bit_fit, moe_fit
 from engine.calibration.silicon.results import write_results
 from engine.hardware.specs import load_specs
 
@@ -34,9 +41,23 @@ def main() -> None:
     parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
     parser.add_argument("--rows-per-device", type=int, default=1000, help="measurements per device (fixed seed)")
     parser.add_argument("--write", action="store_true", help="record the scores in calibration/results/")
+    parser.add_argument("--four-bit-rows", type=int, default=400, help="4-bit measurements per device and format")
+    parser.add_argument("--four-bit-only", action="store_true", help="only the 4-bit formats")
+    parser.add_argument("--four-bit-frameworks", default=",".join(moe_4bit_fit.FRAMEWORKS),
+                        help="comma-separated frameworks whose 4-bit tables are fitted, each on its own")
+    parser.add_argument("--model-free", action="store_true", help="with --four-bit-only: first the measurements alone "
+                        "per framework, device and format (moe_4bit_fit.model_free)")
     args = parser.parse_args()
     started = time.perf_counter()
     devices = load_specs()
+    if args.four_bit_only:
+        if args.model_free:
+            print("## Model-free: stream = packed weight bytes / time / bandwidth (<= 4 pairs per expert, >= 32 experts "
+                  "reached); rate = FLOP/s / peak of the compute format (>= 256 pairs per expert)\n")
+            print(moe_4bit_fit.model_free(devices, args.root).round(2).to_string(index=False), flush=True)
+        four_bit_frameworks(devices, args.root, args.four_bit_rows, args.four_bit_frameworks)
+        print(f"\nTotal {time.perf_counter() - started:.1f} s")
+        return
     rows = moe_fit.fit_rows(devices, args.root, args.rows_per_device)
     print(f"{len(rows):,} MoE measurements on {rows['device'].nunique()} devices; grid "
           f"{len(moe_fit.BANDWIDTH_GRID)} x {' x '.join(str(len(v)) for v in moe_fit.CYCLE_GRID.values())}",
@@ -70,7 +91,44 @@ def main() -> None:
         path = write_results(result_rows(tidy), "kernel_moe", "benchmarks/moe_accuracy.py",
                              installed_version() if args.root is None else None)
         print(f"recorded in {path}")
+    four_bit_frameworks(devices, args.root, args.four_bit_rows, args.four_bit_frameworks)
     print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+def four_bit_frameworks(devices: dict, root, rows_per_device: int, frameworks: str) -> None:
+    for framework in [name.strip() for name in frameworks.split(",") if name.strip()]:
+        four_bit(devices, root, rows_per_device, framework)
+
+
+def four_bit(devices: dict, root, rows_per_device: int, framework: str = "trtllm") -> None:
+    """The 4-bit formats of `framework`'s tables: fitted per class, scored per device and table format before /
+    fitted, with the verdict."""
+    rows = moe_4bit_fit.fit_rows(devices, root, rows_per_device, framework=framework)
+    print(f"\n## 4-bit formats, {framework}: {len(rows):,} measurements, classes "
+          f"{', '.join(sorted(rows['format_key'].unique()))}\n", flush=True)
+    predictions = moe_4bit_fit.grid_predictions(rows, devices)
+    tidy, fitted = moe_4bit_fit.leave_one_device_out(rows, devices, predictions)
+    print("|error| median / p90, bias. before: the tables' condition without 4-bit constants; fitted: the class's "
+          "constants fitted without the device (split says where only the device itself has the class)\n")
+    lines = []
+    for (fmt, device, split), part in tidy.groupby(["file_dtype", "device", "split"]):
+        cells = {"format": fmt, "device": device, "split": split}
+        for model in ("before", "fitted"):
+            error = part.loc[part["model"] == model, "error"].to_numpy()
+            cells[model] = (f"{100 * np.median(np.abs(error)):.1f}% / {100 * np.quantile(np.abs(error), 0.9):.1f}%, "
+                            f"{100 * np.median(error):+.1f}%")
+        median = float(np.median(np.abs(part.loc[part["model"] == "fitted", "error"])))
+        cells["verdict"] = ("met" if round(100 * median, 2) <= 100 * TARGET_MEDIAN else
+                            f"missed by {round(100 * median, 2) - 100 * TARGET_MEDIAN:.2f} points")
+        cells["verdict"] += "" if split == "leave-one-device-out" else " (in-sample: no target)"
+        lines.append(cells)
+    print(pd.DataFrame(lines).to_string(index=False))
+    print(f"\n## 4-bit, {framework}, per format x tokens per expert (fitted)\n")
+    print(wide(tidy, ["file_dtype", "tokens_bucket"]).to_string(index=False))
+    print(f"\n## 4-bit constants, {framework} (stream, matrix, latency s) fitted without each device\n")
+    for (device, key), (point, split) in fitted.items():
+        print(f"{device} {key}: {point} ({split})")
+    print(f"all devices ({framework}; engine/estimators/moe_4bit.FRAMEWORK_FORMATS): {moe_4bit_fit.fit_all(predictions)}")
 
 
 def result_rows(tidy: pd.DataFrame) -> pd.DataFrame:

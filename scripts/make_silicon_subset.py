@@ -23,11 +23,18 @@ SYSTEMS = ("h100_sxm", "b200_sxm")
 PICKS = (
     ("gemm", "trtllm", "1.3.0rc20", "gemm_perf", 40,
      lambda d: d[d.gemm_dtype.isin(["bfloat16", "fp8"]) & (d.n >= 1024) & (d.k >= 1024)]),
+    # nvfp4 rows (the fp4-rated systems only; tests/test_silicon_gemm_nvfp4.py), added to the sample above
+    ("gemm", "trtllm", "1.3.0rc20", "gemm_perf", 24,
+     lambda d: d[(d.gemm_dtype == "nvfp4") & (d.n >= 1024) & (d.k >= 1024)]),
     ("attention", "trtllm", "1.3.0rc20", "context_attention_perf", 25, lambda d: d[d.window_size == 0]),
     ("attention", "trtllm", "1.3.0rc20", "generation_attention_perf", 25, lambda d: d[d.window_size == 0]),
     ("mla", "trtllm", "1.3.0rc20", "context_mla_perf", 10, None),
     ("mla", "trtllm", "1.3.0rc20", "generation_mla_perf", 10, None),
     ("moe", "trtllm", "1.3.0rc20", "moe_perf", 15, None),
+    # the 4-bit formats' balanced rows (engine/calibration/silicon/moe_4bit_fit.py), added to the sample above
+    ("moe", "trtllm", "1.3.0rc20", "moe_perf", 24,
+     lambda d: d[d.moe_dtype.isin(["nvfp4", "w4a16_mxfp4", "w4a8_mxfp4_mxfp8"]) & (d.distribution == "balanced")
+                 & (d.kernel_source != "moe_torch_flow_min_latency")]),
     ("comm", "nccl", None, "nccl_perf", 20, None),
     ("comm", "trtllm", "1.3.0rc20", "custom_allreduce_perf", 10, None),
 )
@@ -47,17 +54,21 @@ def main() -> None:
     for system in SYSTEMS:
         OUT.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / f"{system}.yaml", OUT / f"{system}.yaml")
+        picked: dict = {}       # target CSV -> its picks (a table picked twice: the union, in the file's order)
         for family, framework, version, table, rows, keep in PICKS:
             folder = source / "data" / system / family / framework
             folder = folder / version if version else newest(folder)
             frame = pd.read_parquet(folder / f"{table}.parquet")
             frame = keep(frame) if keep else frame
-            frame = frame.sample(n=min(rows, len(frame)), random_state=0).sort_index()
+            frame = frame.sample(n=min(rows, len(frame)), random_state=0)
             target = OUT / "data" / system / family / framework / folder.name
             target.mkdir(parents=True, exist_ok=True)
-            frame.to_csv(target / f"{table}.csv", index=False)
+            picked.setdefault(target / f"{table}.csv", []).append(frame)
             if (folder / "collection_meta.yaml").is_file():
                 shutil.copy(folder / "collection_meta.yaml", target / "collection_meta.yaml")
+        for path, frames in picked.items():
+            frame = pd.concat(frames)
+            frame[~frame.index.duplicated()].sort_index().to_csv(path, index=False)
     runs = pd.read_csv(source / "silicon_sample.csv", dtype=str, keep_default_na=False)
     picked = [runs[runs.system == s].sample(n=SERVING_ROWS_PER_SYSTEM, random_state=0) for s in SYSTEMS]
     pd.concat(picked).sort_index().to_csv(OUT / "silicon_sample.csv", index=False)

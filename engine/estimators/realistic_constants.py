@@ -264,6 +264,14 @@ class RealisticConstants:
     # (engine/calibration/silicon/conditions.py, MOE_TABLE_GEMM_LATENCY_S: Hopper's 7.25 us put the tables' one-to-
     # eight-token floors +9-13% high, while the serving runs' held-out TPOT goes 10.4% -> 12.5% with 6.375 us).
     moe_gemm_latency_s: float | None = None
+    # Grouped GEMMs of 4-bit expert weights (aiconfigurator's nvfp4, w4a16_mxfp4 and w4a8_mxfp4_mxfp8 MoE tables), per
+    # class moe_4bit.format_key ("w4a4", "w4a8", "w4a16" by the row's compute format, + "/native" on devices with
+    # an fp4 matrix rate, "/promoted" without; the plain class where the suffixed one is absent): (weight-stream
+    # efficiency, matrix efficiency, seconds per launch) x the device's achievable bandwidth and matrix rate, + the
+    # grouped latency (engine/estimators/moe_4bit.py). Empty here (the model condition: 4-bit experts timed as any
+    # grouped GEMM of their bytes and compute format); the MoE tables are scored with the fit
+    # (engine/calibration/silicon/conditions.MOE_TABLE_4BIT_FORMATS, moe_4bit_fit.py, docs/accuracy.md).
+    moe_4bit_formats: dict = field(default_factory=dict)
 
     # --- fused attention (engine/estimators/fused_attention.py; ATTENTION_OVERHEADS above says how fitted) ---
     # each attention kernel's device latency (prefill / decode; None: the device's kernel_latency): fixed seconds,

@@ -13,6 +13,7 @@ from engine.estimators.gemm_condition import (
     QUANTIZE_BYTES_PER_VALUE, RowDtypes, block_scale_efficiency, check_condition, clock_and_power,
     condition_efficiency, condition_latency, epilogue_s_per_value, k_step_cycles, native_block_scales, native_scale_cycles,
     overlap_loss, per_row, tile_store_s_per_value, warm_byte_scale)
+from engine.estimators.moe_4bit import four_bit_scales
 from engine.estimators.realistic_constants import DeviceRates, RealisticConstants
 from engine.estimators.row_groups import RowGroups
 from engine.estimators.structure_memo import remembered
@@ -268,11 +269,19 @@ def time_gemms(table: KernelRows, rows: np.ndarray, chain: TimeChain, memo: dict
         chain.ideal[rows] = chain.t1[rows] = np.maximum(out["compute_time_s"][rows], nbytes / rates.bandwidth)
     fixed = remembered(memo, ("gemm", rows.tobytes()), lambda: gemm_constants(table, rows))
     dtypes, grouped, fused = fixed.dtypes, fixed.grouped, fixed.fused
-    shapes = GemmShapes(m, n, k, batch, nbytes, table.per_core_macs[rows], table.value_bytes[rows])
+    per_core_macs = table.per_core_macs[rows]
+    four_bit = (four_bit_scales(out, rows, grouped, table.hardware, constants.moe_4bit_formats)
+                if constants.moe_4bit_formats else None)
+    if four_bit is not None:      # 4-bit expert weights: the class's stream and matrix efficiencies (moe_4bit.py)
+        nbytes, per_core_macs = nbytes / four_bit[0], per_core_macs * four_bit[1]
+    shapes = GemmShapes(m, n, k, batch, nbytes, per_core_macs, table.value_bytes[rows])
     latency = condition_latency(out, rows, np.maximum(chain.latency[rows] + fixed.extra_latency, 0.0), fixed.cycles,
                                 rates, constants, dtypes, fused)
     chain.latency[rows] = _grouped_latency(table, rows, latency, grouped, fused, dtypes) if any_true(grouped) \
         else latency
+    if four_bit is not None:      # ... and its fixed time per launch (the gate shares the up GEMM's when fused)
+        gate = _named(table, rows, "Expert_gate") if constants.moe_fused_gate_launch else False
+        chain.latency[rows] += np.where(gate, 0.0, four_bit[2])
     # GEMV: one row per GEMM streams the weights on the vector units, no tiles
     gemv = m * batch <= constants.gemv_max_rows
     ideal = chain.t1[rows]

@@ -88,6 +88,7 @@ class BackendProfile:
     prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
     request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
     moe_dispatch: str = "all_to_all"    # MoE layers with ep = tp: Scenario.moe_dispatch (the engine's default path)
+    moe_4bit_classes: bool = False  # time 4-bit MoE experts with this framework's fitted classes (backend_kernels.py)
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)

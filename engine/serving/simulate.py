@@ -37,6 +37,7 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
+from engine.serving.backend_kernels import backend_method
 from engine.serving.backends import (admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads,
                                      prefill_scale, request_overhead, scheduling)
 from engine.serving.cost import iteration_times
@@ -128,14 +129,14 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     longest = options.lengths(options.concurrency)
     base.update(input_length=int(longest[0].max()), output_length=int(longest[1].max()))
     cost_scenario = Scenario.model_validate(base)
-    chosen = get_method(method)
+    chosen = backend_method(get_method(method), options.backend)
     _check_supported(model, cost_scenario, chosen.name)
     check_fits_model(model, cost_scenario)
     options = resolved_options(options, chosen.name, model)
     graphed = chosen.name == "realistic" and options.graph_decode
     overhead, overlap, jitter = options.iteration_overhead_s, options.graph_latency_overlap, options.arrival_jitter
     admitted_share = options.kv_admitted_output_share
-    graph = get_method("realistic-graph") if graphed else chosen
+    graph = backend_method(get_method("realistic-graph"), options.backend) if graphed else chosen
     replica = cost_scenario
     if cost_scenario.ep <= cost_scenario.tp:   # replicas are independent; an expert-parallel group wider than tp
         replica = Scenario.model_validate({**cost_scenario.model_dump(), "dp": 1, "devices": None})

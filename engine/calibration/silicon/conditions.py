@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.estimators.realistic_constants import DEFAULT_CONSTANTS
+from engine.estimators.moe_4bit import FRAMEWORK_FORMATS
 
 # {framework: {dtype: the activation-quantize kernel's fixed time, s}}, fitted on all devices' tables with the shipped
 # clock-and-power form (fit.fit_all; leave-one-device-out folds agree within 0.5 us, TensorRT-LLM fp8 within 1.25)
@@ -117,12 +118,23 @@ MOE_TABLE_GEMM_LATENCY_S = 6.0e-6
 MOE_TABLE_LAYER_LATENCY_S = 6.0e-6
 
 
-def moe_table_constants(base=None):
+# ... and the grouped GEMMs of 4-bit expert weights, per class of engine/estimators/moe_4bit.py: (weight-stream
+# efficiency, matrix efficiency, seconds per launch), TensorRT-LLM's (moe_4bit.FRAMEWORK_FORMATS["trtllm"]: fitted on
+# its tables' nvfp4 (w4a4), w4a8_mxfp4_mxfp8 (w4a8) and w4a16_mxfp4 (w4a16) rows on every device that has them;
+# benchmarks/moe_accuracy.py prints the leave-one-device-out folds per framework). estimate does not use them
+# (RealisticConstants.moe_4bit_formats empty); serve uses a backend's own where its profile sets moe_4bit_classes
+# (engine/serving/backend_kernels.py; docs/accuracy.md, "MoE grouped GEMMs in 4-bit formats, fitted").
+MOE_TABLE_4BIT_FORMATS = dict(FRAMEWORK_FORMATS["trtllm"])
+
+
+def moe_table_constants(base=None, four_bit: bool = True):
     """`base` (default: the shipped constants) under the MoE tables' condition: where `base` leaves them unset
     (None), grouped GEMMs at MOE_TABLE_GEMM_LATENCY_S, up and gate in one launch, MOE_TABLE_LAYER_LATENCY_S per
-    layer."""
+    layer; with `four_bit`, where `base` has no 4-bit classes (moe_4bit_formats empty), MOE_TABLE_4BIT_FORMATS."""
     base = base or DEFAULT_CONSTANTS
     table = dict(moe_gemm_latency_s=MOE_TABLE_GEMM_LATENCY_S, moe_fused_gate_launch=True,
                  moe_layer_latency_s=MOE_TABLE_LAYER_LATENCY_S)
     unset = {name: value for name, value in table.items() if getattr(base, name) is None}
+    if four_bit and not base.moe_4bit_formats:
+        unset["moe_4bit_formats"] = dict(MOE_TABLE_4BIT_FORMATS)
     return replace(base, **unset) if unset else base
