@@ -37,10 +37,10 @@ SYSTEM_DEVICES: dict[str, str | None] = {
     "l4": "L4",
     "a100_pcie": None,            # 80 GB PCIe; the workbook has only the 40 GB PCIe card
     "a30": None,
-    "b60": None,                  # Intel Arc Pro B60
+    "b60": "Arc-Pro-B60",         # Intel Arc Pro B60 (Xe2; vLLM tables, oneCCL)
     "h100_pcie": None,
-    "l40s": None,
-    "rtx_pro_6000_server": None,
+    "l40s": "L40S",
+    "rtx_pro_6000_server": "RTX-PRO-6000-Server",
 }
 
 
