@@ -95,7 +95,16 @@ def test_every_value_has_a_source_and_the_assumptions_say_so():
     assert "rtx_pro_6000_server.yaml" in sources["RTX-PRO-6000-Server"]["clock"][0]
 
 
-def test_the_intel_card_is_flagged_unvalidated_and_the_nvidia_cards_are_not(devices):
-    b60 = realistic_validation(devices["Arc-Pro-B60"], "realistic")
-    assert b60["validated"] is False and "Arc-Pro-B60" in b60["basis"]
-    assert realistic_validation(devices["L40S"], "realistic")["validated"] is True
+@pytest.mark.parametrize("name", NEW)
+def test_realistic_is_flagged_unvalidated_on_the_pcie_cards(devices, name):
+    """Fitted on NVLink/HBM GPUs; scored on these cards it misses the kernel targets (docs/accuracy.md)."""
+    status = realistic_validation(devices[name], "realistic")
+    assert status["validated"] is False and f"unvalidated on {name}" in status["basis"]
+
+
+def test_an_nvlink_copy_of_a_pcie_card_is_judged_by_its_fields(devices):
+    """The rule reads num_links, not the name: the same NVIDIA card with NVLink counts as validated."""
+    nvlinked = devices["L40S"].with_changes(name="L40S-NVLINK", num_links=4)
+    assert realistic_validation(nvlinked, "realistic")["validated"] is True
+    intel = devices["Arc-Pro-B60"].with_changes(num_links=4)          # another vendor stays unvalidated
+    assert realistic_validation(intel, "realistic")["validated"] is False

@@ -44,6 +44,13 @@ SYSTEM_DEVICES: dict[str, str | None] = {
 }
 
 
+# The devices whose tables train the calibrated constants by default: the seven HBM data-center GPUs (all of them
+# also have serving runs). The PCIe cards with tables (L40S, RTX-PRO-6000-Server, Arc-Pro-B60; issue 12, h/newdev)
+# are scored leave-one-device-out with constants fitted on these, as devices known only from the workbook; a
+# benchmark trains on them too only where that does not make these seven worse (docs/accuracy.md).
+TRAINING_DEVICES = ("A100-80GB-SXM", "H100-SXM", "H200-SXM", "B200", "GB200", "B300", "GB300")
+
+
 class SiliconDataMissing(RuntimeError):
     """aiconfigurator-core is not installed (or its systems folder is gone)."""
 
