@@ -15,7 +15,7 @@ The rule reads the workbook's `kind`, `vendor` and `num_links` fields, so a user
 from __future__ import annotations
 
 REALISTIC_METHODS = ("realistic", "realistic-graph")
-MEASURED_ON = "NVLink/HBM NVIDIA GPUs (A100, H100, H200, B200, B300, GB200, GB300)"
+MEASURED_ON = "NVIDIA GPUs (A100, H100, H200, B200, B300, GB200, GB300)"
 
 
 def realistic_validation(hardware, method: str) -> dict | None:
@@ -29,8 +29,9 @@ def realistic_validation(hardware, method: str) -> dict | None:
     if nvidia_gpu:
         return {"validated": False,
                 "basis": (f"realistic is unvalidated on {hardware.name} (an NVIDIA GPU on one PCIe link, no NVLink): "
-                          f"its constants were fitted on {MEASURED_ON}; on the PCIe cards with measured tables (L40S, "
-                          "RTX PRO 6000 Server) they miss the attention and collective targets leave-one-device-out "
+                          f"its constants were fitted on NVLink-connected {MEASURED_ON}; on the PCIe cards with "
+                          "measured tables (L40S, RTX PRO 6000 Server) they miss the attention and collective targets "
+                          "leave-one-device-out "
                           "(docs/accuracy.md), so this estimate extrapolates them; compare with the roofline bound")}
     return {"validated": False,
             "basis": (f"realistic is unvalidated on {hardware.name} ({hardware.vendor} {hardware.kind}): its constants "
