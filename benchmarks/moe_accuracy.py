@@ -8,13 +8,18 @@ without each device and scores the device with the engine. Prints |error| median
 tokens-per-expert bucket and per dtype under: before (grouped GEMMs as plain GEMMs), lodo (fitted without the device),
 shipped (RealisticConstants).
 
+Folds train on package.TRAINING_DEVICES (the seven HBM GPUs) without the device scored, by default; the PCIe cards
+with trtllm MoE tables (L40S, RTX-PRO-6000-Server) are scored with the point fitted on all seven (--train-devices all:
+every device trains; docs/accuracy.md compares the two).
+
 Then the 4-bit formats (nvfp4, w4a8_mxfp4_mxfp8, w4a16_mxfp4, int4_wo; engine/calibration/silicon/moe_4bit_fit.py), per
 framework on its own tables (--four-bit-frameworks, default trtllm, vllm, sglang): per device and format, before (the
 tables' condition without 4-bit constants) and fitted (leave-one-device-out where another device has the class, else
 in-sample), with the GEMM target's verdict (engine/calibration/silicon/targets.py), and the classes fitted on all
 devices (engine/estimators/moe_4bit.FRAMEWORK_FORMATS).
 
-Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR] [--write]
+Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR]
+    [--train-devices all|A,B] [--write]
     [--four-bit-only [--model-free]] [--four-bit-rows 400] [--four-bit-frameworks trtllm,vllm,sglang]
 (--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
 Needs the `calibration` extra (aiconfigurator-core).
@@ -30,6 +35,7 @@ import pandas as pd
 
 from attention_accuracy import wide   # benchmarks/attention_accuracy.py: median / p90, bias per model
 from engine.calibration.silicon import installed_version, moe_4bit_fit, moe_fit
+from engine.calibration.silicon.package import TRAINING_DEVICES
 from engine.calibration.silicon.results import write_results
 from engine.hardware.specs import load_specs
 
@@ -40,6 +46,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="an aiconfigurator systems folder (default: the installed package)")
     parser.add_argument("--rows-per-device", type=int, default=1000, help="measurements per device (fixed seed)")
+    parser.add_argument("--train-devices", default=",".join(TRAINING_DEVICES),
+                        help="comma-separated devices the folds train on, or 'all' (default: the seven HBM GPUs)")
     parser.add_argument("--write", action="store_true", help="record the scores in calibration/results/")
     parser.add_argument("--four-bit-rows", type=int, default=400, help="4-bit measurements per device and format")
     parser.add_argument("--four-bit-only", action="store_true", help="only the 4-bit formats")
@@ -48,6 +56,7 @@ def main() -> None:
     parser.add_argument("--model-free", action="store_true", help="with --four-bit-only: first the measurements alone "
                         "per framework, device and format (moe_4bit_fit.model_free)")
     args = parser.parse_args()
+    train = None if args.train_devices == "all" else tuple(d.strip() for d in args.train_devices.split(","))
     started = time.perf_counter()
     devices = load_specs()
     if args.four_bit_only:
@@ -64,7 +73,8 @@ def main() -> None:
           flush=True)
     predictions = moe_fit.grid_predictions(rows, devices)
     print(f"grid evaluated in {time.perf_counter() - started:.0f} s", flush=True)
-    tidy, fitted = moe_fit.leave_one_device_out(rows, devices, predictions)
+    tidy, fitted = moe_fit.leave_one_device_out(rows, devices, predictions, train)
+    print(f"folds train on {', '.join(train) if train else 'every device'} (without the device scored)")
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 500)
     print("\n|error| median / p90, bias. before: grouped GEMMs as plain GEMMs; lodo: fitted without the device; "
@@ -87,6 +97,10 @@ def main() -> None:
     lodo = tidy[tidy["model"] == "lodo"].groupby("device")["error"].apply(lambda e: np.median(np.abs(e)))
     print(f"\nleave-one-device-out median per device: {', '.join(f'{d} {100 * v:.1f}%' for d, v in lodo.items())}"
           f" (GEMM target <= {100 * TARGET_MEDIAN:.0f}%)")
+    if train is not None:       # the alternative: every device trains (the PCIe cards too), from the same grid
+        every, _ = moe_fit.leave_one_device_out(rows, devices, predictions)
+        every = every[every["model"] == "lodo"].groupby("device")["error"].apply(lambda e: np.median(np.abs(e)))
+        print(f"with every device training instead: {', '.join(f'{d} {100 * v:.1f}%' for d, v in every.items())}")
     if args.write:
         path = write_results(result_rows(tidy), "kernel_moe", "benchmarks/moe_accuracy.py",
                              installed_version() if args.root is None else None)

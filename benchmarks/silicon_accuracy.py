@@ -18,8 +18,14 @@ engine/calibration/silicon/gemm_residuals.py. The fit samples --rows-per-group G
 against issue 12's target (leave-one-device-out median <= 8%): met, or missed by how many points; --write records
 the leave-one-device-out scores in calibration/results/kernel_gemm.csv for the Accuracy page.
 
+The leave-one-device-out fit scores every workbook device with tables and trains each fold on package.TRAINING_DEVICES
+(the seven HBM GPUs) without the device scored; a device outside them (the L40S, the RTX PRO 6000 Server and the Arc
+Pro B60: PCIe cards known only from the workbook, h/newdev) is fitted on all seven. --train-devices all trains on
+every device with tables (attention and collectives got worse on the seven that way, so none of the benchmarks does
+it by default; docs/accuracy.md); --train-devices A,B,... and --score-devices A,B,... pick the devices.
+
 Run: .venv/bin/python benchmarks/silicon_accuracy.py [--framework trtllm|vllm|sglang] [--root SYSTEMS_DIR] [--no-fit]
-     [--residuals] [--rows-per-group N] [--write]
+     [--residuals] [--rows-per-group N] [--train-devices A,B] [--score-devices A,B] [--write]
 Needs the `calibration` extra (aiconfigurator-core), or --root tests/data/aiconfigurator/systems (a few rows).
 """
 
@@ -31,6 +37,7 @@ import time
 import pandas as pd
 
 from engine.calibration.silicon import SYSTEM_DEVICES, fit, gemm_residuals, installed_version, score
+from engine.calibration.silicon.package import TRAINING_DEVICES
 from engine.calibration.silicon.results import write_results
 from engine.hardware.specs import load_specs
 
@@ -68,10 +75,16 @@ def main() -> None:
     parser.add_argument("--root", default=None,
                         help="an aiconfigurator systems folder (default: the installed package)")
     parser.add_argument("--no-fit", action="store_true", help="skip the leave-one-device-out GEMM fit (~40 s)")
+    parser.add_argument("--fit-only", action="store_true", help="skip the per-family scoring, run the fit only")
     parser.add_argument("--residuals", action="store_true",
                         help="after the fit, its held-out signed errors by shape regime (m, k, n, time; per framework)")
     parser.add_argument("--rows-per-group", type=int, default=1500,
                         help="GEMMs sampled per device x dtype x framework for the fit (seed 0; default 1500)")
+    parser.add_argument("--train-devices", type=device_list, default=list(TRAINING_DEVICES),
+                        help="comma-separated workbook devices the folds train on, or 'all' (every device with "
+                             "tables); default: the seven HBM GPUs, package.TRAINING_DEVICES")
+    parser.add_argument("--score-devices", type=device_list, default=None,
+                        help="comma-separated workbook devices to score (default: every device with tables)")
     parser.add_argument("--write", action="store_true",
                         help="record the leave-one-device-out scores in calibration/results/kernel_gemm.csv")
     args = parser.parse_args()
@@ -79,7 +92,23 @@ def main() -> None:
     devices = load_specs()
     print(f"# Kernel accuracy on aiconfigurator-core {installed_version() if args.root is None else args.root} "
           f"tables, framework {args.framework}")
-    tidy, missing = score_all(args.root, args.framework, devices)
+    if not args.fit_only:
+        print_scores(args.root, args.framework, devices)
+    if not args.no_fit:
+        table = print_leave_one_device_out(args.root, devices, args.residuals, args.rows_per_group,
+                                           args.train_devices, args.score_devices)
+        print("\n## Against the target (GEMM leave-one-device-out median <= 8% per device and dtype)\n")
+        print("\n".join(target_lines(table)))
+        if args.write:
+            path = write_results(result_rows(table, args.rows_per_group, args.train_devices), "kernel_gemm",
+                                 "benchmarks/silicon_accuracy.py", installed_version() if args.root is None else None)
+            print(f"recorded in {path}")
+    print(f"\nTotal {time.perf_counter() - started:.1f} s")
+
+
+def print_scores(root, framework: str, devices: dict) -> None:
+    """Roofline and realistic per device x family x precision, per family x precision and per family."""
+    tidy, missing = score_all(root, framework, devices)
     summary = score.summary(tidy)
     pd.set_option("display.width", 250)
     print("\n## Per device x family x precision (GEMM weight/activation dtypes; attention dtype, kv dtype; "
@@ -94,23 +123,45 @@ def main() -> None:
         print(f"\nNot scored (no device in this workbook): {', '.join(missing)}")
     unmapped = sorted(system for system, device in SYSTEM_DEVICES.items() if device is None)
     print(f"Systems the workbook has no device for: {', '.join(unmapped)}")
-    if not args.no_fit:
-        table = print_leave_one_device_out(args.root, devices, args.residuals, args.rows_per_group)
-        print("\n## Against the target (GEMM leave-one-device-out median <= 8% per device and dtype)\n")
-        print("\n".join(target_lines(table)))
-        if args.write:
-            path = write_results(result_rows(table, args.rows_per_group), "kernel_gemm",
-                                 "benchmarks/silicon_accuracy.py", installed_version() if args.root is None else None)
-            print(f"recorded in {path}")
-    print(f"\nTotal {time.perf_counter() - started:.1f} s")
 
 
-def print_leave_one_device_out(root, devices: dict, residuals: bool = False,
-                               rows_per_group: int = 1500) -> pd.DataFrame:
+def device_list(text: str) -> list[str]:
+    """A comma-separated list of workbook device names (argparse type); 'all': None (every device with tables)."""
+    if text == "all":
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated workbook device names")
+    return names
+
+
+def held_out_table(rows: pd.DataFrame, devices: dict, parts: list | None, train=None, score=None) -> pd.DataFrame:
+    """fit.leave_one_device_out over `rows`, each fold trained on the devices of `train` (default every device in the
+    rows) other than the one scored; only the devices of `score` (default every one) are scored. A scored device
+    outside `train` is fitted on all of `train`."""
+    present = set(rows["device"])
+    unknown = sorted((set(train or ()) | set(score or ())) - set(devices))
+    if unknown:
+        raise SystemExit(f"--train-devices/--score-devices: not in the workbook: {', '.join(unknown)}")
+    train, score = set(train or present) & present, set(score or present) & present
+    tables = []
+    if score & train:
+        tables.append(fit.leave_one_device_out(rows[rows["device"].isin(train)], devices, residuals=parts,
+                                               held_out=score & train))
+    for device in sorted(score - train):
+        tables.append(fit.leave_one_device_out(rows[rows["device"].isin(train | {device})], devices, residuals=parts,
+                                               held_out={device}))
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def print_leave_one_device_out(root, devices: dict, residuals: bool = False, rows_per_group: int = 1500,
+                               train=None, score=None) -> pd.DataFrame:
     rows = fit.fit_rows(devices, root, rows_per_group=rows_per_group)
     parts = [] if residuals else None
-    table = fit.leave_one_device_out(rows, devices, residuals=parts)
+    table = held_out_table(rows, devices, parts, train, score)
     print("\n## Realistic GEMM constants per dtype, leave-one-device-out (fit on the others, score the device)\n")
+    print(f"trained on: {', '.join(train) if train else 'every device with tables'}; scored: "
+          f"{', '.join(score) if score else 'every device with tables'}")
     print(f"{len(rows):,} GEMMs (n, k >= {fit.LEAST_N_K}; frameworks {', '.join(fit.FRAMEWORKS)} pooled; "
           f"without {sorted(fit.EXCLUDED)}). |error| median / p90, bias:")
     out = table[["device", "dtype", "count", "efficiency", "extra_latency_us", "latency_cycles",
@@ -153,10 +204,12 @@ def target_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
-def result_rows(table: pd.DataFrame, rows_per_group: int) -> pd.DataFrame:
+def result_rows(table: pd.DataFrame, rows_per_group: int, train=None) -> pd.DataFrame:
     """The leave-one-device-out scores per device x dtype as calibration/results rows (write_results' columns)."""
+    on = ("; trained on every device with tables" if train is None
+          else "" if tuple(train) == TRAINING_DEVICES else f"; trained on {', '.join(train)}")
     return pd.DataFrame({"scope": "kernel", "family": "gemm " + table["dtype"], "subject": table["device"],
-                         "variant": f"realistic, fitted ({rows_per_group} rows per device x dtype x framework)",
+                         "variant": f"realistic, fitted ({rows_per_group} rows per device x dtype x framework{on})",
                          "split": "leave-one-device-out", "count": table["count"].to_numpy(),
                          "median_abs_error": table["lodo median_abs_error"].to_numpy(),
                          "p90_abs_error": table["lodo p90_abs_error"].to_numpy(),

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.hardware.device import WORKBOOK_FIELDS, Hardware  # noqa: E402
 from engine.hardware.specs import write_specs  # noqa: E402
 from scripts.specs_blackwell import BLACKWELL_DEVICES  # noqa: E402
+from scripts.specs_pcie import PCIE_DEVICES  # noqa: E402
 from scripts.specs_common import (  # noqa: E402
     BUILD_SCRIPT, CUDA_GRAPHS, CUDA_GUIDE, CUDA_REGISTERS, LAUNCH_NOTE, TENSOR_FIELDS, KiB, M, MiB, cite, energy_values,
 )
@@ -454,7 +455,7 @@ DEVICES: list[tuple[Hardware, dict]] = [
     (NVL_AX, NVL_AX_SOURCES), (JGS, JGS_SOURCES),
     (A100_40GB_PCIE, A100_40GB_PCIE_SOURCES), (A100_80GB_SXM, A100_80GB_SXM_SOURCES),
     (H100_SXM, H100_SXM_SOURCES), (H200_SXM, H200_SXM_SOURCES), *BLACKWELL_DEVICES, (MI300X, MI300X_SOURCES),
-    (T4, T4_SOURCES), (L4, L4_SOURCES), (TPU_V5E, TPU_V5E_SOURCES), (V100_SXM2_32GB, V100_SOURCES),
+    (T4, T4_SOURCES), (L4, L4_SOURCES), *PCIE_DEVICES, (TPU_V5E, TPU_V5E_SOURCES), (V100_SXM2_32GB, V100_SOURCES),
 ]
 
 

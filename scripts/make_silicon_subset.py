@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python scripts/make_silicon_subset.py        # needs the `calibration` extra installed
 
+Also writes tests/data/aiconfigurator_rtx_pro/ (RTX PRO 6000 Server bf16 GEMMs: a device known only from the workbook).
+
 Keeps the package's layout (systems/<system>.yaml, systems/data/<system>/<family>/<framework>/<version>/
 <table>.csv with its collection_meta.yaml, systems/silicon_sample.csv) for two systems and one framework
 version each, rows picked with a fixed seed, values exactly as stored (columns and units unchanged;
@@ -39,6 +41,10 @@ PICKS = (
     ("comm", "trtllm", "1.3.0rc20", "custom_allreduce_perf", 10, None),
 )
 SERVING_ROWS_PER_SYSTEM = 15
+# a device known only from the workbook (issue 12, h/newdev): RTX PRO 6000 Server bf16 GEMMs for
+# tests/test_silicon_pcie_floor.py
+OUT_PCIE = OUT.parent.parent / "aiconfigurator_rtx_pro" / "systems"
+PCIE_SYSTEM, PCIE_GEMMS = "rtx_pro_6000_server", 240
 
 
 def newest(folder: Path) -> Path:
@@ -72,6 +78,21 @@ def main() -> None:
     runs = pd.read_csv(source / "silicon_sample.csv", dtype=str, keep_default_na=False)
     picked = [runs[runs.system == s].sample(n=SERVING_ROWS_PER_SYSTEM, random_state=0) for s in SYSTEMS]
     pd.concat(picked).sort_index().to_csv(OUT / "silicon_sample.csv", index=False)
+    pcie_subset(source)
+
+
+def pcie_subset(source: Path) -> None:
+    """tests/data/aiconfigurator_rtx_pro/systems: PCIE_SYSTEM's yaml and PCIE_GEMMS trtllm bf16 GEMMs, n, k >= 128."""
+    if OUT_PCIE.exists():
+        shutil.rmtree(OUT_PCIE)
+    folder = source / "data" / PCIE_SYSTEM / "gemm" / "trtllm" / "1.3.0rc20"
+    frame = pd.read_parquet(folder / "gemm_perf.parquet")
+    frame = frame[(frame.gemm_dtype == "bfloat16") & (frame.n >= 128) & (frame.k >= 128)]
+    target = OUT_PCIE / "data" / PCIE_SYSTEM / "gemm" / "trtllm" / folder.name
+    target.mkdir(parents=True)
+    shutil.copy(source / f"{PCIE_SYSTEM}.yaml", OUT_PCIE / f"{PCIE_SYSTEM}.yaml")
+    shutil.copy(folder / "collection_meta.yaml", target / "collection_meta.yaml")
+    frame.sample(n=PCIE_GEMMS, random_state=0).sort_index().to_csv(target / "gemm_perf.csv", index=False)
 
 
 if __name__ == "__main__":

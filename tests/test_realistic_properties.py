@@ -58,7 +58,8 @@ def test_whole_model_never_beats_the_roofline_and_more_hardware_never_hurts(devi
 
 
 WORKBOOK_DEVICES = ("NVL-AX", "JGS", "A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM", "B200", "GB200", "B300",
-                    "GB300", "MI300X", "T4", "L4", "TPU-v5e", "V100-SXM2-32GB")
+                    "GB300", "MI300X", "T4", "L4", "L40S", "RTX-PRO-6000-Server", "Arc-Pro-B60", "TPU-v5e",
+                    "V100-SXM2-32GB")
 # long prefills: the fused kernel's fixed costs then no longer hide its fp8 rate (below ~16k tokens they do)
 FP8_CACHE = scenario_strategy(max_batch=4, max_input=65_536, max_output=8, max_chunk=4096, kv_dtypes=("fp8",))
 LONG_FP8_PREFILL = engine.Scenario(phase="prefill", batch=1, input_length=65_536, kv_dtype="fp8")

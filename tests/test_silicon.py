@@ -170,10 +170,13 @@ def test_missing_package_error_names_the_extra(monkeypatch):
 
 def test_system_map_points_at_workbook_devices():
     from engine.hardware.specs import load_specs
-    workbook = set(load_specs()) | {"GB200", "B300", "GB300"}      # the last three join the workbook in issue 12
+    workbook = set(load_specs())
     named = {device for device in silicon.SYSTEM_DEVICES.values() if device}
     assert named <= workbook
-    assert silicon.SYSTEM_DEVICES["h100_sxm"] == "H100-SXM" and silicon.SYSTEM_DEVICES["l40s"] is None
+    assert silicon.SYSTEM_DEVICES["h100_sxm"] == "H100-SXM" and silicon.SYSTEM_DEVICES["a30"] is None
+    # the PCIe cards with tables that joined the workbook in issue 12 (h/newdev)
+    assert (silicon.SYSTEM_DEVICES["l40s"], silicon.SYSTEM_DEVICES["rtx_pro_6000_server"],
+            silicon.SYSTEM_DEVICES["b60"]) == ("L40S", "RTX-PRO-6000-Server", "Arc-Pro-B60")
 
 
 @pytest.mark.skipif(not silicon.is_installed(), reason="needs the calibration extra")

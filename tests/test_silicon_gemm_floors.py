@@ -14,7 +14,7 @@ import pytest
 
 from engine.calibration import silicon
 from engine.calibration.silicon import fit
-from engine.hardware.specs import load_specs
+from tests.silicon_held_out import floor_devices
 
 pytestmark = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigurator-core (calibration extra) absent")
 
@@ -31,7 +31,7 @@ CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cycles"
 @pytest.fixture(scope="module")
 def folds():
     """{device: (held-out DeviceGemms, constants fitted on the others, the others' additive-form constants)}."""
-    devices = load_specs()
+    devices = floor_devices()       # the seven the floors were measured on (tests/silicon_held_out.py)
     rows = fit.fit_rows(devices, frameworks=("trtllm",), rows_per_group=600)
     groups = fit.device_gemms(rows[rows["dtype"] == "bf16"], devices)
     out = {}
@@ -87,7 +87,7 @@ FP8_CONSTANTS = ("efficiency", "latency_cycles", "joules_per_flop", "split_k_cyc
 
 @pytest.fixture(scope="module")
 def fp8_folds():
-    devices = load_specs()
+    devices = floor_devices()
     rows = fit.fit_rows(devices, frameworks=("trtllm",), rows_per_group=400)
     groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices, tile_store={})   # the form before h/gemm9's tile store
     cycles = 4700.0     # bf16's shipped latency cycles when the floors were measured (h/gemm7 ships 4,500 with k steps)

@@ -20,6 +20,7 @@ from engine.calibration.silicon import fit, tables
 from engine.estimators.gemm_condition import block_scale_ratio, native_block_scales
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
 from engine.hardware.specs import load_specs
+from tests.silicon_held_out import floor_devices
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
 WARM = replace(DEFAULT_CONSTANTS, gemm_condition="warm", gemm_quantize_latency_s={"fp8": 3.0e-6, "fp8_g128": 3.0e-6})
@@ -91,7 +92,7 @@ needs_tables = pytest.mark.skipif(not silicon.is_installed(), reason="aiconfigur
 
 @pytest.fixture(scope="module")
 def pooled_fp8_folds():
-    devices = load_specs()
+    devices = floor_devices()       # the seven the floors were measured on (tests/silicon_held_out.py)
     rows = fit.fit_rows(devices, rows_per_group=200)
     groups = fit.device_gemms(rows[rows["dtype"] == "fp8"], devices, tile_store={})   # h/gemm5's form: no tile store
     return {device: (held_out, fit.fit_dtype_clock_block_scaled(

@@ -29,7 +29,7 @@ from engine.hardware.specs.writing import to_workbook_value
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "specs.xlsx"
 NAMES = ["NVL-AX", "JGS", "A100-40GB-PCIe", "A100-80GB-SXM", "H100-SXM", "H200-SXM", "B200", "GB200", "B300",
-         "GB300", "MI300X", "T4", "L4", "TPU-v5e", "V100-SXM2-32GB"]
+         "GB300", "MI300X", "T4", "L4", "L40S", "RTX-PRO-6000-Server", "Arc-Pro-B60", "TPU-v5e", "V100-SXM2-32GB"]
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,7 @@ def test_dtypes_a_device_lacks_are_blank_and_fall_back(devices):
     assert devices["T4"].matrix_flops_per_s("bf16") == devices["T4"].matrix_flops_per_s("fp16")
     assert devices["A100-40GB-PCIe"].matrix_macs_per_cycle_per_core_fp8 is None
     assert [n for n, d in devices.items() if d.matrix_macs_per_cycle_per_core_fp4 is not None] == [
-        "B200", "GB200", "B300", "GB300"]
+        "B200", "GB200", "B300", "GB300", "RTX-PRO-6000-Server"]     # the GB202 card has fp4 too (h/newdev)
     assert devices["TPU-v5e"].matrix_dtypes == ("bf16", "int8")
 
 

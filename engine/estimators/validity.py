@@ -3,9 +3,13 @@
 The realistic constants (achievable fractions, kernel latencies, kernel classes, host-side serving times)
 are fitted and scored on NVIDIA GPUs only: Vidur's kernel profiles (A100, H100), aiconfigurator-core's
 per-operation tables and serving runs (H100, H200, B200, B300, GB200; docs/accuracy.md, docs/serving.md).
-A device of another kind or vendor (a TPU, an AMD GPU, an NPU, a hypothetical part of another kind) gets
-the same GPU-derived constants: its realistic estimate is an extrapolation, and every result says so.
-The rule reads the workbook's `kind` and `vendor` fields, so a user's device is judged the same way.
+A device of another kind or vendor (a TPU, an AMD GPU, an Intel GPU, an NPU, a hypothetical part of another kind)
+gets the same GPU-derived constants: its realistic estimate is an extrapolation, and every result says so.
+So does an NVIDIA GPU whose only device-to-device path is one PCIe link (num_links <= 1: T4, L4, L40S, RTX PRO
+6000): the constants were fitted on NVLink/HBM data-center GPUs, and on the PCIe cards with measured tables (L40S,
+RTX PRO 6000 Server, and Intel's Arc Pro B60; issue 12, h/newdev) leave-one-device-out scores miss the kernel
+targets (docs/accuracy.md, "Devices known only from the workbook").
+The rule reads the workbook's `kind`, `vendor` and `num_links` fields, so a user's device is judged the same way.
 
 Weight-only quantized GEMMs (int4 / int8 weights with 16-bit activations: engine/estimators/weight_only.py) have a
 weaker basis than the rest, and every such estimate says so (`weight_only` in the dict, and a note), on any device.
@@ -29,18 +33,29 @@ def realistic_validation(hardware, method: str, scenario=None) -> dict | None:
     bounds, the seed method reproduces the notebook)."""
     if method not in REALISTIC_METHODS:
         return None
-    validated = str(hardware.kind).lower() == "gpu" and str(hardware.vendor).strip().upper() == "NVIDIA"
-    if validated:
-        status = {"validated": True, "basis": f"realistic constants fitted and scored on measured {MEASURED_ON}"}
-    else:
-        status = {"validated": False,
-                  "basis": (f"realistic is unvalidated on {hardware.name} ({hardware.vendor} {hardware.kind}): its "
-                            f"constants were fitted on {MEASURED_ON} only, so this estimate extrapolates them; compare "
-                            "with the roofline bound")}
+    status = device_status(hardware)
     note = weight_only_note(scenario)
     if note:
         status["weight_only"] = note
     return status
+
+
+def device_status(hardware) -> dict:
+    """{"validated", "basis"} for the device: an NVIDIA GPU with NVLink is what the constants were fitted on."""
+    nvidia_gpu = str(hardware.kind).lower() == "gpu" and str(hardware.vendor).strip().upper() == "NVIDIA"
+    if nvidia_gpu and (hardware.num_links or 0) > 1:
+        return {"validated": True, "basis": f"realistic constants fitted and scored on measured {MEASURED_ON}"}
+    if nvidia_gpu:
+        return {"validated": False,
+                "basis": (f"realistic is unvalidated on {hardware.name} (an NVIDIA GPU on one PCIe link, no NVLink): "
+                          f"its constants were fitted on NVLink-connected {MEASURED_ON}; on the PCIe cards with "
+                          "measured tables (L40S, RTX PRO 6000 Server) they miss the attention and collective targets "
+                          "leave-one-device-out "
+                          "(docs/accuracy.md), so this estimate extrapolates them; compare with the roofline bound")}
+    return {"validated": False,
+            "basis": (f"realistic is unvalidated on {hardware.name} ({hardware.vendor} {hardware.kind}): its constants "
+                      f"were fitted on {MEASURED_ON} only, so this estimate extrapolates them; compare with the "
+                      "roofline bound")}
 
 
 def weight_only_note(scenario) -> str | None:

@@ -148,22 +148,27 @@ def fit_custom_all_reduce(frame: pd.DataFrame, constants: CollectiveConstants) -
     return with_custom(least_squares(residuals, start, bounds=([0.0, 0.05], [50.0, 2.0])).x)
 
 
-def leave_one_device_out_custom(frame: pd.DataFrame, constants: CollectiveConstants) -> pd.DataFrame:
-    """Custom all-reduce rows: a_custom, e_custom fitted without device X, scored on X."""
+def leave_one_device_out_custom(frame: pd.DataFrame, constants: CollectiveConstants,
+                                training=None) -> pd.DataFrame:
+    """Custom all-reduce rows: a_custom, e_custom fitted without device X (on the devices of `training`, default
+    every one), scored on X."""
     predicted = np.full(len(frame), np.nan)
+    trains = frame["device"].isin(list(training)).to_numpy() if training is not None else np.ones(len(frame), bool)
     for device in sorted(frame["device"].unique()):
         held = (frame["device"] == device).to_numpy()
-        fitted = fit_custom_all_reduce(frame[~held], constants)
+        fitted = fit_custom_all_reduce(frame[~held & trains], constants)
         predicted[held] = predict(frame[held], fitted, custom_all_reduce=True)
     return scores(frame, predicted, ("device",))
 
 
-def leave_one_device_out(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fit without each device, score it: (per device, per device x op) tables of median/p90/bias."""
+def leave_one_device_out(frame: pd.DataFrame, training=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fit without each device (on the devices of `training`, default every one), score it: (per device, per
+    device x op) tables of median/p90/bias."""
     predicted = np.full(len(frame), np.nan)
+    trains = frame["device"].isin(list(training)).to_numpy() if training is not None else np.ones(len(frame), bool)
     for device in sorted(frame["device"].unique()):
         held = (frame["device"] == device).to_numpy()
-        predicted[held] = predict(frame[held], fit_constants(frame[~held]))
+        predicted[held] = predict(frame[held], fit_constants(frame[~held & trains]))
     return scores(frame, predicted, ("device",)), scores(frame, predicted, ("device", "op"))
 
 

@@ -305,20 +305,20 @@ def errors(groups: list, *values) -> dict:
 
 
 def leave_one_device_out(rows: pd.DataFrame, devices: dict, condition: str = "warm",
-                         residuals: list | None = None) -> pd.DataFrame:
+                         residuals: list | None = None, held_out: set | None = None) -> pd.DataFrame:
     """Per device x dtype: errors uncalibrated (efficiency 1, no extra latency: `before`), with the constants
     fitted on the OTHER devices (`lodo`; their values in efficiency / extra_latency_us ...; the fp8 tables'
     activation-quantize latencies in quantize_us) and with the shipped DEFAULT_CONSTANTS (`shipped`: their
     quantize latencies from conditions.TABLE_QUANTIZE_LATENCY_S), all under the tables' timing `condition`.
     `residuals`: a list that gets, per device x dtype, its held-out rows with the lodo prediction (predicted_s;
-    gemm_residuals.py groups their errors by shape regime)."""
+    gemm_residuals.py groups their errors by shape regime). `held_out`: the devices scored (default every one)."""
     from engine.calibration.silicon.conditions import quantize_bytes_of, quantize_latency_of
     groups = device_gemms(rows, devices, condition)
     shipped_store = DEFAULT_CONSTANTS.gemm_tile_store_bytes_per_value     # the shipped scores: the engine's tile store
     shipped_groups = (groups if shipped_store == TILE_STORE_BYTES_PER_VALUE
                       else device_gemms(rows, devices, condition, shipped_store))
     lines, bf16_cycles = [], {}
-    for device, dtype in sorted({(d, t) for d, t, _ in groups}):     # per device bf16 first, then fp8, fp8_g128
+    for device, dtype in sorted({(d, t) for d, t, _ in groups if held_out is None or d in held_out}):  # bf16 first
         held_out = [g for (d, t, _), g in groups.items() if (d, t) == (device, dtype)]
         training = [g for (d, t, _), g in groups.items() if t == dtype and d != device]
         if not training:

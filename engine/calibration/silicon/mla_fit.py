@@ -108,14 +108,16 @@ def training_groups(groups: dict, family: str, left_out: str | None) -> list:
     return [g for d, g in groups.items() if d != left_out and (family == "prefill_mla" or mla_decode_trains(g))]
 
 
-def leave_one_device_out(groups: dict, family: str, bases: dict) -> tuple[pd.DataFrame, dict]:
+def leave_one_device_out(groups: dict, family: str, bases: dict,
+                         training: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """Tidy errors per measurement of every device of `groups` ({device: DeviceAttention} of `family`) under
-    `lodo_mla` (MLA constants fitted without the device over `bases[device]`, the attention constants fitted
-    without it); and {device: the lodo MLA constants}."""
+    `lodo_mla` (MLA constants fitted on `training`, default `groups`, without the device, over `bases[device]`, the
+    attention constants fitted without it); and {device: the lodo MLA constants}."""
+    training = groups if training is None else training
     parts, fitted = [], {}
     for device, held_out in groups.items():
         base = bases[device]
-        fitted[device] = fit_mla(training_groups(groups, family, device), family, base)
+        fitted[device] = fit_mla(training_groups(training, family, device), family, base)
         predicted = predicted_s(held_out, family, fitted[device], base)
         rows = held_out.rows.iloc[held_out.measurement]
         parts.append(rows.assign(predicted_s=predicted, error=predicted / held_out.measured - 1.0, family=family,

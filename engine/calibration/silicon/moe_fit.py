@@ -163,16 +163,17 @@ def moe_objective(predicted: np.ndarray, measured: np.ndarray) -> float:
     return float(np.median(error) + P90_WEIGHT * np.quantile(error, 0.9))
 
 
-def leave_one_device_out(rows: pd.DataFrame, devices: dict,
-                         predictions: dict | None = None) -> tuple[pd.DataFrame, dict]:
+def leave_one_device_out(rows: pd.DataFrame, devices: dict, predictions: dict | None = None,
+                         training=None) -> tuple[pd.DataFrame, dict]:
     """Tidy errors per measurement under `before` (plain_constants: grouped GEMMs as plain GEMMs), `lodo` (the
-    point fitted without the device, timed by the engine) and `shipped`
-    (DEFAULT_CONSTANTS, the engine); and {device: the lodo point}."""
+    point fitted without the device, on the devices of `training`, default every one, timed by the engine) and
+    `shipped` (DEFAULT_CONSTANTS, the engine); and {device: the lodo point}."""
     predictions = predictions or grid_predictions(rows, devices)
     parts, fitted = [], {}
     for device, part in rows.groupby("device", sort=True):
         part = part.reset_index(drop=True)
-        fitted[device] = best_point(predictions, [d for d in predictions if d != device])
+        fitted[device] = best_point(predictions, [d for d in predictions
+                                                  if d != device and (training is None or d in training)])
         measured = predictions[device][2]
         for label, constants in (("before", plain_constants()), ("lodo", constants_with(fitted[device])),
                                  ("shipped", moe_table_constants(DEFAULT_CONSTANTS))):
