@@ -21,7 +21,8 @@ devices (engine/estimators/moe_4bit.FRAMEWORK_FORMATS).
 Run: .venv/bin/python benchmarks/moe_accuracy.py [--rows-per-device 1000] [--root SYSTEMS_DIR]
     [--train-devices all|A,B] [--write]
     [--four-bit-only [--model-free]] [--four-bit-rows 400] [--four-bit-frameworks trtllm,vllm,sglang]
-(--write records the per-device scores in calibration/results/kernel_moe.csv for the Accuracy page)
+(--write records the per-device scores in calibration/results/kernel_moe.csv, and the 4-bit ones in
+kernel_moe_4bit.csv, for the Accuracy page)
 Needs the `calibration` extra (aiconfigurator-core).
 """
 
@@ -64,7 +65,9 @@ def main() -> None:
             print("## Model-free: stream = packed weight bytes / time / bandwidth (<= 4 pairs per expert, >= 32 experts "
                   "reached); rate = FLOP/s / peak of the compute format (>= 256 pairs per expert)\n")
             print(moe_4bit_fit.model_free(devices, args.root).round(2).to_string(index=False), flush=True)
-        four_bit_frameworks(devices, args.root, args.four_bit_rows, args.four_bit_frameworks)
+        four_bits = four_bit_frameworks(devices, args.root, args.four_bit_rows, args.four_bit_frameworks, train)
+        if args.write:
+            write_four_bit(four_bits, args.root)
         print(f"\nTotal {time.perf_counter() - started:.1f} s")
         return
     rows = moe_fit.fit_rows(devices, args.root, args.rows_per_device)
@@ -105,23 +108,28 @@ def main() -> None:
         path = write_results(result_rows(tidy), "kernel_moe", "benchmarks/moe_accuracy.py",
                              installed_version() if args.root is None else None)
         print(f"recorded in {path}")
-    four_bit_frameworks(devices, args.root, args.four_bit_rows, args.four_bit_frameworks)
+    four_bits = four_bit_frameworks(devices, args.root, args.four_bit_rows, args.four_bit_frameworks, train)
+    if args.write:
+        write_four_bit(four_bits, args.root)
     print(f"\nTotal {time.perf_counter() - started:.1f} s")
 
 
-def four_bit_frameworks(devices: dict, root, rows_per_device: int, frameworks: str) -> None:
-    for framework in [name.strip() for name in frameworks.split(",") if name.strip()]:
-        four_bit(devices, root, rows_per_device, framework)
+def four_bit_frameworks(devices: dict, root, rows_per_device: int, frameworks: str, train=None) -> pd.DataFrame:
+    """four_bit per framework (folds training on `train`, None: every device); their scored rows in one frame (a
+    `framework` column added)."""
+    names = [name.strip() for name in frameworks.split(",") if name.strip()]
+    return pd.concat([four_bit(devices, root, rows_per_device, name, train).assign(framework=name) for name in names],
+                     ignore_index=True)
 
 
-def four_bit(devices: dict, root, rows_per_device: int, framework: str = "trtllm") -> None:
+def four_bit(devices: dict, root, rows_per_device: int, framework: str = "trtllm", train=None) -> pd.DataFrame:
     """The 4-bit formats of `framework`'s tables: fitted per class, scored per device and table format before /
-    fitted, with the verdict."""
+    fitted, with the verdict; returns the scored rows (moe_4bit_fit.leave_one_device_out's frame)."""
     rows = moe_4bit_fit.fit_rows(devices, root, rows_per_device, framework=framework)
     print(f"\n## 4-bit formats, {framework}: {len(rows):,} measurements, classes "
           f"{', '.join(sorted(rows['format_key'].unique()))}\n", flush=True)
     predictions = moe_4bit_fit.grid_predictions(rows, devices)
-    tidy, fitted = moe_4bit_fit.leave_one_device_out(rows, devices, predictions)
+    tidy, fitted = moe_4bit_fit.leave_one_device_out(rows, devices, predictions, train)
     print("|error| median / p90, bias. before: the tables' condition without 4-bit constants; fitted: the class's "
           "constants fitted without the device (split says where only the device itself has the class)\n")
     lines = []
@@ -142,7 +150,29 @@ def four_bit(devices: dict, root, rows_per_device: int, framework: str = "trtllm
     print(f"\n## 4-bit constants, {framework} (stream, matrix, latency s) fitted without each device\n")
     for (device, key), (point, split) in fitted.items():
         print(f"{device} {key}: {point} ({split})")
-    print(f"all devices ({framework}; engine/estimators/moe_4bit.FRAMEWORK_FORMATS): {moe_4bit_fit.fit_all(predictions)}")
+    print(f"all devices ({framework}; engine/estimators/moe_4bit.FRAMEWORK_FORMATS): "
+          f"{moe_4bit_fit.fit_all(predictions, train)}")
+    return tidy
+
+
+def four_bit_result_rows(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Per framework, table format and device, the fitted 4-bit scores for write_results: family "moe <format>
+    (<framework>)", split as scored (leave-one-device-out, or in-sample where only the device has the class)."""
+    lines = []
+    fitted = tidy[tidy["model"] == "fitted"]
+    for (framework, fmt, device, split), part in fitted.groupby(["framework", "file_dtype", "device", "split"]):
+        error = part["error"].to_numpy()
+        lines.append({"scope": "kernel", "family": f"moe {fmt} ({framework})", "subject": device,
+                      "variant": "realistic, 4-bit class fitted (tables' condition; not in estimate / serve)",
+                      "split": split, "count": error.size, "median_abs_error": float(np.median(np.abs(error))),
+                      "p90_abs_error": float(np.quantile(np.abs(error), 0.9)), "bias": float(np.median(error))})
+    return pd.DataFrame(lines)
+
+
+def write_four_bit(tidy: pd.DataFrame, root) -> None:
+    path = write_results(four_bit_result_rows(tidy), "kernel_moe_4bit", "benchmarks/moe_accuracy.py",
+                         installed_version() if root is None else None)
+    print(f"recorded in {path}")
 
 
 def result_rows(tidy: pd.DataFrame) -> pd.DataFrame:

@@ -109,15 +109,16 @@ def best_point(predictions: dict, key: str, training: list) -> tuple[float, floa
     return best
 
 
-def leave_one_device_out(rows: pd.DataFrame, devices: dict, predictions: dict | None = None):
+def leave_one_device_out(rows: pd.DataFrame, devices: dict, predictions: dict | None = None, training=None):
     """Tidy errors per measurement under `before` (the tables' condition without 4-bit constants), `fitted` (the
-    class's point fitted without the device where another device has the class: split leave-one-device-out; else on
-    the device itself: in-sample); and {(device, class): (point, split)}."""
+    class's point fitted without the device, on the devices of `training` (default every one), where another such
+    device has the class: split leave-one-device-out; else on the device itself: in-sample); and {(device, class):
+    (point, split)}."""
     predictions = predictions or grid_predictions(rows, devices)
     parts, fitted = [], {}
     for (device, key), part in rows.groupby(["device", "format_key"], sort=True):
         part = part.reset_index(drop=True)
-        others = [d for d, k in predictions if k == key and d != device]
+        others = [d for d, k in predictions if k == key and d != device and (training is None or d in training)]
         split = "leave-one-device-out" if others else "in-sample"
         point = best_point(predictions, key, others or [device])
         fitted[(device, key)] = (point, split)
@@ -128,10 +129,12 @@ def leave_one_device_out(rows: pd.DataFrame, devices: dict, predictions: dict | 
     return pd.concat(parts, ignore_index=True), fitted
 
 
-def fit_all(predictions: dict) -> dict:
-    """{class: (stream, matrix, latency)} fitted on every device that has it (the values to ship)."""
-    keys = sorted({key for _, key in predictions})
-    return {key: best_point(predictions, key, sorted({d for d, k in predictions if k == key})) for key in keys}
+def fit_all(predictions: dict, training=None) -> dict:
+    """{class: (stream, matrix, latency)} fitted on every device of `training` (default every one) that has it (the
+    values to ship)."""
+    pairs = [(d, k) for d, k in predictions if training is None or d in training]
+    return {key: best_point(predictions, key, sorted({d for d, k in pairs if k == key}))
+            for key in sorted({k for _, k in pairs})}
 
 
 MODEL_FREE_FORMATS = ("bfloat16", "fp8", "nvfp4", "w4a16_mxfp4", "w4a8_mxfp4_mxfp8", "int4_wo")
