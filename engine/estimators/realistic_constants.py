@@ -312,6 +312,9 @@ class DeviceRates:
     matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
     fp8_macs_per_s_per_core: float = 0.0   # their fp8 peak MAC/s per core (0: none): an 8-bit cache's prefill kernel
     softmax_rate_scale: float = 1.0   # a core's softmax exponentials per cycle over the baseline (flash_prefill.py)
+    # on-chip SRAM (L1 + shared memory) per core, None where the workbook leaves it blank: whether MLA's split-context
+    # decode kernels fit a core (engine/estimators/mla_attention.split_decode)
+    sram_per_core_bytes: float | None = None
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -328,6 +331,7 @@ class DeviceRates:
             matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
             fp8_macs_per_s_per_core=hw.clock_hz * (hw.matrix_macs_per_cycle_per_core_fp8 or 0.0),
             softmax_rate_scale=softmax_rate_scale(hw),
+            sram_per_core_bytes=hw.sram_per_core_bytes,
         )
 
 

@@ -40,7 +40,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from engine.calibration.silicon.attention_fit import DeviceAttention
-from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention, MlaDecode, MlaPrefill, decode_floor_s
+from engine.estimators.mla_attention import (SHIPPED_MLA, MlaAttention, MlaDecode, MlaOneCoreDecode, MlaPrefill,
+                                             decode_floor_s, split_decode)
 from engine.calibration.silicon.score import MLA_DIMS
 
 LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent channels cached per token (576)
@@ -55,18 +56,23 @@ MLA_PARAMETERS = {
                    ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 14.0), ("decode_cta_cycles", 0.0, 50000.0, 2000.0),
                    ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
                    ("mla_decode_fp8_value_cycles", 0.0, 2.0, 0.1)),
+    # the one-core kernel of a device whose cores cannot hold the split-context kernels' tiles (mla_attention.py)
+    "decode_mla_one_core": (("value_cycles", 0.01, 2.0, 0.3), ("cta_share", 0.05, 4.0, 0.7),
+                            ("bandwidth_efficiency", 0.1, 1.0, 0.8), ("floor_cycles", 0.0, 100000.0, 10000.0)),
 }
 # shipped in realistic and serve (engine/estimators/mla_attention.SHIPPED_MLA: fitted on every device's rows, 2,000
 # per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate, over the shipped attention constants)
-FITTED_MLA = {"decode_mla": asdict(SHIPPED_MLA.decode), "prefill_mla": asdict(SHIPPED_MLA.prefill)}
-SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
+FITTED_MLA = {"decode_mla": asdict(SHIPPED_MLA.decode), "prefill_mla": asdict(SHIPPED_MLA.prefill),
+              "decode_mla_one_core": asdict(SHIPPED_MLA.one_core_decode)}
+SCALE = {"floor_cycles": 1e3, "attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
          "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
 
 
 def mla_decode_trains(group: DeviceAttention) -> bool:
-    """Whether a device's MLA decode rows train the MLA decode constants: its matrix units take fp8 (Hopper and
-    later; the pre-Hopper kernel does not split the context, module docstring)."""
-    return bool(group.rates.matrix_fp8)
+    """Whether a device's MLA decode rows train the (split-context) MLA decode constants: its cores hold the split
+    kernels' tiles (mla_attention.split_decode: Hopper and data-center Blackwell; the others run the one-core kernel,
+    decode_mla_one_core)."""
+    return split_decode(group.rates)
 
 
 def mla_decode_floor_s(values: dict, rates) -> float:
@@ -78,6 +84,8 @@ def mla_constants(family: str, values: dict) -> MlaAttention:
     """The engine's MLA constants of `family` from `values` (its MLA_PARAMETERS' names)."""
     if family == "prefill_mla":
         return MlaAttention(prefill=MlaPrefill(**values))
+    if family == "decode_mla_one_core":
+        return MlaAttention(decode=SHIPPED_MLA.decode, one_core_decode=MlaOneCoreDecode(**values))
     return MlaAttention(decode=MlaDecode(**values))
 
 
@@ -104,7 +112,10 @@ def fit_mla(groups: list, family: str, base: dict, free=None, held: dict | None 
 
 
 def training_groups(groups: dict, family: str, left_out: str | None) -> list:
-    """The devices that train `family`'s MLA constants without `left_out` (decode: mla_decode_trains only)."""
+    """The devices that train `family`'s MLA constants without `left_out` (decode: mla_decode_trains only; the
+    one-core decode: the others)."""
+    if family == "decode_mla_one_core":
+        return [g for d, g in groups.items() if d != left_out and not mla_decode_trains(g)]
     return [g for d, g in groups.items() if d != left_out and (family == "prefill_mla" or mla_decode_trains(g))]
 
 
