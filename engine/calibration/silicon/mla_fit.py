@@ -20,11 +20,15 @@ decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a
                                            units take fp8 and not fp4 (the conversion), a bound beside the stream
     time = floor + max(the shared model's time without its latency, latent values x fp8 cycles / (cores x clock))
 
-A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA decode kernel (the tables: time flat in
-batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
-the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
-left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
-the pre-Hopper device is scored and misses (nothing in the tables teaches it).
+A device whose cores cannot hold the split-context kernels' tiles (mla_attention.split_decode: the workbook's
+sram_per_core below 221,184 B; A100, L40S, RTX PRO 6000) runs another MLA decode kernel (the tables: time flat in
+query heads up to 64 and in the batch from 1 to ~32 sequences, proportional to the context, ~120 ns per cached token
+per sequence on A100: no split over the context, one CTA per sequence per core; an 8-bit cache as slow as a 16-bit
+one). Decode folds train the split constants on the other devices only (mla_decode_trains) and the one-core
+constants (decode_mla_one_core: value_cycles, cta_share, bandwidth_efficiency, floor_cycles) on the devices that run
+it. A100 is the only training device that runs it, so its leave-one-device-out fit cannot learn it (scored with the
+split constants, and it misses); the shipped one-core constants are fitted on A100's rows (in-sample there), and L40S
+and the RTX PRO 6000, not training devices, are scored with them as devices known only from the workbook.
 
 The model lives in the engine (engine/estimators/mla_attention.py, through realistic_fused.fused_group_kernel_s):
 predicted_s times the tables' rows with it, so what is scored here is what realistic and serve run; the constants
@@ -123,13 +127,19 @@ def leave_one_device_out(groups: dict, family: str, bases: dict,
                          training: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """Tidy errors per measurement of every device of `groups` ({device: DeviceAttention} of `family`) under
     `lodo_mla` (MLA constants fitted on `training`, default `groups`, without the device, over `bases[device]`, the
-    attention constants fitted without it); and {device: the lodo MLA constants}."""
+    attention constants fitted without it); and {device: the lodo MLA constants}. A device that runs the one-core MLA
+    decode kernel is scored with it, fitted on the other training devices that run it; where none does (A100 among
+    the seven HBM GPUs), with the split kernels' constants: what a left-out fit can do."""
     training = groups if training is None else training
     parts, fitted = [], {}
     for device, held_out in groups.items():
         base = bases[device]
-        fitted[device] = fit_mla(training_groups(training, family, device), family, base)
-        predicted = predicted_s(held_out, family, fitted[device], base)
+        kernel = family
+        if family == "decode_mla" and not mla_decode_trains(held_out) and \
+                training_groups(training, "decode_mla_one_core", device):
+            kernel = "decode_mla_one_core"       # the one-core kernel, fitted on the other devices that run it
+        fitted[device] = fit_mla(training_groups(training, kernel, device), kernel, base)
+        predicted = predicted_s(held_out, kernel, fitted[device], base)
         rows = held_out.rows.iloc[held_out.measurement]
         parts.append(rows.assign(predicted_s=predicted, error=predicted / held_out.measured - 1.0, family=family,
                                  model="lodo_mla"))
