@@ -121,12 +121,12 @@ def test_subset_floor_breaks_when_a_fitted_mla_constant_moves_15_percent(devices
 
 def test_one_core_mla_decode_devices_train_only_the_one_core_kernel():
     """A device whose cores cannot hold the split-context kernels' tiles (A100: 192 KiB of SRAM per core) runs the
-    one-core MLA decode kernel: it never trains the split decode constants, only the one-core ones; a device with
-    256 KiB (Hopper, Blackwell) or a blank SRAM field trains the split ones; every device trains prefill."""
+    one-core MLA decode kernel: it never trains the split decode constants, only the one-core ones; the others
+    (Hopper, Blackwell: 256 KiB) train the split ones; every device trains prefill."""
     class Group:
-        def __init__(self, sram):
-            self.rates = type("Rates", (), {"sram_per_core_bytes": sram})()
-    groups = {"old": Group(196608.0), "new": Group(262144.0), "blank": Group(None)}
+        def __init__(self, one_core):
+            self.rates = type("Rates", (), {"mla_one_core_decode": one_core})()
+    groups = {"old": Group(True), "new": Group(False), "blank": Group(False)}
     assert mla_fit.training_groups(groups, "decode_mla", None) == [groups["new"], groups["blank"]]
     assert mla_fit.training_groups(groups, "decode_mla", "new") == [groups["blank"]]
     assert mla_fit.training_groups(groups, "decode_mla_one_core", None) == [groups["old"]]

@@ -80,13 +80,14 @@ def test_split_context_devices_do_not_move(devices, deepseek, device):
 
 
 def test_the_workbook_sram_field_selects_the_kernel(devices, deepseek):
-    """The split-context kernels need 3 x 64 x 576 x 2 B = 216 KiB on a core: A100 (192 KiB), L40S and the RTX PRO
-    6000 (128 KiB) run the one-core kernel, Hopper and data-center Blackwell (256 KiB) the split one, a blank field
-    the split one; A100 edited to 256 KiB takes the split kernel's time."""
+    """The split-context kernels need 3 x 64 x 576 x 2 B = 216 KiB on a core: NVIDIA's A100 (192 KiB), L40S and the
+    RTX PRO 6000 (128 KiB) run the one-core kernel; Hopper and data-center Blackwell (256 KiB), a blank field
+    (NVL-AX) and AMD's MI300X (its own kernels split the context) the split one; A100 edited to 256 KiB takes the
+    split kernel's time."""
     assert SPLIT_DECODE_SRAM_BYTES == 221184
     one_core = {name for name, hw in devices.items() if not split_decode(DeviceRates.of(hw))}
     assert {A100, "A100-40GB-PCIe", "L40S", "L4", "RTX-PRO-6000-Server"} <= one_core
-    assert not one_core & {"H100-SXM", "H200-SXM", "B200", "GB200", "B300", "GB300", "NVL-AX"}
+    assert not one_core & {"H100-SXM", "H200-SXM", "B200", "GB200", "B300", "GB300", "NVL-AX", "MI300X"}
     scenario = engine.Scenario(phase="decode", batch=8, context_length=8192, tp=8, ep=8)
     edited = devices[A100].model_copy(update={"sram_per_core_bytes": 262144.0})
     without = replace(DEFAULT_CONSTANTS, mla_attention=replace(SHIPPED_MLA, one_core_decode=None))

@@ -26,7 +26,8 @@ The decode above is the split-context kernels' (FlashMLA on Hopper, TensorRT-LLM
 sequence's context over CTAs, each holding a 64-head query tile of the latent and double-buffered 64-token latent
 tiles in shared memory (FlashMLA's SharedStorageMLA: 64 x 576 x 2 B + 2 x 64 x 576 x 2 B = 221,184 B), which fits
 a core with 256 KiB of SRAM (Hopper, Blackwell) and not one with less (A100: 192 KiB; Ada and the RTX Blackwell
-cards: 128 KiB). A core with less runs the one-core kernel (split_decode: the workbook's sram_per_core; blank: split):
+cards: 128 KiB). Such an NVIDIA core runs the one-core kernel (runs_one_core_decode: the workbook's vendor and
+sram_per_core; a blank field, or AMD's kernels, which split the context in their own tiling: the split model):
 the tables (A100 and L40S, TensorRT-LLM 1.0; the RTX PRO 6000's 16-bit caches too) show it flat in query heads up
 to 64 (128 heads take twice the CTAs), flat in the batch up to ~32 sequences, proportional to the context, an 8-bit
 cache as slow as a 16-bit one: each CTA (a sequence x 64 query heads) streams its context alone on one core.
@@ -171,11 +172,18 @@ def decode_kernel_s(mla: MlaDecode, rates, shapes, body_s, eight_bit):
     return decode_floor_s(mla, rates) + maximum(body_s, decode_convert_s(mla, rates, latent_values, eight_bit))
 
 
+def runs_one_core_decode(hardware) -> bool:
+    """Whether a device's MLA decode runs the one-core kernel: an NVIDIA GPU whose cores' on-chip SRAM (the workbook's
+    sram_per_core) cannot hold the split-context kernels' tiles (SPLIT_DECODE_SRAM_BYTES). A blank field, or another
+    vendor's device (AMD's MLA decode kernels split the context in their own tiling), keeps the split kernels."""
+    sram = hardware.sram_per_core_bytes
+    nvidia = str(hardware.kind).strip().lower() == "gpu" and str(hardware.vendor).strip().upper() == "NVIDIA"
+    return nvidia and sram is not None and sram < SPLIT_DECODE_SRAM_BYTES
+
+
 def split_decode(rates) -> bool:
-    """Whether a device runs the split-context MLA decode kernels: its cores' on-chip SRAM holds their tiles
-    (SPLIT_DECODE_SRAM_BYTES), or the workbook leaves it blank."""
-    sram = getattr(rates, "sram_per_core_bytes", None)
-    return sram is None or sram >= SPLIT_DECODE_SRAM_BYTES
+    """Whether a device (DeviceRates) runs the split-context MLA decode kernels (not runs_one_core_decode)."""
+    return not getattr(rates, "mla_one_core_decode", False)
 
 
 def one_core_decode_s(mla: MlaOneCoreDecode, rates, shapes):
@@ -206,4 +214,4 @@ def combine(mask, mla_times: dict, mla_kernel, times: dict, kernel):
 __all__ = ["LATENT_HEAD_DIM_ABOVE", "MlaAttention", "MlaDecode", "MlaOneCoreDecode", "MlaPrefill", "ONE_CORE_HEADS",
            "ONE_CORE_TOKENS", "SHIPPED_MLA", "SPLIT_DECODE_SRAM_BYTES", "any_mla", "combine", "decode_constants",
            "decode_convert_s", "decode_floor_s", "decode_kernel_s", "mla_groups", "one_core_decode_s",
-           "prefill_constants", "split_decode"]
+           "prefill_constants", "runs_one_core_decode", "split_decode"]

@@ -16,7 +16,7 @@ from engine.common.arrays import any_true
 from engine.common.float_or_array import where
 from engine.estimators.flash_prefill import softmax_rate_scale
 from engine.estimators.fused_attention import AttentionOverheads
-from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention
+from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention, runs_one_core_decode
 from engine.hardware.device import Hardware
 
 # Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
@@ -312,9 +312,9 @@ class DeviceRates:
     matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
     fp8_macs_per_s_per_core: float = 0.0   # their fp8 peak MAC/s per core (0: none): an 8-bit cache's prefill kernel
     softmax_rate_scale: float = 1.0   # a core's softmax exponentials per cycle over the baseline (flash_prefill.py)
-    # on-chip SRAM (L1 + shared memory) per core, None where the workbook leaves it blank: whether MLA's split-context
-    # decode kernels fit a core (engine/estimators/mla_attention.split_decode)
-    sram_per_core_bytes: float | None = None
+    # MLA decode runs the one-core kernel: an NVIDIA core too small for the split-context kernels' tiles
+    # (engine/estimators/mla_attention.runs_one_core_decode: the workbook's vendor and sram_per_core)
+    mla_one_core_decode: bool = False
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
@@ -331,7 +331,7 @@ class DeviceRates:
             matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
             fp8_macs_per_s_per_core=hw.clock_hz * (hw.matrix_macs_per_cycle_per_core_fp8 or 0.0),
             softmax_rate_scale=softmax_rate_scale(hw),
-            sram_per_core_bytes=hw.sram_per_core_bytes,
+            mla_one_core_decode=runs_one_core_decode(hw),
         )
 
 

@@ -19,8 +19,7 @@ whose cores cannot hold the split-context kernels' tiles, the workbook's sram_pe
 
 from __future__ import annotations
 
-from engine.estimators.mla_attention import SPLIT_DECODE_SRAM_BYTES, split_decode
-from engine.estimators.realistic_constants import DeviceRates
+from engine.estimators.mla_attention import SPLIT_DECODE_SRAM_BYTES, runs_one_core_decode
 from engine.estimators.weight_only import weight_only_format
 
 REALISTIC_METHODS = ("realistic", "realistic-graph")
@@ -79,15 +78,15 @@ def weight_only_note(scenario) -> str | None:
 
 
 def one_core_mla_note(hardware, model, scenario) -> str | None:
-    """ONE_CORE_MLA_BASIS where `model` is an MLA model (kv_lora_rank) whose decode tokens run the absorbed form on a
-    SIMT device whose cores cannot hold the split-context kernels' tiles (mla_attention.split_decode), else None."""
+    """ONE_CORE_MLA_BASIS where `model` is an MLA model (kv_lora_rank) whose decode tokens run the absorbed form on an
+    NVIDIA GPU whose cores cannot hold the split-context kernels' tiles (mla_attention.runs_one_core_decode), else
+    None."""
     if not getattr(model, "kv_lora_rank", 0) or getattr(scenario, "mla_decode", "absorbed") != "absorbed" \
             or getattr(scenario, "phase", None) == "prefill":
         return None
-    rates = DeviceRates.of(hardware)
-    if not rates.row_waves or split_decode(rates):
+    if not runs_one_core_decode(hardware):
         return None
-    return ONE_CORE_MLA_BASIS.format(device=hardware.name, sram=rates.sram_per_core_bytes / 1024,
+    return ONE_CORE_MLA_BASIS.format(device=hardware.name, sram=hardware.sram_per_core_bytes / 1024,
                                      need=SPLIT_DECODE_SRAM_BYTES / 1024)
 
 
