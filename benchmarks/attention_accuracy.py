@@ -16,7 +16,8 @@ one-core kernel, fitted on the other training devices that run it, none for A100
 
 Last, one line per device x family against issue 12's target (leave-one-device-out median <= 12%): met, or missed
 by how many points (MLA: with the MLA constants; A100's MLA decode misses: no other training device runs its one-core
-kernel, so a leave-one-device-out fit cannot learn it; its shipped in-sample fit is printed beside it). --write records the leave-one-device-out scores in
+kernel, so a leave-one-device-out fit cannot learn it; its shipped in-sample fit is printed
+beside it). --write records the leave-one-device-out scores in
 calibration/results/kernel_attention.csv for the Accuracy page.
 
 Every fold trains on package.TRAINING_DEVICES (the seven HBM GPUs) without the device scored; the PCIe cards with

@@ -59,7 +59,8 @@ def test_a100_deepseek_decode_attention_by_hand(devices, deepseek, batch, measur
     clock, cores = 1.41e9, 108
     assert (hw.clock_hz, hw.num_cores, hw.memory_bandwidth_bytes_per_s) == (clock, cores, 2.039e12)
     tiles = math.ceil(4097 / 64)
-    cta_s = tiles * 64 * 576 * ONE_CORE.value_cycles / clock * math.sqrt(1 + (batch / (ONE_CORE.cta_share * cores)) ** 2)
+    crowding = math.sqrt(1 + (batch / (ONE_CORE.cta_share * cores)) ** 2)
+    cta_s = tiles * 64 * 576 * ONE_CORE.value_cycles / clock * crowding
     hbm_s = attention["bytes"].sum() / (2.039e12 * ONE_CORE.bandwidth_efficiency)
     expected = ONE_CORE.floor_cycles / clock + math.sqrt(cta_s ** 2 + hbm_s ** 2)
     assert attention["kernel_time_s"].sum() == pytest.approx(expected, rel=1e-9)

@@ -68,7 +68,8 @@ MLA_PARAMETERS = {
 # per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate, over the shipped attention constants)
 FITTED_MLA = {"decode_mla": asdict(SHIPPED_MLA.decode), "prefill_mla": asdict(SHIPPED_MLA.prefill),
               "decode_mla_one_core": asdict(SHIPPED_MLA.one_core_decode)}
-SCALE = {"floor_cycles": 1e3, "attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
+SCALE = {"floor_cycles": 1e3,
+         "attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
          "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
 
 
