@@ -35,7 +35,8 @@ cache as slow as a 16-bit one: each CTA (a sequence x 64 query heads) streams it
         A = ceil(context / 64) x 64 x latent channels x value_cycles / clock      one CTA's stream
             x sqrt(1 + (CTAs / (cta_share x cores))^2)                            more CTAs than the cores run at once
         B = the group's bytes / (bandwidth x bandwidth_efficiency)                 the HBM stream
-        time = floor_cycles / clock + sqrt(A^2 + B^2)
+        time = floor_cycles / clock + sqrt(A^2 + B^2), at least the split model's time without its floor (the
+               rows' time chain is that model's; on A100's rows the one-core time is always the larger)
 Fitted on A100's rows (the only training device that runs it: in-sample there; L40S, left out of training as every
 PCIe card is, scores it as a device known only from the workbook; docs/accuracy.md, "A100's MLA decode").
 """

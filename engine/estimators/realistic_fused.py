@@ -146,7 +146,8 @@ def _with_mla(inputs: FusedGroups, rates: DeviceRates, constants, mla, prefill, 
     if any_true(decode):
         decode_times, body = shared_kernel_s(inputs, rates, decode_constants(constants, mla.decode))
         if mla.one_core_decode is not None and not split_decode(rates):     # a core too small for the split kernels
-            mla_kernel = one_core_decode_s(mla.one_core_decode, rates, inputs.shapes)
+            # never below the split model's body, whose time chain (t1-t3) the rows keep: no negative overhead gap
+            mla_kernel = maximum(one_core_decode_s(mla.one_core_decode, rates, inputs.shapes), body)
         else:
             mla_kernel = decode_kernel_s(mla.decode, rates, inputs.shapes, body, eight_bit)
         times, kernel = combine(decode, decode_times, mla_kernel, times, kernel)
