@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python scripts/make_silicon_subset.py        # needs the `calibration` extra installed
 
-Also writes tests/data/aiconfigurator_rtx_pro/ (RTX PRO 6000 Server bf16 GEMMs: a device known only from the workbook).
+Also writes tests/data/aiconfigurator_rtx_pro/ (RTX PRO 6000 Server bf16 GEMMs: a device known only from the workbook)
+and tests/data/aiconfigurator_a100_mla/ (A100's MLA decode rows: the one-core MLA decode kernel).
 
 Keeps the package's layout (systems/<system>.yaml, systems/data/<system>/<family>/<framework>/<version>/
 <table>.csv with its collection_meta.yaml, systems/silicon_sample.csv) for two systems and one framework
@@ -45,6 +46,10 @@ SERVING_ROWS_PER_SYSTEM = 15
 # tests/test_silicon_pcie_floor.py
 OUT_PCIE = OUT.parent.parent / "aiconfigurator_rtx_pro" / "systems"
 PCIE_SYSTEM, PCIE_GEMMS = "rtx_pro_6000_server", 240
+# the one-core MLA decode kernel (engine/estimators/mla_attention.py): A100's TensorRT-LLM 1.0.0 MLA decode rows for
+# tests/test_mla_one_core.py
+OUT_A100_MLA = OUT.parent.parent / "aiconfigurator_a100_mla" / "systems"
+A100_SYSTEM, A100_MLA_ROWS = "a100_sxm", 40
 
 
 def newest(folder: Path) -> Path:
@@ -79,6 +84,20 @@ def main() -> None:
     picked = [runs[runs.system == s].sample(n=SERVING_ROWS_PER_SYSTEM, random_state=0) for s in SYSTEMS]
     pd.concat(picked).sort_index().to_csv(OUT / "silicon_sample.csv", index=False)
     pcie_subset(source)
+    a100_mla_subset(source)
+
+
+def a100_mla_subset(source: Path) -> None:
+    """tests/data/aiconfigurator_a100_mla/systems: A100_SYSTEM's yaml and A100_MLA_ROWS trtllm 1.0.0 MLA decode rows."""
+    if OUT_A100_MLA.exists():
+        shutil.rmtree(OUT_A100_MLA)
+    folder = source / "data" / A100_SYSTEM / "mla" / "trtllm" / "1.0.0"
+    frame = pd.read_parquet(folder / "generation_mla_perf.parquet")
+    target = OUT_A100_MLA / "data" / A100_SYSTEM / "mla" / "trtllm" / folder.name
+    target.mkdir(parents=True)
+    shutil.copy(source / f"{A100_SYSTEM}.yaml", OUT_A100_MLA / f"{A100_SYSTEM}.yaml")
+    shutil.copy(folder / "collection_meta.yaml", target / "collection_meta.yaml")
+    frame.sample(n=A100_MLA_ROWS, random_state=0).sort_index().to_csv(target / "generation_mla_perf.csv", index=False)
 
 
 def pcie_subset(source: Path) -> None:

@@ -105,15 +105,17 @@ def test_a_serving_row_of_unequal_chunks_keeps_the_caches_width(devices, kv, wid
     assert read_back[prefill] == pytest.approx(width * 8216 / (2 * 7767), rel=0.01)   # what bytes would have said
 
 
-def test_mla_rebuilt_from_the_latent_reads_activations_and_its_latent_cache_reads_the_cache(devices):
-    """DeepSeek-V3 prefill over an fp8 cache: the naive form's attention reads K/V decompressed into bf16 activations
-    (its group keeps the bf16 rate); the absorbed decode reads the fp8 latent cache."""
+def test_mla_prefill_over_an_8_bit_cache_runs_the_8_bit_kernel_and_its_latent_cache_reads_the_cache(devices):
+    """DeepSeek-V3 (bf16 activations) prefill over an fp8 cache: the naive form's K/V, rebuilt from the latent, are
+    read at the cache's width (TensorRT-LLM's MLA context kernel over an 8-bit cache; AIConfigurator's 8-bit MLA rows
+    are bf16 over fp8, which mla_fit fits at the cache's width), so its group runs at the fp8 rate (was: the bf16 one,
+    the activation's width); the absorbed decode reads the fp8 latent cache."""
     model = load_model("deepseek-ai/DeepSeek-V3")
     hw = devices["H100-SXM"]
     prefill = decompose_columns(model, engine.Scenario(phase="prefill", batch=1, input_length=2048, kv_dtype="fp8"))
     matrix = prefill["op"] == "attention"
-    np.testing.assert_array_equal(prefill["kv_value_bytes"][matrix], 2.0)
-    np.testing.assert_allclose(_groups(prefill, hw).rates.macs_per_s_per_core, _per_core(hw, "bf16"), rtol=1e-12)
+    np.testing.assert_array_equal(prefill["kv_value_bytes"][matrix], 1.0)
+    np.testing.assert_allclose(_groups(prefill, hw).rates.macs_per_s_per_core, _per_core(hw, "fp8"), rtol=1e-12)
     decode = decompose_columns(model, engine.Scenario(phase="decode", batch=8, context_length=2048, kv_dtype="fp8"))
     np.testing.assert_array_equal(decode["kv_value_bytes"][np.isin(decode["op"], ATTENTION_OPS)], 1.0)
 

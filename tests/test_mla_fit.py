@@ -119,13 +119,16 @@ def test_subset_floor_breaks_when_a_fitted_mla_constant_moves_15_percent(devices
             assert error({**values, name: values[name] * factor}) > floor, (name, factor)
 
 
-def test_pre_hopper_mla_decode_does_not_train():
-    """A device whose matrix units take no fp8 (A100) runs another MLA decode kernel: it never trains the decode
-    constants; every device trains prefill."""
+def test_one_core_mla_decode_devices_train_only_the_one_core_kernel():
+    """A device whose cores cannot hold the split-context kernels' tiles (A100: 192 KiB of SRAM per core) runs the
+    one-core MLA decode kernel: it never trains the split decode constants, only the one-core ones; the others
+    (Hopper, Blackwell: 256 KiB) train the split ones; every device trains prefill."""
     class Group:
-        def __init__(self, fp8):
-            self.rates = type("Rates", (), {"matrix_fp8": fp8})()
-    groups = {"old": Group(False), "new": Group(True), "newer": Group(True)}
-    assert mla_fit.training_groups(groups, "decode_mla", None) == [groups["new"], groups["newer"]]
-    assert mla_fit.training_groups(groups, "decode_mla", "new") == [groups["newer"]]
+        def __init__(self, one_core):
+            self.rates = type("Rates", (), {"mla_one_core_decode": one_core})()
+    groups = {"old": Group(True), "new": Group(False), "blank": Group(False)}
+    assert mla_fit.training_groups(groups, "decode_mla", None) == [groups["new"], groups["blank"]]
+    assert mla_fit.training_groups(groups, "decode_mla", "new") == [groups["blank"]]
+    assert mla_fit.training_groups(groups, "decode_mla_one_core", None) == [groups["old"]]
+    assert mla_fit.training_groups(groups, "decode_mla_one_core", "old") == []
     assert len(mla_fit.training_groups(groups, "prefill_mla", "new")) == 2

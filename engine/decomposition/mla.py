@@ -107,8 +107,12 @@ def _naive(attention: AttentionRows, part: AttentionPart, layers, suffix, heads,
     k_bytes = decompressed * (heads * nope + rope) * activation      # per-head K_nope plus the shared rope key
     v_bytes = decompressed * heads * value * activation
     out_bytes = part.query_tokens * heads * value * activation
+    # the kernel's K/V width: a prompt's K/V rebuilt from the latent are quantized to the cache's dtype for the
+    # context kernel (TensorRT-LLM's MLA context over an 8-bit cache runs the 8-bit kernel: AIConfigurator's 8-bit MLA
+    # rows are bf16 activations over an fp8 cache, as mla_fit fits them); a naive decode reads them as activations
+    width = activation if part.matrix_type == "Va_Mqa" else attention.kernels.value_bytes.kv
     attention.core(part, layers, suffix, heads, heads, nope + rope, value, q_bytes + k_bytes, out_bytes + v_bytes,
-                   kv_value_bytes=activation)      # K/V rebuilt from the latent: read in the activation dtype
+                   kv_value_bytes=width)
 
 
 def _absorbed(attention: AttentionRows, part: AttentionPart, layers, suffix, heads, model: ModelConfig) -> None:

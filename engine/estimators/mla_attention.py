@@ -21,10 +21,24 @@ MLA values of a few of the shared constants and three terms of its own:
         the conversion bound only over an 8-bit cache on a device whose matrix units take fp8 and not fp4 (Hopper).
 
 Only on devices that run kernels as CTAs over SIMT cores (DeviceRates.row_waves: GPUs); elsewhere the shared model.
-A device whose matrix units take no fp8 (A100) runs another MLA decode kernel (flat in the batch up to 32 sequences,
-no split over the context: mla_fit's docstring) that no other device runs, so nothing here is fitted to it: it gets
-these constants, and its MLA decode stays ~45% too fast at the median (was 62% with the shared ones; docs/accuracy.md,
-"MLA attention, fitted").
+
+The decode above is the split-context kernels' (FlashMLA on Hopper, TensorRT-LLM's on Blackwell): they split a
+sequence's context over CTAs, each holding a 64-head query tile of the latent and double-buffered 64-token latent
+tiles in shared memory (FlashMLA's SharedStorageMLA: 64 x 576 x 2 B + 2 x 64 x 576 x 2 B = 221,184 B), which fits
+a core with 256 KiB of SRAM (Hopper, Blackwell) and not one with less (A100: 192 KiB; Ada and the RTX Blackwell
+cards: 128 KiB). Such an NVIDIA core runs the one-core kernel (runs_one_core_decode: the workbook's vendor and
+sram_per_core; a blank field, or AMD's kernels, which split the context in their own tiling: the split model):
+the tables (A100 and L40S, TensorRT-LLM 1.0; the RTX PRO 6000's 16-bit caches too) show it flat in query heads up
+to 64 (128 heads take twice the CTAs), flat in the batch up to ~32 sequences, proportional to the context, an 8-bit
+cache as slow as a 16-bit one: each CTA (a sequence x 64 query heads) streams its context alone on one core.
+    one_core_decode (MlaOneCoreDecode)
+        A = ceil(context / 64) x 64 x latent channels x value_cycles / clock      one CTA's stream
+            x sqrt(1 + (CTAs / (cta_share x cores))^2)                            more CTAs than the cores run at once
+        B = the group's bytes / (bandwidth x bandwidth_efficiency)                 the HBM stream
+        time = floor_cycles / clock + sqrt(A^2 + B^2), at least the split model's time without its floor (the
+               rows' time chain is that model's; on A100's rows the one-core time is always the larger)
+Fitted on A100's rows (the only training device that runs it: in-sample there; L40S, left out of training as every
+PCIe card is, scores it as a device known only from the workbook; docs/accuracy.md, "A100's MLA decode").
 """
 
 from __future__ import annotations
@@ -34,9 +48,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from engine.common.arrays import any_true
-from engine.common.float_or_array import logical_not, maximum, where
+from engine.common.float_or_array import ceil, logical_not, maximum, where
 
 LATENT_HEAD_DIM_ABOVE = 256     # a decode kernel whose head is wider than this is MLA's latent one (576 = 512 + 64)
+# the split-context MLA decode kernels' shared memory: a 64-head query tile and two 64-token tiles of the 576-channel
+# latent in 16-bit values (FlashMLA's SharedStorageMLA); a core with less on-chip SRAM runs the one-core kernel
+SPLIT_DECODE_SRAM_BYTES = 3 * 64 * 576 * 2
+ONE_CORE_HEADS = 64             # query heads one CTA of the one-core kernel takes (128 heads: two CTAs per sequence)
+ONE_CORE_TOKENS = 64            # ... and the cached tokens of one tile (a context pads to whole tiles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +85,24 @@ class MlaDecode:
 
 
 @dataclass(frozen=True, slots=True)
+class MlaOneCoreDecode:
+    """The one-core MLA decode kernel's constants (module docstring): core cycles per cached latent value of one CTA,
+    the CTAs per core that run at that rate, the HBM stream's fraction of the peak bandwidth, fixed cycles."""
+
+    value_cycles: float
+    cta_share: float
+    bandwidth_efficiency: float
+    floor_cycles: float
+
+
+@dataclass(frozen=True, slots=True)
 class MlaAttention:
-    """MLA's constants per phase (None: that phase's MLA kernels take the shared constants)."""
+    """MLA's constants per phase (None: that phase's MLA kernels take the shared constants); one_core_decode: the
+    decode of a device that cannot run the split-context kernels (split_decode; None: it takes `decode`'s)."""
 
     prefill: MlaPrefill | None = None
     decode: MlaDecode | None = None
+    one_core_decode: MlaOneCoreDecode | None = None
 
 
 # Fitted by engine/calibration/silicon/mla_fit.py on every device's MLA rows (2,000 per device; decode: the devices
@@ -83,7 +115,9 @@ SHIPPED_MLA = MlaAttention(
     decode=MlaDecode(decode_bandwidth_efficiency=1.031, decode_stream_cap=0.9275,
                      decode_pair_bytes_per_core_cycle=15.86, decode_cta_cycles=7191.0,
                      mla_decode_latency_s=10.12e-6, mla_decode_latency_cycles=24510.0,
-                     mla_decode_fp8_value_cycles=0.08203))
+                     mla_decode_fp8_value_cycles=0.08203),
+    one_core_decode=MlaOneCoreDecode(value_cycles=0.2835, cta_share=0.6055, bandwidth_efficiency=0.6822,
+                                     floor_cycles=11260.0))
 
 
 def mla_groups(shapes, mla: MlaAttention = SHIPPED_MLA) -> tuple:
@@ -139,6 +173,31 @@ def decode_kernel_s(mla: MlaDecode, rates, shapes, body_s, eight_bit):
     return decode_floor_s(mla, rates) + maximum(body_s, decode_convert_s(mla, rates, latent_values, eight_bit))
 
 
+def runs_one_core_decode(hardware) -> bool:
+    """Whether a device's MLA decode runs the one-core kernel: an NVIDIA GPU whose cores' on-chip SRAM (the workbook's
+    sram_per_core) cannot hold the split-context kernels' tiles (SPLIT_DECODE_SRAM_BYTES). A blank field, or another
+    vendor's device (AMD's MLA decode kernels split the context in their own tiling), keeps the split kernels."""
+    sram = hardware.sram_per_core_bytes
+    nvidia = str(hardware.kind).strip().lower() == "gpu" and str(hardware.vendor).strip().upper() == "NVIDIA"
+    return nvidia and sram is not None and sram < SPLIT_DECODE_SRAM_BYTES
+
+
+def split_decode(rates) -> bool:
+    """Whether a device (DeviceRates) runs the split-context MLA decode kernels (not runs_one_core_decode)."""
+    return not getattr(rates, "mla_one_core_decode", False)
+
+
+def one_core_decode_s(mla: MlaOneCoreDecode, rates, shapes):
+    """The one-core MLA decode kernel's time per group (module docstring): floor + the 2-norm of the CTAs' stream and
+    the HBM stream."""
+    ctas = shapes.batch * ceil(shapes.m / ONE_CORE_HEADS)
+    tokens = ceil(shapes.n / ONE_CORE_TOKENS) * ONE_CORE_TOKENS
+    crowding = ctas / (mla.cta_share * rates.cores)
+    cta_s = tokens * shapes.k * mla.value_cycles / rates.clock_hz * (1.0 + crowding * crowding) ** 0.5
+    hbm_s = shapes.nbytes / (rates.bandwidth * mla.bandwidth_efficiency)
+    return mla.floor_cycles / rates.clock_hz + (cta_s * cta_s + hbm_s * hbm_s) ** 0.5
+
+
 def any_mla(prefill, decode) -> bool:
     return any_true(prefill) or any_true(decode)
 
@@ -153,6 +212,7 @@ def combine(mask, mla_times: dict, mla_kernel, times: dict, kernel):
     return {key: where(mask, mla_times[key], value) for key, value in times.items()}, where(mask, mla_kernel, kernel)
 
 
-__all__ = ["LATENT_HEAD_DIM_ABOVE", "MlaAttention", "MlaDecode", "MlaPrefill", "SHIPPED_MLA", "any_mla", "combine",
-           "decode_constants", "decode_convert_s", "decode_floor_s", "decode_kernel_s", "mla_groups",
-           "prefill_constants"]
+__all__ = ["LATENT_HEAD_DIM_ABOVE", "MlaAttention", "MlaDecode", "MlaOneCoreDecode", "MlaPrefill", "ONE_CORE_HEADS",
+           "ONE_CORE_TOKENS", "SHIPPED_MLA", "SPLIT_DECODE_SRAM_BYTES", "any_mla", "combine", "decode_constants",
+           "decode_convert_s", "decode_floor_s", "decode_kernel_s", "mla_groups", "one_core_decode_s",
+           "prefill_constants", "runs_one_core_decode", "split_decode"]

@@ -16,7 +16,7 @@ from engine.common.arrays import any_true
 from engine.common.float_or_array import where
 from engine.estimators.flash_prefill import softmax_rate_scale
 from engine.estimators.fused_attention import AttentionOverheads
-from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention
+from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention, runs_one_core_decode
 from engine.hardware.device import Hardware
 
 # Defaults for devices without calibrated values: the mean of the A100-80GB-SXM and H100-SXM fits
@@ -312,13 +312,13 @@ class DeviceRates:
     matrix_fp8: bool = False   # the matrix units take 8-bit floats (the 8-bit decode kernel where they take no fp4)
     fp8_macs_per_s_per_core: float = 0.0   # their fp8 peak MAC/s per core (0: none): an 8-bit cache's prefill kernel
     softmax_rate_scale: float = 1.0   # a core's softmax exponentials per cycle over the baseline (flash_prefill.py)
+    mla_one_core_decode: bool = False   # MLA decode runs the one-core kernel (mla_attention.runs_one_core_decode)
 
     @classmethod
     def of(cls, hw: Hardware) -> "DeviceRates":
         return cls(
             cores=hw.num_cores, clock_hz=hw.clock_hz, bandwidth=hw.memory_bandwidth_bytes_per_s,
-            vector_flops_per_s=hw.vector_flops_per_s,
-            matrix_fraction=hw.achievable_matrix_fraction or DEFAULT_MATRIX_FRACTION,
+            vector_flops_per_s=hw.vector_flops_per_s, matrix_fraction=hw.achievable_matrix_fraction or DEFAULT_MATRIX_FRACTION,
             memory_fraction=hw.achievable_memory_bandwidth_fraction or DEFAULT_MEMORY_FRACTION,
             kernel_latency_s=hw.kernel_latency_s if hw.kernel_latency_s is not None else DEFAULT_KERNEL_LATENCY_S,
             launch_overhead_s=hw.launch_overhead_s or 0.0,
@@ -327,7 +327,7 @@ class DeviceRates:
             matrix_fp4=hw.matrix_macs_per_cycle_per_core_fp4 is not None,
             matrix_fp8=hw.matrix_macs_per_cycle_per_core_fp8 is not None,
             fp8_macs_per_s_per_core=hw.clock_hz * (hw.matrix_macs_per_cycle_per_core_fp8 or 0.0),
-            softmax_rate_scale=softmax_rate_scale(hw),
+            softmax_rate_scale=softmax_rate_scale(hw), mla_one_core_decode=runs_one_core_decode(hw),
         )
 
 

@@ -16,7 +16,7 @@ from engine.estimators.attention_cache_width import group_kv_value_bytes, prefil
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, _eight_bit_cache,
                                                cached_value_bytes, fp8_matrix_decode, fused_times, is_scores_row)
 from engine.estimators.mla_attention import (any_mla, combine, decode_constants, decode_kernel_s, mla_groups,
-                                             prefill_constants)
+                                             one_core_decode_s, prefill_constants, split_decode)
 from engine.estimators.realistic_constants import DeviceRates, decode_attention_latency_s
 from engine.estimators.realistic_gemms import KernelRows, TimeChain
 from engine.estimators.row_groups import RowGroups, least_per_id
@@ -127,7 +127,8 @@ def fused_group_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> 
 def _with_mla(inputs: FusedGroups, rates: DeviceRates, constants, mla, prefill, decode) -> tuple[dict, np.ndarray]:
     """fused_group_kernel_s with MLA's prefill and decode kernels (`prefill`, `decode`: which groups) timed with its
     constants: a prefill as the shared model with MLA's values (an 8-bit cache's on an fp8 device), a decode as its
-    floor + max(the shared model with MLA's values and no latency, the 8-bit latent's conversion)."""
+    floor + max(the shared model with MLA's values and no latency, the 8-bit latent's conversion), or on a device
+    whose cores cannot hold the split-context kernels' tiles, the one-core kernel's time (mla_attention.py)."""
     # the shared model's times where a group is neither (none: combine takes the MLA values for every group)
     times, kernel = (None, None) if all_true(prefill | decode) else shared_kernel_s(inputs, rates, constants)
     kv = inputs.shapes.kv_value_bytes
@@ -144,7 +145,11 @@ def _with_mla(inputs: FusedGroups, rates: DeviceRates, constants, mla, prefill, 
         times, kernel = combine(prefill, mla_times, mla_kernel, times, kernel)
     if any_true(decode):
         decode_times, body = shared_kernel_s(inputs, rates, decode_constants(constants, mla.decode))
-        mla_kernel = decode_kernel_s(mla.decode, rates, inputs.shapes, body, eight_bit)
+        if mla.one_core_decode is not None and not split_decode(rates):     # a core too small for the split kernels
+            # never below the split model's body, whose time chain (t1-t3) the rows keep: no negative overhead gap
+            mla_kernel = maximum(one_core_decode_s(mla.one_core_decode, rates, inputs.shapes), body)
+        else:
+            mla_kernel = decode_kernel_s(mla.decode, rates, inputs.shapes, body, eight_bit)
         times, kernel = combine(decode, decode_times, mla_kernel, times, kernel)
     return times, kernel
 

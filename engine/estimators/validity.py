@@ -13,10 +13,13 @@ The rule reads the workbook's `kind`, `vendor` and `num_links` fields, so a user
 
 Weight-only quantized GEMMs (int4 / int8 weights with 16-bit activations: engine/estimators/weight_only.py) have a
 weaker basis than the rest, and every such estimate says so (`weight_only` in the dict, and a note), on any device.
+So has the one-core MLA decode kernel (engine/estimators/mla_attention.py: an MLA model's absorbed decode on a device
+whose cores cannot hold the split-context kernels' tiles, the workbook's sram_per_core): `one_core_mla`, and a note.
 """
 
 from __future__ import annotations
 
+from engine.estimators.mla_attention import SPLIT_DECODE_SRAM_BYTES, runs_one_core_decode
 from engine.estimators.weight_only import weight_only_format
 
 REALISTIC_METHODS = ("realistic", "realistic-graph")
@@ -25,18 +28,27 @@ WEIGHT_ONLY_BASIS = ("weight-only {weight} GEMMs ({activation} activations) take
                      "calibrated in-sample on one device per format (A100 TensorRT-LLM's int4 and int8 tables; the "
                      "only other table, H100 int8 under SGLang, is another framework's kernel, 47% slower than this "
                      "term at m <= 16) and not cross-validated across devices")
+ONE_CORE_MLA_BASIS = ("MLA decode attention on {device} runs the one-core MLA decode kernel (its cores' {sram:.0f} KiB "
+                      "of on-chip SRAM cannot hold the split-context kernels' {need:.0f} KiB tiles), whose constants "
+                      "are calibrated in-sample on one device (A100 TensorRT-LLM 1.0.0's MLA decode table) and not "
+                      "cross-validated across training devices (L40S, known only from the workbook, scores 15% off "
+                      "with them)")
 
 
-def realistic_validation(hardware, method: str, scenario=None) -> dict | None:
+def realistic_validation(hardware, method: str, scenario=None, model=None) -> dict | None:
     """{"validated": bool, "basis": sentence} for the realistic methods, plus "weight_only": sentence where the
-    scenario quantizes weights only (weight_only_note); None for the other methods (the roofline family are ideal
-    bounds, the seed method reproduces the notebook)."""
+    scenario quantizes weights only (weight_only_note) and "one_core_mla": sentence where `model`'s MLA decode runs
+    the one-core kernel (one_core_mla_note); None for the other methods (the roofline family are ideal bounds, the
+    seed method reproduces the notebook)."""
     if method not in REALISTIC_METHODS:
         return None
     status = device_status(hardware)
     note = weight_only_note(scenario)
     if note:
         status["weight_only"] = note
+    note = one_core_mla_note(hardware, model, scenario)
+    if note:
+        status["one_core_mla"] = note
     return status
 
 
@@ -65,10 +77,24 @@ def weight_only_note(scenario) -> str | None:
     return WEIGHT_ONLY_BASIS.format(weight=scenario.weight_dtype, activation=scenario.activation_dtype)
 
 
-def validation_notes(hardware, method: str, scenario=None) -> list[str]:
-    """The notes a realistic estimate carries: unvalidated on this device, weight-only GEMMs (none otherwise)."""
-    status = realistic_validation(hardware, method, scenario)
+def one_core_mla_note(hardware, model, scenario) -> str | None:
+    """ONE_CORE_MLA_BASIS where `model` is an MLA model (kv_lora_rank) whose decode tokens run the absorbed form on an
+    NVIDIA GPU whose cores cannot hold the split-context kernels' tiles (mla_attention.runs_one_core_decode), else
+    None."""
+    if not getattr(model, "kv_lora_rank", 0) or getattr(scenario, "mla_decode", "absorbed") != "absorbed" \
+            or getattr(scenario, "phase", None) == "prefill":
+        return None
+    if not runs_one_core_decode(hardware):
+        return None
+    return ONE_CORE_MLA_BASIS.format(device=hardware.name, sram=hardware.sram_per_core_bytes / 1024,
+                                     need=SPLIT_DECODE_SRAM_BYTES / 1024)
+
+
+def validation_notes(hardware, method: str, scenario=None, model=None) -> list[str]:
+    """The notes a realistic estimate carries: unvalidated on this device, weight-only GEMMs, the one-core MLA decode
+    kernel (none otherwise)."""
+    status = realistic_validation(hardware, method, scenario, model)
     if not status:
         return []
-    return ([] if status["validated"] else [status["basis"]]) + ([status["weight_only"]] if "weight_only" in status
-                                                                 else [])
+    return ([] if status["validated"] else [status["basis"]]) + \
+        [status[key] for key in ("weight_only", "one_core_mla") if key in status]

@@ -88,8 +88,8 @@ def _estimate(hardware: Hardware, model, scenario: Scenario, method: str) -> Est
         result.notes.append(automatic_note(model))
     result.notes.extend(fallback_notes(kernels, hardware.name))
     result.notes.extend(precision_notes(scenario))
-    result.validation = realistic_validation(hardware, chosen.name, scenario)
-    result.notes.extend(validation_notes(hardware, chosen.name, scenario))
+    result.validation = realistic_validation(hardware, chosen.name, scenario, model)
+    result.notes.extend(validation_notes(hardware, chosen.name, scenario, model))
     result.notes.extend(notes)
     result.notes.extend(energy_notes)
     return result

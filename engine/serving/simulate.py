@@ -350,9 +350,9 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
                      f"iteration, {options.request_overhead_s * 1e3:.3g} ms per request (in TTFT and latency)")
     if options.speculative is not None:
         notes.append(options.speculative.describe())
-    notes.extend(validation_notes(hardware, method, scenario))
+    notes.extend(validation_notes(hardware, method, scenario, model))
     return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
-                         capacity, overhead, notes, realistic_validation(hardware, method, scenario))
+                         capacity, overhead, notes, realistic_validation(hardware, method, scenario, model))
 
 
 def _mean(values: np.ndarray, weights: np.ndarray) -> float:

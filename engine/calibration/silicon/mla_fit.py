@@ -20,11 +20,15 @@ decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a
                                            units take fp8 and not fp4 (the conversion), a bound beside the stream
     time = floor + max(the shared model's time without its latency, latent values x fp8 cycles / (cores x clock))
 
-A device whose matrix units take no fp8 (pre-Hopper: A100) runs another MLA decode kernel (the tables: time flat in
-batch from 1 to 32 sequences and proportional to the context, ~120 ns per cached token per sequence: no split over
-the context, one sequence per core; an 8-bit cache as slow as a 16-bit one). It is the only such device, so a
-left-out fit cannot learn it: decode folds train on devices with an fp8 matrix rate only (mla_decode_trains) and
-the pre-Hopper device is scored and misses (nothing in the tables teaches it).
+A device whose cores cannot hold the split-context kernels' tiles (mla_attention.split_decode: the workbook's
+sram_per_core below 221,184 B; A100, L40S, RTX PRO 6000) runs another MLA decode kernel (the tables: time flat in
+query heads up to 64 and in the batch from 1 to ~32 sequences, proportional to the context, ~120 ns per cached token
+per sequence on A100: no split over the context, one CTA per sequence per core; an 8-bit cache as slow as a 16-bit
+one). Decode folds train the split constants on the other devices only (mla_decode_trains) and the one-core
+constants (decode_mla_one_core: value_cycles, cta_share, bandwidth_efficiency, floor_cycles) on the devices that run
+it. A100 is the only training device that runs it, so its leave-one-device-out fit cannot learn it (scored with the
+split constants, and it misses); the shipped one-core constants are fitted on A100's rows (in-sample there), and L40S
+and the RTX PRO 6000, not training devices, are scored with them as devices known only from the workbook.
 
 The model lives in the engine (engine/estimators/mla_attention.py, through realistic_fused.fused_group_kernel_s):
 predicted_s times the tables' rows with it, so what is scored here is what realistic and serve run; the constants
@@ -40,7 +44,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from engine.calibration.silicon.attention_fit import DeviceAttention
-from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention, MlaDecode, MlaPrefill, decode_floor_s
+from engine.estimators.mla_attention import (SHIPPED_MLA, MlaAttention, MlaDecode, MlaOneCoreDecode, MlaPrefill,
+                                             decode_floor_s, split_decode)
 from engine.calibration.silicon.score import MLA_DIMS
 
 LATENT = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]     # latent channels cached per token (576)
@@ -55,18 +60,24 @@ MLA_PARAMETERS = {
                    ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 14.0), ("decode_cta_cycles", 0.0, 50000.0, 2000.0),
                    ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
                    ("mla_decode_fp8_value_cycles", 0.0, 2.0, 0.1)),
+    # the one-core kernel of a device whose cores cannot hold the split-context kernels' tiles (mla_attention.py)
+    "decode_mla_one_core": (("value_cycles", 0.01, 2.0, 0.3), ("cta_share", 0.05, 4.0, 0.7),
+                            ("bandwidth_efficiency", 0.1, 1.0, 0.8), ("floor_cycles", 0.0, 100000.0, 10000.0)),
 }
 # shipped in realistic and serve (engine/estimators/mla_attention.SHIPPED_MLA: fitted on every device's rows, 2,000
 # per device, attention_fit.fit_rows; decode: devices with an fp8 matrix rate, over the shipped attention constants)
-FITTED_MLA = {"decode_mla": asdict(SHIPPED_MLA.decode), "prefill_mla": asdict(SHIPPED_MLA.prefill)}
-SCALE = {"attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
+FITTED_MLA = {"decode_mla": asdict(SHIPPED_MLA.decode), "prefill_mla": asdict(SHIPPED_MLA.prefill),
+              "decode_mla_one_core": asdict(SHIPPED_MLA.one_core_decode)}
+SCALE = {"floor_cycles": 1e3,
+         "attention_prefill_latency_s": 1e-6, "mla_decode_latency_s": 1e-6, "mla_decode_latency_cycles": 1e3,
          "prefill_cta_cycles": 1e3, "decode_cta_cycles": 1e3, "mla_prefill_fp8_cta_cycles": 1e3}
 
 
 def mla_decode_trains(group: DeviceAttention) -> bool:
-    """Whether a device's MLA decode rows train the MLA decode constants: its matrix units take fp8 (Hopper and
-    later; the pre-Hopper kernel does not split the context, module docstring)."""
-    return bool(group.rates.matrix_fp8)
+    """Whether a device's MLA decode rows train the (split-context) MLA decode constants: its cores hold the split
+    kernels' tiles (mla_attention.split_decode: Hopper and data-center Blackwell; the others run the one-core kernel,
+    decode_mla_one_core)."""
+    return split_decode(group.rates)
 
 
 def mla_decode_floor_s(values: dict, rates) -> float:
@@ -78,6 +89,8 @@ def mla_constants(family: str, values: dict) -> MlaAttention:
     """The engine's MLA constants of `family` from `values` (its MLA_PARAMETERS' names)."""
     if family == "prefill_mla":
         return MlaAttention(prefill=MlaPrefill(**values))
+    if family == "decode_mla_one_core":
+        return MlaAttention(decode=SHIPPED_MLA.decode, one_core_decode=MlaOneCoreDecode(**values))
     return MlaAttention(decode=MlaDecode(**values))
 
 
@@ -104,7 +117,10 @@ def fit_mla(groups: list, family: str, base: dict, free=None, held: dict | None 
 
 
 def training_groups(groups: dict, family: str, left_out: str | None) -> list:
-    """The devices that train `family`'s MLA constants without `left_out` (decode: mla_decode_trains only)."""
+    """The devices that train `family`'s MLA constants without `left_out` (decode: mla_decode_trains only; the
+    one-core decode: the others)."""
+    if family == "decode_mla_one_core":
+        return [g for d, g in groups.items() if d != left_out and not mla_decode_trains(g)]
     return [g for d, g in groups.items() if d != left_out and (family == "prefill_mla" or mla_decode_trains(g))]
 
 
@@ -112,13 +128,19 @@ def leave_one_device_out(groups: dict, family: str, bases: dict,
                          training: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """Tidy errors per measurement of every device of `groups` ({device: DeviceAttention} of `family`) under
     `lodo_mla` (MLA constants fitted on `training`, default `groups`, without the device, over `bases[device]`, the
-    attention constants fitted without it); and {device: the lodo MLA constants}."""
+    attention constants fitted without it); and {device: the lodo MLA constants}. A device that runs the one-core MLA
+    decode kernel is scored with it, fitted on the other training devices that run it; where none does (A100 among
+    the seven HBM GPUs), with the split kernels' constants: what a left-out fit can do."""
     training = groups if training is None else training
     parts, fitted = [], {}
     for device, held_out in groups.items():
         base = bases[device]
-        fitted[device] = fit_mla(training_groups(training, family, device), family, base)
-        predicted = predicted_s(held_out, family, fitted[device], base)
+        kernel = family
+        if family == "decode_mla" and not mla_decode_trains(held_out) and \
+                training_groups(training, "decode_mla_one_core", device):
+            kernel = "decode_mla_one_core"       # the one-core kernel, fitted on the other devices that run it
+        fitted[device] = fit_mla(training_groups(training, kernel, device), kernel, base)
+        predicted = predicted_s(held_out, kernel, fitted[device], base)
         rows = held_out.rows.iloc[held_out.measurement]
         parts.append(rows.assign(predicted_s=predicted, error=predicted / held_out.measured - 1.0, family=family,
                                  model="lodo_mla"))
