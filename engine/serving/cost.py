@@ -46,25 +46,19 @@ def mixed_columns(mixed: list) -> dict[str, np.ndarray]:
             "chunk_priors": flat("chunk_priors")}
 
 
-def sorted_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """`values` (rows of `counts` values, concatenated) with each row sorted ascending. Rows already in order (or
-    in reverse order, as the decode priors of requests that started one after another) need no sort."""
-    if len(values) < 2:
-        return values.copy()
+def descending_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """`values` (rows of `counts` values, concatenated) with each row sorted in descending order. Rows already in
+    that order (the decode priors of requests that started one after another) are kept as they are."""
     starts = np.cumsum(counts) - counts
-    row = np.repeat(np.arange(len(counts)), counts)
-    inside = row[1:] == row[:-1]
-    step = np.diff(values)
-    rises, falls = np.zeros(len(counts), dtype=bool), np.zeros(len(counts), dtype=bool)
-    rises[row[1:][inside & (step > 0)]] = True
-    falls[row[1:][inside & (step < 0)]] = True
-    result = values.copy()
-    backwards = (falls & ~rises)[row]
-    mirrored = 2 * starts[row] + counts[row] - 1 - np.arange(len(values))    # the same row read from its end
-    result[backwards] = values[mirrored[backwards]]
-    for r in np.flatnonzero(falls & rises):
-        result[starts[r]:starts[r] + counts[r]] = np.sort(values[starts[r]:starts[r] + counts[r]])
-    return result
+    rises = np.flatnonzero(np.diff(values) > 0) + 1            # a value above the one before it ...
+    rows = np.searchsorted(starts, rises, side="right") - 1
+    unsorted = np.unique(rows[rises != starts[rows]])           # ... in the same row
+    if not len(unsorted):
+        return values
+    values = values.copy()
+    for start, stop in zip(starts[unsorted].tolist(), (starts + counts)[unsorted].tolist()):
+        values[start:stop] = np.sort(values[start:stop])[::-1]
+    return values
 
 
 def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:
@@ -72,7 +66,7 @@ def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:
     time: rounds of a lock-step run repeat), and for every mixed iteration the index of its distinct one."""
     columns = mixed_columns(schedule.mixed)
     decodes, chunks = columns["decodes"], columns["chunks"]
-    decode_bytes = sorted_within(columns["decode_priors"], decodes).tobytes()
+    decode_bytes = descending_within(columns["decode_priors"], decodes).tobytes()   # a multiset's one order
     token_bytes, prior_bytes = columns["chunk_tokens"].tobytes(), columns["chunk_priors"].tobytes()
     decode_ends, chunk_ends = 8 * np.cumsum(decodes), 8 * np.cumsum(chunks)
     seen: dict[tuple, int] = {}
