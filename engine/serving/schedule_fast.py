@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
-from engine.serving.scheduler import DecodeSegment, MixedIteration, Schedule, _Book, _Limits
+from engine.serving.schedule_records import DecodeSegment, MixedIteration
 
 
 class _Decoding:
@@ -72,7 +73,7 @@ class _Decoding:
 class _FastServer:
     """scheduler._Server and _Book in scalars: queues as in the plain loop, KV bytes and the book in lists."""
 
-    def __init__(self, isl, osl, reserve, delays, concurrency: int, limits: _Limits):
+    def __init__(self, isl, osl, reserve, delays, concurrency: int, limits):
         total = len(isl)
         first = min(concurrency, total)
         self.isl, self.osl = isl.tolist(), osl.tolist()
@@ -166,16 +167,24 @@ class _FastServer:
                 self.waiting.append(following)
         return len(finished)
 
-    def book(self, isl, osl, reserve, delays) -> _Book:
-        lists = (self.client, self.sent, self.arrival, self.first_token, self.finish)
-        return _Book(isl, osl, reserve, delays, *(np.array(values, dtype=np.int64) for values in lists),
-                     self.next_request)
+
+@dataclass
+class WholeStepRun:
+    """What the loop leaves: the iterations, mixed ones and decode segments, the peak KV bytes and, per request,
+    the book's lists (client, sent, arrival, first token and finish iterations) and the next request to send."""
+
+    iterations: int
+    mixed: list[MixedIteration]
+    segments: list[DecodeSegment]
+    peak_kv: float
+    book: tuple[list[int], ...]
+    next_request: int
 
 
-def schedule_whole_steps(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, delays: np.ndarray,
-                         concurrency: int, limits: _Limits) -> Schedule:
-    """scheduler.schedule's loop for tokens_per_step 1, on validated inputs (int64 lengths and delays, float
-    reserves already limited to what a request holds at admission)."""
+def whole_step_loop(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, delays: np.ndarray, concurrency: int,
+                    limits) -> WholeStepRun:
+    """scheduler.schedule's loop for tokens_per_step 1, on its validated inputs (int64 lengths and delays, float
+    reserves already limited to what a request holds at admission) and its _Limits."""
     server = _FastServer(isl, osl, reserve, delays, concurrency, limits)
     mixed, segments, i, unfinished = [], [], 0, len(isl)
     while unfinished:
@@ -188,5 +197,6 @@ def schedule_whole_steps(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, 
             mixed.append(server.mixed_iteration(i))
             i += 1
         unfinished -= server.retire(i)
-    return Schedule(i, mixed, segments, server.book(isl, osl, reserve, delays).table(), limits.kv_capacity_bytes,
-                    server.peak_kv, tokens_per_step=1.0)
+    return WholeStepRun(i, mixed, segments, server.peak_kv,
+                        (server.client, server.sent, server.arrival, server.first_token, server.finish),
+                        server.next_request)

@@ -34,29 +34,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.serving.schedule_fast import whole_step_loop
+from engine.serving.schedule_records import DecodeSegment, MixedIteration
+
 
 class ServingCapacityError(ValueError):
     """A request that can never run (its KV cache alone exceeds the cache's capacity)."""
-
-
-@dataclass
-class MixedIteration:
-    """An iteration with prompt chunks: its decoding requests' cached tokens, its chunks (new, prior)."""
-
-    index: int
-    decode_priors: np.ndarray      # tokens in the cache before each decode token (prompt + generated - 1)
-    chunk_tokens: np.ndarray       # prompt tokens of each chunk
-    chunk_priors: np.ndarray       # prompt tokens of the same request already prefilled
-    completions: int               # prompts that finish in this iteration (they sample their first token)
-
-
-@dataclass
-class DecodeSegment:
-    """`length` iterations from `start` in which the same requests decode and nothing else runs."""
-
-    start: int
-    length: int
-    priors: np.ndarray             # cached tokens of each decoding request in the first iteration
 
 
 @dataclass
@@ -315,11 +298,13 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
         reserve = np.minimum(np.asarray(kv_bytes_admitted, dtype=float), reserve)
     total = len(isl)
     delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
-    book = _Book.start(isl, osl, reserve, delays, concurrency)
     limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode, chunk_prompts)
     if float(tokens_per_step) == 1.0 and not step_by_step:
-        from engine.serving.schedule_fast import schedule_whole_steps    # (it builds on this module's classes)
-        return schedule_whole_steps(isl, osl, reserve, delays, concurrency, limits)
+        run = whole_step_loop(isl, osl, reserve, delays, concurrency, limits)
+        book = _Book(isl, osl, reserve, delays, *(np.array(values, dtype=np.int64) for values in run.book),
+                     run.next_request)
+        return Schedule(run.iterations, run.mixed, run.segments, book.table(), kv_capacity_bytes, run.peak_kv)
+    book = _Book.start(isl, osl, reserve, delays, concurrency)
     server = _Server(deque(range(book.next_request)), _Running(tokens_per_step=float(tokens_per_step)))
     mixed, segments, i, unfinished = [], [], 0, total
     while unfinished:
