@@ -187,16 +187,20 @@ def whole_step_loop(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, delay
     reserves already limited to what a request holds at admission) and its _Limits."""
     server = _FastServer(isl, osl, reserve, delays, concurrency, limits)
     mixed, segments, i, unfinished = [], [], 0, len(isl)
+    heap = server.decoding.heap
     while unfinished:
-        i = server.receive(i)
-        server.admit()
+        if server.pending:          # (without requests in transit, receive and admit change nothing unless
+            i = server.receive(i)   # some wait; retire nothing unless a request's last step is done)
+        if server.waiting:
+            server.admit()
         if not server.prefilling:
             segments.append(server.decode_segment(i))
             i += segments[-1].length
         else:
             mixed.append(server.mixed_iteration(i))
             i += 1
-        unfinished -= server.retire(i)
+        if heap and heap[0][0] <= server.decoding.steps:
+            unfinished -= server.retire(i)
     return WholeStepRun(i, mixed, segments, server.peak_kv,
                         (server.client, server.sent, server.arrival, server.first_token, server.finish),
                         server.next_request)
