@@ -98,7 +98,8 @@ def test_scalar_loop_equals_the_plain_loop_on_random_cases():
         reserve = (isl + osl) * rng.uniform(0.5, 2.0)
         args = (isl, osl, clients, int(rng.integers(clients, 80)), int(rng.integers(1, clients + 3)),
                 float(reserve.max() * rng.uniform(1.0, 5.0)), reserve)
-        options = dict(mix_decode=bool(rng.random() < 0.7), chunk_prompts=bool(rng.random() < 0.7))
+        options = dict(mix_decode=bool(rng.random() < 0.7), chunk_prompts=bool(rng.random() < 0.7),
+                       verify_tokens=int(rng.integers(1, 3)))     # (whole steps with a wider verification pass)
         if rng.random() < 0.5:
             options["arrival_delays"] = np.where(np.arange(total) < clients, 0, rng.integers(0, 5, total))
         if rng.random() < 0.3:
