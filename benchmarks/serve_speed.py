@@ -18,8 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 import engine  # noqa: E402
-from engine.serving import doubling_concurrencies, serve, serving_curve  # noqa: E402
+from engine.serving import doubling_concurrencies, schedule, serve, serving_curve  # noqa: E402
 
 TARGET_S = 0.050
 POINTS = (  # (label, model, serve fields)
@@ -61,6 +63,7 @@ def main(argv=None) -> int:
             median = statistics.median(times)
             print(f"  {method:<9} {label:<52} {median * 1e3:7.1f} ms  (CPU {statistics.median(cpu_times) * 1e3:.1f} "
                   f"ms; {len(result.iterations)} iterations, {median / TARGET_S:.2f} x target)")
+    scheduler_loops(args.repeats)
     model = engine.load_model("meta-llama/Llama-3.1-8B")
     concurrencies = doubling_concurrencies(256)
     times = []
@@ -71,6 +74,28 @@ def main(argv=None) -> int:
     print(f"concurrency sweep 1..256 ({len(concurrencies)} points, realistic, Llama-3.1-8B on H100-SXM): "
           f"{statistics.median(times):.2f} s median of 3")
     return 0
+
+
+def scheduler_loops(repeats: int) -> None:
+    """The scheduler alone on the heaviest point's shape: its scalar loop (the default, engine/serving/schedule_fast.py)
+    against the plain one (step_by_step), CPU medians, alternating, and whether they give the same schedule."""
+    clients, requests = 128, 1024
+    args = (np.full(requests, 8192), np.full(requests, 1024), clients, 8192, clients, 1e18, np.ones(requests))
+    cpu, plans = {False: [], True: []}, {}
+    for _ in range(repeats):
+        for step_by_step in (False, True):
+            start = time.process_time()
+            plans[step_by_step] = schedule(*args, step_by_step=step_by_step)
+            cpu[step_by_step].append(time.process_time() - start)
+    fast, plain = plans[False], plans[True]
+    same = fast.iterations == plain.iterations and len(fast.mixed) == len(plain.mixed) and all(
+        a.index == b.index and np.array_equal(a.decode_priors, b.decode_priors)
+        and np.array_equal(a.chunk_tokens, b.chunk_tokens) for a, b in zip(fast.mixed, plain.mixed)) and all(
+        np.array_equal(values, plain.requests[name]) for name, values in fast.requests.items())
+    scalar, stepped = statistics.median(cpu[False]), statistics.median(cpu[True])
+    print(f"scheduler alone ({clients} clients x {requests // clients} requests of 8192/1024, budget 8192: "
+          f"{len(fast.mixed)} iterations with prompt chunks): scalar loop {scalar * 1e3:.1f} ms, plain loop "
+          f"{stepped * 1e3:.1f} ms CPU (median of {repeats}), {stepped / scalar:.1f}x; same schedule: {same}")
 
 
 if __name__ == "__main__":

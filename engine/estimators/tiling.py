@@ -23,6 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine.common.arrays import all_true
+from engine.estimators.row_groups import unique_rows
 from engine.hardware.device import Hardware
 
 # CUTLASS's SM80 tensor-op threadblock shapes (python/cutlass_library/generator.py,
@@ -120,8 +121,7 @@ def choose_tilings(m, n, k, batch, nbytes, hardware: Hardware, rates: GemmRates)
     if len(keys) <= SMALL_TABLE_ROWS:     # each row's choice is its own: dedup only pays off on large tables
         unique, inverse = keys, np.arange(len(keys))
     else:
-        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        unique, inverse = unique_rows(keys)
     by_value_bytes = list(_by_value_bytes(unique[:, 6]))
     chosen = [_choose_unique(unique[rows], hardware, rates, vb) for vb, rows in by_value_bytes]
     if len(chosen) == 1 and unique is keys:        # every row its own candidate set, in order: nothing to merge

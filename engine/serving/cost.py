@@ -34,19 +34,49 @@ def _part(prefix: str, matrix_type: str, row, rows, new, prior) -> AttentionPart
     return AttentionPart.from_listed(prefix, matrix_type, ListedSequences(row, rows, new, prior))
 
 
+def mixed_columns(mixed: list) -> dict[str, np.ndarray]:
+    """The iterations' contents as flat arrays: per iteration its decode count, chunk count and completions; the
+    decode priors, chunk tokens and chunk priors of all iterations concatenated in order (floats)."""
+    def flat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(it, name) for it in mixed] or [np.zeros(0)]).astype(float)
+    return {"decodes": np.array([len(it.decode_priors) for it in mixed], dtype=np.int64),
+            "chunks": np.array([len(it.chunk_tokens) for it in mixed], dtype=np.int64),
+            "completions": np.array([it.completions for it in mixed], dtype=np.int64),
+            "decode_priors": flat("decode_priors"), "chunk_tokens": flat("chunk_tokens"),
+            "chunk_priors": flat("chunk_priors")}
+
+
+def descending_within(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """`values` (rows of `counts` values, concatenated) with each row sorted in descending order. Rows already in
+    that order (the decode priors of requests that started one after another) are kept as they are."""
+    starts = np.cumsum(counts) - counts
+    rises = np.flatnonzero(np.diff(values) > 0) + 1            # a value above the one before it ...
+    rows = np.searchsorted(starts, rises, side="right") - 1
+    unsorted = np.unique(rows[rises != starts[rows]])           # ... in the same row
+    if not len(unsorted):
+        return values
+    values = values.copy()
+    for start, stop in zip(starts[unsorted].tolist(), (starts + counts)[unsorted].tolist()):
+        values[start:stop] = np.sort(values[start:stop])[::-1]
+    return values
+
+
 def distinct_mixed(schedule: Schedule) -> tuple[list, np.ndarray]:
     """The mixed iterations with distinct contents (the same decode contexts and the same chunks take the same
     time: rounds of a lock-step run repeat), and for every mixed iteration the index of its distinct one."""
-    seen: dict[bytes, int] = {}
-    distinct, which = [], np.empty(len(schedule.mixed), dtype=np.int64)
-    for position, it in enumerate(schedule.mixed):
-        key = b"|".join((np.sort(it.decode_priors).tobytes(), it.chunk_tokens.tobytes(), it.chunk_priors.tobytes(),
-                         bytes([min(it.completions, 255)])))
-        if key not in seen:
-            seen[key] = len(distinct)
-            distinct.append(it)
-        which[position] = seen[key]
-    return distinct, which
+    columns = mixed_columns(schedule.mixed)
+    decodes, chunks = columns["decodes"], columns["chunks"]
+    decode_bytes = descending_within(columns["decode_priors"], decodes).tobytes()   # a multiset's one order
+    token_bytes, prior_bytes = columns["chunk_tokens"].tobytes(), columns["chunk_priors"].tobytes()
+    decode_ends, chunk_ends = 8 * np.cumsum(decodes), 8 * np.cumsum(chunks)
+    seen: dict[tuple, int] = {}
+    which = np.array([seen.setdefault((decode_bytes[d - 8 * nd:d], token_bytes[c - 8 * nc:c],
+                                       prior_bytes[c - 8 * nc:c], min(done, 255)), len(seen))
+                      for d, nd, c, nc, done in zip(decode_ends.tolist(), decodes.tolist(), chunk_ends.tolist(),
+                                                    chunks.tolist(), columns["completions"].tolist())],
+                     dtype=np.int64)
+    first = np.unique(which, return_index=True)[1]      # distinct ones are numbered in order of appearance
+    return [schedule.mixed[position] for position in first.tolist()], which
 
 
 def mixed_pass(mixed: list, decode_tokens: int = 1) -> ForwardPass:
@@ -55,16 +85,15 @@ def mixed_pass(mixed: list, decode_tokens: int = 1) -> ForwardPass:
     Va_Mqa: engines verify with their decode kernels, which take a few queries per sequence, and MLA stays in
     the absorbed form)."""
     rows = len(mixed)
-    decode_row = np.repeat(np.arange(rows), [len(it.decode_priors) for it in mixed])
-    chunk_row = np.repeat(np.arange(rows), [len(it.chunk_tokens) for it in mixed])
-    decode_priors = np.concatenate([it.decode_priors for it in mixed]).astype(float)
-    chunk_new = np.concatenate([it.chunk_tokens for it in mixed]).astype(float)
-    chunk_prior = np.concatenate([it.chunk_priors for it in mixed]).astype(float)
+    columns = mixed_columns(mixed)
+    decode_row = np.repeat(np.arange(rows), columns["decodes"])
+    chunk_row = np.repeat(np.arange(rows), columns["chunks"])
+    decode_priors = columns["decode_priors"]
     decode = _part("d", "Va_Mqa", decode_row, rows,
                    np.full_like(decode_priors, float(decode_tokens)), decode_priors)
-    prefill = _part("p", "Ma_Mqa", chunk_row, rows, chunk_new, chunk_prior)
+    prefill = _part("p", "Ma_Mqa", chunk_row, rows, columns["chunk_tokens"], columns["chunk_priors"])
     tokens = decode.query_tokens + prefill.query_tokens
-    logit_rows = decode.query_tokens + np.array([it.completions for it in mixed], dtype=float)
+    logit_rows = decode.query_tokens + columns["completions"].astype(float)
     return ForwardPass("serve", tokens, logit_rows, 1, (decode, prefill))
 
 

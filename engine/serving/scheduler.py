@@ -34,29 +34,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.serving.schedule_fast import whole_step_loop
+from engine.serving.schedule_records import DecodeSegment, MixedIteration
+
 
 class ServingCapacityError(ValueError):
     """A request that can never run (its KV cache alone exceeds the cache's capacity)."""
-
-
-@dataclass
-class MixedIteration:
-    """An iteration with prompt chunks: its decoding requests' cached tokens, its chunks (new, prior)."""
-
-    index: int
-    decode_priors: np.ndarray      # tokens in the cache before each decode token (prompt + generated - 1)
-    chunk_tokens: np.ndarray       # prompt tokens of each chunk
-    chunk_priors: np.ndarray       # prompt tokens of the same request already prefilled
-    completions: int               # prompts that finish in this iteration (they sample their first token)
-
-
-@dataclass
-class DecodeSegment:
-    """`length` iterations from `start` in which the same requests decode and nothing else runs."""
-
-    start: int
-    length: int
-    priors: np.ndarray             # cached tokens of each decoding request in the first iteration
 
 
 @dataclass
@@ -88,8 +71,11 @@ class Schedule:
 
     def prefill_tokens(self) -> np.ndarray:
         tokens = np.zeros(self.iterations)
-        for it in self.mixed:
-            tokens[it.index] = it.chunk_tokens.sum()
+        if self.mixed:
+            chunks = [len(it.chunk_tokens) for it in self.mixed]
+            row = np.repeat(np.arange(len(chunks)), chunks)
+            flat = np.concatenate([it.chunk_tokens for it in self.mixed]).astype(float)
+            tokens[[it.index for it in self.mixed]] = np.bincount(row, weights=flat, minlength=len(chunks))
         return tokens
 
 
@@ -288,7 +274,7 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
              tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True,
              arrival_delays: np.ndarray | None = None, kv_bytes_admitted: np.ndarray | None = None,
-             chunk_prompts: bool = True) -> Schedule:
+             chunk_prompts: bool = True, step_by_step: bool = False) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
     `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
 
@@ -302,7 +288,8 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     `kv_bytes_admitted` (per request, default `kv_bytes_per_request`): the KV bytes a request holds in the
     admission count from its admission to its finish (a lazily allocating engine's steady-state footprint); every
     request must still fit whole (`kv_bytes_per_request`) on its own. `chunk_prompts` False: prompts are never split
-    (step 3 above)."""
+    (step 3 above). Whole-token decode steps (`tokens_per_step` 1) run the same loop in scalars
+    (engine/serving/schedule_fast.py, the same Schedule to the bit); `step_by_step` True runs the plain loop below."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
     reserve = np.asarray(kv_bytes_per_request, dtype=float)
@@ -311,8 +298,13 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
         reserve = np.minimum(np.asarray(kv_bytes_admitted, dtype=float), reserve)
     total = len(isl)
     delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
-    book = _Book.start(isl, osl, reserve, delays, concurrency)
     limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode, chunk_prompts)
+    if float(tokens_per_step) == 1.0 and not step_by_step:
+        run = whole_step_loop(isl, osl, reserve, delays, concurrency, limits)
+        book = _Book(isl, osl, reserve, delays, *(np.array(values, dtype=np.int64) for values in run.book),
+                     run.next_request)
+        return Schedule(run.iterations, run.mixed, run.segments, book.table(), kv_capacity_bytes, run.peak_kv)
+    book = _Book.start(isl, osl, reserve, delays, concurrency)
     server = _Server(deque(range(book.next_request)), _Running(tokens_per_step=float(tokens_per_step)))
     mixed, segments, i, unfinished = [], [], 0, total
     while unfinished:

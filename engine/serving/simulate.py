@@ -317,19 +317,22 @@ def _window_tokens(plan, times: np.ndarray, start: float, stop: float) -> float:
 
 
 def _result(hardware, model, method, options, scenario, runs, capacity, overhead) -> ServingResult:
-    frames, tokens_per_s = [], 0.0
-    for replicas, plan, times in runs:
-        table = request_table(plan, times, options)
-        steady = table[table["measured"]]
-        last = table.groupby("client")["sequence"].transform("max") == table["sequence"]
+    tables, tokens_per_s = [], 0.0
+    for kind, (replicas, plan, times) in enumerate(runs):
+        table = {**plan.requests, **request_arrays(plan, times, options)}
+        client, sequence = table["client"], table["sequence"]
+        last_sequence = np.full(int(client.max()) + 1, -1, dtype=np.int64)
+        np.maximum.at(last_sequence, client, sequence)
         # every client is busy from the first measured arrival until the first client's last request ends
-        start, stop = float(steady["arrival_s"].min()), float(table.loc[last, "finish_s"].min())
+        start = _least(table["arrival_s"][table["measured"]])
+        stop = _least(table["finish_s"][last_sequence[client] == sequence])
         tokens_per_s += replicas * _window_tokens(plan, times, start, stop) / (stop - start)
-        frames.append(table.assign(replicas=replicas, replica_kind=len(frames)))
-    requests = pd.concat(frames, ignore_index=True)
-    steady = requests[requests["measured"]]
-    weights = steady["replicas"].to_numpy(dtype=float) * steady["weight"].to_numpy(dtype=float)
-    ttft, tpot, e2e = (steady[c].to_numpy(dtype=float) for c in ("ttft_s", "tpot_s", "e2e_s"))
+        tables.append({**table, "replicas": np.full(len(client), replicas), "replica_kind": np.full(len(client), kind)})
+    columns = {name: np.concatenate([table[name] for table in tables]) for name in tables[0]}
+    requests = pd.DataFrame(columns)
+    measured = columns["measured"]
+    weights = columns["replicas"][measured].astype(float) * columns["weight"][measured].astype(float)
+    ttft, tpot, e2e = (columns[c][measured].astype(float) for c in ("ttft_s", "tpot_s", "e2e_s"))
     mean_tpot = _mean(tpot, weights)
     metrics = {
         "ttft_s": _mean(ttft, weights), "ttft_p50_s": _quantile(ttft, weights, 0.5),
@@ -339,7 +342,7 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
         "tokens_per_s": tokens_per_s, "tokens_per_s_per_device": tokens_per_s / scenario.device_count,
         "tokens_per_s_per_user": 1.0 / mean_tpot if mean_tpot and np.isfinite(mean_tpot) else float("nan"),
     }
-    metrics["requests_per_s"] = tokens_per_s / float(np.average(steady["output_length"], weights=weights))
+    metrics["requests_per_s"] = tokens_per_s / float(np.average(columns["output_length"][measured], weights=weights))
     plan, times = runs[0][1], runs[0][2]
     ends = np.cumsum(times)
     iterations = pd.DataFrame({"iteration": np.arange(plan.iterations), "prefill_tokens": plan.prefill_tokens(),
@@ -353,6 +356,12 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
     notes.extend(validation_notes(hardware, method, scenario, model))
     return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
                          capacity, overhead, notes, realistic_validation(hardware, method, scenario, model))
+
+
+def _least(values: np.ndarray) -> float:
+    """The smallest value (NaNs left out), NaN when there is none (as a pandas column's min())."""
+    values = values[~np.isnan(values)]
+    return float(values.min()) if len(values) else float("nan")
 
 
 def _mean(values: np.ndarray, weights: np.ndarray) -> float:
