@@ -103,6 +103,14 @@ SQUARED_TP_READING = True
 # 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
 # tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
 TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
+# express() default: the measured runs' request lengths drawn uniformly from [L(1 - s), L(1 + s)] around the recorded
+# ISL and OSL (ServingOptions.length_spread s), as the serving benchmarks' random datasets draw them (vLLM's and
+# SGLang's `--random-range-ratio`; InferenceMAX runs 0.8, lengths over [0.8 L, L]: a range 0.2 L wide, the width of
+# s = 0.1 with the mean kept at the recorded length). Equal lengths keep a simulated closed loop in lock step (all
+# clients finish together and send their prompts together), which under SGLang's prefill-first schedule never breaks;
+# measured TTFTs are far below a lock step's (docs/serving.md). benchmarks/serving_accuracy.py --length-spread
+# overrides it (0: every request at the recorded lengths, as before 2026-11-28).
+BENCHMARK_LENGTH_SPREAD = 0.1
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -204,6 +212,8 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    if BENCHMARK_LENGTH_SPREAD:
+        fields["length_spread"] = BENCHMARK_LENGTH_SPREAD
     if checkpoint_modules is None:
         checkpoint_modules = CHECKPOINT_MODULES
     unquantized = modules_kept_unquantized(run, checkpoint_modules)
