@@ -76,7 +76,7 @@ def main(argv=None) -> int:
                         "'none' for no backend; simulations only)")
     parser.add_argument("--length-spread", type=float, default=None, metavar="S",
                         help="request lengths drawn from [L(1 - S), L(1 + S)] around each run's ISL and OSL "
-                        "(validation_express.BENCHMARK_LENGTH_SPREAD by default; 0: the recorded lengths exactly; "
+                        "(validation_express.BENCHMARK_LENGTH_SPREAD, 0 by default: the recorded lengths exactly; "
                         "simulations only)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")

@@ -103,14 +103,16 @@ SQUARED_TP_READING = True
 # 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
 # tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
 TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
-# express() default: the measured runs' request lengths drawn uniformly from [L(1 - s), L(1 + s)] around the recorded
-# ISL and OSL (ServingOptions.length_spread s), as the serving benchmarks' random datasets draw them (vLLM's and
-# SGLang's `--random-range-ratio`; InferenceMAX runs 0.8, lengths over [0.8 L, L]: a range 0.2 L wide, the width of
-# s = 0.1 with the mean kept at the recorded length). Equal lengths keep a simulated closed loop in lock step (all
-# clients finish together and send their prompts together), which under SGLang's prefill-first schedule never breaks;
-# measured TTFTs are far below a lock step's (docs/serving.md). benchmarks/serving_accuracy.py --length-spread
-# overrides it (0: every request at the recorded lengths, as before 2026-11-28).
-BENCHMARK_LENGTH_SPREAD = 0.1
+# express(): the measured runs' request lengths drawn uniformly from [L(1 - s), L(1 + s)] around the recorded ISL and
+# OSL (ServingOptions.length_spread s), as the serving benchmarks' random datasets may draw them (vLLM's and SGLang's
+# `--random-range-ratio`; 0.1 is a range 0.2 L wide, as InferenceMAX's 0.8 draws over [0.8 L, L], with the mean kept
+# at the recorded length). Equal lengths keep a simulated closed loop in lock step, which under SGLang's prefill-first
+# schedule never breaks (tests/test_serving_length_spread.py). Off (0) by default: measured on 2026-11-28 (h/ttft) it
+# fixes the H200 SGLang runs (Llama-3.1-8B TTFT 160% / 362% -> 28% / 62%, DeepSeek 66% / 226% -> 8% / 40%, in-sample)
+# but breaks the H100 Qwen3-32B SGLang runs, which match the lock step (TPOT +7% -> +48%), and held out it scores worse:
+# 0.1 on every run TPOT 11.7% / 33.6% -> 12.0% / 35.1%, TTFT 27.7% / 79.6% -> 33.8% / 90.2%; on SGLang's runs alone
+# 11.6% / 34.8%, 28.5% / 80.3% (docs/serving.md). benchmarks/serving_accuracy.py --length-spread S sets it.
+BENCHMARK_LENGTH_SPREAD = 0.0
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
