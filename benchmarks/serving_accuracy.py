@@ -74,6 +74,10 @@ def main(argv=None) -> int:
                         help="the backends whose runs with experts recorded tensor-parallel over tp (moe_tp = tp, moe_ep 1, "
                         "no attention DP) are read without an all-to-all (validation_express.TENSOR_PARALLEL_MOE_BACKENDS; "
                         "'none' for no backend; simulations only)")
+    parser.add_argument("--length-spread", type=float, default=None, metavar="S",
+                        help="request lengths drawn from [L(1 - S), L(1 + S)] around each run's ISL and OSL "
+                        "(validation_express.BENCHMARK_LENGTH_SPREAD, 0 by default: the recorded lengths exactly; "
+                        "simulations only)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)
@@ -82,6 +86,8 @@ def main(argv=None) -> int:
     if args.tensor_parallel_moe is not None:
         validation_express.TENSOR_PARALLEL_MOE_BACKENDS = tuple(
             name for name in args.tensor_parallel_moe.split(",") if name and name != "none")
+    if args.length_spread is not None:
+        validation_express.BENCHMARK_LENGTH_SPREAD = args.length_spread
     if args.tail_weights:
         tpot_weight, ttft_weight = (float(value) for value in args.tail_weights.split(","))
         validation.TAIL_WEIGHT.update(tpot=tpot_weight, ttft=ttft_weight)

@@ -103,6 +103,17 @@ SQUARED_TP_READING = True
 # 1, moe_ep 1, no attention DP) are read without an all-to-all dispatch (moe_dispatch "all_reduce":
 # tensor_parallel_moe_dispatch; benchmarks/serving_accuracy.py --tensor-parallel-moe overrides it)
 TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
+# express(): the measured runs' request lengths drawn uniformly from [L(1 - s), L(1 + s)] around the recorded ISL and
+# OSL (ServingOptions.length_spread s), as the serving benchmarks' random datasets may draw them (vLLM's and SGLang's
+# `--random-range-ratio`; 0.1 is a range 0.2 L wide, as InferenceMAX's 0.8 draws over [0.8 L, L], with the mean kept
+# at the recorded length). Equal lengths keep a simulated closed loop in lock step, which under SGLang's prefill-first
+# schedule never breaks (tests/test_serving_length_spread.py). Off (0) by default: measured on 2026-11-28 (h/ttft) it
+# fixes the H200 SGLang runs (Llama-3.1-8B TTFT 160% / 362% -> 28% / 62%, DeepSeek 66% / 226% -> 8% / 40%, in-sample)
+# but breaks the H100 Qwen3-32B SGLang runs, which match the lock step (TPOT +7% -> +48%), and held out it scores worse:
+# 0.1 on every run TPOT 11.7% / 33.6% -> 12.0% / 35.1%, TTFT 27.7% / 79.6% -> 33.8% / 90.2%; on SGLang's runs alone
+# 11.6% / 34.8%, 28.5% / 80.3%; on SGLang's runs except 0.5.1.post1 (H100 Qwen3-32B) 11.4% / 31.9%, 28.3% / 77.6%, an
+# exception keyed on one group, not shipped (docs/serving.md). benchmarks/serving_accuracy.py --length-spread S sets it.
+BENCHMARK_LENGTH_SPREAD = 0.0
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -204,6 +215,8 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     fields = dict(concurrency=int(concurrency_of(run)), input_length=int(run.input_length),
                   output_length=int(run.output_length), tp=tp, pp=_whole(run.pp), dp=dp, ep=ep,
                   weight_dtype=dtypes[0], activation_dtype=dtypes[1], kv_dtype=dtypes[2])
+    if BENCHMARK_LENGTH_SPREAD:
+        fields["length_spread"] = BENCHMARK_LENGTH_SPREAD
     if checkpoint_modules is None:
         checkpoint_modules = CHECKPOINT_MODULES
     unquantized = modules_kept_unquantized(run, checkpoint_modules)
