@@ -89,6 +89,7 @@ class BackendProfile:
     request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
     moe_dispatch: str = "all_to_all"    # MoE layers with ep = tp: Scenario.moe_dispatch (the engine's default path)
     moe_4bit_classes: bool = False  # time 4-bit MoE experts with this framework's fitted classes (backend_kernels.py)
+    fp4_quantize_latency_s: float | None = None   # its nvfp4 activation-quantize kernel (None: the constants')
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
