@@ -31,22 +31,29 @@ def backend_method(method: Method, backend: str) -> Method:
     profile = backend_profile(backend)
     if not profile.moe_4bit_classes and profile.fp4_quantize_latency_s is None:
         return method
-    return _backend_method(method.name, profile.name)
+    return _backend_method(method.name, profile.name, profile.moe_4bit_classes, profile.fp4_quantize_latency_s)
 
 
 def backend_constants(backend: str):
     """DEFAULT_CONSTANTS with `backend`'s 4-bit MoE classes and nvfp4 quantize latency where its profile sets them."""
     profile = backend_profile(backend)
+    return _constants(profile.name, profile.moe_4bit_classes, profile.fp4_quantize_latency_s)
+
+
+@lru_cache(maxsize=None)
+def _constants(framework: str, moe_4bit_classes: bool, fp4_quantize_latency_s: float | None):
     changes = {}
-    if profile.moe_4bit_classes:
-        changes["moe_4bit_formats"] = dict(framework_formats(profile.name))
-    if profile.fp4_quantize_latency_s is not None:
+    if moe_4bit_classes:
+        changes["moe_4bit_formats"] = dict(framework_formats(framework))
+    if fp4_quantize_latency_s is not None:
         changes["gemm_quantize_latency_s"] = {**DEFAULT_CONSTANTS.gemm_quantize_latency_s,
-                                              FP4_ROW_DTYPE: float(profile.fp4_quantize_latency_s)}
+                                              FP4_ROW_DTYPE: float(fp4_quantize_latency_s)}
     return replace(DEFAULT_CONSTANTS, **changes) if changes else DEFAULT_CONSTANTS
 
 
 @lru_cache(maxsize=None)
-def _backend_method(name: str, backend: str) -> Method:
-    estimate = with_collectives(partial(estimate_realistic, launch=LAUNCHES[name], constants=backend_constants(backend)))
+def _backend_method(name: str, backend: str, moe_4bit_classes: bool, fp4_quantize_latency_s: float | None) -> Method:
+    """One Method per (method, backend, settings): a profile changed in place (tests) gets its own."""
+    constants = _constants(backend, moe_4bit_classes, fp4_quantize_latency_s)
+    estimate = with_collectives(partial(estimate_realistic, launch=LAUNCHES[name], constants=constants))
     return Method(name, f"{get_method(name).description} 4-bit kernels: {backend}'s.", cached_decomposition, estimate)
