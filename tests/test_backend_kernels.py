@@ -52,8 +52,9 @@ def test_other_dtypes_are_bit_identical_under_a_backends_constants(devices, monk
     gemm = one_gemm(64.0, 7168.0, 2048.0, dtype, value_bytes)
     for device in ("B200", "H100-SXM"):
         plain = get_method("realistic").estimate(gemm, devices[device], None)
-        mine = backend_method(get_method("realistic"), "vllm").estimate(gemm, devices[device], None)
-        assert mine["time_s"][0] == plain["time_s"][0]
+        for backend in ("vllm", "sglang"):      # sglang: its shipped profile
+            mine = backend_method(get_method("realistic"), backend).estimate(gemm, devices[device], None)
+            assert mine["time_s"][0] == plain["time_s"][0]
 
 
 def test_backend_constants_follow_the_profile_and_the_fitted_tables(monkeypatch):
@@ -95,3 +96,22 @@ def test_mxfp4_checkpoints_read_as_their_frameworks_run_them(devices, monkeypatc
                                                                               "lm_head"}
     kimi = next(pd.DataFrame([dict(model_path="moonshotai/Kimi-K2.5", gemm_quant_mode="nvfp4")]).itertuples(index=False))
     assert not validation_express.mxfp4_checkpoint(kimi)
+
+
+def test_one_sglang_4bit_expert_by_hand_from_the_shipped_classes(devices):
+    """serve's SGLang kernels (its profile ships moe_4bit_classes) on one token of one of gpt-oss's experts (2880 x 5760
+    fc1, mxfp4 weights x bf16 activations: class w4a16/native on B200): the packed weights (0.53125 B per value) and the
+    bf16 token stream take 1 / stream of their time at the workbook's bandwidth x achievable fraction, plus the class's
+    latency per launch; everything else as the plain method times it."""
+    from tests.test_moe_4bit import _expert_row
+    from engine.estimators.moe_4bit import FRAMEWORK_FORMATS
+    assert backends.BACKENDS["sglang"].moe_4bit_classes
+    hardware = devices["B200"]
+    k, n = 2880.0, 5760.0
+    stream, _, latency = FRAMEWORK_FORMATS["sglang"]["w4a16/native"]
+    packed = k * n * 0.53125 + (k + n) * 2.0
+    achievable = 8.0e12 * 0.815
+    columns = _expert_row("Expert_up", "bf16", "mxfp4", "bf16", 1.0, k, n, 1.0)
+    plain = _time(get_method("realistic"), columns, hardware)
+    mine = _time(backend_method(get_method("realistic"), "sglang"), columns, hardware)
+    assert mine - plain == pytest.approx(latency + packed / achievable * (1.0 / stream - 1.0), rel=1e-6)
