@@ -89,6 +89,7 @@ class BackendProfile:
     request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
     moe_dispatch: str = "all_to_all"    # MoE layers with ep = tp: Scenario.moe_dispatch (the engine's default path)
     moe_4bit_classes: bool = False  # time 4-bit MoE experts with this framework's fitted classes (backend_kernels.py)
+    fp4_quantize_latency_s: float | None = None   # its nvfp4 activation-quantize kernel (None: the constants')
 
 
 BENCHMARK_REQUESTS = 1000    # vLLM's and SGLang's benchmark `--num-prompts` default (assumed, not fitted)
@@ -104,10 +105,14 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
                    "to the engine core", graph_latency_overlap=0.25, arrival_jitter=8,
                    benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
                    arrival_wait_share=1.0, kv_admitted_output_share=0.5),
+    # SGLang's nvfp4 quantize kernel (conditions.TABLE_QUANTIZE_LATENCY_S, fitted on its nvfp4 GEMM tables) and its
+    # 4-bit MoE classes (h/fp4ship: leave-one-system-out TPOT 11.7 / 33.6 -> 11.7 / 34.0, TTFT 27.7 / 79.6 -> 27.5 /
+    # 79.8; TensorRT-LLM's and vLLM's put a p90 over its target: docs/accuracy.md, "4-bit kernels in `serve`")
     BackendProfile("sglang", 0.0, 0.195, "SGLang (runs of 0.5.x): prefill batches run alone (enable_mixed_chunk "
                    "off by default), decoding waits for them", mixed_prefill=False, graph_latency_overlap=0.55,
                    arrival_jitter=2, benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=25e-6,
-                   arrival_wait_share=0.5, kv_admitted_output_share=0.5),
+                   arrival_wait_share=0.5, kv_admitted_output_share=0.5, moe_4bit_classes=True,
+                   fp4_quantize_latency_s=2.0e-6),
     # TensorRT-LLM's request overhead: 60 ms + 8 us per routed expert-layer (120 ms flat before; 2026-11-27, h/serve6:
     # the two refitted on all its runs with its other terms as shipped; every leave-one-system-out fold picks 8 us)
     BackendProfile("trtllm", 0.0004, 0.060, "TensorRT-LLM (runs of 1.0 - 1.3): fused all-reduce + norm kernels and "

@@ -114,6 +114,17 @@ TENSOR_PARALLEL_MOE_BACKENDS: tuple[str, ...] = ("trtllm",)
 # 11.6% / 34.8%, 28.5% / 80.3%; on SGLang's runs except 0.5.1.post1 (H100 Qwen3-32B) 11.4% / 31.9%, 28.3% / 77.6%, an
 # exception keyed on one group, not shipped (docs/serving.md). benchmarks/serving_accuracy.py --length-spread S sets it.
 BENCHMARK_LENGTH_SPREAD = 0.0
+# gpt-oss's checkpoint (openai/gpt-oss-120b: MXFP4 routed experts, everything else bf16) is recorded as gemm_quant_mode
+# nvfp4; express() reads it as its frameworks run it when MXFP4_CHECKPOINTS is on: mxfp4 expert weights with mxfp8
+# activations on fp4-rated matrix units (TensorRT-LLM's ModelConfig.get_mxfp4_quant_algo: W4A8_MXFP4_MXFP8 on sm >=
+# 100 with its TRTLLM MoE backend, which InferenceMAX's gptoss_fp4_b200_trt.sh sets; its vLLM script
+# gptoss_fp4_b200.sh exports VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), bf16 activations elsewhere (W4A16_MXFP4 on
+# Hopper; aiconfigurator's MoE tables hold w4a8_mxfp4_mxfp8 on Blackwell, w4a16_mxfp4 on Hopper for its shapes), and
+# the modules its checkpoint leaves unconverted (UNQUANTIZED_MODULES: attention, router, embedding, lm_head) in bf16.
+# Off: read so, the gpt-oss runs get slower where their B200 runs were already slow (TTFT bias +36-52%), and
+# leave-one-system-out TTFT p90 79.6% -> 81.7% (TPOT 11.8% / 34.1%; h/fp4ship, docs/accuracy.md)
+MXFP4_FAMILIES = ("gpt-oss",)
+MXFP4_CHECKPOINTS = False
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -166,10 +177,24 @@ def model_and_dtypes(run, hardware, models: ModelSource):
     model, reason = models.get(run.model_path)
     if model is None:
         return reason
-    dtypes = dtypes_of(run.gemm_quant_mode, hardware)
+    dtypes = mxfp4_dtypes(run, hardware) or dtypes_of(run.gemm_quant_mode, hardware)
     if dtypes is None:
         return f"gemm_quant_mode {run.gemm_quant_mode!r} has no dtype mapping"
     return model, dtypes
+
+
+def mxfp4_checkpoint(run) -> bool:
+    """Whether `run` is of an MXFP4 checkpoint read as its frameworks run it (MXFP4_CHECKPOINTS, MXFP4_FAMILIES)."""
+    return (MXFP4_CHECKPOINTS and run.gemm_quant_mode == "nvfp4"
+            and family_of(str(run.model_path)) in MXFP4_FAMILIES)
+
+
+def mxfp4_dtypes(run, hardware) -> tuple[str, str, str] | None:
+    """(mxfp4, mxfp8 on fp4-rated matrix units else bf16, fp8) for an MXFP4 checkpoint's run (mxfp4_checkpoint),
+    else None."""
+    if not mxfp4_checkpoint(run):
+        return None
+    return "mxfp4", "mxfp8" if hardware.matrix_rate_dtype("fp4") == "fp4" else "bf16", "fp8"
 
 
 def unquantized_modules_of(run) -> tuple[str, ...]:
@@ -181,7 +206,8 @@ def unquantized_modules_of(run) -> tuple[str, ...]:
 def modules_kept_unquantized(run, checkpoint_modules: bool) -> tuple[str, ...]:
     """unquantized_modules_of(run) when `checkpoint_modules` or the run's quantization is in CHECKPOINT_MODULES_ALWAYS,
     else () (every weight in the run's weight dtype)."""
-    always = isinstance(run.gemm_quant_mode, str) and run.gemm_quant_mode in CHECKPOINT_MODULES_ALWAYS
+    always = (isinstance(run.gemm_quant_mode, str) and run.gemm_quant_mode in CHECKPOINT_MODULES_ALWAYS
+              or mxfp4_checkpoint(run))
     return unquantized_modules_of(run) if checkpoint_modules or always else ()
 
 

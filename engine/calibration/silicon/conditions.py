@@ -34,7 +34,8 @@ TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5, 
 # bf16's shipped 4,500 cycles, fit.SHARED_LATENCY_DTYPES; h/nvfp4, docs/accuracy.md): the clock-and-power form's
 # efficiency, latency cycles, power cap, split-K cycles (none: the tables' kernels take no split-K,
 # fit_grids.NO_SPLIT_K_DTYPES), overlap loss, and the k loop's cycles per framework (fit_nvfp4.py). The tables'
-# condition only (table_constants adds them): `estimate` and `serve` keep nvfp4's defaults. The power cap shipped
+# condition only (table_constants adds them): `estimate` and `serve` keep nvfp4's defaults (but serve with SGLang
+# charges its quantize latency below: BackendProfile.fp4_quantize_latency_s, h/fp4ship). The power cap shipped
 # in RealisticConstants too took serving's LOSO TPOT p90 to 35.2% and TTFT p90 to 80.2%, over the targets
 # (docs/accuracy.md).
 NVFP4_ROW_DTYPE = "fp4"
