@@ -16,6 +16,7 @@ from engine.serving.cost import grid_pass, time_pass
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError
 from engine.serving.simulate import SCENARIO_FIELDS, ServingResult, kv_budget, serve
+from engine.serving.backend_kernels import backend_method
 from engine.serving.backends import backend_profile
 from engine.workload.scenario import Scenario
 
@@ -69,9 +70,9 @@ def _decode_costs(model, hardware, scenario: Scenario, options: ServingOptions, 
     batches = np.unique(np.round(np.geomspace(1, top, DECODE_GRID_BATCHES)))
     first, last = options.input_length, options.input_length + max(options.output_length - 2, 0)
     contexts = np.unique(np.round(np.linspace(first, last, DECODE_GRID_CONTEXTS)))
-    chosen = get_method(method)
+    chosen = backend_method(get_method(method), options.backend)     # as serve(): the backend's 4-bit kernels
     graphed = chosen.name == "realistic" and options.graph_decode
-    graph = get_method("realistic-graph") if graphed else chosen
+    graph = backend_method(get_method("realistic-graph"), options.backend) if graphed else chosen
     overlap = (backend_profile(options.backend).graph_latency_overlap if options.graph_latency_overlap is None
                else options.graph_latency_overlap) if graphed else 0.0    # as serve() (engine/serving/backends.py)
     times = time_pass(grid_pass(batches, contexts), len(batches) * len(contexts), model, replica, hardware,

@@ -34,6 +34,7 @@ from engine.results.run import check_fits_model
 from engine.estimators import get_method
 from engine.workload.parallel import parallel_layout
 from engine.serving import cost
+from engine.serving.backend_kernels import backend_method
 from engine.serving.backends import admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads, scheduling
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
@@ -122,11 +123,11 @@ class LayoutSetup:
         base_fields = dict(phase="request", batch=1, chunked_prefill=False, micro_batches=None, **scenario_fields)
         base_fields.update(input_length=base.input_length, output_length=base.output_length, devices=None)
         self.scenario = Scenario.model_validate(base_fields)
-        self.method = get_method(method)
+        self.method = backend_method(get_method(method), base.backend)     # as serve(): the backend's 4-bit kernels
         _check_supported(model, self.scenario, self.method.name)
         check_fits_model(model, self.scenario)
         graphed = self.method.name == "realistic" and base.graph_decode
-        self.graph = get_method("realistic-graph") if graphed else self.method
+        self.graph = backend_method(get_method("realistic-graph"), base.backend) if graphed else self.method
         profile = backend_profile(base.backend)          # as serve(): prefill mixed into decode, hidden latency
         self.mix = profile.mixed_prefill if base.mixed_prefill is None else base.mixed_prefill
         self.overlap = (profile.graph_latency_overlap if base.graph_latency_overlap is None
