@@ -12,7 +12,7 @@ import pytest
 
 from engine.calibration.silicon.conditions import TABLE_QUANTIZE_LATENCY_S
 from engine.estimators import get_method
-from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
+from engine.estimators.realistic import DEFAULT_CONSTANTS
 from engine.estimators.realistic_constants import DEFAULT_MEMORY_FRACTION
 from engine.hardware.specs import load_specs
 from engine.serving import backends, validation_express
