@@ -7,6 +7,7 @@ per-head channels d_n (qk_nope_head_dim), d_r (qk_rope_head_dim, one rotary key 
 and d_v (v_head_dim); T tokens in the pass:
 
     Q_a*W      T x hidden -> q_lora_rank  (replicated over tp), then Norm_q_a    [q_lora_rank set]
+               (with KV_a*W as one GEMM, QKV_a*W, under FUSED_A_PROJECTION: the default)
     Q_b*W      T x q_lora_rank -> H (d_n + d_r)                                  (or Q*W from hidden)
     KV_a*W     T x hidden -> r + d_r      (kv_a_proj_with_mqa: the latent and the shared rotary key)
     Norm_kv_a  RMSNorm of the latent (r weights)
@@ -47,8 +48,9 @@ from engine.workload.parallel import ParallelLayout
 # Q_a*W and KV_a*W as one GEMM (QKV_a*W: T x hidden -> q_lora_rank + r + d_r), as the serving engines run them:
 # vLLM's and SGLang's DeepseekV2 attention build fused_qkv_a_proj (MergedColumnParallelLinear over [q_lora_rank,
 # kv_lora_rank + qk_rope_head_dim], replicated), TensorRT-LLM's MLA its fused_a. Same weights and MACs, one kernel
-# fewer per layer. Measured on the serving runs (docs/serving.md, h/kimi).
-FUSED_A_PROJECTION = False
+# fewer per layer. Measured on the serving runs (docs/serving.md, session 19, h/kimi: leave-one-system-out TPOT 11.7% /
+# 34.0% -> 11.3% / 33.7%, TTFT 27.5% / 79.8% -> 27.7% / 79.8%). False: the two GEMMs as before.
+FUSED_A_PROJECTION = True
 
 
 def add_mla_attention(attention: AttentionRows, model: ModelConfig, layout: ParallelLayout, kinds: list[LayerKind],
