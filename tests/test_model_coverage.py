@@ -141,8 +141,8 @@ def test_mla_prefill_runs_the_naive_form(deepseek):
         (2 * tokens, RANK, H * (NOPE + VALUE))
     assert rows.loc["Q*gK", "macs"] == 2 * H * (NOPE + ROPE) * pairs
     assert rows.loc["Q*gK*gV", "macs"] == 2 * H * VALUE * pairs
-    assert (rows.loc["Q_a*W", "n"], rows.loc["Q_b*W", "k"], rows.loc["Q_b*W", "n"]) == (Q_RANK, Q_RANK, H * 192)
-    assert (rows.loc["KV_a*W", "k"], rows.loc["KV_a*W", "n"]) == (HIDDEN, RANK + ROPE)
+    assert (rows.loc["Q_b*W", "k"], rows.loc["Q_b*W", "n"]) == (Q_RANK, H * 192)
+    assert (rows.loc["QKV_a*W", "k"], rows.loc["QKV_a*W", "n"]) == (HIDDEN, Q_RANK + RANK + ROPE)  # q_a and kv_a fused
     assert (rows.loc["O*W", "k"], rows.loc["O*W", "n"]) == (H * VALUE, HIDDEN)
     assert rows.loc["Rotary", "n"] == (H + 1) * ROPE          # query rope parts and the one shared rope key
     assert rows.loc["Norm_q_a", "weight_bytes"] == Q_RANK * 2 and rows.loc["Norm_kv_a", "weight_bytes"] == RANK * 2
@@ -167,7 +167,7 @@ def test_mla_tensor_parallelism_splits_heads(deepseek):
     assert tp8.loc["O*W", "k"] == heads * VALUE
     assert tp8.loc["Q*gK", "macs"] == one.loc["Q*gK", "macs"] / 8
     # the low-rank "a" projections and the latent cache are replicated on every device
-    for name in ("Q_a*W", "KV_a*W", "KVCache_Store", "KVCache_Read"):
+    for name in ("QKV_a*W", "KVCache_Store", "KVCache_Read"):
         assert tp8.loc[name, "weight_bytes"] == one.loc[name, "weight_bytes"]
         assert tp8.loc[name, "kv_bytes"] == one.loc[name, "kv_bytes"]
     with pytest.raises(ParallelismError, match="num_attention_heads=128"):

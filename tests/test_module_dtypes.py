@@ -70,13 +70,13 @@ def test_mla_projections_stay_bf16_and_the_output_projection_and_experts_take_nv
     rows = _rows(deepseek, tp=8, ep=8, weight_dtype="nvfp4", activation_dtype="nvfp4", kv_dtype="fp8",
                  unquantized_modules=("attention_qkv", "router", "lm_head"))
     heads = 128 // 8
-    assert rows.loc["Q_a*W", "weight_bytes"] == 7168 * 1536 * 2                 # replicated over tp
+    # q_a and kv_a as one GEMM (mla.FUSED_A_PROJECTION), replicated over tp
+    assert rows.loc["QKV_a*W", "weight_bytes"] == 7168 * (1536 + 512 + 64) * 2
     assert rows.loc["Q_b*W", "weight_bytes"] == 1536 * heads * (128 + 64) * 2
-    assert rows.loc["KV_a*W", "weight_bytes"] == 7168 * (512 + 64) * 2
     assert rows.loc["Q*W_UK", "weight_bytes"] == heads * 128 * 512 * 2          # kv_b_proj's W_UK, absorbed
     assert rows.loc["O*W_UV", "weight_bytes"] == heads * 512 * 128 * 2
     assert rows.loc["MoE_router", "weight_bytes"] == (7168 + 1) * 256 * 2      # + the score-correction bias
-    assert {rows.loc[name, "dtype"] for name in ("Q_a*W", "Q_b*W", "KV_a*W", "Q*W_UK", "MoE_router")} == {"bf16"}
+    assert {rows.loc[name, "dtype"] for name in ("QKV_a*W", "Q_b*W", "Q*W_UK", "MoE_router")} == {"bf16"}
     assert rows.loc["O*W", "weight_bytes"] == pytest.approx(heads * 128 * 7168 * NVFP4, rel=1e-15)
     assert rows.loc["Shared_up", "weight_bytes"] == pytest.approx(7168 * 2048 / 8 * NVFP4, rel=1e-15)
     assert {rows.loc[name, "dtype"] for name in ("O*W", "Shared_up", "Expert_up", "FFN_up")} == {"fp4"}

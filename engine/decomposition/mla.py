@@ -7,6 +7,7 @@ per-head channels d_n (qk_nope_head_dim), d_r (qk_rope_head_dim, one rotary key 
 and d_v (v_head_dim); T tokens in the pass:
 
     Q_a*W      T x hidden -> q_lora_rank  (replicated over tp), then Norm_q_a    [q_lora_rank set]
+               (with KV_a*W as one GEMM, QKV_a*W, under FUSED_A_PROJECTION: the default)
     Q_b*W      T x q_lora_rank -> H (d_n + d_r)                                  (or Q*W from hidden)
     KV_a*W     T x hidden -> r + d_r      (kv_a_proj_with_mqa: the latent and the shared rotary key)
     Norm_kv_a  RMSNorm of the latent (r weights)
@@ -44,6 +45,13 @@ from engine.kernels.table import FLOPS_PER_ELEMENT
 from engine.models.config import ModelConfig
 from engine.workload.parallel import ParallelLayout
 
+# Q_a*W and KV_a*W as one GEMM (QKV_a*W: T x hidden -> q_lora_rank + r + d_r), as the serving engines run them:
+# vLLM's and SGLang's DeepseekV2 attention build fused_qkv_a_proj (MergedColumnParallelLinear over [q_lora_rank,
+# kv_lora_rank + qk_rope_head_dim], replicated), TensorRT-LLM's MLA its fused_a. Same weights and MACs, one kernel
+# fewer per layer. Measured on the serving runs (docs/serving.md, session 19, h/kimi: leave-one-system-out TPOT 11.7% /
+# 34.0% -> 11.3% / 33.7%, TTFT 27.5% / 79.8% -> 27.7% / 79.8%). False: the two GEMMs as before.
+FUSED_A_PROJECTION = True
+
 
 def add_mla_attention(attention: AttentionRows, model: ModelConfig, layout: ParallelLayout, kinds: list[LayerKind],
                       decode_form: str = "absorbed") -> None:
@@ -58,15 +66,22 @@ def add_mla_attention(attention: AttentionRows, model: ModelConfig, layout: Para
     rank, nope, rope = model.kv_lora_rank, model.qk_nope_head_dim, model.qk_rope_head_dim
     latent = rank + rope
     per_layer = layout.layers * kernels.steps
+    fused_a = bool(model.q_lora_rank) and FUSED_A_PROJECTION
+    if fused_a:
+        kernels.gemm("QKV_a*W", tokens, hidden, model.q_lora_rank + latent, per_layer, model.qkv_bias,
+                     module="attention_qkv")
     if model.q_lora_rank:
-        kernels.gemm("Q_a*W", tokens, hidden, model.q_lora_rank, per_layer, model.qkv_bias, module="attention_qkv")
+        if not fused_a:
+            kernels.gemm("Q_a*W", tokens, hidden, model.q_lora_rank, per_layer, model.qkv_bias,
+                         module="attention_qkv")
         kernels.elementwise("Norm_q_a", "norm", norm_fields(tokens, model.q_lora_rank, model.norm_type, activation,
                                                             weight), per_layer, type="Norm")
         kernels.gemm("Q_b*W", tokens, model.q_lora_rank, heads * (nope + rope), per_layer, False,
                      module="attention_qkv")
     else:
         kernels.gemm("Q*W", tokens, hidden, heads * (nope + rope), per_layer, False, module="attention_qkv")
-    kernels.gemm("KV_a*W", tokens, hidden, latent, per_layer, model.qkv_bias, module="attention_qkv")
+    if not fused_a:
+        kernels.gemm("KV_a*W", tokens, hidden, latent, per_layer, model.qkv_bias, module="attention_qkv")
     kernels.elementwise("Norm_kv_a", "norm", norm_fields(tokens, rank, model.norm_type, activation, weight),
                         per_layer, type="Norm")
     rotated = tokens * (heads + 1) * rope

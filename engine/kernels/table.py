@@ -62,7 +62,8 @@ FAMILY_BY_NAME = {
     "Residual_attn": "norms & residuals", "Residual_ffn": "norms & residuals",
     "Q/K/V*W": "attention projections", "O*W": "attention projections", "Rotary": "attention projections",
     # multi-head latent attention (engine/decomposition/mla.py)
-    "Q*W": "attention projections", "Q_a*W": "attention projections", "Q_b*W": "attention projections",
+    "Q*W": "attention projections", "Q_a*W": "attention projections", "QKV_a*W": "attention projections",
+    "Q_b*W": "attention projections",
     "KV_a*W": "attention projections", "KV_b*W": "attention projections", "Q*W_UK": "attention projections",
     "O*W_UV": "attention projections",
     "FFN_up": "MLP", "FFN_gate": "MLP", "FFN_act": "MLP", "FFN_down": "MLP",
