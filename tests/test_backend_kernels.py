@@ -14,15 +14,9 @@ from engine.calibration.silicon.conditions import TABLE_QUANTIZE_LATENCY_S
 from engine.estimators import get_method
 from engine.estimators.realistic import DEFAULT_CONSTANTS
 from engine.estimators.realistic_constants import DEFAULT_MEMORY_FRACTION
-from engine.hardware.specs import load_specs
 from engine.serving import backends, validation_express
 from engine.serving.backend_kernels import backend_constants, backend_method
 from tests.test_silicon_fit import one_gemm
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return load_specs()
 
 
 def _time(method, gemm, hardware) -> float:

@@ -15,16 +15,10 @@ from engine.decomposition.transformer import decompose_columns
 from engine.estimators.fused_attention import FusedShapes
 from engine.estimators.mla_attention import SHIPPED_MLA, MlaAttention, mla_groups
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DEFAULT_MEMORY_FRACTION, estimate_realistic
-from engine.hardware.specs import load_specs
 from engine.models import load_model
 
 ATTENTION_OPS = ["kv_read", "attention", "softmax"]
 DEEPSEEK = "deepseek-ai/DeepSeek-V3"
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return load_specs()
 
 
 @pytest.fixture(scope="module")

@@ -18,18 +18,12 @@ from engine.calibration.silicon import attention_fit, mla_fit
 from engine.decomposition.transformer import decompose_columns
 from engine.estimators.mla_attention import SHIPPED_MLA, SPLIT_DECODE_SRAM_BYTES, split_decode
 from engine.estimators.realistic import DEFAULT_CONSTANTS, DeviceRates, estimate_realistic
-from engine.hardware.specs import load_specs
 from engine.models import load_model
 
 ATTENTION_OPS = ["kv_read", "attention", "softmax"]
 A100 = "A100-80GB-SXM"
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator_a100_mla" / "systems"
 ONE_CORE = SHIPPED_MLA.one_core_decode
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return load_specs()
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,9 @@ from engine.estimators.moe_4bit import FRAMEWORK_FORMATS, class_constants, forma
 from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
 from engine.estimators.realistic_constants import DEFAULT_KERNEL_LATENCY_S, DEFAULT_MEMORY_FRACTION
 from engine.hardware.dtypes import bytes_per_value
-from engine.hardware.specs import load_specs
 from engine.kernels.table import KernelTableBuilder
 
 SUBSET = Path(__file__).parent / "data" / "aiconfigurator" / "systems"
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return load_specs()
 
 
 def _expert_row(name: str, dtype: str, weight: str, activation: str, m: float, k: float, n: float, experts: float):
