@@ -10,10 +10,10 @@ KV-cache streaming come on top). So a run needs, per device of its tp x dp group
     implied rate  >=  C / L x (ISL + OSL) x 2 x linear_params_per_token / devices     FLOP/s
 
 and `implied_peak_share` divides that by the device's matrix peak for the run's compute dtype (the workbook's).
-A share near or above what the device's best large GEMM reaches (fp8 on H200: 1.17 PFLOP/s in aiconfigurator's
-vLLM table, 0.59 of the 1.98 PFLOP/s peak) means the measured means cannot both come from a closed loop that prefills
-every prompt in full on those devices: prompt tokens were skipped (prefix caching), run elsewhere, or the means
-are not what the simulation reports. benchmarks/serving_implied_rate.py prints it per series (docs/serving.md,
+A share above what the model's own GEMMs reach on the device (Llama-3.1-8B's four shapes at m 8192 together: 1.30
+PFLOP/s in aiconfigurator's vLLM fp8 table on H200, 0.66 of the 1.98 PFLOP/s peak) means the measured means cannot
+both come from a closed loop that prefills every prompt in full on those devices: prompt tokens were skipped (prefix
+caching), run elsewhere, or the means are not what the simulation reports. benchmarks/serving_implied_rate.py prints it per series (docs/serving.md,
 "vLLM 0.12.0 on H200").
 """
 
