@@ -4,8 +4,8 @@ A closed loop of C clients, each sending its next request when its previous one 
 second, L = TTFT + (OSL - 1) x TPOT the mean request latency (Little's law, with the run's own measured means). Each
 request's ISL prompt tokens and OSL output tokens each pass once through every linear layer a token uses: at least
 2 x `linear_params_per_token` FLOP apiece (the active weights without the embedding lookup and the LM head, which a
-prefill runs for its last token only; the attention's context products, norms and the decode steps' weight and
-KV-cache streaming come on top). So a run needs, per device of its tp x dp group,
+prefill runs for its last token only; the attention's context products, the norms' work and the decode steps' weight
+and KV-cache streaming come on top). So a run needs, per device of its tp x dp group,
 
     implied rate  >=  C / L x (ISL + OSL) x 2 x linear_params_per_token / devices     FLOP/s
 
@@ -13,8 +13,8 @@ and `implied_peak_share` divides that by the device's matrix peak for the run's 
 A share above what the model's own GEMMs reach on the device (Llama-3.1-8B's four shapes at m 8192 together: 1.30
 PFLOP/s in aiconfigurator's vLLM fp8 table on H200, 0.66 of the 1.98 PFLOP/s peak) means the measured means cannot
 both come from a closed loop that prefills every prompt in full on those devices: prompt tokens were skipped (prefix
-caching), run elsewhere, or the means are not what the simulation reports. benchmarks/serving_implied_rate.py prints it per series (docs/serving.md,
-"vLLM 0.12.0 on H200").
+caching), run elsewhere, or the means are not what the simulation reports. benchmarks/serving_implied_rate.py
+prints it per series (docs/serving.md, "vLLM 0.12.0 on H200").
 """
 
 from __future__ import annotations
