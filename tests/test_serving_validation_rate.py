@@ -36,7 +36,8 @@ def test_rate_of_a_measured_h200_run(llama, devices):
 
 def test_devices_divide_the_rate(llama):
     run = dict(concurrency=48, input_length=4000, output_length=100, ttft_s=0.14568, tpot_s=0.00948)
-    assert implied_matrix_rate(llama, **run, devices=2) == pytest.approx(implied_matrix_rate(llama, **run, devices=1) / 2)
+    one_device = implied_matrix_rate(llama, **run, devices=1)
+    assert implied_matrix_rate(llama, **run, devices=2) == pytest.approx(one_device / 2)
 
 
 @pytest.mark.parametrize("field, value", [("ttft_s", 0.0), ("devices", 0)])
