@@ -88,3 +88,16 @@ def test_an_unreachable_scheduler_times_out_quickly():
                           "--dask-timeout", "2")
     assert_one_line_error(done, "tcp://127.0.0.1:1", "within 2 s", "--dask-timeout")
     assert seconds < 30
+
+
+@pytest.mark.parametrize("minimum, maximum, value, words", [
+    (0, 0.99, "2", "from 0 to 0.99"),                  # was "from 0 to 0": the fraction cut to a whole number
+    (0.1, 3600, "4000", "from 0.1 to 3,600"),
+    (1, 10**12, "10000000000000", "from 1 to 1,000,000,000,000")])
+def test_a_bound_is_shown_as_written(minimum, maximum, value, words):
+    from argparse import ArgumentTypeError
+
+    from engine.cli.arguments import number
+    kind = int if isinstance(maximum, int) and isinstance(minimum, int) else float
+    with pytest.raises(ArgumentTypeError, match=words):
+        number(kind, minimum, maximum)(value)

@@ -17,7 +17,7 @@ def number(kind: type, minimum: float, maximum: float):
     """An argparse type: a finite `kind` (int or float) from minimum to maximum, else a one-line usage error
     (a 400-digit number is refused before it is converted)."""
     noun = "a whole number" if kind is int else "a number"
-    expected = f"{noun} from {minimum:,} to {int(maximum):,}"
+    expected = f"{noun} from {_bound(minimum)} to {_bound(maximum)}"
 
     def parse(text: str):
         if len(text.strip()) > 32:
@@ -32,6 +32,11 @@ def number(kind: type, minimum: float, maximum: float):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
         return value
     return parse
+
+
+def _bound(value: float) -> str:
+    """A bound as the error message shows it: whole values with thousands separators, others as written (0.99)."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 MAX_WHOLE = 10**12          # beyond any batch, length, device count or GEMM dimension worth estimating
