@@ -60,8 +60,9 @@ def test_validation_retiming_matches_serve(setting):
     retimed = with_overheads(row, 0.0, 0.0, per_request_s=3e-5, wait_share=0.75).iloc[0]
     both = run(setting, iteration_overhead_per_request_s=3e-5, arrival_wait_share=0.75)
     assert retimed["tpot_s"] == pytest.approx(both.tpot_s, rel=1e-9)
-    # TTFT: exact but for the wait on the per-request time of the iteration waited for (3e-5 x 2 x 0.75)
-    assert retimed["ttft_s"] == pytest.approx(both.ttft_s, abs=0.75 * 2 * 3e-5 + 1e-12)
+    # TTFT: exact but for the wait on the per-request time of the iteration waited for (3e-5 x 2 x (0.75 + 1): the vLLM
+    # profile schedules ahead, so that iteration is waited for once more, engine/serving/backends.py async_scheduling)
+    assert retimed["ttft_s"] == pytest.approx(both.ttft_s, abs=1.75 * 2 * 3e-5 + 1e-12)
     assert abs(retimed["ttft_s"] - base.ttft_s) > 1e-4
 
 

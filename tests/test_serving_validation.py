@@ -198,8 +198,13 @@ def in_bounds(summary) -> bool:
     # bias to +0.056 / +0.029 (graph latency overlap) and +0.031 / +0.0467 (per-decoding-request overhead), TTFT bias to
     # +0.265 / +0.404 (request overhead) and +0.337 / +0.374 (arrival wait share): TPOT bias band 0.040-0.048 ->
     # 0.040-0.046 (+0.0467 was inside the old one).
+    # With vLLM's async scheduling read per run (h/llamattft: the subset's 9 versionless vLLM Llama-3.1-70B runs of
+    # 2025 wait half the running iteration, its 15 of 0.15-0.18 that and the iteration scheduled ahead; the profile's
+    # request overhead 50 -> 30 ms), re-measured: 0.1022, +0.0427, 0.334, +0.212 (TTFT 0.407 / +0.353 before); 15% off
+    # moves TTFT bias to +0.187 / +0.254 (request overhead) and +0.197 / +0.228 (arrival wait share), TPOT as before:
+    # TTFT bias band 0.345-0.36 -> 0.205-0.22, TTFT median bound 0.45 -> 0.36.
     return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
-            and summary["ttft_median"] <= 0.45 and 0.345 <= summary["ttft_bias"] <= 0.36)
+            and summary["ttft_median"] <= 0.36 and 0.205 <= summary["ttft_bias"] <= 0.22)
 
 
 TERM_ARGUMENTS = {"graph_latency_overlap": "latency_overlap", "request_overhead_s": "request_s",

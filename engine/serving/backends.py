@@ -38,6 +38,19 @@ Three fitted host-side terms, each a software property, not a device's:
   TTFT gains this share of that iteration (the iteration-level schedule starts it at the next boundary). The
   clients' first requests find the server idle.
 
+One scheduling setting of the engine (not fitted; the user's `async_scheduling` option overrides it):
+- `async_scheduling`: the engine schedules iteration k + 1 while iteration k runs on the device (vLLM's
+  `--async-scheduling`, on by default since vLLM 0.14.0 of January 2026, off before), so a request that reaches
+  the scheduler during iteration k cannot join k + 1, which is already scheduled: it waits for the rest of k and
+  then for all of k + 1. Its TTFT gains one more iteration beside the `arrival_wait_share` of one (the simulation
+  charges both on the iteration before the one that first schedules it). Measured on vLLM's runs (2026-11-28,
+  h/llamattft): fitted alone, the runs of vLLM 0.15-0.19 (async by default) want a wait share of 0.75-1 and those of
+  0.11-0.12 and the versionless ones of 2025 (off) want 0, at the top and the bottom of the 0-1 grid; with the
+  iteration scheduled ahead counted for the former, one share for both fits at 0.5, the mean wait of an arrival
+  uniform over the iteration in flight (docs/serving.md). The validation reads each vLLM run's setting from its
+  version (validation_express.async_scheduling_reading). TensorRT-LLM's and SGLang's overlap schedulers are not
+  read this way: their fitted wait shares absorb them.
+
 One layout term (not fitted):
 - `moe_dispatch`: how a MoE layer whose experts spread over the tp devices (ep = tp > 1, no attention data
   parallelism) reaches them (Scenario.moe_dispatch; serve() takes the profile's unless the fields name it). Every
@@ -84,6 +97,7 @@ class BackendProfile:
     benchmark_requests: int | None = None   # requests a benchmark run sends in all (the first round's share: C / N)
     iteration_overhead_per_request_s: float = 0.0   # host time per decoding request per iteration (sampling, output)
     arrival_wait_share: float = 0.0  # share of the running iteration a later request waits before it is scheduled
+    async_scheduling: bool = False  # the next iteration is scheduled while one runs (a later request waits one more)
     kv_admitted_output_share: float = 1.0   # share of the output's KV counted at admission (1: whole sequence)
     prefill_time_scale: float = 1.0  # the kernels' time of iterations with prompt chunks x this (1: as modelled)
     request_overhead_per_expert_layer_s: float = 0.0   # request overhead per routed expert of each MoE layer
@@ -101,10 +115,13 @@ BACKENDS: dict[str, BackendProfile] = {profile.name: profile for profile in (
     # it): the serving search's screen and its tests are built on it; refitting it is left to the search's owner
     BackendProfile("generic", 0.0001, 0.070, "fitted over the vLLM, SGLang and TensorRT-LLM runs together",
                    graph_latency_overlap=0.30, arrival_jitter=0, benchmark_requests=BENCHMARK_REQUESTS),
-    BackendProfile("vllm", 0.0, 0.050, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
+    # vLLM's wait: 0.5 of the iteration in flight plus, with async scheduling (its default since 0.14.0), the iteration
+    # already scheduled, and a 30 ms request overhead: the fit on all runs once async scheduling is read per run
+    # (before: 1.0 of one iteration for every run, 50 ms; 2026-11-28, h/llamattft, docs/serving.md)
+    BackendProfile("vllm", 0.0, 0.030, "vLLM (runs of 0.12 - 0.19): a separate API server process hands requests "
                    "to the engine core", graph_latency_overlap=0.25, arrival_jitter=8,
                    benchmark_requests=BENCHMARK_REQUESTS, iteration_overhead_per_request_s=15e-6,
-                   arrival_wait_share=1.0, kv_admitted_output_share=0.5),
+                   arrival_wait_share=0.5, kv_admitted_output_share=0.5, async_scheduling=True),
     # SGLang's nvfp4 quantize kernel (conditions.TABLE_QUANTIZE_LATENCY_S, fitted on its nvfp4 GEMM tables) and its
     # 4-bit MoE classes (h/fp4ship: leave-one-system-out TPOT 11.7 / 33.6 -> 11.7 / 34.0, TTFT 27.7 / 79.6 -> 27.5 /
     # 79.8; TensorRT-LLM's and vLLM's put a p90 over its target: docs/accuracy.md, "4-bit kernels in `serve`")
@@ -162,6 +179,14 @@ def host_terms(options, method: str) -> tuple[float, float]:
     share = options.arrival_wait_share
     return (per_request if per_request is not None else (0.0 if ideal else profile.iteration_overhead_per_request_s),
             share if share is not None else (0.0 if ideal else profile.arrival_wait_share))
+
+
+def scheduled_ahead(options, method: str) -> bool:
+    """Whether the engine schedules the next iteration while one runs (`async_scheduling`): the options' value where
+    given, else the backend's; never for the ideal methods (no host-side waits), unless the options say so."""
+    if options.async_scheduling is not None:
+        return bool(options.async_scheduling)
+    return False if method in IDEAL_METHODS else backend_profile(options.backend).async_scheduling
 
 
 def prefill_scale(options, method: str) -> float:

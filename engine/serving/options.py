@@ -61,6 +61,10 @@ class ServingOptions(BaseModel):
     - `arrival_wait_share`: a later request reaches the server while an iteration runs and is scheduled only after it:
       its TTFT (and latency) gains this share of that iteration (0.5: arrivals uniform over the iteration); the
       clients' first requests find the server idle. None: the backend's value.
+    - `async_scheduling`: the engine schedules the next iteration while one runs (vLLM's `--async-scheduling`, its
+      default since 0.14.0): a later request that reaches the server during an iteration waits for it and for the
+      one already scheduled, one more iteration in its TTFT than `arrival_wait_share` alone. None: the backend's
+      default (engine/serving/backends.py; off for the ideal methods).
     - `kv_admitted_output_share`: share of a request's output tokens whose KV cache counts against the cache from its
       admission (1: the whole sequence is reserved, TensorRT-LLM's no-evict policy; 0.5: vLLM's blocks allocated as
       tokens are generated, their steady-state mean); None: the backend's value (engine/serving/backends.py).
@@ -95,6 +99,7 @@ class ServingOptions(BaseModel):
     benchmark_requests: Optional[int] = Field(None, ge=1, le=100_000_000)
     iteration_overhead_per_request_s: Optional[float] = Field(None, ge=0.0, le=1.0)
     arrival_wait_share: Optional[float] = Field(None, ge=0.0, le=1.0)
+    async_scheduling: Optional[bool] = None
     kv_admitted_output_share: Optional[float] = Field(None, ge=0.0, le=1.0)
     prefill_time_scale: Optional[float] = Field(None, gt=0.0, le=10.0)
     request_overhead_per_expert_layer_s: Optional[float] = Field(None, ge=0.0, le=1e-3)

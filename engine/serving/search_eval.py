@@ -35,7 +35,8 @@ from engine.estimators import get_method
 from engine.workload.parallel import parallel_layout
 from engine.serving import cost
 from engine.serving.backend_kernels import backend_method
-from engine.serving.backends import admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads, scheduling
+from engine.serving.backends import (admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads,
+                                     scheduled_ahead, scheduling)
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import schedule
 from engine.serving.simulate import _check_supported, _draft, _mean, _quantile, host_times, kv_budget, request_arrays
@@ -47,7 +48,7 @@ SHARED_OPTION_FIELDS = frozenset({"concurrency", "input_length", "output_length"
                                   "iteration_overhead_s", "request_overhead_s", "stagger_start", "graph_decode",
                                   "kv_cache_fraction", "speculative", "mixed_prefill", "graph_latency_overlap",
                                   "arrival_jitter", "benchmark_requests", "iteration_overhead_per_request_s",
-                                  "arrival_wait_share", "kv_admitted_output_share"})
+                                  "arrival_wait_share", "async_scheduling", "kv_admitted_output_share"})
 
 
 def needs_serve(options: ServingOptions) -> bool:
@@ -140,7 +141,8 @@ class LayoutSetup:
         per_decoding, wait_share = host_terms(base, self.method.name)
         self.host_options = base.model_copy(update={"iteration_overhead_s": self.overhead,
                                                     "iteration_overhead_per_request_s": per_decoding,
-                                                    "arrival_wait_share": wait_share})
+                                                    "arrival_wait_share": wait_share,
+                                                    "async_scheduling": scheduled_ahead(base, self.method.name)})
         s = self.scenario
         # replicas are independent unless the expert-parallel group spans them (attention data parallelism)
         self.replica = s if s.ep > s.tp else Scenario.model_validate({**s.model_dump(), "dp": 1, "devices": None})
@@ -278,7 +280,8 @@ class LayoutEvaluator(LayoutSetup):
         for replicas, plan in runs:
             r = plan.schedule.requests
             a = request_arrays(plan.schedule, times[id(plan)], options, self.request_overhead or 0.0,
-                               self.benchmark_requests, wait_share=self.host_options.arrival_wait_share)
+                               self.benchmark_requests, wait_share=self.host_options.arrival_wait_share,
+                               ahead=self.host_options.async_scheduling)
             measured, osl = a["measured"], r["output_length"].astype(float)
             last = r["sequence"] == np.bincount(r["client"])[r["client"]] - 1
             start, stop = float(a["arrival_s"][measured].min()), float(a["finish_s"][last].min())

@@ -7,7 +7,8 @@ each iteration also pays `iteration_overhead_s` of host/framework time, and each
 from the iteration end times:
 
     TTFT = end of the iteration with the prompt's last chunk - arrival + request overhead
-           (+ arrival_wait_share x the iteration running when a later request reached the server)
+           (+ arrival_wait_share x the iteration running when a later request reached the server, + that
+            iteration once more with async_scheduling: the one scheduled ahead, which it cannot join)
     TPOT = (end of the last token's iteration - end of the first token's) / (output tokens - 1)
     request latency (e2e) = end of the last token's iteration - arrival + request overhead
 
@@ -39,7 +40,7 @@ from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_
 from engine.workload.parallel import parallel_layout
 from engine.serving.backend_kernels import backend_method
 from engine.serving.backends import (admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads,
-                                     prefill_scale, request_overhead, scheduling)
+                                     prefill_scale, request_overhead, scheduled_ahead, scheduling)
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -190,6 +191,7 @@ def resolved_options(options: ServingOptions, method: str, model=None) -> Servin
         "chunked_prefill": profile.chunked_prefill if options.chunked_prefill is None else options.chunked_prefill,
         "graph_latency_overlap": overlap, "arrival_jitter": jitter, "benchmark_requests": benchmark_requests,
         "iteration_overhead_per_request_s": per_decoding, "arrival_wait_share": wait_share,
+        "async_scheduling": scheduled_ahead(options, method),
         "kv_admitted_output_share": kv_admitted_share(options), "prefill_time_scale": prefill_scale(options, method)})
 
 
@@ -259,16 +261,20 @@ def host_times(plan, options: ServingOptions) -> np.ndarray:
 
 
 def request_arrays(plan, times: np.ndarray, options: ServingOptions, request_overhead_s: float | None = None,
-                   benchmark_requests: int | None = None, wait_share: float | None = None) -> dict:
+                   benchmark_requests: int | None = None, wait_share: float | None = None,
+                   ahead: bool | None = None) -> dict:
     """Per request (numpy arrays): arrival, TTFT, TPOT, latency, finish (seconds), whether it is in the
     steady state and its weight in the statistics (`request_weights`). `request_overhead_s`: the per-request host
-    time, `benchmark_requests`: the benchmark's requests in all (default: the options')."""
+    time, `benchmark_requests`: the benchmark's requests in all, `wait_share` and `ahead` (async scheduling) the wait
+    for the running iteration (default: the options')."""
     ends = np.cumsum(times)
     starts = ends - times
     r = plan.requests
     arrival = starts[r["arrival_iteration"]]
     share = (options.arrival_wait_share if wait_share is None else wait_share) or 0.0
-    if share:   # a later request waits for the end of the iteration running when it reached the server
+    share += 1.0 if (options.async_scheduling if ahead is None else ahead) else 0.0
+    if share:   # a later request waits for the end of the iteration running when it reached the server (and, with
+        # async scheduling, for the one scheduled ahead while it ran: one more iteration, charged on the same one)
         before = r["arrival_iteration"] - 1
         arrival = arrival - share * np.where((r["sequence"] > 0) & (before >= 0), times[np.maximum(before, 0)], 0.0)
     # (a request in transit, engine/serving/scheduler.py arrival_delays, is on the client's clock: its mean time is

@@ -56,6 +56,7 @@ def score_runs(runs: pd.DataFrame, devices: dict, root, method: str = "realistic
                      "graph_latency_overlap": result.options.graph_latency_overlap or 0.0,
                      "iteration_overhead_per_request_s": result.options.iteration_overhead_per_request_s or 0.0,
                      "arrival_wait_share": result.options.arrival_wait_share or 0.0,
+                     "async_scheduling": bool(result.options.async_scheduling),
                      "prefill_time_scale": result.options.prefill_time_scale or 1.0,
                      "request_overhead_per_expert_layer_s":
                          result.options.request_overhead_per_expert_layer_s or 0.0,

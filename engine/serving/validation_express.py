@@ -29,10 +29,15 @@ checkpoints' exclusion lists (the package ships them under model_configs/). Not 
 
 Speculative decoding: the file does not record it; the runs of benchmark series that ran MTP are read with it
 (mtp_reading, MTP_SERIES).
+
+Async scheduling (vLLM): on by default since vLLM 0.14.0 (January 2026), off before; a vLLM run of an earlier
+version, or without a version and measured before ASYNC_SCHEDULING_SINCE, is read with it off
+(async_scheduling_reading; engine/serving/backends.py).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -251,6 +256,9 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     dispatch = tensor_parallel_moe_dispatch(run, tp, dp, ep) if moe else None
     if dispatch is not None:
         fields["moe_dispatch"] = dispatch
+    ahead = async_scheduling_reading(run)
+    if ahead is not None:
+        fields["async_scheduling"] = ahead
     speculative = mtp_reading(run, model, attention_dp=dp > 1)
     if speculative is not None:
         fields["speculative"] = speculative
@@ -271,6 +279,28 @@ def tensor_parallel_moe_dispatch(run, tp: int, dp: int, ep: int, backends=None) 
     if dp == 1 and tp > 1 and ep == tp and _whole(run.moe_tp) == tp and _whole(run.moe_ep) == 1:
         return "all_reduce"
     return None
+
+
+# vLLM's async scheduling: its default from this version on (v0.14.0 release notes: "Async scheduling is now
+# enabled by default", #27614), and the date by which that release was out (a run measured before it ran an earlier one)
+ASYNC_SCHEDULING_SINCE = ("vllm", (0, 14), "2026-01-21")
+
+
+def async_scheduling_reading(run) -> bool | None:
+    """False for a run of ASYNC_SCHEDULING_SINCE's backend that ran without async scheduling by default: a version
+    before the one that turned it on, or no version (or an unnumbered one, as a nightly) and measured before the date
+    it was out; None (the backend's default) otherwise."""
+    backend, since, date = ASYNC_SCHEDULING_SINCE
+    if run.backend != backend:
+        return None
+    version = getattr(run, "backend_version", None)
+    numbers = re.match(r"(\d+)\.(\d+)", str(version)) if version is not None and not pd.isna(version) else None
+    if numbers:
+        return None if (int(numbers[1]), int(numbers[2])) >= since else False
+    measured = getattr(run, "measured_at", None)
+    if measured is None or pd.isna(measured):
+        return None
+    return False if pd.Timestamp(measured).tz_localize(None) < pd.Timestamp(date) else None
 
 
 def in_mtp_series(run, series=None) -> bool:
