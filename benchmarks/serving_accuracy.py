@@ -79,7 +79,9 @@ def main(argv=None) -> int:
                         "(validation_express.BENCHMARK_LENGTH_SPREAD, 0 by default: the recorded lengths exactly; "
                         "simulations only)")
     parser.add_argument("--write", action="store_true",
-                        help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
+                        help="record the summaries in calibration/results/serving.csv: leave-one-system-out overall and by "
+                        "system, backend, model family and concurrency bucket, in-sample by backend (docs and the Accuracy "
+                        "page read it)")
     args = parser.parse_args(argv)
     validation_express.CHECKPOINT_MODULES = args.checkpoint_modules
     validation_express.SQUARED_TP_READING = args.squared_tp
@@ -144,6 +146,7 @@ def main(argv=None) -> int:
          validation.summary(held_out))
     show("leave-one-system-out by system", validation.summary(held_out, ["system"]))
     show("leave-one-system-out by backend", validation.summary(held_out, ["backend"]))
+    show("leave-one-system-out by model family", validation.summary(held_out, ["family"]))
     show("leave-one-system-out by concurrency bucket", validation.summary(held_out, ["concurrency_bucket"]))
     without = validation.errors(validation.leave_one_system_out(alternatives, per_request_grid=[0.0],
                                                                 wait_share_grid=[0.0]))
@@ -160,9 +163,9 @@ def main(argv=None) -> int:
              concurrency_above_batch=above), ["concurrency_above_batch"]))
     headline = validation.summary(held_out).iloc[0]
     if args.write:
-        rows = pd.concat([validation.result_rows(held_out, "leave-one-system-out"),
-                          validation.result_rows(held_out, "leave-one-system-out", "system"),
-                          validation.result_rows(errors, "in-sample", "backend")], ignore_index=True)
+        rows = pd.concat([validation.result_rows(held_out, "leave-one-system-out", by)
+                          for by in (None, "system", "backend", "family", "concurrency_bucket")]
+                         + [validation.result_rows(errors, "in-sample", "backend")], ignore_index=True)
         path = write_results(rows, "serving", "benchmarks/serving_accuracy.py", installed_version())
         print(f"recorded in {path}")
     print("\ntargets: " + ", ".join(f"{name} {headline[name]:.3f} (target <= {limit:.2f}: "

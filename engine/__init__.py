@@ -91,6 +91,7 @@ _FRONT_END = {
     "calibration_measurements": "engine.calibration.measurements:",
     "SCENARIO_KINDS": "engine.calibration.scenarios",
     "read_results": "engine.calibration.silicon.results", "ResultsFileError": "engine.calibration.silicon.results",
+    "SERVING_BREAKDOWNS": "engine.calibration.silicon.results",
     "results_with_verdicts": "engine.calibration.silicon.targets:with_verdicts",
     # exports: cells that would run as formulas in a spreadsheet are neutralised
     "neutralise_table": "engine.common.table_safety", "to_safe_csv": "engine.common.table_safety",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from engine.calibration.silicon.results import SERVING_BREAKDOWNS
 from engine.serving.backends import BACKENDS, routed_expert_layers
 from engine.serving.validation_express import ModelSource, concurrency_of, express, family_of
 from engine.serving.validation_windows import window_terms
@@ -299,15 +300,17 @@ def shipped(alternatives: dict) -> pd.DataFrame:
 
 
 def result_rows(errors_frame: pd.DataFrame, split: str, by: str | None = None) -> pd.DataFrame:
-    """TPOT and TTFT rows in engine.calibration.silicon.results' format: one per value of `by` (system, backend, ...),
-    or one for all runs."""
+    """TPOT and TTFT rows in engine.calibration.silicon.results' format: one per value of `by` (a key of
+    SERVING_BREAKDOWNS: system, backend, family, concurrency_bucket), or one for all runs (subject "all")."""
+    if by not in SERVING_BREAKDOWNS:
+        raise ValueError(f"result_rows: by must be one of {', '.join(map(str, SERVING_BREAKDOWNS))}, got {by!r}")
     groups = [("all", errors_frame)] if by is None else list(errors_frame.groupby(by, observed=True))
     rows = []
     for subject, group in groups:
         for metric in ("tpot", "ttft"):
             error = group[f"{metric}_error"]
             rows.append({"scope": "serving", "family": metric, "subject": str(subject),
-                         "variant": "all backends" if by != "backend" else "all systems", "split": split,
+                         "variant": SERVING_BREAKDOWNS[by], "split": split,
                          "count": len(group), "median_abs_error": error.abs().median(),
                          "p90_abs_error": error.abs().quantile(0.9), "bias": error.median()})
     return pd.DataFrame(rows)

@@ -122,3 +122,23 @@ def test_the_recorded_silicon_scores_show_each_target_and_whether_it_is_met(meas
         for median, verdict in zip(rows["median error (%)"], rows["against the target"]):
             assert (verdict == "met") == (median <= target), (prefix, median, verdict)
             assert verdict == "met" or verdict.startswith("missed: median by ")
+
+
+def test_the_serving_breakdowns_have_a_tab_each_and_add_up_to_the_headline(measured_dir):
+    """calibration/results/serving.csv as recorded: leave-one-system-out by system, backend, model family and
+    concurrency in four tabs, each a table whose runs add up to the headline row's measurements (every run is in
+    one group), TPOT and TTFT side by side; the breakdowns are not repeated in the targets' table."""
+    app = run_app(page="accuracy")
+    assert not app.exception and not app.error
+    assert [tab.label for tab in app.tabs][-4:] == ["By system", "By backend", "By model family", "By concurrency"]
+    silicon = next(frame.value for frame in app.dataframe if "against the target" in frame.value.columns)
+    serving = silicon[(silicon["scope"] == "serving") & (silicon["split"] == "leave-one-system-out")]
+    assert serving["subject"].tolist() == ["all", "all"]                # the headline, TPOT and TTFT
+    headline = serving["measurements"].iloc[0]
+    tables = [frame.value for frame in app.dataframe if "TPOT median (%)" in frame.value.columns]
+    assert len(tables) == 4
+    for table, subject in zip(tables, ("system", "backend", "model family", "concurrency (clients)")):
+        held_out = table[table["split"] == "leave-one-system-out"]
+        assert len(held_out) >= 2 and held_out[subject].is_unique, subject
+        assert held_out["runs"].sum() == headline, subject
+        assert {"TTFT median (%)", "TTFT p90 (%)", "TPOT bias (%)"} <= set(table.columns)

@@ -21,6 +21,11 @@ TEXT_COLUMNS = ("scope", "family", "subject", "variant", "split", "benchmark", "
 NUMBER_COLUMNS = ("count", "median_abs_error", "p90_abs_error", "bias")
 COLUMNS = TEXT_COLUMNS[:5] + NUMBER_COLUMNS + TEXT_COLUMNS[5:]
 SPLITS = ("in-sample", "leave-one-device-out", "leave-one-system-out")
+# The serving rows' `variant`, by what they are grouped by (engine/serving/validation.result_rows writes them; the
+# Accuracy page groups on them): None is the summary over every run (subject "all"), the others one row per value
+SERVING_BREAKDOWNS = {None: "all systems and backends", "system": "by system (all backends)",
+                      "backend": "by backend (all systems)", "family": "by model family (all systems and backends)",
+                      "concurrency_bucket": "by concurrency bucket (clients; all systems and backends)"}
 
 
 class ResultsFileError(ValueError):
