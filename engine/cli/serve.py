@@ -35,7 +35,8 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
     serve.add_argument("--stagger-start", action="store_true",
                        help="warm-up requests of 1/C..C/C of the output length: clients out of step")
     serve.add_argument("--backend", default="generic", choices=("generic", "vllm", "sglang", "trtllm"),
-                       help="serving engine whose fitted host-side times apply (engine/serving/backends.py)")
+                       help="serving engine whose fitted host-side times apply (engine/serving/backends.py; trtllm: "
+                            "NVIDIA devices only, by the workbook's vendor)")
     serve.add_argument("--iteration-overhead-ms", type=number(float, 0, 1e4), default=None,
                        help="host/framework time per iteration (default: the backend's fitted value; 0 for "
                             "roofline and hierarchical)")

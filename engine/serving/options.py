@@ -145,7 +145,7 @@ class ServingOptions(BaseModel):
         if self.warmup_requests:
             rule += (f", and its first {self.warmup_requests} (warm-up) with the requests arriving before the last "
                      "warm-up prompt has run")
-        elif self.benchmark_requests:
+        elif self.benchmark_requests and self.requests_per_client > 2:     # request_weights: first and later ones
             share = min(1.0, self.concurrency / self.benchmark_requests)
             rule += (f"; the clients' first requests (the start-up burst) carry {share:.1%} of the statistics' "
                      f"weight, as in a benchmark of {self.benchmark_requests:,} requests")
