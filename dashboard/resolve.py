@@ -49,7 +49,21 @@ def resolve_devices(state: ViewState, base: Mapping[str, Hardware]) -> tuple[dic
             warnings.append(f"URL parameter hw: unknown device {name!r} ignored")
     if not selected:
         selected = (DEFAULT_DEVICE,) if DEFAULT_DEVICE in devices else (next(iter(devices)),)
-    return devices, replace(state, devices=selected, clones=tuple(clones), edits=tuple(edits)), warnings
+    state = replace(state, devices=selected, clones=tuple(clones), edits=tuple(edits))
+    return devices, _known_pools(state, devices, warnings), warnings
+
+
+def _known_pools(state: ViewState, devices: Mapping[str, Hardware], warnings: list[str]) -> ViewState:
+    """The Serving page's prefill and decode devices (sv.pd, sv.dd): an unknown one falls back to the primary device
+    with a warning (a URL warning: shown on every run, not only the one that read the link)."""
+    for field, key, label in (("serving_prefill_device", "sv.pd", "Prefill"), ("serving_decode_device", "sv.dd",
+                                                                               "Decode")):
+        name = getattr(state, field)
+        if name and name not in devices:
+            warnings.append(f"URL parameter {key}: {label} device {name!r} is not a known device; using the primary "
+                            "device")
+            state = replace(state, **{field: ""})
+    return state
 
 
 def resolve_scenario(state: ViewState) -> tuple[Scenario, list[str]]:

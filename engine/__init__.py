@@ -87,6 +87,7 @@ _FRONT_END = {
     # serving workloads
     "WORKLOADS": "engine.serving", "WORKLOAD_LABELS": "engine.serving",
     "doubling_concurrencies": "engine.serving", "expected_tokens_per_step": "engine.serving",
+    "check_backend_device": "engine.serving.backends",
     # calibration: measured data and scoring (the module), scenario kinds, silicon results files
     "calibration_measurements": "engine.calibration.measurements:",
     "SCENARIO_KINDS": "engine.calibration.scenarios",

@@ -63,7 +63,11 @@ def _run(arguments):
 @pytest.mark.parametrize("arguments, expected", [
     (["--concurrency", "0"], "--concurrency"),
     (["--method", "seed"], "--method"),
-    (["--token-budget", "4", "--concurrency", "64"], "token_budget"),
+    (["--token-budget", "4", "--concurrency", "64", "--max-batch", "8"],
+     "--token-budget 4 is less than --max-batch 8 requests x 1 token(s) each decodes per iteration: raise "
+     "--token-budget to 8 or lower --max-batch to 4"),
+    (["--requests-per-client", "1"], "argument --requests-per-client: expected a whole number >= 2, got 1"),
+    (["--requests-per-client", "2", "--warmup-requests", "1"], "use --requests-per-client 3 or more"),
     (["--input-len", "300000"], "max_position_embeddings"),
 ])
 def test_bad_input_is_one_line(capsys, arguments, expected):

@@ -65,7 +65,7 @@ def _run(arguments):
     (["--draft-tokens", "0", "--mtp-layers", "1"], "--draft-tokens"),
     (["--mtp-layers", "1", "--draft-model", "meta-llama/Llama-3.1-8B"], "not allowed with"),
     (["--mtp-layers", "40"], "--mtp-layers"),
-    (["--mtp-layers", "1", "--draft-tp", "1"], "draft_tp applies to a draft model"),
+    (["--mtp-layers", "1", "--draft-tp", "1"], "--draft-tp applies to a draft model"),
 ])
 def test_bad_flags_are_one_line(capsys, arguments, expected):
     assert _run(arguments) == 2

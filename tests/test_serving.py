@@ -184,8 +184,8 @@ def test_replicas_share_the_clients(h100, llama8b):
 
 
 def test_bad_options_name_the_field(h100, llama8b, llama70b):
-    with pytest.raises(ValueError, match="token_budget"):
-        ServingOptions(concurrency=64, token_budget=32)
+    with pytest.raises(ValueError, match="token_budget=32 is less than max_batch=64"):
+        ServingOptions(concurrency=64, token_budget=32, max_batch=64)
     with pytest.raises(ValueError, match="concurrency"):
         ServingOptions(concurrency=0)
     with pytest.raises(TypeError, match="unknown field"):

@@ -72,9 +72,15 @@ def test_options_name_the_bad_field(llama8b):
     spec = SpeculativeDecoding(draft_model="meta-llama/Llama-3.1-8B", draft_tokens=2)
     assert spec.draft_model.num_layers == 32
     assert ServingOptions(speculative=spec).model_dump()["speculative"]["draft_model"] == "meta-llama/Llama-3.1-8B"
-    # every decoding request takes k + 1 tokens of the iteration's budget
-    with pytest.raises(ValidationError, match="token_budget"):
-        ServingOptions(concurrency=64, token_budget=128, speculative=SpeculativeDecoding(mtp_layers=1, draft_tokens=3))
+    # every decoding request takes k + 1 tokens of the iteration's budget: a max batch beyond budget / (k + 1) is
+    # refused (as vLLM refuses max_num_seqs > max_num_batched_tokens), and so is a budget below k + 1
+    mtp = SpeculativeDecoding(mtp_layers=1, draft_tokens=3)
+    with pytest.raises(ValidationError, match="token_budget=128 is less than max_batch=64 .* lower max_batch to 32"):
+        ServingOptions(concurrency=64, token_budget=128, max_batch=64, speculative=mtp)
+    with pytest.raises(ValidationError, match="token_budget=3 is less than the 4 token"):
+        ServingOptions(concurrency=1, token_budget=3, speculative=mtp)
+    # without a max batch, 128 / 4 = 32 of the 64 clients decode at once and the others wait
+    assert ServingOptions(concurrency=64, token_budget=128, speculative=mtp).batch_limit(64) == 32
 
 
 def test_two_tokens_per_step_halve_the_decode_steps():

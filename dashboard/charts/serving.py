@@ -77,3 +77,24 @@ def serving_latency_figure(curve: pd.DataFrame) -> go.Figure:
     layout["legend"] = dict(orientation="h", x=0, y=-0.2, xanchor="left", yanchor="top")
     layout["margin"] = dict(b=140)
     return house_figure(data, layout, title="Serving latencies over the concurrency")
+
+
+HEADLINE_COLUMNS = {"device": "device", "ttft_s": "TTFT mean (ms)", "ttft_p90_s": "TTFT p90 (ms)",
+                    "tpot_s": "TPOT mean (ms)", "e2e_s": "request latency (s)",
+                    "tokens_per_s_per_device": "tokens/s per device", "tokens_per_s_per_user": "tokens/s per user"}
+
+
+def headline_table(curve: pd.DataFrame, concurrency: int) -> pd.DataFrame:
+    """Each device's metrics at `concurrency` (curve rows as in serving_curve_figure), latencies in ms as the
+    page's headline shows them, rounded as its metrics; a device whose point cannot run keeps its row with the
+    reason (column "why it cannot run", present only then)."""
+    rows = curve[curve["concurrency"] == concurrency]
+    table = rows[list(HEADLINE_COLUMNS)].copy()
+    for column, digits in (("ttft_s", 1), ("ttft_p90_s", 1), ("tpot_s", 2)):
+        table[column] = (table[column] * 1e3).round(digits)
+    table["e2e_s"] = table["e2e_s"].round(2)
+    table["tokens_per_s_per_device"] = table["tokens_per_s_per_device"].round(0)
+    table["tokens_per_s_per_user"] = table["tokens_per_s_per_user"].round(1)
+    if "error" in rows and (rows["error"].fillna("") != "").any():
+        table["why it cannot run"] = rows["error"].fillna("").to_numpy()
+    return table.rename(columns=HEADLINE_COLUMNS).reset_index(drop=True)

@@ -7,13 +7,14 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
-from dashboard.charts.serving import serving_curve_figure, serving_latency_figure
+from dashboard.charts.serving import headline_table, serving_curve_figure, serving_latency_figure
 from dashboard.context import PageContext
 from dashboard.state import DEFAULT_DRAFT_MODEL, SERVING_BACKENDS, SERVING_WORKLOADS, SPECULATIVE_KINDS
 from dashboard.views import serving_search
 from dashboard.widgets import chart, deck_button, table_downloads
 from engine import (
-    WORKLOAD_LABELS, WORKLOADS, catalog_ids, doubling_concurrencies, expected_tokens_per_step, validation_notes,
+    WORKLOAD_LABELS, WORKLOADS, catalog_ids, check_backend_device, doubling_concurrencies, expected_tokens_per_step,
+    validation_notes,
 )
 
 LARGEST = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -101,7 +102,24 @@ def serving_fields(ctx: PageContext) -> dict:
     return fields
 
 
-def headline(curve: pd.DataFrame, device: str, concurrency: int) -> None:
+def runnable_devices(ctx: PageContext) -> list:
+    """The selected devices the chosen serving engine runs on; each other one is named in a warning."""
+    kept = []
+    for hardware in ctx.selected:
+        try:
+            check_backend_device(ctx.state.serving_backend, hardware)
+            kept.append(hardware)
+        except ValueError as error:
+            st.warning(f"{hardware.name} is left out: {error} (the Serving engine control, URL parameter sv.backend).")
+    return kept
+
+
+def headline(curve: pd.DataFrame, devices: list[str], concurrency: int) -> None:
+    """The metrics at the chosen concurrency: one device's as numbers, several devices' as a table."""
+    if len(devices) > 1:
+        st.dataframe(headline_table(curve, concurrency), hide_index=True, width="stretch")
+        return
+    device = devices[0]
     row = curve[(curve["device"] == device) & (curve["concurrency"] == concurrency)].iloc[0]
     if row["error"]:
         st.error(f"{device} at {concurrency} clients: {row['error']}")
@@ -130,9 +148,12 @@ def render(ctx: PageContext) -> None:
                f"{ctx.scenario.pp} x DP {ctx.scenario.dp} (the sidebar's batch and phase do not apply here)")
     concurrencies = doubling_concurrencies(state.serving_max_concurrency, state.serving_concurrency)
     fields = serving_fields(ctx)
+    runnable = runnable_devices(ctx)
+    if not runnable:
+        return
     curve = pd.concat([data.serving_curve_frame(hw, ctx.model, concurrencies, state.method, **fields)
-                       for hw in ctx.selected], ignore_index=True)
-    headline(curve, ctx.selected[0].name, state.serving_concurrency)
+                       for hw in runnable], ignore_index=True)
+    headline(curve, [hw.name for hw in runnable], state.serving_concurrency)
     for hardware in ctx.selected:
         for note in validation_notes(hardware, state.method, ctx.scenario):
             st.info(note)

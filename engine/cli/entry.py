@@ -25,11 +25,14 @@ from engine.estimators import METHODS
 
 
 def cmd_serve(args) -> None:
-    from engine.cli.serve import print_serving, serving_fields
+    from engine.cli.serve import in_flags, print_serving, serving_fields
     from engine.serving import serve
     from engine.hardware.specs import load_hardware
-    result = serve(load_hardware(args.hardware, args.specs), load_model(args), method=args.method,
-                   **serving_fields(args))
+    hardware, model = load_hardware(args.hardware, args.specs), load_model(args)
+    try:
+        result = serve(hardware, model, method=args.method, **serving_fields(args))
+    except ValueError as error:          # the fields it names, as the flags that set them
+        raise ValueError(in_flags(one_line(error))) from None
     if args.requests_csv:
         result.requests.to_csv(args.requests_csv, index=False)
     if args.json:

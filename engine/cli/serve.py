@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from engine.serving.presets import WORKLOAD_LABELS, WORKLOADS
 
 DEFAULT_LENGTHS = (1024, 256)     # `serve`: a chat-like request
@@ -9,7 +11,7 @@ DEFAULT_LENGTHS = (1024, 256)     # `serve`: a chat-like request
 
 def add_serve_parser(commands, number, add_layout_arguments, add_model_source, methods, handler) -> None:
     """The `serve` subcommand: `number(kind, minimum, maximum)` makes bounded numeric argument types."""
-    positive, milliseconds = number(int, 1, 10**12), number(float, 0, 1e7)
+    length = number(int, 1, 10_000_000)     # ServingOptions' bounds
     serve = commands.add_parser(
         "serve", help="simulate serving at a fixed concurrency (TTFT, TPOT, tokens/s)",
         description="Closed-loop serving simulation: --concurrency clients each send a request as soon as the "
@@ -18,24 +20,27 @@ def add_serve_parser(commands, number, add_layout_arguments, add_model_source, m
     serve.add_argument("--model", required=True, metavar="ID_OR_PATH", help="catalog id, Hub repo id or config.json")
     serve.add_argument("--concurrency", type=number(int, 1, 100_000), default=1,
                        help="clients, one request in flight each")
-    add_workload_arguments(serve, positive, DEFAULT_LENGTHS)
+    add_workload_arguments(serve, length, DEFAULT_LENGTHS)
     serve.add_argument("--length-spread", type=number(float, 0, 0.99), default=0.0,
                        help="draw lengths uniformly from L(1-s)..L(1+s) (vLLM --random-range-ratio)")
-    serve.add_argument("--token-budget", type=positive, default=8192,
+    serve.add_argument("--token-budget", type=length, default=8192,
                        help="tokens per iteration (max_num_batched_tokens / max_num_tokens)")
-    serve.add_argument("--max-batch", type=positive, default=None,
-                       help="requests admitted at once (max_num_seqs; default: no limit beyond the KV cache)")
-    serve.add_argument("--requests-per-client", type=positive, default=8, help="requests each client sends")
+    serve.add_argument("--max-batch", type=number(int, 1, 1_000_000), default=None,
+                       help="requests admitted at once (max_num_seqs; default: as many as --token-budget decodes in "
+                            "one iteration and the KV cache holds; the other clients wait)")
+    serve.add_argument("--requests-per-client", type=number(int, 2, 1000), default=8,
+                       help="requests each client sends (its last one is not measured: the run winds down)")
     serve.add_argument("--warmup-requests", type=number(int, 0, 100), default=0,
                        help="each client's first requests left out of the statistics")
     serve.add_argument("--stagger-start", action="store_true",
                        help="warm-up requests of 1/C..C/C of the output length: clients out of step")
     serve.add_argument("--backend", default="generic", choices=("generic", "vllm", "sglang", "trtllm"),
-                       help="serving engine whose fitted host-side times apply (engine/serving/backends.py)")
-    serve.add_argument("--iteration-overhead-ms", type=milliseconds, default=None,
+                       help="serving engine whose fitted host-side times apply (engine/serving/backends.py; trtllm: "
+                            "NVIDIA devices only, by the workbook's vendor)")
+    serve.add_argument("--iteration-overhead-ms", type=number(float, 0, 1e4), default=None,
                        help="host/framework time per iteration (default: the backend's fitted value; 0 for "
                             "roofline and hierarchical)")
-    serve.add_argument("--request-overhead-ms", type=milliseconds, default=None,
+    serve.add_argument("--request-overhead-ms", type=number(float, 0, 1e5), default=None,
                        help="client-side time per request, in TTFT and latency (default: the backend's fitted value)")
     serve.add_argument("--graph-latency-overlap", type=number(float, 0, 1), default=None,
                        help="share of each kernel's device latency hidden in a CUDA-graph decode step (default: the "
@@ -123,6 +128,33 @@ def serving_fields(args) -> dict:
                 routing_skew=args.routing_skew, mla_decode=args.mla_decode)
 
 
+# ServingOptions and Scenario fields as the flags that set them (the same units), for the engine's messages
+FIELD_FLAGS = {"input_length": "--input-len", "output_length": "--output-len", "activation_dtype": "--act-dtype",
+               **{name: "--" + name.replace("_", "-") for name in (
+                   "concurrency", "length_spread", "token_budget", "max_batch", "requests_per_client",
+                   "warmup_requests", "stagger_start", "backend", "graph_latency_overlap", "mixed_prefill",
+                   "weight_dtype", "kv_dtype", "unquantized_modules", "unquantized_dtype", "tp", "pp", "dp", "ep",
+                   "devices", "routing_skew", "mla_decode", "draft_tokens", "acceptance_rate", "draft_tp")}}
+_FIELD = re.compile(r"(?<![\w-])(" + "|".join(sorted(FIELD_FLAGS, key=len, reverse=True)) + r")(=|(?=\W|$))")
+_PLACE = re.compile(r"(^|; )(\w+):")          # one_line's "field: problem" parts
+
+
+def in_flags(message: str) -> str:
+    """An engine message with the serving fields it names written as `serve`'s flags: `token_budget=8192` ->
+    `--token-budget 8192`, `max_batch` -> `--max-batch`, a validation error's `concurrency: ...` ->
+    `--concurrency: ...`; other plain words (concurrency, backend) stay words."""
+    def flag(match: re.Match) -> str:
+        name, equals = match.group(1), match.group(2)
+        if not equals and "_" not in name:
+            return match.group(0)
+        return FIELD_FLAGS[name] + (" " if equals else "")
+
+    def place(match: re.Match) -> str:
+        name = match.group(2)
+        return match.group(1) + FIELD_FLAGS[name] + ":" if name in FIELD_FLAGS else match.group(0)
+    return _FIELD.sub(flag, _PLACE.sub(place, message))
+
+
 def print_serving(result) -> None:
     """The human-readable summary of a ServingResult."""
     s, o = result.scenario, result.options
@@ -139,8 +171,9 @@ def print_serving(result) -> None:
     print(f"tokens/s     {m['tokens_per_s']:.1f} output tokens/s in total, {m['tokens_per_s_per_device']:.1f} per "
           f"device, {m['tokens_per_s_per_user']:.1f} per user; {m['requests_per_s']:.3f} requests/s")
     measured = int(result.requests["measured"].sum())
-    print(f"simulated    {len(result.iterations)} iterations, {len(result.requests)} requests ({measured} measured); "
+    print(f"measured     {measured} of {len(result.requests)} requests: {o.measured_rule()}")
+    print(f"simulated    {len(result.iterations)} iterations, {len(result.requests)} requests; "
           f"KV cache {result.kv_capacity_bytes / 1e9:.2f} GB per device; host overhead "
           f"{result.iteration_overhead_s * 1e3:.3g} ms per iteration, {o.request_overhead_s * 1e3:.3g} ms per request")
     for note in result.notes:
-        print(f"note: {note}")
+        print(f"note: {in_flags(note)}")

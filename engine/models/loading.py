@@ -20,6 +20,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from engine.common.names import did_you_mean
 from engine.models.config import ModelConfig
 from engine.models.config_reader import ModelConfigError, shown
 from engine.models.validation import MAX_CONFIG_BYTES, parse_config_json
@@ -59,11 +60,18 @@ def catalog_ids() -> list[str]:
     return sorted((_catalog_id(path) for path in _catalog_files().values()), key=str.lower)
 
 
+def _close_ids(repo_id: str) -> str:
+    """" (did you mean ...?)" naming the closest bundled ids (engine/common/names.py), or ""."""
+    close = did_you_mean(repo_id, catalog_ids())
+    return f" ({close})" if close else ""
+
+
 def load_catalog_config(repo_id: str) -> dict:
     """The raw config.json dict of a bundled model; the id may differ in letter case."""
     path = _catalog_files().get(str(repo_id).strip().lower())
     if path is None:
-        raise ModelLoadError(f"{repo_id!r} is not in the bundled catalog; bundled: {', '.join(catalog_ids())}")
+        raise ModelLoadError(f"{repo_id!r} is not in the bundled catalog{_close_ids(repo_id)}; bundled: "
+                             f"{', '.join(catalog_ids())}")
     return _read_json(path)
 
 
@@ -226,7 +234,7 @@ def hub_unreachable_reason(endpoint: str | None = None, timeout_s: float = HUB_P
 def _unreachable_message(reason: str, repo_id: str, revision: str | None) -> str:
     where = f"{repo_id!r}" + (f" at revision {revision!r}" if revision else "")
     return (f"the Hugging Face Hub cannot be reached from this machine: {reason}, and {CONFIG_FILENAME} of "
-            f"{where} is not in the local cache; {_NO_HUB_ADVICE}")
+            f"{where} is not in the local cache{_close_ids(repo_id)}; {_NO_HUB_ADVICE}")
 
 
 def hub_error_message(error: BaseException, repo_id: str, *, revision: str | None = None,
@@ -249,14 +257,15 @@ def hub_error_message(error: BaseException, repo_id: str, *, revision: str | Non
         return (f"{where} is a gated repo: accept its licence on {page} and pass token=... "
                 "(or set HF_TOKEN / run `hf auth login`)")
     if isinstance(error, RepositoryNotFoundError):
-        return (f"{where} was not found on the Hugging Face Hub (check the spelling; "
+        return (f"{where} was not found on the Hugging Face Hub (check the spelling{_close_ids(repo_id)}; "
                 "private repos need token=...)")
     if isinstance(error, RevisionNotFoundError):
         return f"revision {revision!r} does not exist in {repo_id!r} (check the branch, tag or commit)"
     offline_blocked = offline or any(isinstance(cause, OfflineModeIsEnabled) for cause in causes)
     if offline_blocked and isinstance(error, (LocalEntryNotFoundError, OfflineModeIsEnabled)):
         return (f"offline mode is on (offline=True or HF_HUB_OFFLINE=1) and {CONFIG_FILENAME} of {where} "
-                f"is not cached; go online once, or use a bundled id ({', '.join(catalog_ids()[:3])}, ...)")
+                f"is not cached{_close_ids(repo_id)}; go online once, or use a bundled id "
+                f"({', '.join(catalog_ids()[:3])}, ...)")
     refusal = next((cause for cause in causes if isinstance(cause, HfHubHTTPError)), None)
     if isinstance(refusal, EntryNotFoundError):
         return f"{where} has no {CONFIG_FILENAME} (is it a model repo with a transformers config?)"
@@ -265,7 +274,8 @@ def hub_error_message(error: BaseException, repo_id: str, *, revision: str | Non
         return f"the Hugging Face Hub refused {CONFIG_FILENAME} of {where} (HTTP {status}): {_first_line(refusal)}"
     if isinstance(error, LocalEntryNotFoundError) or any(isinstance(c, _network_error_types()) for c in causes):
         return (f"the Hugging Face Hub cannot be reached from this machine ({_first_line(causes[-1])}), and "
-                f"{CONFIG_FILENAME} of {where} is not in the local cache; check your connection or proxy, or "
+                f"{CONFIG_FILENAME} of {where} is not in the local cache{_close_ids(repo_id)}; check your connection or "
+                f"proxy, or "
                 f"{_NO_HUB_ADVICE}")
     return f"could not fetch {CONFIG_FILENAME} of {where}: {_first_line(error)}"
 

@@ -14,6 +14,7 @@ from engine.estimators.validity import realistic_validation, validation_notes
 from engine.hardware.device import Hardware
 from engine.kernels.table import KernelTableBuilder
 from engine.results.memory import memory_footprint
+from engine.results.named import named_inputs
 from engine.workload.parallel import parallel_layout
 from engine.results.report import Estimate, latency_metrics
 from engine.results.columns import experts_touched, fallback_notes, lazy_presentation_columns
@@ -47,7 +48,9 @@ def updated_scenario(scenario: Scenario, **fields) -> Scenario:
 
 def estimate(hardware: Hardware, model, scenario: Scenario | None = None, method: str = "roofline",
              **scenario_fields) -> Estimate:
-    """Estimate `scenario` (or a Scenario built from keyword fields) for `model` on `hardware`."""
+    """Estimate `scenario` (or a Scenario built from keyword fields) for `model` on `hardware` (either may be a name:
+    a device of the bundled workbook; a catalog id, Hub repo id or config.json path)."""
+    hardware, model = named_inputs(hardware, model)
     if scenario is None:
         scenario = Scenario(**scenario_fields)
     elif scenario_fields:

@@ -221,3 +221,21 @@ def overheads(backend: str, method: str) -> tuple[float, float]:
         return 0.0, 0.0
     profile = backend_profile(backend)
     return profile.iteration_overhead_s, profile.request_overhead_s
+
+
+# Serving engines that run on one vendor's devices only (the workbook's `vendor` field; a `hypothetical` device
+# may take any): TensorRT-LLM builds CUDA engines.
+VENDOR_ONLY = {"trtllm": ("NVIDIA", "TensorRT-LLM")}
+
+
+def check_backend_device(backend: str, hardware) -> None:
+    """ValueError when `backend` cannot run on `hardware` (VENDOR_ONLY), naming both and what would run."""
+    name = backend_profile(backend).name
+    if name not in VENDOR_ONLY or hardware.kind.strip().lower() == "hypothetical":
+        return
+    vendor, label = VENDOR_ONLY[name]
+    if hardware.vendor.strip().lower() != vendor.lower():
+        others = [repr(b) for b in BACKENDS if b not in VENDOR_ONLY]
+        raise ValueError(f"backend={name!r} ({label}) runs only on {vendor} devices, and {hardware.name} is made by "
+                         f"{hardware.vendor} (the workbook's vendor): use backend={', '.join(others[:-1])} or "
+                         f"{others[-1]}")

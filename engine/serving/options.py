@@ -19,7 +19,8 @@ class ServingOptions(BaseModel):
       its lengths uniformly from [L(1 - s), L(1 + s)] (vLLM benchmark's `--random-range-ratio`), from `seed`.
     - `token_budget`: tokens one iteration may run (vLLM `max_num_batched_tokens`, TensorRT-LLM
       `max_num_tokens`, SGLang's chunked prefill size); `max_batch`: requests admitted at once
-      (`max_num_seqs`, `max_batch_size`; None: no limit beyond the KV cache).
+      (`max_num_seqs`, `max_batch_size`; None: as many as the token budget decodes in one iteration, and the KV
+      cache holds; clients beyond it wait).
     - `requests_per_client`: requests each client sends. Left out of the statistics: each client's last
       request (the run winds down around it), its first `warmup_requests` and, when there are warm-up
       requests, those arriving before the last warm-up prompt has run. The default counts the others
@@ -114,17 +115,46 @@ class ServingOptions(BaseModel):
     def _consistent(self) -> "ServingOptions":
         if self.warmup_requests + 1 >= self.requests_per_client:
             raise ValueError(f"requests_per_client={self.requests_per_client} leaves no measured request after "
-                             f"warmup_requests={self.warmup_requests} and the last one: use at least "
-                             f"{self.warmup_requests + 2}")
+                             f"warmup_requests={self.warmup_requests} and the last one: use "
+                             f"requests_per_client={self.warmup_requests + 2} or more")
         if self.stagger_start and self.warmup_requests < 1:
             raise ValueError("stagger_start needs warmup_requests >= 1 (the staggered first requests are warm-up)")
-        batch = self.max_batch if self.max_batch is not None else self.concurrency
         per_request = self.speculative.verify_tokens if self.speculative is not None else 1
-        if self.token_budget < min(batch, self.concurrency) * per_request:
-            raise ValueError(f"token_budget={self.token_budget} must be at least the decode batch "
-                             f"({min(batch, self.concurrency)}) x {per_request}: every running request decodes "
-                             f"{per_request} token(s) per iteration")
+        if self.token_budget < per_request:
+            raise ValueError(f"token_budget={self.token_budget} is less than the {per_request} token(s) each decoding "
+                             f"request runs per iteration: use token_budget={per_request} or more")
+        batch = min(self.max_batch, self.concurrency) if self.max_batch is not None else 0
+        if self.token_budget < batch * per_request:    # vLLM refuses max_num_batched_tokens < max_num_seqs too
+            raise ValueError(f"token_budget={self.token_budget} is less than max_batch={self.max_batch} requests x "
+                             f"{per_request} token(s) each decodes per iteration: raise token_budget to "
+                             f"{batch * per_request} or lower max_batch to {self.token_budget // per_request}")
         return self
+
+    def batch_limit(self, clients: int) -> int:
+        """Requests one replica of `clients` clients runs at once: max_batch, or when it is not given as many as the
+        token budget decodes in one iteration (the other clients wait, as a serving engine's queue)."""
+        per_request = self.speculative.verify_tokens if self.speculative is not None else 1
+        return self.max_batch or min(clients, self.token_budget // per_request)
+
+    def batch_notes(self, dp: int) -> list[str]:
+        """A note when the token budget, not max_batch, keeps some clients of a replica waiting."""
+        clients = max(self.replica_concurrencies(dp))
+        if self.max_batch is not None or self.batch_limit(clients) >= clients:
+            return []
+        return [f"at most {self.batch_limit(clients):,} of a replica's {clients:,} clients run at once "
+                f"(token_budget={self.token_budget} decodes that many and max_batch is not given): the others wait"]
+
+    def measured_rule(self) -> str:
+        """In words: which requests the statistics leave out (ServingOptions' `requests_per_client`)."""
+        rule = "each client's last request is left out (the run winds down around it)"
+        if self.warmup_requests:
+            rule += (f", and its first {self.warmup_requests} (warm-up) with the requests arriving before the last "
+                     "warm-up prompt has run")
+        elif self.benchmark_requests and self.requests_per_client > 2:     # request_weights: first and later ones
+            share = min(1.0, self.concurrency / self.benchmark_requests)
+            rule += (f"; the clients' first requests (the start-up burst) carry {share:.1%} of the statistics' "
+                     f"weight, as in a benchmark of {self.benchmark_requests:,} requests")
+        return rule
 
     def replica_concurrencies(self, dp: int) -> dict[int, int]:
         """{clients of a replica: replicas with that many} over `dp` replicas (no replica without clients)."""

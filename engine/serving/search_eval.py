@@ -97,7 +97,7 @@ class ScheduleCache:
         isl, osl = options.lengths(clients)
         reserve = per_request(isl + osl)
         admitted = per_request(admitted_tokens(isl, osl, admitted_share)) if admitted_share < 1 else reserve
-        limit = options.max_batch or clients
+        limit = options.batch_limit(clients)
         # at most `clients` requests are ever in flight: if the cache holds the largest `clients` of them,
         # the capacity never refuses an admission and the schedule is the same for every layout
         unlimited = float(np.sort(admitted)[-clients:].sum()) * (1 + 1e-9) <= capacity
@@ -125,7 +125,7 @@ class LayoutSetup:
         base_fields.update(input_length=base.input_length, output_length=base.output_length, devices=None)
         self.scenario = Scenario.model_validate(base_fields)
         self.method = backend_method(get_method(method), base.backend)     # as serve(): the backend's 4-bit kernels
-        _check_supported(model, self.scenario, self.method.name)
+        _check_supported(model, self.scenario, self.method.name, hardware, base.backend)
         check_fits_model(model, self.scenario)
         graphed = self.method.name == "realistic" and base.graph_decode
         self.graph = backend_method(get_method("realistic-graph"), base.backend) if graphed else self.method

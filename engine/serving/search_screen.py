@@ -87,7 +87,7 @@ class LayoutScreen(LayoutSetup):
         plans, mixed, decode = [], {}, {}     # rows to time: {key: position}, shared by the points alike
         for concurrency, budget in points:
             try:
-                limit = self.base.max_batch
+                limit = self.base.max_batch or budget // V     # as ServingOptions.batch_limit
                 if budget < min(limit or concurrency, concurrency) * V:   # ServingOptions refuses it: its message
                     options_at(self.base, concurrency, budget)
                 admitted = self._admitted(budget)

@@ -38,9 +38,11 @@ from engine.estimators import get_method
 from engine.estimators.validity import realistic_validation, validation_notes
 from engine.results.memory import WORKSPACE_FRACTION, kv_share_per_device, peak_activation_bytes, weights_per_device
 from engine.workload.parallel import parallel_layout
+from engine.results.named import named_inputs
 from engine.serving.backend_kernels import backend_method
-from engine.serving.backends import (admitted_tokens, backend_profile, host_terms, kv_admitted_share, overheads,
-                                     prefill_scale, request_overhead, scheduled_ahead, scheduling)
+from engine.serving.backends import (admitted_tokens, backend_profile, check_backend_device, host_terms,
+                                     kv_admitted_share, overheads, prefill_scale, request_overhead, scheduled_ahead,
+                                     scheduling)
 from engine.serving.cost import iteration_times
 from engine.serving.options import ServingOptions
 from engine.serving.scheduler import ServingCapacityError, schedule
@@ -94,7 +96,8 @@ class ServingResult:
                 "devices": self.devices, "tp": s.tp, "pp": s.pp, "dp": s.dp, "ep": s.ep,
                 "serving": self.options.model_dump(), "iteration_overhead_s": self.iteration_overhead_s,
                 "kv_capacity_bytes": self.kv_capacity_bytes, "iterations": int(len(self.iterations)),
-                "measured_requests": int(self.requests["measured"].sum()), "notes": list(self.notes),
+                "measured_requests": int(self.requests["measured"].sum()), "measured_rule": self.options.measured_rule(),
+                "notes": list(self.notes),
                 "realistic_validation": self.validation}
 
 
@@ -117,7 +120,9 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
           scenario: Scenario | None = None, **fields) -> ServingResult:
     """Simulate `model` served on `hardware` (module docstring). Fields are ServingOptions fields
     (concurrency, input_length, output_length, token_budget, ...) and the layout/dtype fields of a
-    Scenario (tp, pp, dp, ep, weight_dtype, activation_dtype, kv_dtype, ...)."""
+    Scenario (tp, pp, dp, ep, weight_dtype, activation_dtype, kv_dtype, ...). `hardware` and `model` may be names
+    (a device of the bundled workbook; a catalog id, Hub repo id or config.json path)."""
+    hardware, model = named_inputs(hardware, model)
     scenario_fields, option_fields = split_fields(fields)
     options = options.model_copy(update=option_fields) if options is not None else ServingOptions(**option_fields)
     options = ServingOptions(**dict(options))       # validated again after the update
@@ -131,7 +136,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     base.update(input_length=int(longest[0].max()), output_length=int(longest[1].max()))
     cost_scenario = Scenario.model_validate(base)
     chosen = backend_method(get_method(method), options.backend)
-    _check_supported(model, cost_scenario, chosen.name)
+    _check_supported(model, cost_scenario, chosen.name, hardware, options.backend)
     check_fits_model(model, cost_scenario)
     options = resolved_options(options, chosen.name, model)
     graphed = chosen.name == "realistic" and options.graph_decode
@@ -151,7 +156,7 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
     runs, latencies = [], []
     for clients, replicas in options.replica_concurrencies(cost_scenario.dp).items():
         isl, osl = options.lengths(clients)
-        plan = schedule(isl, osl, clients, options.token_budget, options.max_batch or clients, capacity,
+        plan = schedule(isl, osl, clients, options.token_budget, options.batch_limit(clients), capacity,
                         kv_per_request(isl + osl), tokens_per_step=step, verify_tokens=verify,
                         mix_decode=options.mixed_prefill, chunk_prompts=options.chunked_prefill,
                         arrival_delays=options.arrival_delays(clients, jitter),
@@ -205,7 +210,8 @@ def _draft(spec, model, replica: Scenario):
     return drafter, scenario, parallel_layout(drafter, scenario)
 
 
-def _check_supported(model, scenario: Scenario, method: str) -> None:
+def _check_supported(model, scenario: Scenario, method: str, hardware, backend: str) -> None:
+    check_backend_device(backend, hardware)
     if method == "seed":
         raise ScenarioError("the seed method reproduces the notebook's single-device decomposition and has no "
                             "serving schedule; use roofline, hierarchical, realistic or realistic-graph")
@@ -359,7 +365,7 @@ def _result(hardware, model, method, options, scenario, runs, capacity, overhead
                      f"iteration, {options.request_overhead_s * 1e3:.3g} ms per request (in TTFT and latency)")
     if options.speculative is not None:
         notes.append(options.speculative.describe())
-    notes.extend(validation_notes(hardware, method, scenario, model))
+    notes.extend(options.batch_notes(scenario.dp) + validation_notes(hardware, method, scenario, model))
     return ServingResult(hardware.name, model.name, method, options, scenario, metrics, requests, iterations,
                          capacity, overhead, notes, realistic_validation(hardware, method, scenario, model))
 

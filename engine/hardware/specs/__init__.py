@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Union
 
+from engine.common.names import did_you_mean
 from engine.hardware.device import Hardware
 from engine.hardware.specs.opening import open_workbook
 from engine.hardware.specs.plausible import SpecsWarning
@@ -131,8 +132,9 @@ def load_hardware(name: str, source: SpecsSource = None) -> Hardware:
     matches = [n for n in devices if n.lower() == str(name).strip().lower()]
     if len(matches) == 1:
         return devices[matches[0]]
-    raise SpecsError(f"unknown device {name!r}", sheet="hardware", device=name, value=name,
-                     expected="one of " + ", ".join(devices))
+    close = did_you_mean(name, devices)
+    raise SpecsError(f"unknown device {name!r}" + (f" ({close})" if close else ""), sheet="hardware", device=name,
+                     value=name, expected="one of " + ", ".join(devices))
 
 
 def clear_cache() -> None:
