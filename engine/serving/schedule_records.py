@@ -26,3 +26,14 @@ class DecodeSegment:
     start: int
     length: int
     priors: np.ndarray             # cached tokens of each decoding request in the first iteration
+
+
+def gate_open(i: int, gate: int, busy: bool) -> bool:
+    """Whether waiting prompts may be admitted at iteration `i`: always on an idle server (`busy` False: nothing
+    decodes or prefills) or without a gate (1), else at every `gate`-th iteration (options.context_gate_iterations)."""
+    return gate <= 1 or not busy or i % gate == 0
+
+
+def gate_length(i: int, length: int, gate: int, waiting: bool) -> int:
+    """A decode segment of `length` iterations from `i`, cut at the next gate opening while prompts wait."""
+    return min(length, gate - i % gate) if gate > 1 and waiting else length

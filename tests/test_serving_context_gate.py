@@ -1,0 +1,53 @@
+"""The attention-DP balance gate (ServingOptions.context_gate_iterations): while requests decode, waiting prompts are
+admitted only at every P-th iteration; an idle server admits at once. Hand-simulated closed loops, both loops."""
+
+import numpy as np
+import pytest
+
+from engine.serving.scheduler import schedule
+
+
+def _run(gate: int, step_by_step: bool):
+    # two clients, 4-token prompts that run whole; client 0's requests produce 3 tokens, client 1's 6
+    isl = np.full(4, 4)
+    osl = np.array([3, 6, 3, 6])
+    return schedule(isl, osl, concurrency=2, token_budget=100, max_batch=2, kv_capacity_bytes=1e12,
+                    kv_bytes_per_request=np.ones(4), chunk_prompts=False, step_by_step=step_by_step,
+                    context_gate=gate).requests
+
+
+@pytest.mark.parametrize("step_by_step", [False, True])
+def test_a_prompt_that_arrives_while_others_decode_waits_for_the_gate(step_by_step):
+    # iteration 0: both prompts run (first tokens); request 0 decodes tokens 2 and 3 in iterations 1 and 2 and its
+    # client's next request (2) arrives at iteration 3 while request 1 still decodes (its tokens 2-6: iterations 1-5)
+    plain = _run(1, step_by_step)
+    assert plain["arrival_iteration"][2] == 3 and plain["first_token_iteration"][2] == 3
+    gated = _run(4, step_by_step)
+    assert gated["arrival_iteration"][2] == 3
+    assert gated["first_token_iteration"][2] == 4      # the next multiple of 4
+    assert gated["first_token_iteration"][0] == gated["first_token_iteration"][1] == 0   # an idle server admits
+
+
+@pytest.mark.parametrize("step_by_step", [False, True])
+def test_an_idle_server_admits_without_waiting_for_the_gate(step_by_step):
+    # one client: its next request arrives when nothing runs, so a gate of 7 never holds it
+    isl, osl = np.full(3, 4), np.full(3, 3)
+    plain = schedule(isl, osl, 1, 100, 1, 1e12, np.ones(3), chunk_prompts=False, step_by_step=step_by_step).requests
+    gated = schedule(isl, osl, 1, 100, 1, 1e12, np.ones(3), chunk_prompts=False, step_by_step=step_by_step,
+                     context_gate=7).requests
+    assert list(gated["first_token_iteration"]) == list(plain["first_token_iteration"]) == [0, 3, 6]
+
+
+def test_both_loops_give_the_same_gated_schedule():
+    rng = np.random.default_rng(3)
+    isl, osl = rng.integers(50, 400, 48), rng.integers(5, 60, 48)
+    runs = [schedule(isl, osl, 6, 512, 6, 1e12, np.ones(48), chunk_prompts=False, step_by_step=flag,
+                     context_gate=5) for flag in (False, True)]
+    for key in ("arrival_iteration", "first_token_iteration", "finish_iteration"):
+        assert np.array_equal(runs[0].requests[key], runs[1].requests[key])
+    requests = runs[0].requests
+    arrival, first = requests["arrival_iteration"][6:], requests["first_token_iteration"][6:]
+    # a later prompt runs at the first gate opening at or after its arrival, or after it (a whole prompt that does
+    # not fit the 512-token budget left waits for the next iteration)
+    assert (first >= -(-arrival // 5) * 5).all()
+    assert (first % 5 == 0).mean() > 0.7
