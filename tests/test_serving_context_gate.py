@@ -51,3 +51,16 @@ def test_both_loops_give_the_same_gated_schedule():
     # not fit the 512-token budget left waits for the next iteration)
     assert (first >= -(-arrival // 5) * 5).all()
     assert (first % 5 == 0).mean() > 0.7
+
+
+def test_which_measured_runs_are_read_behind_the_gate():
+    from types import SimpleNamespace
+    from engine.serving.validation_express import attention_dp_gate
+    run = SimpleNamespace(backend="trtllm", model_path="deepseek-ai/DeepSeek-R1", attention_dp=8)
+    assert attention_dp_gate(run, attention_dp=True) == 60       # InferenceMAX's dsr1 scripts: timeout_iters 60
+    assert attention_dp_gate(run, attention_dp=False) is None
+    assert attention_dp_gate(SimpleNamespace(**{**vars(run), "backend": "vllm"}), attention_dp=True) is None
+    # a Dynamo recording (attention_dp not written, read as attention DP over tp) and gpt-oss's script (no timeout)
+    assert attention_dp_gate(SimpleNamespace(**{**vars(run), "attention_dp": float("nan")}), attention_dp=True) is None
+    assert attention_dp_gate(SimpleNamespace(**{**vars(run), "model_path": "openai/gpt-oss-120b"}),
+                             attention_dp=True) is None
