@@ -53,9 +53,11 @@ def test_both_loops_give_the_same_gated_schedule():
     assert (first % 5 == 0).mean() > 0.7
 
 
-def test_which_measured_runs_are_read_behind_the_gate():
+def test_which_measured_runs_are_read_behind_the_gate(monkeypatch):
     from types import SimpleNamespace
+    from engine.serving import validation_express
     from engine.serving.validation_express import attention_dp_gate
+    monkeypatch.setattr(validation_express, "ATTENTION_DP_GATE_READING", True)
     run = SimpleNamespace(backend="trtllm", model_path="deepseek-ai/DeepSeek-R1", attention_dp=8)
     assert attention_dp_gate(run, attention_dp=True) == 60       # InferenceMAX's dsr1 scripts: timeout_iters 60
     assert attention_dp_gate(run, attention_dp=False) is None
@@ -64,3 +66,12 @@ def test_which_measured_runs_are_read_behind_the_gate():
     assert attention_dp_gate(SimpleNamespace(**{**vars(run), "attention_dp": float("nan")}), attention_dp=True) is None
     assert attention_dp_gate(SimpleNamespace(**{**vars(run), "model_path": "openai/gpt-oss-120b"}),
                              attention_dp=True) is None
+
+
+def test_the_gate_opens_early_once_every_rank_likely_holds_a_prompt():
+    from engine.serving.schedule_records import gate_open, gate_release
+    # (1 - exp(-w))^(ranks - 1) >= 1/2: w >= 0.69 for 2 ranks, 1.58 for 4, 2.36 for 8 (hand arithmetic)
+    assert [gate_release(r) for r in (1, 2, 4, 8)] == [0, 1, 2, 3]
+    assert not gate_open(5, 60, busy=True, waiting=2, release=3)
+    assert gate_open(5, 60, busy=True, waiting=3, release=3)
+    assert gate_open(120, 60, busy=True, waiting=1, release=3)

@@ -131,9 +131,12 @@ MXFP4_CHECKPOINTS = False
 # enable_balance: true, timeout_iters: 60, batching_wait_iters: 0` whenever DP_ATTENTION is true; gptoss_fp4_b200_trt.sh
 # writes `enable_balance: true` alone (TensorRT-LLM's default timeout_iters, 50), but its runs' measured TTFT (0.12-0.28 s
 # at 1k prompts on B200) shows no such wait, so only the scripts that write timeout_iters are read with it. The executor (pyexecutor, _balance_adp_requests) schedules context requests only once
-# every rank has one or the timeout has passed; with each rank's clients returning seconds apart, the timeout decides.
-# On (ATTENTION_DP_GATE_READING) since 2026-11-28 (h/h200trt, docs/serving.md).
-ATTENTION_DP_GATE_READING = True
+# every rank has one or the timeout has passed (schedule_records.gate_open / gate_release model both ways out).
+# Off by default (benchmarks/serving_accuracy.py --attention-dp-gate): measured on 2026-11-28 (h/h200trt) it takes the
+# 60 DeepSeek attention-DP runs' TTFT bias from -54% (B200) / -66% (H200) to -43% / -49% in-sample, but the folds'
+# refitted TensorRT-LLM terms move the rest: leave-one-system-out TPOT 11.3% / 33.7% -> 11.5% / 33.7%, TTFT 27.7% /
+# 79.8% -> 27.7% / 81.6% (without gate_release: 11.8% / 35.3%, 26.4% / 81.2%; docs/serving.md)
+ATTENTION_DP_GATE_READING = False
 ATTENTION_DP_GATE_BACKENDS = ("trtllm",)
 ATTENTION_DP_GATE_ITERATIONS = {"deepseek": 60}     # by model family: the scripts that write timeout_iters
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
