@@ -80,7 +80,8 @@ def main(argv=None) -> int:
                         "simulations only)")
     parser.add_argument("--attention-dp-gate", action="store_true",
                         help="read TensorRT-LLM's DeepSeek attention-DP runs behind the attention-DP balance gate "
-                        "(validation_express.ATTENTION_DP_GATE_READING, off by default: docs/serving.md; simulations only)")
+                        "(validation_express.ATTENTION_DP_GATE_READING, off by default: docs/serving.md; "
+                        "simulations only)")
     parser.add_argument("--write", action="store_true",
                         help="record the summary in calibration/results/serving.csv (docs and the Accuracy page read it)")
     args = parser.parse_args(argv)

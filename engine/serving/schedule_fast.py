@@ -99,7 +99,8 @@ class _FastServer:
 
     def admit(self, i: int = 0) -> None:
         waiting, reserve, limits = self.waiting, self.reserve, self.limits
-        if not gate_open(i, limits.gate, bool(self.decoding.count or self.prefilling), len(waiting), limits.gate_release):
+        busy = bool(self.decoding.count or self.prefilling)
+        if not gate_open(i, limits.gate, busy, len(waiting), limits.gate_release):
             return
         while waiting and self.decoding.count + len(self.prefilling) < limits.max_batch and \
                 self.used_kv + reserve[waiting[0]] <= limits.kv_capacity_bytes:

@@ -126,12 +126,14 @@ BENCHMARK_LENGTH_SPREAD = 0.0
 MXFP4_FAMILIES = ("gpt-oss",)
 MXFP4_CHECKPOINTS = False
 # TensorRT-LLM runs with attention data parallelism hold new prompts behind the attention-DP balance gate
-# (ServingOptions.context_gate_iterations): InferenceMAX's TensorRT-LLM scripts (github.com/SemiAnalysisAI/InferenceX,
-# benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt.sh) write `attention_dp_config:
-# enable_balance: true, timeout_iters: 60, batching_wait_iters: 0` whenever DP_ATTENTION is true; gptoss_fp4_b200_trt.sh
-# writes `enable_balance: true` alone (TensorRT-LLM's default timeout_iters, 50), but its runs' measured TTFT (0.12-0.28 s
-# at 1k prompts on B200) shows no such wait, so only the scripts that write timeout_iters are read with it. The executor (pyexecutor, _balance_adp_requests) schedules context requests only once
-# every rank has one or the timeout has passed (schedule_records.gate_open / gate_release model both ways out).
+# (ServingOptions.context_gate_iterations): InferenceMAX's TensorRT-LLM DeepSeek scripts (github.com/SemiAnalysisAI/
+# InferenceX: benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt.sh) write
+# `attention_dp_config: {enable_balance: true, timeout_iters: 60, batching_wait_iters: 0}` whenever DP_ATTENTION is
+# true. gptoss_fp4_b200_trt.sh
+# writes `enable_balance: true` alone (TensorRT-LLM's default timeout_iters, 50), but its runs' measured TTFT (0.12-0.28
+# s at 1k prompts on B200) shows no such wait, so only the scripts that write timeout_iters are read with it. The
+# executor (pyexecutor, _balance_adp_requests) schedules context requests only once every rank has one or the timeout
+# has passed (schedule_records.gate_open / gate_release model both ways out).
 # Off by default (benchmarks/serving_accuracy.py --attention-dp-gate): measured on 2026-11-28 (h/h200trt) it takes the
 # 60 DeepSeek attention-DP runs' TTFT bias from -54% (B200) / -66% (H200) to -43% / -49% in-sample, but the folds'
 # refitted TensorRT-LLM terms move the rest: leave-one-system-out TPOT 11.3% / 33.7% -> 11.5% / 33.7%, TTFT 27.7% /
