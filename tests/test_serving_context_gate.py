@@ -75,3 +75,14 @@ def test_the_gate_opens_early_once_every_rank_likely_holds_a_prompt():
     assert not gate_open(5, 60, busy=True, waiting=2, release=3)
     assert gate_open(5, 60, busy=True, waiting=3, release=3)
     assert gate_open(120, 60, busy=True, waiting=1, release=3)
+
+
+def test_serve_with_a_gate_waits_longer_for_the_first_token(devices):
+    from engine.models import load_model
+    from engine.serving import serve
+    hardware, model = devices["H100-SXM"], load_model("meta-llama/Llama-3.1-8B")
+    fields = dict(concurrency=16, input_length=512, output_length=128, backend="trtllm", arrival_jitter=2)
+    plain = serve(hardware, model, **fields)
+    gated = serve(hardware, model, context_gate_iterations=40, **fields)
+    assert gated.ttft_s > plain.ttft_s + 5 * plain.tpot_s     # a later prompt waits up to 39 decode steps
+    assert gated.options.context_gate_iterations == 40
