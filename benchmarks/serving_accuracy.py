@@ -78,6 +78,10 @@ def main(argv=None) -> int:
                         help="request lengths drawn from [L(1 - S), L(1 + S)] around each run's ISL and OSL "
                         "(validation_express.BENCHMARK_LENGTH_SPREAD, 0 by default: the recorded lengths exactly; "
                         "simulations only)")
+    parser.add_argument("--attention-dp-gate", action="store_true",
+                        help="read TensorRT-LLM's DeepSeek attention-DP runs behind the attention-DP balance gate "
+                        "(validation_express.ATTENTION_DP_GATE_READING, off by default: docs/serving.md; "
+                        "simulations only)")
     parser.add_argument("--write", action="store_true",
                         help="record the summaries in calibration/results/serving.csv: leave-one-system-out overall and by "
                         "system, backend, model family and concurrency bucket, in-sample by backend (docs and the Accuracy "
@@ -85,6 +89,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     validation_express.CHECKPOINT_MODULES = args.checkpoint_modules
     validation_express.SQUARED_TP_READING = args.squared_tp
+    validation_express.ATTENTION_DP_GATE_READING = args.attention_dp_gate
     if args.tensor_parallel_moe is not None:
         validation_express.TENSOR_PARALLEL_MOE_BACKENDS = tuple(
             name for name in args.tensor_parallel_moe.split(",") if name and name != "none")

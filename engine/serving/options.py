@@ -71,6 +71,11 @@ class ServingOptions(BaseModel):
       tokens are generated, their steady-state mean); None: the backend's value (engine/serving/backends.py).
     - `prefill_time_scale`: the kernels' time of every iteration with prompt chunks x this (the host time not);
       None: the backend's value under `realistic` (engine/serving/backends.py), 1 for the ideal methods.
+    - `context_gate_iterations` P: while requests decode, waiting prompts are admitted only at every P-th iteration
+      (TensorRT-LLM's attention-DP balance, `attention_dp_config: enable_balance` with `timeout_iters` P: a rank holds
+      its context requests until every rank has one or P iterations have passed; the simulated replica stands for all
+      ranks, so the gate opens on the timeout, the usual case when each rank's clients return seconds apart). An idle
+      server admits at once. None: no gate.
     - `speculative`: speculative decoding (engine/serving/speculative.py: a draft model or MTP layers, k drafted
       tokens, acceptance rate); None: none.
     """
@@ -104,6 +109,7 @@ class ServingOptions(BaseModel):
     kv_admitted_output_share: Optional[float] = Field(None, ge=0.0, le=1.0)
     prefill_time_scale: Optional[float] = Field(None, gt=0.0, le=10.0)
     request_overhead_per_expert_layer_s: Optional[float] = Field(None, ge=0.0, le=1e-3)
+    context_gate_iterations: Optional[int] = Field(None, ge=1, le=100_000)
 
     @field_validator("backend")
     @classmethod

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.serving.schedule_records import DecodeSegment, MixedIteration
+from engine.serving.schedule_records import DecodeSegment, MixedIteration, gate_length, gate_open
 
 
 class _Decoding:
@@ -97,8 +97,11 @@ class _FastServer:
             self.waiting.append(heapq.heappop(pending)[1])
         return i
 
-    def admit(self) -> None:
+    def admit(self, i: int = 0) -> None:
         waiting, reserve, limits = self.waiting, self.reserve, self.limits
+        busy = bool(self.decoding.count or self.prefilling)
+        if not gate_open(i, limits.gate, busy, len(waiting), limits.gate_release):
+            return
         while waiting and self.decoding.count + len(self.prefilling) < limits.max_batch and \
                 self.used_kv + reserve[waiting[0]] <= limits.kv_capacity_bytes:
             request = waiting.popleft()
@@ -111,6 +114,7 @@ class _FastServer:
         length = decoding.steps_to_next_finish()
         if self.pending:
             length = max(1, min(length, self.pending[0][0] - i))
+        length = gate_length(i, length, self.limits.gate, bool(self.waiting))
         segment = DecodeSegment(i, length, decoding.priors())
         decoding.steps += length
         return segment
@@ -192,7 +196,7 @@ def whole_step_loop(isl: np.ndarray, osl: np.ndarray, reserve: np.ndarray, delay
         if server.pending:          # (without requests in transit, receive and admit change nothing unless
             i = server.receive(i)   # some wait; retire nothing unless a request's last step is done)
         if server.waiting:
-            server.admit()
+            server.admit(i)
         if not server.prefilling:
             segments.append(server.decode_segment(i))
             i += segments[-1].length

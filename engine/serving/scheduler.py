@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.serving.schedule_fast import whole_step_loop
-from engine.serving.schedule_records import DecodeSegment, MixedIteration
+from engine.serving.schedule_records import DecodeSegment, MixedIteration, gate_length, gate_open, gate_release
 
 
 class ServingCapacityError(ValueError):
@@ -116,6 +116,8 @@ class _Limits:
     verify_tokens: int = 1
     mix_decode: bool = True
     chunk_prompts: bool = True
+    gate: int = 1                   # while requests decode, prompts are admitted at every gate-th iteration only
+    gate_release: int = 0           # ... or once this many wait (0: never; schedule_records.gate_release)
 
 
 @dataclass
@@ -193,8 +195,12 @@ class _Server:
             self.waiting.append(self.pending.pop(0)[1])
         return i
 
-    def admit(self, reserve: np.ndarray, limits: _Limits) -> None:
-        """Waiting requests in arrival order while the batch and the KV cache (whole sequences) have room."""
+    def admit(self, reserve: np.ndarray, limits: _Limits, i: int = 0) -> None:
+        """Waiting requests in arrival order while the batch and the KV cache (whole sequences) have room (at a
+        gate opening: gate_open)."""
+        if not gate_open(i, limits.gate, bool(len(self.running.ids) or self.prefilling), len(self.waiting),
+                         limits.gate_release):
+            return
         while self.waiting and len(self.running.ids) + len(self.prefilling) < limits.max_batch and \
                 self.used_kv + reserve[self.waiting[0]] <= limits.kv_capacity_bytes:
             request = self.waiting.popleft()
@@ -202,11 +208,12 @@ class _Server:
             self.prefilling.append([request, 0])
         self.peak_kv = max(self.peak_kv, self.used_kv)
 
-    def decode_segment(self, i: int) -> DecodeSegment:
-        """Decode only, from `i` until the next finish (or the next arrival)."""
+    def decode_segment(self, i: int, gate: int = 1) -> DecodeSegment:
+        """Decode only, from `i` until the next finish (or the next arrival, or the next gate opening)."""
         length = self.running.steps_to_next_finish()
         if self.pending:
             length = max(1, min(length, self.pending[0][0] - i))
+        length = gate_length(i, length, gate, bool(self.waiting))
         segment = DecodeSegment(i, length, self.running.priors.copy())
         self.running.step(length)
         return segment
@@ -274,7 +281,8 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
              max_batch: int, kv_capacity_bytes: float, kv_bytes_per_request: np.ndarray,
              tokens_per_step: float = 1.0, verify_tokens: int = 1, mix_decode: bool = True,
              arrival_delays: np.ndarray | None = None, kv_bytes_admitted: np.ndarray | None = None,
-             chunk_prompts: bool = True, step_by_step: bool = False) -> Schedule:
+             chunk_prompts: bool = True, step_by_step: bool = False, context_gate: int = 1,
+             gate_ranks: int = 1) -> Schedule:
     """Run the closed loop over `len(input_lengths)` requests, numbered in arrival order (the first
     `concurrency` are the clients' first requests); lengths and the KV bytes (per device) each reserves are per request.
 
@@ -288,7 +296,10 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     `kv_bytes_admitted` (per request, default `kv_bytes_per_request`): the KV bytes a request holds in the
     admission count from its admission to its finish (a lazily allocating engine's steady-state footprint); every
     request must still fit whole (`kv_bytes_per_request`) on its own. `chunk_prompts` False: prompts are never split
-    (step 3 above). Whole-token decode steps (`tokens_per_step` 1) run the same loop in scalars
+    (step 3 above). `context_gate` P > 1: while requests decode or prefill, waiting prompts are admitted only at
+    iterations that are multiples of P, or once as many wait as make every one of `gate_ranks` attention-DP ranks
+    likely to hold one (gate_open, gate_release; options.context_gate_iterations). Whole-token decode steps
+    (`tokens_per_step` 1) run the same loop in scalars
     (engine/serving/schedule_fast.py, the same Schedule to the bit); `step_by_step` True runs the plain loop below."""
     isl = np.asarray(input_lengths, dtype=np.int64)
     osl = np.asarray(output_lengths, dtype=np.int64)
@@ -298,7 +309,8 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
         reserve = np.minimum(np.asarray(kv_bytes_admitted, dtype=float), reserve)
     total = len(isl)
     delays = np.zeros(total, dtype=np.int64) if arrival_delays is None else np.asarray(arrival_delays, dtype=np.int64)
-    limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode, chunk_prompts)
+    limits = _Limits(token_budget, max_batch, kv_capacity_bytes, verify_tokens, mix_decode, chunk_prompts,
+                     max(1, int(context_gate)), gate_release(gate_ranks) if context_gate > 1 else 0)
     if float(tokens_per_step) == 1.0 and not step_by_step:
         run = whole_step_loop(isl, osl, reserve, delays, concurrency, limits)
         book = _Book(isl, osl, reserve, delays, *(np.array(values, dtype=np.int64) for values in run.book),
@@ -309,9 +321,9 @@ def schedule(input_lengths: np.ndarray, output_lengths: np.ndarray, concurrency:
     mixed, segments, i, unfinished = [], [], 0, total
     while unfinished:
         i = server.receive(i)
-        server.admit(reserve, limits)
+        server.admit(reserve, limits, i)
         if not server.prefilling:
-            segments.append(server.decode_segment(i))
+            segments.append(server.decode_segment(i, limits.gate))
             i += segments[-1].length
         else:
             mixed.append(server.mixed_iteration(i, book, limits))

@@ -161,7 +161,8 @@ def serve(hardware, model, options: ServingOptions | None = None, method: str = 
                         mix_decode=options.mixed_prefill, chunk_prompts=options.chunked_prefill,
                         arrival_delays=options.arrival_delays(clients, jitter),
                         kv_bytes_admitted=kv_per_request(admitted_tokens(isl, osl, admitted_share))
-                        if admitted_share < 1 else None)
+                        if admitted_share < 1 else None, context_gate=options.context_gate_iterations or 1,
+                        gate_ranks=cost_scenario.dp)
         times = iteration_times(plan, model, replica, hardware, chosen, layout, graph, decode_tokens=verify,
                                 latency_overlap=overlap, latencies=latencies)
         if options.prefill_time_scale != 1.0:

@@ -130,6 +130,22 @@ BENCHMARK_LENGTH_SPREAD = 0.0
 # leave-one-system-out TTFT p90 79.6% -> 81.7% (TPOT 11.8% / 34.1%; h/fp4ship, docs/accuracy.md)
 MXFP4_FAMILIES = ("gpt-oss",)
 MXFP4_CHECKPOINTS = False
+# TensorRT-LLM runs with attention data parallelism hold new prompts behind the attention-DP balance gate
+# (ServingOptions.context_gate_iterations): InferenceMAX's TensorRT-LLM DeepSeek scripts (github.com/SemiAnalysisAI/
+# InferenceX: benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt.sh) write
+# `attention_dp_config: {enable_balance: true, timeout_iters: 60, batching_wait_iters: 0}` whenever DP_ATTENTION is
+# true. gptoss_fp4_b200_trt.sh
+# writes `enable_balance: true` alone (TensorRT-LLM's default timeout_iters, 50), but its runs' measured TTFT (0.12-0.28
+# s at 1k prompts on B200) shows no such wait, so only the scripts that write timeout_iters are read with it. The
+# executor (pyexecutor, _balance_adp_requests) schedules context requests only once every rank has one or the timeout
+# has passed (schedule_records.gate_open / gate_release model both ways out).
+# Off by default (benchmarks/serving_accuracy.py --attention-dp-gate): measured on 2026-11-28 (h/h200trt) it takes the
+# 60 DeepSeek attention-DP runs' TTFT bias from -54% (B200) / -66% (H200) to -43% / -49% in-sample, but the folds'
+# refitted TensorRT-LLM terms move the rest: leave-one-system-out TPOT 11.3% / 33.7% -> 11.5% / 33.7%, TTFT 27.7% /
+# 79.8% -> 27.7% / 81.6% (without gate_release: 11.8% / 35.3%, 26.4% / 81.2%; docs/serving.md)
+ATTENTION_DP_GATE_READING = False
+ATTENTION_DP_GATE_BACKENDS = ("trtllm",)
+ATTENTION_DP_GATE_ITERATIONS = {"deepseek": 60}     # by model family: the scripts that write timeout_iters
 QUANTIZATION = {"": ("bf16", "bf16", "bf16"), "fp8": ("fp8", "fp8", "fp8"), "fp8_block": ("fp8", "fp8", "fp8"),
                 "int4_wo": ("int4", "bf16", "bf16")}
 
@@ -259,6 +275,9 @@ def express(run, devices: dict, models: ModelSource, checkpoint_modules: bool | 
     ahead = async_scheduling_reading(run)
     if ahead is not None:
         fields["async_scheduling"] = ahead
+    gate = attention_dp_gate(run, attention_dp=dp > 1)
+    if gate is not None:
+        fields["context_gate_iterations"] = gate
     speculative = mtp_reading(run, model, attention_dp=dp > 1)
     if speculative is not None:
         fields["speculative"] = speculative
@@ -301,6 +320,17 @@ def async_scheduling_reading(run) -> bool | None:
     if measured is None or pd.isna(measured):
         return None
     return False if pd.Timestamp(measured).tz_localize(None) < pd.Timestamp(date) else None
+
+
+def attention_dp_gate(run, attention_dp: bool) -> int | None:
+    """The attention-DP balance gate (iterations) a measured run ran behind, or None: a run of
+    ATTENTION_DP_GATE_BACKENDS with attention data parallelism recorded as such (attention_dp > 1, as InferenceMAX's
+    scripts write it; not the Dynamo recordings attention_dp_reading reads as attention DP over tp), while
+    ATTENTION_DP_GATE_READING is on (module constants: those scripts enable the balance for every such run)."""
+    if not (ATTENTION_DP_GATE_READING and attention_dp and run.backend in ATTENTION_DP_GATE_BACKENDS
+            and _whole(run.attention_dp) > 1):
+        return None
+    return ATTENTION_DP_GATE_ITERATIONS.get(family_of(str(run.model_path)))
 
 
 def in_mtp_series(run, series=None) -> bool:
