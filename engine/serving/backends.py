@@ -48,7 +48,7 @@ One scheduling setting of the engine (not fitted; the user's `async_scheduling` 
   0.11-0.12 and the versionless ones of 2025 (off) want 0, at the top and the bottom of the 0-1 grid; with the
   iteration scheduled ahead counted for the former, one share for both fits at 0.5, the mean wait of an arrival
   uniform over the iteration in flight (docs/serving.md). The validation reads each vLLM run's setting from its
-  version (validation_express.async_scheduling_reading). TensorRT-LLM's and SGLang's overlap schedulers are not
+  version (validation_versions.async_scheduling_reading). TensorRT-LLM's and SGLang's overlap schedulers are not
   read this way: their fitted wait shares absorb them.
 
 One layout term (not fitted):
