@@ -12,7 +12,7 @@ import pytest
 
 from engine.calibration.silicon.conditions import TABLE_QUANTIZE_LATENCY_S
 from engine.estimators import get_method
-from engine.estimators.realistic import DEFAULT_CONSTANTS
+from engine.estimators.realistic import DEFAULT_CONSTANTS, estimate_realistic
 from engine.estimators.realistic_constants import DEFAULT_MEMORY_FRACTION
 from engine.serving import backends, validation_express
 from engine.serving.backend_kernels import backend_constants, backend_method
@@ -21,6 +21,43 @@ from tests.test_silicon_fit import one_gemm
 
 def _time(method, gemm, hardware) -> float:
     return float(method.estimate(gemm, hardware, None)["kernel_time_s"][0])
+
+
+# The nvfp4 activation-quantize kernel each way of running a model charges: SGLang its framework's fit on its nvfp4
+# GEMM tables (h/fp4ship); `estimate`, generic, TensorRT-LLM and vLLM none (their kernels put serving's p90s over the
+# targets: docs/accuracy.md, h/fp4all). All of them take the fitted fp4 power cap (RealisticConstants, h/fp4all).
+NVFP4_QUANTIZE_S = {None: None, "generic": None, "trtllm": None, "vllm": None, "sglang": 2.0e-6}
+
+
+def _method_of(backend):
+    return get_method("realistic") if backend is None else backend_method(get_method("realistic"), backend)
+
+
+@pytest.mark.parametrize("backend", list(NVFP4_QUANTIZE_S), ids=lambda b: b or "estimate")
+def test_a_compute_bound_nvfp4_gemm_by_hand_from_the_shipped_constants(devices, backend):
+    """8192^3 nvfp4 x nvfp4 on B200 in the model condition, `estimate` and every backend: the device latency (B200
+    has no kernel_latency field: DEFAULT_KERNEL_LATENCY_S) + the backend's activation-quantize kernel where it has one
+    (its latency + m x k x 3 B at the achievable bandwidth) + the matrix work at the board's power cap, (TDP - static
+    power) / 0.14 pJ per FLOP, which binds below the fp4 rate x the achievable fraction (every tile shape divides
+    8192: the executed MACs are m x n x k)."""
+    hardware = devices["B200"]
+    m = n = k = 8192.0
+    gemm = one_gemm(m, n, k, "fp4", 0.5 + 1.0 / 16.0)      # nvfp4: e2m1 values + one e4m3 scale per 16
+    assert (hardware.tdp_w, hardware.static_power_w, hardware.memory_bandwidth_bytes_per_s) == (1000.0, 150.0, 8.0e12)
+    assert hardware.kernel_latency_s is None and hardware.achievable_memory_bandwidth_fraction is None
+    power_flops = (1000.0 - 150.0) / 0.14e-12                 # 6.07 PFLOP/s
+    assert power_flops < 0.71 * 9.0e15                       # under the fp4 rate x the achievable matrix fraction
+    latency = NVFP4_QUANTIZE_S[backend]
+    quantize = 0.0 if latency is None else latency + m * k * 3.0 / (8.0e12 * 0.815)
+    expected = 6.375e-6 + quantize + 2.0 * m * n * k / power_flops
+    assert _time(_method_of(backend), gemm, hardware) == pytest.approx(expected, rel=1e-6)
+    # without the cap the work runs at the fp4 rate x the achievable fraction (whole waves: at most 1/8 more), faster
+    constants = DEFAULT_CONSTANTS if backend is None else backend_constants(backend)
+    uncapped = replace(constants, gemm_power_j_per_flop={d: j for d, j in constants.gemm_power_j_per_flop.items()
+                                                         if d != "fp4"})
+    work = float(estimate_realistic(gemm, hardware, constants=uncapped)["kernel_time_s"][0]) - 6.375e-6 - quantize
+    at_rate = 2.0 * m * n * k / (0.71 * 9.0e15)
+    assert at_rate * 0.999 <= work <= at_rate * 1.125
 
 
 def test_an_nvfp4_gemm_pays_its_backends_quantize_kernel_by_hand(devices, monkeypatch):
@@ -37,6 +74,22 @@ def test_an_nvfp4_gemm_pays_its_backends_quantize_kernel_by_hand(devices, monkey
     assert hardware.memory_bandwidth_bytes_per_s == 8.0e12 and fraction == 0.815
     assert mine - plain == pytest.approx(4.5e-6 + m * k * 3.0 / (8.0e12 * 0.815), rel=1e-9)
     assert "fp4" not in DEFAULT_CONSTANTS.gemm_quantize_latency_s      # estimate (no backend) charges none
+
+
+def test_the_shipped_nvfp4_constants_are_the_tables_fit():
+    """The model condition ships the fitted fp4 power cap for `estimate` and every backend; the quantize kernel only
+    where a profile sets it (SGLang: its framework's fit); the tables' condition is unchanged by them (each
+    framework's own quantize latency, the same cap, its k-step cycles)."""
+    from engine.calibration.silicon import conditions
+    assert DEFAULT_CONSTANTS.gemm_power_j_per_flop["fp4"] == conditions.TABLE_NVFP4_CLOCK["power_j_per_flop"]
+    for name, profile in backends.BACKENDS.items():
+        assert profile.fp4_quantize_latency_s == NVFP4_QUANTIZE_S[name]
+        assert backend_constants(name).gemm_power_j_per_flop["fp4"] == 0.14e-12
+    for framework in ("trtllm", "vllm", "sglang"):
+        table = conditions.table_constants(framework)
+        assert table.gemm_quantize_latency_s["fp4"] == TABLE_QUANTIZE_LATENCY_S[framework]["nvfp4"]
+        assert table.gemm_power_j_per_flop["fp4"] == conditions.TABLE_NVFP4_CLOCK["power_j_per_flop"]
+        assert table.gemm_k_step_cycles["fp4"] == conditions.TABLE_NVFP4_K_STEP_CYCLES[framework]
 
 
 @pytest.mark.parametrize("dtype, value_bytes", [("bf16", 2.0), ("fp8", 1.0)])

@@ -130,11 +130,11 @@ class RealisticConstants:
     # (tiling.candidate_times), so a GEMM of few tiles is not slowed and more cores are never slower. gemm_split_k_cycles: a split-K GEMM's reduction pass
     # (a second kernel or the splits' serialised fix-up), cycles at the clock, so a library splits k only where
     # it pays. Fitted leave-one-device-out by engine/calibration/silicon/fit.py.
-    # Shipped: bf16, fp8 (per-tensor scaled) and fp8_g128 (block-scaled), fitted on the tables of all 7 devices
-    # (6 for fp8: A100 has none; warm condition, trtllm + vLLM + SGLang pooled, fp8 with each framework's quantize
-    # kernel); fp8 shares bf16's latency cycles (fit.SHARED_LATENCY_DTYPES); fp8_g128 is not power-capped (fit: 0).
+    # Shipped: bf16, fp8 (per-tensor) and fp8_g128 (block-scaled), fitted on all 7 devices' tables (6 for fp8; warm,
+    # frameworks pooled, fp8 with each one's quantize kernel); fp8 shares bf16's latency cycles; fp8_g128 is not capped
+    # (fit: 0); fp4 (nvfp4 x nvfp4) only the nvfp4 fit's cap (conditions.TABLE_NVFP4_CLOCK; h/fp4all, accuracy.md).
     gemm_latency_cycles: dict = field(default_factory=lambda: {"bf16": 4500.0, "fp8": 4700.0, "fp8_g128": 4700.0})
-    gemm_power_j_per_flop: dict = field(default_factory=lambda: {"bf16": 0.57e-12, "fp8": 0.42e-12})
+    gemm_power_j_per_flop: dict = field(default_factory=lambda: {"bf16": 0.57e-12, "fp8": 0.42e-12, "fp4": 0.14e-12})
     gemm_split_k_cycles: dict = field(default_factory=lambda: {"bf16": 4100.0, "fp8": 5300.0, "fp8_g128": 10000.0})
     # gemm_overlap_loss: per dtype, the part of min(compute, memory) a tile's pipeline does not hide (its fill before
     # the first MMA, its drain and epilogue after the last load): a candidate takes max(c, m) + loss x min(c, m)

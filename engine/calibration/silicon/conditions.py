@@ -34,10 +34,10 @@ TABLE_QUANTIZE_BYTES_PER_VALUE: dict = {"trtllm": {"fp8": 4.5, "fp8_g128": 3.5, 
 # bf16's shipped 4,500 cycles, fit.SHARED_LATENCY_DTYPES; h/nvfp4, docs/accuracy.md): the clock-and-power form's
 # efficiency, latency cycles, power cap, split-K cycles (none: the tables' kernels take no split-K,
 # fit_grids.NO_SPLIT_K_DTYPES), overlap loss, and the k loop's cycles per framework (fit_nvfp4.py). The tables'
-# condition only (table_constants adds them): `estimate` and `serve` keep nvfp4's defaults (but serve with SGLang
-# charges its quantize latency below: BackendProfile.fp4_quantize_latency_s, h/fp4ship). The power cap shipped
-# in RealisticConstants too took serving's LOSO TPOT p90 to 35.2% and TTFT p90 to 80.2%, over the targets
-# (docs/accuracy.md).
+# condition only (table_constants adds them), but the power cap, shipped in RealisticConstants for `estimate` and
+# every backend since h/fp4all (serving LOSO within the targets at main 9241066; it was over them at session 15's
+# main), and SGLang's quantize latency in serve (BackendProfile.fp4_quantize_latency_s, h/fp4ship). TensorRT-LLM's
+# and vLLM's quantize kernels in serve, and one for `estimate`, put serving's p90s over the targets (docs/accuracy.md).
 NVFP4_ROW_DTYPE = "fp4"
 TABLE_NVFP4_CLOCK = {"efficiency": 1.36, "latency_cycles": 4500.0, "power_j_per_flop": 0.14e-12,
                      "split_k_cycles": float("inf"), "overlap_loss": 0.58}   # inf: no split-K candidate is taken
