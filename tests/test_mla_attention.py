@@ -64,7 +64,8 @@ def _shared_with_mla_prefill(mla_decode=None):
     values = SHIPPED_MLA.prefill
     overheads = replace(DEFAULT_CONSTANTS.attention_overheads, prefill_cta_cycles=values.prefill_cta_cycles,
                         prefill_tile_cycles=values.prefill_tile_cycles,
-                        prefill_score_vector_flops=values.prefill_score_vector_flops)
+                        prefill_score_vector_flops=values.prefill_score_vector_flops,
+                        prefill_largest_cta_share=values.mla_prefill_largest_cta_share)
     return replace(DEFAULT_CONSTANTS, attention_overheads=overheads,
                    attention_matrix_efficiency=values.attention_matrix_efficiency,
                    attention_prefill_latency_s=values.attention_prefill_latency_s,

@@ -102,7 +102,14 @@ def prefill_work(shapes, rates, overheads) -> dict:
     BQ, blocks, padded_pairs, last = prefill_tiles(q, k, n, shapes.window)
     padded_prefill = maximum(2.0 * heads * k * padded_pairs, matrix_macs)
     largest_cta = 2.0 * BQ * k * last
-    waves_prefill = maximum(padded_prefill / cores, largest_cta) / per_core
+    mean_cta = padded_prefill / cores
+    if overheads.prefill_largest_cta_share:
+        # CTAs of unequal causal spans listed over the cores: beyond one wave the kernel takes the cores' mean work
+        # + a share of the largest CTA (Graham's list-scheduling bound: the mean + the largest); one wave or less
+        # (a CTA per core), the largest CTA alone
+        beyond = where(heads * blocks > cores, overheads.prefill_largest_cta_share, 0.0)
+        mean_cta = mean_cta + beyond * largest_cta
+    waves_prefill = maximum(mean_cta, largest_cta) / per_core
     tile_iterations = heads * padded_pairs / (BQ * FLASH_BLOCK_K)
     softmax = rates.softmax_rate_scale
     share = overheads.prefill_cta_softmax_share

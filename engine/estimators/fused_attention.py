@@ -91,6 +91,9 @@ class AttentionOverheads:
                           x the device's softmax_rate_scale (FusedRates)
     prefill_cta_softmax_share     the share of prefill_cta_cycles that runs at softmax_rate_scale (the per-row
                           rescaling's exponentials); the rest does not scale (0: none)
+    prefill_largest_cta_share     the share of the largest CTA's work (the last query tile's) a flash prefill adds to
+                          its cores' mean work: CTAs of unequal causal spans on few waves do not balance over the
+                          cores (flash_prefill.prefill_work; 0: the mean or the largest CTA, whichever is longer)
     Cycles are spread over the device's cores: seconds = cycles x units / (cores x clock).
     """
 
@@ -111,6 +114,7 @@ class AttentionOverheads:
     prefill_score_vector_flops: float = 0.0
     prefill_cta_softmax_share: float = 0.0
     decode_fp8_fragment_share: float = 0.0
+    prefill_largest_cta_share: float = 0.0
 
 
 def attention_groups(columns: dict, row_groups: RowGroups | None = None) -> np.ndarray:

@@ -13,6 +13,9 @@ MLA values of a few of the shared constants and three terms of its own:
         mla_prefill_fp8_matrix_efficiency, mla_prefill_fp8_cta_cycles   the same two over an 8-bit cache on a device
                                      whose matrix units take fp8 (the tables: slower than the 16-bit kernel up to ~8k
                                      tokens on Hopper and Blackwell)
+        mla_prefill_largest_cta_share   beyond one wave of query-tile CTAs, the kernel takes the cores' mean work +
+                                     this share of the largest CTA (AttentionOverheads.prefill_largest_cta_share: the
+                                     CTAs' unequal causal spans listed over the cores; 0 in the shared model)
     decode (the absorbed form: one shared latent "head" of rank + rope > 256 channels, LATENT_HEAD_DIM_ABOVE)
         decode_bandwidth_efficiency, decode_stream_cap, decode_pair_bytes_per_core_cycle, decode_cta_cycles
                                      in place of the shared ones, and no shared latency; then
@@ -69,6 +72,7 @@ class MlaPrefill:
     prefill_score_vector_flops: float
     mla_prefill_fp8_matrix_efficiency: float
     mla_prefill_fp8_cta_cycles: float
+    mla_prefill_largest_cta_share: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +111,13 @@ class MlaAttention:
 
 # Fitted by engine/calibration/silicon/mla_fit.py on every device's MLA rows (2,000 per device; decode: the devices
 # whose matrix units take fp8) over the shipped attention constants, 2026-11-27 (docs/accuracy.md, "MLA attention,
-# fitted": leave-one-device-out decode 18.8 -> 11.8%, prefill 18.7 -> 12.4% median |error|).
+# fitted": leave-one-device-out decode 18.8 -> 11.8%, prefill 18.7 -> 12.4% median |error|); prefill refitted with
+# its largest-CTA share, 2026-11-28 (h/moe8, "MLA prefill: CTAs listed over the cores": all seven 12.4 -> 11.0%).
 SHIPPED_MLA = MlaAttention(
-    prefill=MlaPrefill(attention_matrix_efficiency=0.964, prefill_cta_cycles=7088.0, prefill_tile_cycles=0.0,
-                       attention_prefill_latency_s=15.74e-6, prefill_score_vector_flops=0.0,
-                       mla_prefill_fp8_matrix_efficiency=0.5964, mla_prefill_fp8_cta_cycles=15690.0),
+    prefill=MlaPrefill(attention_matrix_efficiency=1.107, prefill_cta_cycles=7162.0, prefill_tile_cycles=0.0,
+                       attention_prefill_latency_s=15.69e-6, prefill_score_vector_flops=0.0,
+                       mla_prefill_fp8_matrix_efficiency=0.6816, mla_prefill_fp8_cta_cycles=15790.0,
+                       mla_prefill_largest_cta_share=0.7778),
     decode=MlaDecode(decode_bandwidth_efficiency=1.031, decode_stream_cap=0.9275,
                      decode_pair_bytes_per_core_cycle=15.86, decode_cta_cycles=7191.0,
                      mla_decode_latency_s=10.12e-6, mla_decode_latency_cycles=24510.0,
@@ -141,7 +147,8 @@ def prefill_constants(constants, mla: MlaPrefill, eight_bit: bool = False):
     cta = mla.mla_prefill_fp8_cta_cycles if eight_bit else mla.prefill_cta_cycles
     efficiency = mla.mla_prefill_fp8_matrix_efficiency if eight_bit else mla.attention_matrix_efficiency
     return _with(constants, dict(prefill_cta_cycles=cta, prefill_tile_cycles=mla.prefill_tile_cycles,
-                                 prefill_score_vector_flops=mla.prefill_score_vector_flops),
+                                 prefill_score_vector_flops=mla.prefill_score_vector_flops,
+                                 prefill_largest_cta_share=mla.mla_prefill_largest_cta_share),
                  attention_matrix_efficiency=efficiency, attention_prefill_latency_s=mla.attention_prefill_latency_s)
 
 

@@ -12,6 +12,9 @@ decode reaches 0.92 of the peak bandwidth on Hopper and 0.71 on Blackwell over a
              mla_prefill_fp8_matrix_efficiency, mla_prefill_fp8_cta_cycles   the same two for an 8-bit cache on a
                                            device whose matrix units take fp8 (the tables: slower than the 16-bit
                                            kernel up to ~8k tokens on Hopper and Blackwell, faster beyond on Blackwell)
+             mla_prefill_largest_cta_share  beyond one wave of query-tile CTAs, the share of the largest CTA added to
+                                           the cores' mean work (CTAs of unequal causal spans listed over the cores:
+                                           flash_prefill.prefill_work; the tables: 2-4 waves were -12% fast)
     decode   decode_bandwidth_efficiency, decode_stream_cap, decode_pair_bytes_per_core_cycle, decode_cta_cycles
              (the shared model's terms: the latent stream, a per-sequence share, per-sequence cycles), and
              mla_decode_latency_s          the floor on a device whose matrix units take fp4 (fifth generation)
@@ -55,7 +58,8 @@ MLA_PARAMETERS = {
     "prefill_mla": (("attention_matrix_efficiency", 0.3, 2.0, 0.8), ("prefill_cta_cycles", 0.0, 50000.0, 10000.0),
                     ("prefill_tile_cycles", 0.0, 5000.0, 10.0), ("attention_prefill_latency_s", 0.0, 50e-6, 15e-6),
                     ("prefill_score_vector_flops", 0.0, 200.0, 5.0), ("mla_prefill_fp8_matrix_efficiency", 0.2, 2.0, 0.6),
-                    ("mla_prefill_fp8_cta_cycles", 0.0, 100000.0, 20000.0)),
+                    ("mla_prefill_fp8_cta_cycles", 0.0, 100000.0, 20000.0),
+                    ("mla_prefill_largest_cta_share", 0.0, 2.0, 0.5)),
     "decode_mla": (("decode_bandwidth_efficiency", 0.3, 2.0, 1.0), ("decode_stream_cap", 0.5, 1.0, 0.9),
                    ("decode_pair_bytes_per_core_cycle", 0.0, 100.0, 14.0), ("decode_cta_cycles", 0.0, 50000.0, 2000.0),
                    ("mla_decode_latency_s", 0.0, 50e-6, 9e-6), ("mla_decode_latency_cycles", 0.0, 100000.0, 20000.0),
