@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import engine
 from engine.serving import serve
 from engine.serving.validation import with_overheads
 from engine.serving.validation_windows import window_terms
@@ -17,9 +16,8 @@ FIELDS = dict(concurrency=2, input_length=256, output_length=32, requests_per_cl
 
 
 @pytest.fixture(scope="module")
-def setting():
-    from engine.models import load_model
-    return engine.load_hardware("H100-SXM"), load_model("meta-llama/Llama-3.1-8B")
+def setting(devices, llama8b):
+    return devices["H100-SXM"], llama8b
 
 
 def run(setting, **fields):
