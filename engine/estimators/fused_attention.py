@@ -32,6 +32,8 @@ from engine.common.float_or_array import ceil, full_like, largest, logical_not, 
 # FLASH_BLOCK_Q / _K and query_tokens: re-exported (the prefill's tiles live in flash_prefill.py)
 from engine.estimators.flash_prefill import (FLASH_BLOCK_K, FLASH_BLOCK_Q, _ceil_to, prefill_terms,  # noqa: F401
                                              query_tokens)
+from engine.estimators.decode_split import (DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE,  # noqa: F401
+                                            DECODE_SPLIT_VALUES, split_seconds)
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, dense_ranks, unique_inverse
 from engine.kernels.table import SLIDING_SUFFIX
 
@@ -41,14 +43,7 @@ MATRIX_MIN_ROWS = 16       # tensor-core fragments have 16 rows
 # query heads per KV head a tensor-core decode kernel takes (TensorRT-LLM's XQA); beyond it the measured decode
 # kernels run 3-20x slower on every device (aiconfigurator's tables, groups of 48-128): the vector units compute
 DECODE_MATRIX_GROUP_MAX = 32
-# a decode context of more than this many cached values per head (tokens x head dim) is split over several CTAs per
-# (sequence, KV head); on older tensor cores it pays a reduction (AttentionOverheads.decode_split_cycles). The Hopper
-# tables step up ~5 us past 512 tokens at head dim 64, 256 at 128, 128 at 256, bf16 and fp8 alike (h/dattn6)
-DECODE_SPLIT_VALUES = 32768
-# the split-KV reduction's ramp (AttentionOverheads.decode_split_ramp_cycles) grows with the HBM bytes per core cycle,
-# fitted on A100, H100 and H200 (13.4-19.9 B per core cycle); held at this beyond them, so a device or edit with more
-# bandwidth per core (TPU-v5e's one core: 546) never pays a reduction the data never showed, nor a slower decode
-DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE = 20.0
+# the split-KV reduction's threshold and its ramp's cap: engine/estimators/decode_split.py (re-exported)
 # query heads one CTA of a grouped-query decode takes (one 16-row matrix fragment); a wider group (up to
 # DECODE_MATRIX_GROUP_MAX) takes the extra fragments' share of the kernel time
 # (AttentionOverheads.decode_fragment_share)
@@ -82,8 +77,9 @@ class AttentionOverheads:
     decode_fp8_fragment_share     the same for the 8-bit matrix kernel (fp8_matrix_decode) and its 8-head fragments
     decode_stream_cap     the decode KV stream's rate at most this fraction of the peak bandwidth (1: the peak)
     decode_split_ramp_cycles      the split-KV reduction's cycles grow by this x the HBM bytes per core cycle
-                          (bandwidth / (cores x clock), at most DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE) on
-                          devices without fp4 units (0: none)
+                          (bandwidth / (cores x clock), the bandwidth held where more no longer pays for the ramp,
+                          at most DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE: decode_split.py) on devices without
+                          fp4 units (0: none)
     decode_fp8_value_cycles       core cycles per K/V value of a one-query-head-per-KV-head decode over an 8-bit
                           cache on a device whose matrix units take fp8 and not fp4 (the conversion; 0: none)
     prefill_score_vector_flops    vector FLOPs per (padded) score of a flash prefill after its matrix work (the online
@@ -264,10 +260,8 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     cta_cycles  per (sequence, KV head) CTA: decode_cta_cycles, + decode_wide_kv_cta_cycles for a grouped-query decode
                 over a 16-bit cache on a device without fp4 matrix units (older tensor cores' kernels);
                 decode_fp8_cta_cycles instead for the 8-bit matrix kernel (fp8_matrix_decode)
-    split_s     on such a device, more than DECODE_SPLIT_VALUES cached values per head (context x head dim) split
-                over CTAs and pay a reduction:
-                decode_split_cycles + decode_split_ramp_cycles x the HBM bytes per core cycle (at most
-                DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE), at the clock
+    split       on such a device, more than DECODE_SPLIT_VALUES cached values per head (context x head dim) split
+                over CTAs and pay a reduction (fused_times: decode_split.split_seconds, whose ramp needs the stream)
     convert_s   Hopper's 8-bit one-head-per-KV-head kernel: decode_fp8_value_cycles per K/V value, a bound beside the
                 stream (the tables: 2.5 / 2.75 TB/s on H100 / H200 at every length)
     scale       1 + decode_fragment_share x the 16-head fragments beyond the first of a grouped-query decode wider than
@@ -282,15 +276,13 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
     pair_rate = overheads.decode_pair_bytes_per_core_cycle / core_cycles_s
     pair_s = shapes.nbytes / (batch * pair_rate) if pair_rate > 0 else full_like(m, 0.0)
     cta_cycles = full_like(m, overheads.decode_cta_cycles)
-    split_s = full_like(m, 0.0)
+    split = False
     not_latent = logical_not(latent)
     if not rates.matrix_fp4:
         if shapes.kv_value_bytes is not None:
             wide = (m > 1) & logical_not(generic) & not_latent & (shapes.kv_value_bytes >= 1.5)   # NaN: False
             cta_cycles = cta_cycles + where(wide, overheads.decode_wide_kv_cta_cycles, 0.0)
-        bytes_per_core_cycle = min(rates.bandwidth * core_cycles_s, DECODE_SPLIT_RAMP_MAX_BYTES_PER_CORE_CYCLE)
-        split_cycles = overheads.decode_split_cycles + overheads.decode_split_ramp_cycles * bytes_per_core_cycle
-        split_s = where((n * shapes.k > DECODE_SPLIT_VALUES) & not_latent, split_cycles / rates.clock_hz, 0.0)
+        split = (n * shapes.k > DECODE_SPLIT_VALUES) & not_latent      # its seconds: fused_times (decode_split.py)
         if overheads.decode_fp8_cta_cycles is not None:
             cta_cycles = where(fp8_matrix, overheads.decode_fp8_cta_cycles, cta_cycles)
     fragments = where(logical_not(generic) & not_latent & (m > DECODE_FRAGMENT_HEADS),
@@ -301,7 +293,7 @@ def _decode_terms(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOv
             and shapes.kv_value_bytes is not None:
         eight_bit_mha = _eight_bit_cache(shapes.kv_value_bytes) & (m == 1) & not_latent
         convert_s = where(eight_bit_mha, shapes.nbytes * overheads.decode_fp8_value_cycles * core_cycles_s, 0.0)
-    return {"convert_s": convert_s, "generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split_s": split_s,
+    return {"convert_s": convert_s, "generic_s": generic_s, "pair_s": pair_s, "cta_cycles": cta_cycles, "split": split,
             "scale": 1.0 + overheads.decode_fragment_share * fragments + overheads.decode_fp8_fragment_share * fp8_fragments}
 
 
@@ -344,14 +336,14 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
     decode = _decode_terms(shapes, rates, overheads, generic, fp8_matrix_decode(shapes, rates) if fp8_matrix is None
                            else fp8_matrix) if any_decode else None
+    # fixed work: per key tile and query-tile CTA (prefill), per (sequence, KV head) (decode; generic: query head)
+    core_cycles_s = 1.0 / (cores * rates.clock_hz)
     if any_decode:
         compute = where(generic, maximum(compute, decode["generic_s"]), compute)
         memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
-    # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
-    # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
-    core_cycles_s = 1.0 / (cores * rates.clock_hz)
-    if any_decode:
-        decode_s = core_cycles_s * batch * where(generic, m, 1.0) * decode["cta_cycles"] + decode["split_s"]
+        decode_s = core_cycles_s * batch * where(generic, m, 1.0) * decode["cta_cycles"] + split_seconds(
+            rates, overheads, decode["split"], nbytes / minimum(stream, 1.0), decode["pair_s"],
+            maximum(compute, decode["convert_s"]))      # the split-KV reduction: never longer with more bandwidth
     if not any_prefill:
         fixed_s = decode_s
     elif not any_decode:
