@@ -22,9 +22,8 @@ import pandas as pd
 from engine.calibration.measurements import kernel_table
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.realistic import (
-    DEFAULT_CONSTANTS, ROW_CTAS_PER_CORE, DeviceRates, KernelClass, RealisticConstants,
+    DEFAULT_CONSTANTS, ROW_CTAS_PER_CORE, DeviceRates, KernelClass, RealisticConstants, row_cta_bytes,
 )
-from engine.estimators.realistic_constants import row_cta_bytes
 from engine.estimators.tiling import candidate_terms, epilogue_values, k_steps
 from engine.hardware.device import Hardware
 

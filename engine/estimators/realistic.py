@@ -57,7 +57,6 @@ from engine.estimators.realistic_fused import (  # noqa: F401  (re-exported: the
     with_attention_matrix_efficiency)
 from engine.estimators.realistic_gemms import (GemmShapes, KernelRows, TimeChain, time_gemms,  # noqa: F401
                                                is_expert_gemm)
-from engine.estimators.realistic_constants import row_cta_bytes
 from engine.estimators.row_groups import SMALL_UNIQUE, RowGroups, least_per_id
 from engine.estimators.weight_only import apply_weight_only
 from engine.hardware.device import Hardware
@@ -159,6 +158,16 @@ def _time_unfused(table: KernelRows, unfused: np.ndarray, is_gemm: np.ndarray, k
     """The GEMMs and element-wise kernels outside the fused attention groups, in place on `chain`."""
     time_gemms(table, is_gemm, chain, memo)
     _time_elementwise(table, (~is_gemm) & unfused, kind, chain, memo)
+
+
+def row_cta_bytes(nbytes, weight_bytes, tokens, whole_weights):
+    """The bytes one CTA of a row-wise kernel streams: where `whole_weights` (1/True: the class's
+    row_reads_whole_weights), its token's share of the activations, (bytes - weight_bytes) / tokens, and the whole
+    weight vector (every CTA scales its row by all of a norm's gamma); elsewhere bytes / tokens, the weights shared
+    out over the tokens, so that a norm of more tokens within a wave runs shorter CTAs (Llama-3.1-8B on JGS: a
+    2-token prefill 1.5% faster than a 1-token one; benchmarks/monotonicity_hunt.py). Arrays or floats."""
+    whole = weight_bytes * whole_weights
+    return (nbytes - whole) / tokens + whole
 
 
 def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain,

@@ -39,30 +39,16 @@ class KernelClass:
 
     kernel time = max(floor_s, latency_s + max(bytes / bandwidth, row waves))
     bandwidth = min(1, bandwidth_efficiency x achievable_memory_bandwidth_fraction) x peak.
-    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation
-    kernels) run their rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row
-    (row_cta_bytes) at row_bytes_per_cycle x clock: a few tokens cannot use the whole memory
-    bandwidth. The fixed times are seconds (alike on A100 and H100), unlike a GEMM's device
-    `kernel_latency`. row_reads_whole_weights: each CTA reads the whole weight vector (a norm's
-    gamma) besides its token's activations; off (the shipped fit): the weights are shared out over
-    the tokens, which makes a norm of more tokens within a wave shorter (benchmarks/monotonicity_hunt.py).
-    """
+    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation kernels) run their
+    rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row (realistic.row_cta_bytes; with the whole
+    gamma where row_reads_whole_weights) at row_bytes_per_cycle x clock: a few tokens cannot use the whole memory
+    bandwidth. The fixed times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`."""
 
     bandwidth_efficiency: float
     latency_s: float
     floor_s: float = 0.0
     row_bytes_per_cycle: float | None = None
     row_reads_whole_weights: bool = False
-
-
-def row_cta_bytes(nbytes, weight_bytes, tokens, whole_weights):
-    """The bytes one CTA of a row-wise kernel streams: where `whole_weights` (1/True), its token's share of the
-    activations, (bytes - weight_bytes) / tokens, and the whole weight vector (every CTA scales its row by all of a
-    norm's gamma); elsewhere bytes / tokens, the weights shared out over the tokens, so that a norm of more tokens
-    within a wave runs shorter CTAs (Llama-3.1-8B on JGS: a 2-token prefill 1.5% faster than a 1-token one).
-    Arrays or floats."""
-    whole = weight_bytes * whole_weights
-    return (nbytes - whole) / tokens + whole
 
 
 # Element-wise kernel classes, fitted by engine/calibration/fit.py (coordinate descent, median + p90/2 of |error|)
