@@ -203,7 +203,10 @@ def in_bounds(summary) -> bool:
     # request overhead 50 -> 30 ms), re-measured: 0.1022, +0.0427, 0.334, +0.212 (TTFT 0.407 / +0.353 before); 15% off
     # moves TTFT bias to +0.187 / +0.254 (request overhead) and +0.197 / +0.228 (arrival wait share), TPOT as before:
     # TTFT bias band 0.345-0.36 -> 0.205-0.22, TTFT median bound 0.45 -> 0.36.
-    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.046
+    # With session 21's monotone decode split (decode_split.py, split refitted), re-measured: 0.1022, +0.0417, 0.334,
+    # +0.212; 15% off moves TPOT bias to +0.057 / +0.028 (graph latency overlap) and +0.032 / +0.0455
+    # (per-decoding-request overhead), TTFT as before: TPOT bias band 0.040-0.046 -> 0.040-0.045.
+    return (summary["tpot_median"] <= 0.107 and 0.040 <= summary["tpot_bias"] <= 0.045
             and summary["ttft_median"] <= 0.36 and 0.205 <= summary["ttft_bias"] <= 0.22)
 
 

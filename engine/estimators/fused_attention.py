@@ -336,17 +336,14 @@ def fused_times(shapes: FusedShapes, rates: FusedRates, overheads: AttentionOver
     # the decode terms where a decode group is present (np.where of an all-false condition keeps the other values)
     decode = _decode_terms(shapes, rates, overheads, generic, fp8_matrix_decode(shapes, rates) if fp8_matrix is None
                            else fp8_matrix) if any_decode else None
+    # fixed work: per key tile and query-tile CTA (prefill), per (sequence, KV head) (decode; generic: query head)
+    core_cycles_s = 1.0 / (cores * rates.clock_hz)
     if any_decode:
         compute = where(generic, maximum(compute, decode["generic_s"]), compute)
         memory = where(kind_is_decode, maximum(memory + decode["pair_s"], decode["convert_s"]), memory)
-        # the split-KV reduction, its ramp sized for the bandwidth only while more bandwidth pays for it
-        split_s = split_seconds(rates, overheads, decode["split"], nbytes / minimum(stream, 1.0), decode["pair_s"],
-                                maximum(compute, decode["convert_s"]))
-    # fixed work of the fused kernel: per key tile and per query-tile CTA (prefill), per (sequence, KV head) (decode;
-    # the generic decode kernel, masked multi-head attention, runs one CTA per (sequence, query head))
-    core_cycles_s = 1.0 / (cores * rates.clock_hz)
-    if any_decode:
-        decode_s = core_cycles_s * batch * where(generic, m, 1.0) * decode["cta_cycles"] + split_s
+        decode_s = core_cycles_s * batch * where(generic, m, 1.0) * decode["cta_cycles"] + split_seconds(
+            rates, overheads, decode["split"], nbytes / minimum(stream, 1.0), decode["pair_s"],
+            maximum(compute, decode["convert_s"]))      # the split-KV reduction: never longer with more bandwidth
     if not any_prefill:
         fixed_s = decode_s
     elif not any_decode:

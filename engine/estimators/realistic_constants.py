@@ -83,9 +83,9 @@ ATTENTION_OVERHEADS = AttentionOverheads(
                                              # HBM stream's time (h/dattn5, MLA's latent kernels too; was 5.5 as a
                                              # bound beside it, not on MLA)
     # split-KV reduction beyond 32,768 cached values per head (tokens x head dim; h/dattn6, was 256 tokens), devices
-    # without fp4 units, + the ramp x the HBM bytes per core cycle (H100 7,570, H200 9,380, A100 7,420 cycles)
-    decode_split_cycles=3380.0,
-    decode_split_ramp_cycles=302.0,
+    # without fp4 units, + the ramp x HBM bytes per core cycle (decode_split.py; session 21 refit, were 3,380 + 302)
+    decode_split_cycles=4360.0,
+    decode_split_ramp_cycles=221.0,
     decode_fp8_cta_cycles=1890.0,            # the 8-bit matrix decode kernel's cycles per (sequence, KV head) (Hopper fp8)
     decode_fp8_fragment_share=0.24,          # ... and its groups of 9-16 query heads: + 24% per extra 8-head fragment
     decode_fragment_share=0.18,              # groups of 17-32 query heads: + 18% of the kernel time per extra 16 heads
