@@ -2,7 +2,7 @@
 
 Each padded (query, key) score costs `prefill_score_vector_flops` after the matrix work at the vector units' FLOPs per
 core cycle (A100: 128, Hopper and Blackwell: 256), and a share of each CTA's fixed cycles runs at the softmax rate; a
-core's softmax rate is its generation's x softmax_rate_scale (the fp4 over 4x the bf16 MACs per cycle: Blackwell
+core's softmax rate is its generation's x softmax_rate_scale (the fp4 MACs per core cycle over Blackwell's: Blackwell
 Ultra 1.5, every other device 1). Measured times below: aiconfigurator-core 0.12.0, systems/data/<system>/trtllm,
 context attention, 32 query heads over 8 KV heads, head dim 128, bf16 activations and cache.
 """
@@ -35,14 +35,18 @@ def _predicted_us(devices, device: str, batch: int, tokens: int) -> float:
     return score.predicted_seconds(frame, "prefill_attention", devices[device], "realistic")[0] * 1e6
 
 
-def test_the_softmax_rate_scale_follows_the_fp4_and_bf16_rates(devices):
-    """Blackwell Ultra's fp4 rate is 6x its bf16 rate (Blackwell's 4x): 1.5; without fp4 units (A100, Hopper, a
-    TPU) or at 4x: 1."""
+def test_the_softmax_rate_scale_follows_the_fp4_rate_per_core_cycle(devices):
+    """Blackwell Ultra's fp4 rate is 24,576 MACs per core cycle (Blackwell's 16,384): 1.5; without fp4 units (A100,
+    Hopper, a TPU) or at Blackwell's: 1. The other matrix rates do not enter: a higher bf16 rate (a what-if) never
+    lowers it."""
     scales = {name: softmax_rate_scale(devices[name]) for name in ("A100-80GB-SXM", "H100-SXM", "B200", "GB200",
-                                                                   "B300", "GB300")}
-    assert scales == {"A100-80GB-SXM": 1.0, "H100-SXM": 1.0, "B200": 1.0, "GB200": 1.0, "B300": 1.5, "GB300": 1.5}
+                                                                   "B300", "GB300", "RTX-PRO-6000-Server")}
+    assert scales == {"A100-80GB-SXM": 1.0, "H100-SXM": 1.0, "B200": 1.0, "GB200": 1.0, "B300": 1.5, "GB300": 1.5,
+                      "RTX-PRO-6000-Server": 1.0}
     faster = devices["B200"].with_changes(matrix_macs_per_cycle_per_core_fp4=32768.0)
     assert softmax_rate_scale(faster) == 2.0
+    wider_bf16 = devices["GB300"].with_changes(matrix_macs_per_cycle_per_core_bf16=6144.0)
+    assert softmax_rate_scale(wider_bf16) == 1.5
 
 
 @pytest.mark.parametrize("batch, tokens", sorted(MEASURED_US))

@@ -22,7 +22,7 @@ import pandas as pd
 from engine.calibration.measurements import kernel_table
 from engine.hardware.dtypes import bytes_per_value
 from engine.estimators.realistic import (
-    DEFAULT_CONSTANTS, ROW_CTAS_PER_CORE, DeviceRates, KernelClass, RealisticConstants,
+    DEFAULT_CONSTANTS, ROW_CTAS_PER_CORE, DeviceRates, KernelClass, RealisticConstants, row_cta_bytes,
 )
 from engine.estimators.tiling import candidate_terms, epilogue_values, k_steps
 from engine.hardware.device import Hardware
@@ -129,11 +129,12 @@ ROW_WISE_CLASSES = ("norm", "activation")                           # one CTA pe
 class ElementwiseModel:
     """The realistic element-wise kernel time of many rows as a function of its class constants."""
 
-    def __init__(self, table: dict, hardware: Hardware, row_wise: bool):
+    def __init__(self, table: dict, hardware: Hardware, row_wise: bool, whole_weights: bool = False):
         self.at_peak = table["bytes"] / hardware.memory_bandwidth_bytes_per_s
         tokens = np.maximum(table["m"].astype(float), 1.0)
         waves = np.ceil(tokens / (hardware.num_cores * ROW_CTAS_PER_CORE))
-        self.row_cycles = waves * (table["bytes"] / tokens) / hardware.clock_hz if row_wise else None
+        row_bytes = row_cta_bytes(table["bytes"], table["weight_bytes"], tokens, whole_weights)
+        self.row_cycles = waves * row_bytes / hardware.clock_hz if row_wise else None
 
     def time(self, fraction: float, latency: float, floor: float, row_bytes_per_cycle: float | None) -> np.ndarray:
         work = self.at_peak / fraction
@@ -171,7 +172,8 @@ def fit_realistic(measurements: pd.DataFrame, devices: dict, train_devices=None)
         for kind, kernel_class in CLASS_OF_KIND.items():
             subset = rows[rows["kind"] == kind]
             if len(subset):
-                model = ElementwiseModel(kernel_table(subset), hardware, kernel_class in ROW_WISE_CLASSES)
+                model = ElementwiseModel(kernel_table(subset), hardware, kernel_class in ROW_WISE_CLASSES,
+                                         DEFAULT_CONSTANTS.kernel_classes[kernel_class].row_reads_whole_weights)
                 fit.elementwise[kernel_class] = fit_elementwise(model, subset["measured_s"].to_numpy())
         fits[name] = fit
     classes = dict(DEFAULT_CONSTANTS.kernel_classes)
@@ -184,5 +186,6 @@ def fit_realistic(measurements: pd.DataFrame, devices: dict, train_devices=None)
                 latency_s=round(float(np.mean([c[1] for c, _ in pairs])), 9),
                 floor_s=round(float(np.mean([c[2] for c, _ in pairs])), 9),
                 row_bytes_per_cycle=mean([c[3] for c, _ in pairs]) if pairs[0][0][3] is not None else None,
+                row_reads_whole_weights=classes[kernel_class].row_reads_whole_weights,
             )
     return RealisticFit(fits, replace(DEFAULT_CONSTANTS, kernel_classes=classes))

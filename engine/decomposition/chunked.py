@@ -195,10 +195,27 @@ def _attention_parts(plan: ChunkedSchedule, window: int | None) -> tuple:
                            decode_sum / np.maximum(plan.decode_tokens, 1.0), decode_sum, decode_sum, zeros,
                            per_row_count=True, window=window, window_builder=rebuild(0))
     prefill = AttentionPart("p", "Ma_Mqa", plan.prefill_sequences, plan.prefill_tokens,
-                            totals["prefill_context_sum"] / np.maximum(plan.prefill_sequences, 1.0),
+                            _prefill_context(plan, totals, window),
                             totals["prefill_pairs"], totals["prefill_cache_tokens"], plan.prefill_fresh_tokens,
                             per_row_count=True, window=window, window_builder=rebuild(1))
     return decode, prefill
+
+
+def _prefill_context(plan: ChunkedSchedule, totals: dict, window: int | None) -> np.ndarray:
+    """Per iteration, the prefill row's context (its shape's n, from which the fused attention estimate recovers the
+    queries per sequence: engine/estimators/flash_prefill.py query_tokens): the mean key span of its sequences; where
+    a chunk holds the end of one prompt and the start of the next (two sequences of unequal chunks), without a window,
+    the span n = pairs / q + (q - 1) / 2 that gives its exact pairs at q = tokens / sequences (as passes.py's listed
+    sequences do). The mean span there (1,040 keys for 211 queries after 1,820 tokens beside 49 new ones) is shorter
+    than its mean keys per query (1,566): q was recovered as 1, its tiles padded 128-fold (a Qwen3-8B iteration on
+    A100 155 ms instead of 20 ms), and a request with more output tokens could finish sooner."""
+    sequences = np.maximum(plan.prefill_sequences, 1.0)
+    mean = totals["prefill_context_sum"] / sequences
+    if window is not None:
+        return mean
+    q = np.maximum(plan.prefill_tokens / sequences, 1.0)
+    consistent = np.maximum(totals["prefill_pairs"] / sequences / q + (q - 1.0) / 2.0, q)
+    return np.where(plan.prefill_sequences > 1, consistent, mean)
 
 
 def pass_row_times(per_step: dict, rows: int, pp: int = 1) -> np.ndarray:

@@ -27,8 +27,8 @@ and Blackwell's, which the aggregate core cycles (A100: 108 SMs at 1.41 GHz) and
 two dies) tell apart; with the clock alone A100 left out was 17% off, with the cores too 6%).
 
 Inside one node (n <= devices_per_node) a group uses the scale-up links (link_bandwidth x
-num_links, link_latency per hop). A group spanning N = ceil(n / d) nodes of d devices is
-hierarchical: the node's d devices reduce-scatter / all-gather over scale-up while each device
+num_links, link_latency per hop). A group spanning N = n / d nodes of d devices (d: the largest
+divisor of n up to devices_per_node, an equal share per node) is hierarchical: the node's d devices reduce-scatter / all-gather over scale-up while each device
 exchanges its 1/d share with its peers in the other nodes over its NIC (inter_node_bandwidth,
 capped at scale-up, reached at e_kind: no small-group loss, an assumption as no multi-node table
 exists; inter_node_latency per hop), all-reduce across nodes taking the faster of a
@@ -187,9 +187,22 @@ def _flat(kind, message, n, bandwidth, hop, constants, algorithm="ring"):
     return hops(kind, n, algorithm) * hop, transfer
 
 
+def ranks_per_node(n, per_node) -> np.ndarray:
+    """Of a group of n devices spanning nodes of `per_node`, the devices each node holds: the largest divisor of n up
+    to per_node (hierarchical collectives place an equal share on each node: a group of 4 over nodes of 3 runs as
+    2 + 2, as over nodes of 2; with ceil(n / per_node) nodes of per_node, 3 + 1, a larger node was slower)."""
+    n, per_node = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(per_node, dtype=float))
+    out = per_node.copy()
+    uneven = np.isfinite(n) & np.isfinite(per_node) & (per_node >= 1) & (n > per_node) & (np.mod(n, per_node) != 0)
+    for size, limit in {(int(a), int(b)) for a, b in zip(n[uneven], per_node[uneven])}:
+        out[uneven & (n == size) & (per_node == limit)] = max(d for d in range(1, limit + 1) if size % d == 0)
+    return out
+
+
 def _across_nodes(kind, message, n, fields: LinkFields, up_hop, constants, algorithm):
-    """(hop latency, transfer seconds) of a group spanning nodes: hierarchical (module docstring)."""
-    d = np.asarray(fields.per_node, dtype=float)
+    """(hop latency, transfer seconds) of a group spanning nodes: hierarchical (module docstring), ranks_per_node
+    devices on each of n / that nodes."""
+    d = ranks_per_node(n, fields.per_node)
     nodes = np.ceil(n / d)
     nic = dataclasses.replace(constants, small_group_loss=0.0)     # the NIC part: e_kind, no small-group loss
     net_bw, net_hop = fields.net_bandwidth, fields.net_latency

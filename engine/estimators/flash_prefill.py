@@ -80,15 +80,22 @@ def prefill_tiles(q, k, n, window):
     return BQ, blocks, padded_pairs, last
 
 
+# Blackwell's (B200, GB200) dense fp4 matrix MACs per core cycle: the baseline of softmax_rate_scale
+BLACKWELL_FP4_MACS_PER_CORE_CYCLE = 16384.0
+
+
 def softmax_rate_scale(hardware) -> float:
     """A core's softmax rate (its exponentials per cycle) relative to its generation's baseline, from the workbook:
-    the fp4 matrix MACs per core cycle over 4x the bf16 ones, at least 1 (1 without either rate). Blackwell Ultra
-    (B300, GB300: 1.5) doubled the special-function units' exponential rate for attention as it raised the fp4 rate
-    1.5x over Blackwell's 4x bf16; the workbook has no special-function field, so the fp4 ratio stands for it: a
-    generation marker as much as a mechanism (A100, Hopper, B200: 1). AIConfigurator's tables: B300 and GB300 run
-    long prefills 15-28% faster than B200 and GB200 at equal cores and clocks, more at small head dims."""
-    fp4, bf16 = hardware.matrix_macs_per_cycle_per_core_fp4, hardware.matrix_macs_per_cycle_per_core_bf16
-    return max(1.0, fp4 / (4.0 * bf16)) if fp4 and bf16 else 1.0
+    the fp4 matrix MACs per core cycle over Blackwell's (BLACKWELL_FP4_MACS_PER_CORE_CYCLE), at least 1 (1 without an
+    fp4 rate). Blackwell Ultra (B300, GB300: 24,576, 1.5) doubled the special-function units' exponential rate for
+    attention as it raised the fp4 rate 1.5x over Blackwell's; the workbook has no special-function field, so the
+    core's fp4 rate stands for it: a generation marker as much as a mechanism (A100, Hopper, B200, RTX PRO 6000: 1).
+    AIConfigurator's tables: B300 and GB300 run long prefills 15-28% faster than B200 and GB200 at equal cores and
+    clocks, more at small head dims. (It was the fp4 over 4x the bf16 rate, the same 1.5 and 1 on every workbook
+    device, but a higher bf16 rate then slowed the softmax: GB300 with 1.5x its bf16 rate ran an fp8-cache prefill's
+    attention 18% slower.)"""
+    fp4 = hardware.matrix_macs_per_cycle_per_core_fp4
+    return max(1.0, fp4 / BLACKWELL_FP4_MACS_PER_CORE_CYCLE) if fp4 else 1.0
 
 
 def prefill_work(shapes, rates, overheads) -> dict:

@@ -160,18 +160,29 @@ def _time_unfused(table: KernelRows, unfused: np.ndarray, is_gemm: np.ndarray, k
     _time_elementwise(table, (~is_gemm) & unfused, kind, chain, memo)
 
 
+def row_cta_bytes(nbytes, weight_bytes, tokens, whole_weights):
+    """The bytes one CTA of a row-wise kernel streams: where `whole_weights` (1/True: the class's
+    row_reads_whole_weights), its token's share of the activations, (bytes - weight_bytes) / tokens, and the whole
+    weight vector (every CTA scales its row by all of a norm's gamma); elsewhere bytes / tokens, the weights shared
+    out over the tokens, so that a norm of more tokens within a wave runs shorter CTAs (Llama-3.1-8B on JGS: a
+    2-token prefill 1.5% faster than a 1-token one; benchmarks/monotonicity_hunt.py). Arrays or floats."""
+    whole = weight_bytes * whole_weights
+    return (nbytes - whole) / tokens + whole
+
+
 def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain,
                       memo: dict | None = None) -> None:
     """Streaming kernels (norms, activations, residuals, rotary, KV store, embedding, any other)."""
     if not any_true(rows):
         return
     out, rates = table.out, table.rates
-    efficiency, fixed, least, row_rate = remembered(memo, ("classes", rows.tobytes()),
-                                                    lambda: _class_values(table, kind[rows]))
+    efficiency, fixed, least, row_rate, whole_weights = remembered(memo, ("classes", rows.tobytes()),
+                                                                   lambda: _class_values(table, kind[rows]))
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
-    row_s = row_waves * (nbytes / tokens) / row_rate
+    cta_bytes = row_cta_bytes(nbytes, out["weight_bytes"][rows].astype(float), tokens, whole_weights)
+    row_s = row_waves * cta_bytes / row_rate
     fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
     stream_s = nbytes / (rates.bandwidth * fraction)
     # a table without MoE_topk or MoE_combine rows (kept per structure): their terms are 0.0 on every row
@@ -191,26 +202,29 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
 
 
 def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per element-wise row of kernel class `kinds`: bandwidth efficiency, fixed latency, floor, and the bytes per
-    second of one row's CTA (inf: not row-wise); kinds without a class stream at full efficiency, no fixed time."""
+    """Per element-wise row of kernel class `kinds`: bandwidth efficiency, fixed latency, floor, the bytes per
+    second of one row's CTA (inf: not row-wise) and whether each CTA reads the whole weights (1.0) or a token's share
+    (0.0); kinds without a class stream at full efficiency, no fixed time."""
     rates, classes = table.rates, table.constants.kernel_classes
     if len(kinds) > SMALL_UNIQUE:       # many rows (a chunked schedule's iterations): one mask per class
         efficiency, fixed, least, row_rate = np.ones(len(kinds)), np.zeros(len(kinds)), np.zeros(len(kinds)), \
             np.full(len(kinds), np.inf)
+        whole = np.zeros(len(kinds))
         for name, kernel_class in classes.items():
             mine = kinds == name
             efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
-            least[mine] = kernel_class.floor_s
+            least[mine], whole[mine] = kernel_class.floor_s, float(kernel_class.row_reads_whole_weights)
             if kernel_class.row_bytes_per_cycle and rates.row_waves:
                 row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
-        return efficiency, fixed, least, row_rate
+        return efficiency, fixed, least, row_rate, whole
     found = [classes.get(kind) for kind in kinds.tolist()]
     efficiency = np.array([1.0 if c is None else c.bandwidth_efficiency for c in found], dtype=float)
     fixed = np.array([0.0 if c is None else c.latency_s for c in found], dtype=float)
     least = np.array([0.0 if c is None else c.floor_s for c in found], dtype=float)
     row_rate = np.array([c.row_bytes_per_cycle * rates.clock_hz if c is not None and c.row_bytes_per_cycle
                          and rates.row_waves else np.inf for c in found], dtype=float)
-    return efficiency, fixed, least, row_rate
+    whole = np.array([0.0 if c is None else float(c.row_reads_whole_weights) for c in found], dtype=float)
+    return efficiency, fixed, least, row_rate, whole
 
 
 __all__ = [  # the method, and the constants re-exported from realistic_constants.py

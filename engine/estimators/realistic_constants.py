@@ -39,16 +39,16 @@ class KernelClass:
 
     kernel time = max(floor_s, latency_s + max(bytes / bandwidth, row waves))
     bandwidth = min(1, bandwidth_efficiency x achievable_memory_bandwidth_fraction) x peak.
-    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation
-    kernels) run their rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row at
-    row_bytes_per_cycle x clock: a few tokens cannot use the whole memory bandwidth. The fixed
-    times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`.
-    """
+    Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation kernels) run their
+    rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row (realistic.row_cta_bytes; with the whole
+    gamma where row_reads_whole_weights) at row_bytes_per_cycle x clock: a few tokens cannot use the whole memory
+    bandwidth. The fixed times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`."""
 
     bandwidth_efficiency: float
     latency_s: float
     floor_s: float = 0.0
     row_bytes_per_cycle: float | None = None
+    row_reads_whole_weights: bool = False
 
 
 # Element-wise kernel classes, fitted by engine/calibration/fit.py (coordinate descent, median + p90/2 of |error|)
