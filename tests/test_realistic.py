@@ -103,7 +103,9 @@ def test_decode_attention_streams_the_kv_cache_once(devices, llama8b):
     wide-KV cycles of a grouped-query decode over a 16-bit cache) / (108 cores x 1.41 GHz) + the split-KV reduction
     beyond 32,768 cached values per head (4,097 tokens x 128 head dim splits; its cycles + the ramp x 2.039 TB/s /
     (108 x 1.41 GHz) bytes per core cycle) at the clock, plus what the separate rows' roofline charges beyond the
-    fused roofline."""
+    fused roofline, taken where that roofline turns compute-bound (engine/estimators/fused_offset.py): each row's
+    roofline with its bytes at the bandwidth where the group's bytes take its compute roofline Tc (the matrix MACs at
+    A100's bf16 peak or the vector FLOPs at its vector peak), summed, less Tc."""
     from engine.estimators.realistic import DEFAULT_CONSTANTS as C
     O = C.attention_overheads
     hw = devices["A100-80GB-SXM"]
@@ -116,7 +118,15 @@ def test_decode_attention_streams_the_kv_cache_once(devices, llama8b):
     split_cycles = O.decode_split_cycles + O.decode_split_ramp_cycles * 2.039e12 / (108 * 1.41e9)
     fixed = 8 * (O.decode_cta_cycles + O.decode_wide_kv_cta_cycles) / (108 * 1.41e9) + split_cycles / 1.41e9
     latency = C.attention_decode_latency_cycles / 1.41e9
-    expected = latency + streaming + fixed + (ideal_sum - (kv + q_and_o) / 2.039e12)
+    roofline = engine.estimators.roofline.estimate_roofline(decompose_columns(
+        llama8b, engine.Scenario(phase="decode", batch=1, input_length=4096)), hw)
+    compute_roofline = max(roofline["macs"][fused].sum() / (hw.matrix_flops_per_s("bf16") / 2),
+                           roofline["vector_flops"][fused].sum() / hw.vector_flops_per_s)
+    assert compute_roofline < (kv + q_and_o) / 2.039e12          # the fused roofline is memory-bound
+    scale = compute_roofline / ((kv + q_and_o) / 2.039e12)
+    at_transition = np.maximum(roofline["compute_time_s"][fused], roofline["memory_time_s"][fused] * scale).sum()
+    assert at_transition - compute_roofline > ideal_sum - (kv + q_and_o) / 2.039e12 >= 0   # the offset it replaces
+    expected = latency + streaming + fixed + (at_transition - compute_roofline)
     assert out["time_s"][fused].sum() == pytest.approx(expected, rel=1e-9)
     assert out["gap_efficiency_s"][fused].sum() == pytest.approx(streaming + fixed - (kv + q_and_o) / 2.039e12,
                                                                  rel=1e-9)

@@ -15,6 +15,7 @@ from engine.common.index_runs import IndexRuns
 from engine.estimators.attention_cache_width import group_kv_value_bytes, prefill_macs_per_s_per_core, row_ideals
 from engine.estimators.fused_attention import (AttentionOverheads, FusedRates, FusedShapes, _eight_bit_cache,
                                                cached_value_bytes, fp8_matrix_decode, fused_times, is_scores_row)
+from engine.estimators.fused_offset import one_transition_offset, transition_offsets
 from engine.estimators.mla_attention import (any_mla, combine, decode_constants, decode_kernel_s, mla_groups,
                                              one_core_decode_s, prefill_constants, split_decode)
 from engine.estimators.realistic_constants import DeviceRates, decode_attention_latency_s
@@ -32,6 +33,9 @@ class FusedGroups:
     lead: np.ndarray          # the row each group's shape comes from (its Q*gK row, else its first matrix row)
     ideal_sum: np.ndarray     # the group's rows' roofline times summed (row_ideal where set)
     row_ideal: np.ndarray | None = None     # per attention row: its ideal where a kernel's rate raised it (else None)
+    # per group: the offset at the bandwidth where a memory-bound fused roofline turns compute-bound (fused_offset.py;
+    # 0 where compute-bound; None where no group is memory-bound)
+    transition_offset: np.ndarray | float | None = None
 
     @property
     def decode(self) -> np.ndarray:
@@ -69,10 +73,12 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=vector_flops, nbytes=nbytes, score_macs=score_macs,
                          window=window, kv_value_bytes=kv_value_bytes)
-    ideals = row_ideals(out, rows, is_matrix, at_rows.take(per_core_macs),
-                        by_group.take(fused_rates.macs_per_s_per_core))
+    row_rate = at_rows.take(per_core_macs)
+    ideals = row_ideals(out, rows, is_matrix, row_rate, by_group.take(fused_rates.macs_per_s_per_core))
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
-                       ideal_sum=time_sum if ideals is None else by_group.sums(ideals, groups), row_ideal=ideals)
+                       ideal_sum=time_sum if ideals is None else by_group.sums(ideals, groups), row_ideal=ideals,
+                       transition_offset=transition_offsets(out, rows, at_rows, group, groups, by_group, shapes,
+                                                            fused_rates, is_matrix, row_rate))
 
 
 _SUMMED = ("macs", "vector_flops", "bytes", "time_s")
@@ -167,6 +173,8 @@ def shared_kernel_s(inputs: FusedGroups, rates: DeviceRates, constants) -> tuple
     latency = where(shapes.decode, (rates.kernel_latency_s if decode is None else decode) * times["scale"],
                     rates.kernel_latency_s if prefill is None else prefill)
     offset = maximum(inputs.ideal_sum - times["t0"], 0.0)
+    if inputs.transition_offset is not None:     # never larger with less bandwidth (fused_offset.py)
+        offset = maximum(offset, inputs.transition_offset)
     return times, latency + times["t3"] + offset
 
 
@@ -196,12 +204,15 @@ def one_group_inputs(out, rows: np.ndarray, row_groups: RowGroups, rates: Device
         decode=decode, m=m, k=k, n=n,
         batch=batch, matrix_macs=matrix_macs, vector_flops=total("vector_flops"), nbytes=total("bytes"),
         score_macs=score_macs if score_macs > 0 else matrix_macs / 2.0, window=None, kv_value_bytes=kv_value_bytes)
+    row_rate = np.asarray(per_core_macs)[rows]
+    transition = one_transition_offset(out, rows, shapes, fused_rates, is_matrix, row_rate)
     if fused_rates.macs_per_s_per_core > per_core_macs[lead]:      # an 8-bit cache's prefill: its rows' ideals
-        ideals = row_ideals(out, rows, np.array(is_matrix), np.asarray(per_core_macs)[rows],
+        ideals = row_ideals(out, rows, np.array(is_matrix), row_rate,
                             np.full(len(rows), fused_rates.macs_per_s_per_core))
         return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=float(sum(ideals.tolist())),
-                           row_ideal=ideals)
-    return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=total("time_s"))
+                           row_ideal=ideals, transition_offset=transition)
+    return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead, ideal_sum=total("time_s"),
+                       transition_offset=transition)
 
 
 def _one_group_layout(rows: np.ndarray, row_groups: RowGroups) -> tuple:
