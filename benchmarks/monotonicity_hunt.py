@@ -17,7 +17,7 @@ tp / pp / ep layouts, overlap and collective algorithms, methods roofline, reali
 Relative tolerance 1e-9. Violations are grouped by (property, method, knob, metric or kernel), the worst case of each
 printed with how often it was seen. Known classes (2026-11-28, the integrator's report): collective latency grows with
 the last-level cache (collectives' latency_llc_share); the shipped norm class shares gamma out over the tokens
-(KernelClass.row_reads_whole_weights); the fused attention kernel's offset max(rows' ideal sum - t0, 0) grows where t0
+(KernelClass.row_weights_cached); the fused attention kernel's offset max(rows' ideal sum - t0, 0) grows where t0
 falls faster than the rows' ideals (engine/estimators/realistic_fused.py shared_kernel_s); pipeline micro-batches are
 the largest divisor of the batch up to pp (batch 4 at pp 2 runs 2 micro-batches, batch 5 one); a chunked_prefill
 request's mean TPOT falls as its output grows (fewer of its steps share an iteration with prompt chunks).

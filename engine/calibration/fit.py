@@ -129,11 +129,11 @@ ROW_WISE_CLASSES = ("norm", "activation")                           # one CTA pe
 class ElementwiseModel:
     """The realistic element-wise kernel time of many rows as a function of its class constants."""
 
-    def __init__(self, table: dict, hardware: Hardware, row_wise: bool, whole_weights: bool = False):
+    def __init__(self, table: dict, hardware: Hardware, row_wise: bool, weights_cached: bool = False):
         self.at_peak = table["bytes"] / hardware.memory_bandwidth_bytes_per_s
         tokens = np.maximum(table["m"].astype(float), 1.0)
         waves = np.ceil(tokens / (hardware.num_cores * ROW_CTAS_PER_CORE))
-        row_bytes = row_cta_bytes(table["bytes"], table["weight_bytes"], tokens, whole_weights)
+        row_bytes = row_cta_bytes(table["bytes"], table["weight_bytes"], tokens, weights_cached)
         self.row_cycles = waves * row_bytes / hardware.clock_hz if row_wise else None
 
     def time(self, fraction: float, latency: float, floor: float, row_bytes_per_cycle: float | None) -> np.ndarray:
@@ -173,7 +173,7 @@ def fit_realistic(measurements: pd.DataFrame, devices: dict, train_devices=None)
             subset = rows[rows["kind"] == kind]
             if len(subset):
                 model = ElementwiseModel(kernel_table(subset), hardware, kernel_class in ROW_WISE_CLASSES,
-                                         DEFAULT_CONSTANTS.kernel_classes[kernel_class].row_reads_whole_weights)
+                                         DEFAULT_CONSTANTS.kernel_classes[kernel_class].row_weights_cached)
                 fit.elementwise[kernel_class] = fit_elementwise(model, subset["measured_s"].to_numpy())
         fits[name] = fit
     classes = dict(DEFAULT_CONSTANTS.kernel_classes)
@@ -186,6 +186,6 @@ def fit_realistic(measurements: pd.DataFrame, devices: dict, train_devices=None)
                 latency_s=round(float(np.mean([c[1] for c, _ in pairs])), 9),
                 floor_s=round(float(np.mean([c[2] for c, _ in pairs])), 9),
                 row_bytes_per_cycle=mean([c[3] for c, _ in pairs]) if pairs[0][0][3] is not None else None,
-                row_reads_whole_weights=classes[kernel_class].row_reads_whole_weights,
+                row_weights_cached=classes[kernel_class].row_weights_cached,
             )
     return RealisticFit(fits, replace(DEFAULT_CONSTANTS, kernel_classes=classes))

@@ -160,14 +160,13 @@ def _time_unfused(table: KernelRows, unfused: np.ndarray, is_gemm: np.ndarray, k
     _time_elementwise(table, (~is_gemm) & unfused, kind, chain, memo)
 
 
-def row_cta_bytes(nbytes, weight_bytes, tokens, whole_weights):
-    """The bytes one CTA of a row-wise kernel streams: where `whole_weights` (1/True: the class's
-    row_reads_whole_weights), its token's share of the activations, (bytes - weight_bytes) / tokens, and the whole
-    weight vector (every CTA scales its row by all of a norm's gamma); elsewhere bytes / tokens, the weights shared
-    out over the tokens, so that a norm of more tokens within a wave runs shorter CTAs (Llama-3.1-8B on JGS: a
+def row_cta_bytes(nbytes, weight_bytes, tokens, weights_cached):
+    """The bytes one CTA of a row-wise kernel streams at its row rate: where `weights_cached` (1/True: the class's
+    row_weights_cached), its token's own activations, (bytes - weight_bytes) / tokens (a norm's gamma, read by every
+    CTA, comes from the cache; its one HBM read is in the kernel's stream); elsewhere bytes / tokens, the weights
+    shared out over the tokens, so that a norm of more tokens within a wave ran shorter CTAs (Llama-3.1-8B on JGS: a
     2-token prefill 1.5% faster than a 1-token one; benchmarks/monotonicity_hunt.py). Arrays or floats."""
-    whole = weight_bytes * whole_weights
-    return (nbytes - whole) / tokens + whole
+    return (nbytes - weight_bytes * weights_cached) / tokens
 
 
 def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, chain: TimeChain,
@@ -176,12 +175,12 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
     if not any_true(rows):
         return
     out, rates = table.out, table.rates
-    efficiency, fixed, least, row_rate, whole_weights = remembered(memo, ("classes", rows.tobytes()),
+    efficiency, fixed, least, row_rate, weights_cached = remembered(memo, ("classes", rows.tobytes()),
                                                                    lambda: _class_values(table, kind[rows]))
     nbytes = out["bytes"][rows].astype(float)
     tokens = np.maximum(out["m"][rows].astype(float), 1.0)
     row_waves = np.ceil(tokens / (rates.cores * ROW_CTAS_PER_CORE))
-    cta_bytes = row_cta_bytes(nbytes, out["weight_bytes"][rows].astype(float), tokens, whole_weights)
+    cta_bytes = row_cta_bytes(nbytes, out["weight_bytes"][rows].astype(float), tokens, weights_cached)
     row_s = row_waves * cta_bytes / row_rate
     fraction = np.minimum(1.0, rates.memory_fraction * efficiency)
     stream_s = nbytes / (rates.bandwidth * fraction)
@@ -203,8 +202,8 @@ def _time_elementwise(table: KernelRows, rows: np.ndarray, kind: np.ndarray, cha
 
 def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per element-wise row of kernel class `kinds`: bandwidth efficiency, fixed latency, floor, the bytes per
-    second of one row's CTA (inf: not row-wise) and whether each CTA reads the whole weights (1.0) or a token's share
-    (0.0); kinds without a class stream at full efficiency, no fixed time."""
+    second of one row's CTA (inf: not row-wise) and whether its weights come from the cache (1.0) or are shared out over
+    the tokens (0.0); kinds without a class stream at full efficiency, no fixed time."""
     rates, classes = table.rates, table.constants.kernel_classes
     if len(kinds) > SMALL_UNIQUE:       # many rows (a chunked schedule's iterations): one mask per class
         efficiency, fixed, least, row_rate = np.ones(len(kinds)), np.zeros(len(kinds)), np.zeros(len(kinds)), \
@@ -213,7 +212,7 @@ def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...
         for name, kernel_class in classes.items():
             mine = kinds == name
             efficiency[mine], fixed[mine] = kernel_class.bandwidth_efficiency, kernel_class.latency_s
-            least[mine], whole[mine] = kernel_class.floor_s, float(kernel_class.row_reads_whole_weights)
+            least[mine], whole[mine] = kernel_class.floor_s, float(kernel_class.row_weights_cached)
             if kernel_class.row_bytes_per_cycle and rates.row_waves:
                 row_rate[mine] = kernel_class.row_bytes_per_cycle * rates.clock_hz
         return efficiency, fixed, least, row_rate, whole
@@ -223,7 +222,7 @@ def _class_values(table: KernelRows, kinds: np.ndarray) -> tuple[np.ndarray, ...
     least = np.array([0.0 if c is None else c.floor_s for c in found], dtype=float)
     row_rate = np.array([c.row_bytes_per_cycle * rates.clock_hz if c is not None and c.row_bytes_per_cycle
                          and rates.row_waves else np.inf for c in found], dtype=float)
-    whole = np.array([0.0 if c is None else float(c.row_reads_whole_weights) for c in found], dtype=float)
+    whole = np.array([0.0 if c is None else float(c.row_weights_cached) for c in found], dtype=float)
     return efficiency, fixed, least, row_rate, whole
 
 

@@ -40,22 +40,22 @@ class KernelClass:
     kernel time = max(floor_s, latency_s + max(bytes / bandwidth, row waves))
     bandwidth = min(1, bandwidth_efficiency x achievable_memory_bandwidth_fraction) x peak.
     Row-wise kernels (row_bytes_per_cycle set: one CTA per token, as vLLM's norm and activation kernels) run their
-    rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row (realistic.row_cta_bytes; with the whole
-    gamma where row_reads_whole_weights) at row_bytes_per_cycle x clock: a few tokens cannot use the whole memory
+    rows in waves of ROW_CTAS_PER_CORE x cores, each CTA streaming its row (realistic.row_cta_bytes; gamma from the
+    cache where row_weights_cached) at row_bytes_per_cycle x clock: a few tokens cannot use the whole memory
     bandwidth. The fixed times are seconds (alike on A100 and H100), unlike a GEMM's device `kernel_latency`."""
 
     bandwidth_efficiency: float
     latency_s: float
     floor_s: float = 0.0
     row_bytes_per_cycle: float | None = None
-    row_reads_whole_weights: bool = False
+    row_weights_cached: bool = False
 
 
 # Element-wise kernel classes, fitted by engine/calibration/fit.py (coordinate descent, median + p90/2 of |error|)
 # on the RMSNorm, SwiGLU and residual-add rows of Vidur's A100-80GB-SXM and H100-SXM profiles
 # (vidur_llama2_ops.csv), averaged over the two devices.
-NORM_CLASS = KernelClass(            # RMSNorm rows (reads each row twice)
-    bandwidth_efficiency=0.49, latency_s=0.875e-6, floor_s=2.125e-6, row_bytes_per_cycle=3.62)
+NORM_CLASS = KernelClass(  # RMSNorm rows: a CTA streams its token's row, gamma from the cache (refit, session 21)
+    bandwidth_efficiency=0.50, latency_s=1.125e-6, floor_s=2.125e-6, row_bytes_per_cycle=3.62, row_weights_cached=True)
 ACTIVATION_CLASS = KernelClass(      # SwiGLU rows
     bandwidth_efficiency=0.66, latency_s=1.25e-6, floor_s=1.5e-6, row_bytes_per_cycle=5.88)
 RESIDUAL_CLASS = KernelClass(        # residual-add rows (faster than GEMM operand streams; not row-wise)
