@@ -17,7 +17,7 @@ streams, where the tables time H100 and H200 alike (1-10 MB of KV, docs/accuracy
 
 from __future__ import annotations
 
-from engine.common.float_or_array import maximum, minimum, where
+from engine.common.float_or_array import maximum, where
 
 # a decode context of more than this many cached values per head (tokens x head dim) is split over several CTAs per
 # (sequence, KV head); on older tensor cores it pays a reduction (AttentionOverheads.decode_split_cycles). The Hopper
