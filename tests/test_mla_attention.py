@@ -47,8 +47,14 @@ def test_deepseek_decode_attention_is_hand_arithmetic_from_the_shipped_mla_const
     memory_s = nbytes / (hw.memory_bandwidth_bytes_per_s * stream)
     pair_s = nbytes * core_cycle_s / (batch * mla.decode_pair_bytes_per_core_cycle)    # one latent pair per sequence
     cta_s = batch * mla.decode_cta_cycles * core_cycle_s
-    # the rows' ideals beyond the kernel's own ideal (memory-bound: its bytes at the peak bandwidth)
-    offset_s = ideal["time_s"].sum() - nbytes / hw.memory_bandwidth_bytes_per_s
+    # the rows' ideals beyond the kernel's own ideal, taken where its memory-bound roofline turns compute-bound
+    # (engine/estimators/fused_offset.py): each row's roofline with its bytes at the bandwidth where the kernel's bytes
+    # take its compute roofline (its MACs at the bf16 peak or its vector FLOPs at the vector peak), less that roofline
+    compute_s = max(ideal["macs"].sum() / (hw.matrix_flops_per_s("bf16") / 2),
+                    ideal["vector_flops"].sum() / hw.vector_flops_per_s)
+    assert compute_s < nbytes / hw.memory_bandwidth_bytes_per_s
+    scale = compute_s / (nbytes / hw.memory_bandwidth_bytes_per_s)
+    offset_s = np.maximum(ideal["compute_time_s"], ideal["memory_time_s"] * scale).sum() - compute_s
     fp4 = hw.matrix_macs_per_cycle_per_core_fp4 is not None
     floor_s = mla.mla_decode_latency_s if fp4 else mla.mla_decode_latency_cycles / hw.clock_hz
     expected = floor_s + memory_s + pair_s + cta_s + offset_s

@@ -99,14 +99,15 @@ def test_the_fit_recovers_mla_decode_constants_from_synthetic_times(devices):
 
 @pytest.mark.parametrize("family, floor, fragile", [
     ("decode_mla", 0.196, ("decode_bandwidth_efficiency", "mla_decode_latency_cycles")),
-    ("prefill_mla", 0.100, ("prefill_cta_cycles", "mla_prefill_fp8_cta_cycles")),
+    ("prefill_mla", 0.099, ("prefill_cta_cycles", "mla_prefill_fp8_cta_cycles")),
 ])
 def test_subset_floor_breaks_when_a_fitted_mla_constant_moves_15_percent(devices, family, floor, fragile):
     """The shipped subset's 10 H100-SXM + 10 B200 MLA rows per phase, with FITTED_MLA (fitted on the full tables,
-    not on these rows): mean |log(predicted / measured)| 0.194 decode, 0.0987 prefill (the attention constants:
-    0.243 / 0.216), within the floor; 15% more or less of each `fragile` constant breaks it (on these 10 rows a
-    higher prefill matrix efficiency helps: their 16-bit rows are predicted slow). Prefill's largest-CTA share:
-    without it 0.111, with 15% more 0.101 (15% less: 0.0965, these rows' few-wave prefills prefer less)."""
+    not on these rows): mean |log(predicted / measured)| 0.195 decode, 0.0976 prefill (session 21's monotone fused
+    offset; were 0.194 / 0.0987; the attention constants: 0.243 / 0.216), within the floor; 15% more or less of each
+    `fragile` constant breaks it (on these 10 rows a higher prefill matrix efficiency helps: their 16-bit rows are
+    predicted slow). Prefill's largest-CTA share: without it 0.109, with 15% more 0.0997 (15% less: 0.0954, these
+    rows' few-wave prefills prefer less); the prefill floor 0.100 -> 0.099 so that 15% more still breaks it."""
     groups = attention_fit.device_groups(attention_fit.fit_rows(family, devices, SUBSET), devices, family)
     base = attention_fit.shipped_values(family)
     values = mla_fit.FITTED_MLA[family]
