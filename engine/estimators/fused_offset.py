@@ -28,10 +28,11 @@ def _compute_bound(shapes, rates):
     return (compute if compute != compute or compute >= vector else vector), shapes.nbytes / rates.bandwidth
 
 
-def transition_offsets(out, rows, at_rows, group, groups: int, by_group, shapes, rates, is_matrix, row_rate):
+def transition_offsets(out, at_rows, group, groups: int, by_group, shapes, rates, is_matrix, row_rate, kernel_rate):
     """Per group (arrays): the offset at the bandwidth where its fused roofline turns compute-bound, for the
-    memory-bound groups (0 elsewhere); None where no group is memory-bound. row_rate per attention row: the rate the
-    roofline timed it at (a matrix row whose kernel runs faster has its compute at the kernel's rate, as row_ideals)."""
+    memory-bound groups (0 elsewhere); None where no group is memory-bound. Per attention row: row_rate, the rate the
+    roofline timed it at, and kernel_rate, its group's kernel rate (a matrix row whose kernel runs faster has its
+    compute at the kernel's rate, as row_ideals)."""
     peak = rates.macs_per_s_per_core * rates.cores
     compute_roofline = np.maximum(shapes.matrix_macs / peak, shapes.vector_flops / rates.vector_flops_per_s)
     memory_roofline = shapes.nbytes / rates.bandwidth
@@ -40,7 +41,6 @@ def transition_offsets(out, rows, at_rows, group, groups: int, by_group, shapes,
         return None
     ratio = np.where(memory_bound, compute_roofline / np.where(memory_bound, memory_roofline, 1.0), 1.0)
     compute = at_rows.take(np.asarray(out["compute_time_s"])).astype(float)
-    kernel_rate = by_group.take(np.broadcast_to(rates.macs_per_s_per_core, (groups,)))
     raised = np.asarray(is_matrix) & (kernel_rate > row_rate)
     compute = np.where(raised, compute * (row_rate / kernel_rate), compute)
     memory = at_rows.take(np.asarray(out["memory_time_s"])).astype(float)

@@ -73,12 +73,12 @@ def fused_group_inputs(out, fused, row_groups: RowGroups, rates: DeviceRates, pe
     shapes = FusedShapes(decode=decode, m=m, k=k, n=n, batch=batch, matrix_macs=matrix_macs,
                          vector_flops=vector_flops, nbytes=nbytes, score_macs=score_macs,
                          window=window, kv_value_bytes=kv_value_bytes)
-    row_rate = at_rows.take(per_core_macs)
-    ideals = row_ideals(out, rows, is_matrix, row_rate, by_group.take(fused_rates.macs_per_s_per_core))
+    row_rate, kernel_rate = at_rows.take(per_core_macs), by_group.take(fused_rates.macs_per_s_per_core)
+    ideals = row_ideals(out, rows, is_matrix, row_rate, kernel_rate)
     return FusedGroups(shapes=shapes, rates=fused_rates, lead=lead,
                        ideal_sum=time_sum if ideals is None else by_group.sums(ideals, groups), row_ideal=ideals,
-                       transition_offset=transition_offsets(out, rows, at_rows, group, groups, by_group, shapes,
-                                                            fused_rates, is_matrix, row_rate))
+                       transition_offset=transition_offsets(out, at_rows, group, groups, by_group, shapes,
+                                                            fused_rates, is_matrix, row_rate, kernel_rate))
 
 
 _SUMMED = ("macs", "vector_flops", "bytes", "time_s")
